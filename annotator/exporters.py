@@ -1,0 +1,97 @@
+"""INQUIRE-format CSV exports, produced row by row so that no file is ever built whole in memory.
+
+inquire_queries.csv      ,query_id,query_text,supercategory,category,iconic_group
+                         (the released file's layout, unnamed index column included, so
+                         the released evaluation code reads it unchanged)
+inquire_annotations.csv  query_id,image_id,image_path  (relevant pairs only, like the benchmark)
+inquire_labels.csv       query_id,image_id,image_path,label,annotator,updated_at  (every label)
+"""
+import csv
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from django.db.models import F
+
+from .models import Label, LabelValue, Query
+
+CHUNK = 5000
+
+
+def query_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
+    """Queries in the released files' order; queries made in Quire follow, numbered on."""
+    yield ["", "query_id", "query_text", "supercategory", "category", "iconic_group"]
+    queries = Query.objects.order_by(F("csv_index").asc(nulls_last=True), "id")
+    if query_ids is not None:
+        queries = queries.filter(id__in=list(query_ids))
+    fields = ("id", "csv_index", "text", "supercategory", "category", "iconic_group")
+    rows = list(queries.values_list(*fields))  # at most a few thousand queries
+    next_index = max((row[1] for row in rows if row[1] is not None), default=-1) + 1
+    for query_id, csv_index, text, supercategory, category, iconic_group in rows:
+        if csv_index is None:
+            csv_index, next_index = next_index, next_index + 1
+        yield [csv_index, query_id, text, supercategory, category, iconic_group]
+
+
+def annotation_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
+    yield ["query_id", "image_id", "image_path"]
+    labels = _labels(query_ids).filter(value=LabelValue.RELEVANT)
+    yield from (list(row) for row in labels.values_list("query_id", "image_id", "image__file_name").iterator(CHUNK))
+
+
+def label_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
+    yield ["query_id", "image_id", "image_path", "label", "annotator", "updated_at"]
+    fields = ("query_id", "image_id", "image__file_name", "value", "annotator__username", "updated_at")
+    for query_id, image_id, path, value, annotator, updated_at in _labels(query_ids).values_list(*fields).iterator(
+        CHUNK
+    ):
+        yield [query_id, image_id, path, value, annotator or "", updated_at.isoformat()]
+
+
+def _labels(query_ids):
+    labels = Label.objects.order_by("query_id", "image_id")
+    if query_ids is not None:
+        labels = labels.filter(query_id__in=list(query_ids))
+    return labels
+
+
+EXPORTS: dict[str, Callable[..., Iterator[list]]] = {
+    "inquire_queries.csv": query_rows,
+    "inquire_annotations.csv": annotation_rows,
+    "inquire_labels.csv": label_rows,
+}
+
+
+class _Echo:
+    """A file-like object whose write() returns what it was given, for streaming csv.writer output."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def csv_lines(rows: Iterable[list]) -> Iterator[str]:
+    """Each row as one CSV line ("\\n" endings, like the released files)."""
+    writer = csv.writer(_Echo(), lineterminator="\n")
+    for row in rows:
+        yield writer.writerow(row)
+
+
+def export_inquire(out_dir: Path, query_ids: Iterable[int] | None = None) -> dict[str, int]:
+    """Write the three INQUIRE CSVs into `out_dir`; returns the number of data rows of each.
+
+    Each file is written beside its final name and renamed at the end, so an
+    interrupted export never leaves a half-written file under the real name.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    for name, rows in EXPORTS.items():
+        target = out_dir / name
+        partial = out_dir / f".{name}.partial"
+        lines = -1
+        with partial.open("w", encoding="utf-8", newline="") as handle:
+            for line in csv_lines(rows(query_ids)):
+                handle.write(line)
+                lines += 1
+        partial.replace(target)
+        counts[name] = lines
+    return counts

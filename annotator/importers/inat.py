@@ -1,0 +1,246 @@
+"""Importing an iNat21/iNat24 metadata file (COCO layout), streamed.
+
+The real iNat24 train file describes 4.8M images in about 2 GB of JSON, so it
+is never loaded whole: ijson reads one section at a time (the file is read
+once per section, because images come before the annotations that give their
+taxon), the image -> taxon map is two numpy arrays (77 MB for 4.8M images),
+and images are written in batches.
+
+    images:      id, width, height, file_name, license, rights_holder, date,
+                 latitude, longitude, location_uncertainty
+    categories:  id, name, common_name, supercategory, kingdom, phylum, class,
+                 order, family, genus, specific_epithet, image_dir_name
+    annotations: image_id, category_id
+    licenses:    id, name, url
+"""
+import gzip
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import ijson
+import numpy as np
+from django.db import transaction
+
+from ..models import Image, ImageRoot, Taxon
+from .errors import ImportFailed
+from .values import BadValue, optional_date, optional_float, optional_int, optional_text, required_int, required_text
+from .writers import UpsertWriter
+
+TAXON_FIELDS = [
+    "id", "scientific_name", "common_name", "kingdom", "phylum", "class_name", "order", "family", "genus",
+    "specific_epithet", "image_dir_name", "supercategory",
+]  # fmt: skip
+IMAGE_FIELDS = [
+    "id", "root", "file_name", "width", "height", "taxon", "latitude", "longitude", "location_uncertainty",
+    "observed_on", "license", "rights_holder",
+]  # fmt: skip
+# iNat's category keys, in the order of TAXON_FIELDS after id.
+CATEGORY_KEYS = [
+    "name", "common_name", "kingdom", "phylum", "class", "order", "family", "genus", "specific_epithet",
+    "image_dir_name", "supercategory",
+]  # fmt: skip
+
+
+@dataclass
+class InatResult:
+    taxa: int
+    taxa_written: int
+    images: int
+    images_written: int
+
+    def __str__(self):
+        return (
+            f"{self.images} images ({self.images_written} new or changed, "
+            f"{self.images - self.images_written} unchanged), "
+            f"{self.taxa} taxa ({self.taxa_written} new or changed)"
+        )
+
+
+def import_inat(
+    path: Path,
+    images_root: Path | None = None,
+    *,
+    batch_size: int = 50_000,
+    progress: Callable[[int, int], None] | None = None,
+) -> InatResult:
+    """Import taxa and images from an iNat JSON file (plain or .gz), all or nothing.
+
+    `images_root` is the folder the images' file_name values are relative to.
+    `progress(done, total)` is called after each batch of images.
+    Raises ImportFailed naming the record for any bad value.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ImportFailed(path, None, "no such file")
+    if images_root is not None and not Path(images_root).is_dir():
+        raise ImportFailed(images_root, None, "the images root is not a folder")
+
+    licenses = {license_id: name for license_id, name in _licenses(path)}
+    taxa = list(_taxa(path))
+    taxon_ids = np.array(sorted(row[0] for row in taxa), dtype=np.int64)
+    annotated_ids, annotated_taxa = _annotations(path, taxon_ids)
+    total = len(annotated_ids)
+
+    with transaction.atomic():
+        taxa_written = UpsertWriter(Taxon, TAXON_FIELDS).write(taxa)
+        root_id = None
+        if images_root is not None:
+            root_id = ImageRoot.objects.get_or_create(path=str(Path(images_root).resolve()))[0].id
+        writer = UpsertWriter(Image, IMAGE_FIELDS)
+        seen = np.empty(max(total, 1024), dtype=np.int64)
+        count = written = 0
+        batch: list[tuple] = []
+        for index, record in _items(path, "images"):
+            row = _image_row(path, index, record, root_id, licenses, annotated_ids, annotated_taxa)
+            if count == len(seen):
+                seen = np.resize(seen, 2 * len(seen))
+            seen[count] = row[0]
+            count += 1
+            batch.append(row)
+            if len(batch) >= batch_size:
+                written += _write_batch(path, writer, batch, seen[:count])
+                batch = []
+                if progress:
+                    progress(count, max(total, count))
+        written += _write_batch(path, writer, batch, seen[:count])
+        if progress:
+            progress(count, count)
+        _check_unique(path, seen[:count])
+    return InatResult(taxa=len(taxa), taxa_written=taxa_written, images=count, images_written=written)
+
+
+def _write_batch(path, writer: UpsertWriter, batch: list[tuple], seen: np.ndarray) -> int:
+    # A repeated id inside one batch would make PostgreSQL's ON CONFLICT fail
+    # with an unhelpful message, so catch it first with the record it names.
+    ids = np.fromiter((row[0] for row in batch), dtype=np.int64, count=len(batch))
+    if len(np.unique(ids)) != len(ids):
+        _check_unique(path, seen)
+    return writer.write(batch)
+
+
+def _check_unique(path, ids: np.ndarray) -> None:
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    repeats = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if len(repeats):
+        second = order[repeats[0] + 1]
+        raise ImportFailed(path, f"images[{second}]", f"image id {ids[second]} appears twice in the file")
+
+
+def _open(path: Path):
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return path.open("rb")
+
+
+def _items(path: Path, section: str) -> Iterator[tuple[int, dict]]:
+    """Yield (position, record) for each record of one top-level list of the file."""
+    handle = _open(path)
+    try:
+        for index, record in enumerate(ijson.items(handle, f"{section}.item", use_float=True)):
+            if not isinstance(record, dict):
+                raise ImportFailed(path, f"{section}[{index}]", "each record must be a JSON object")
+            yield index, record
+    except ijson.JSONError as error:
+        # ijson reads ahead in 64 KB blocks, so the position is that close.
+        raise ImportFailed(path, f"near byte {handle.tell()}", f"broken JSON ({_first_line(error)})") from None
+    except (OSError, EOFError) as error:  # a truncated or corrupt .gz
+        raise ImportFailed(path, f"reading {section}", f"cannot read the file ({_first_line(error)})") from None
+    except UnicodeDecodeError:
+        raise ImportFailed(path, f"reading {section}", "the file is not UTF-8 JSON") from None
+    finally:
+        handle.close()
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def _licenses(path: Path) -> Iterator[tuple[int, str]]:
+    for index, record in _items(path, "licenses"):
+        try:
+            yield required_int(record.get("id"), "id"), optional_text(record.get("name"), "name", 255)
+        except BadValue as error:
+            raise ImportFailed(path, f"licenses[{index}]", str(error)) from None
+
+
+def _taxa(path: Path) -> Iterator[tuple]:
+    seen = set()
+    for index, record in _items(path, "categories"):
+        try:
+            taxon_id = required_int(record.get("id"), "id")
+            row = (
+                taxon_id,
+                required_text(record.get("name"), "name", 255),
+                *(optional_text(record.get(key), key, 255 if key.endswith("name") else 100) for key in CATEGORY_KEYS[1:]),
+            )
+        except BadValue as error:
+            raise ImportFailed(path, f"categories[{index}]", str(error)) from None
+        if taxon_id in seen:
+            raise ImportFailed(path, f"categories[{index}]", f"category id {taxon_id} appears twice in the file")
+        seen.add(taxon_id)
+        yield row
+
+
+def _annotations(path: Path, taxon_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return (image ids sorted, their taxon ids): the map images are looked up in."""
+    image_ids, category_ids = [], []
+    for index, record in _items(path, "annotations"):
+        try:
+            image_id = required_int(record.get("image_id"), "image_id")
+            category_id = required_int(record.get("category_id"), "category_id")
+        except BadValue as error:
+            raise ImportFailed(path, f"annotations[{index}]", str(error)) from None
+        position = np.searchsorted(taxon_ids, category_id)
+        if position == len(taxon_ids) or taxon_ids[position] != category_id:
+            raise ImportFailed(
+                path, f"annotations[{index}]", f"category_id {category_id} is not in the file's categories"
+            )
+        image_ids.append(image_id)
+        category_ids.append(category_id)
+    images = np.array(image_ids, dtype=np.int64)
+    categories = np.array(category_ids, dtype=np.int64)
+    order = np.argsort(images, kind="stable")
+    images, categories = images[order], categories[order]
+    repeats = np.flatnonzero((images[1:] == images[:-1]) & (categories[1:] != categories[:-1]))
+    if len(repeats):
+        raise ImportFailed(
+            path, "annotations", f"image_id {images[repeats[0]]} is annotated with two different categories"
+        )
+    return images, categories
+
+
+def _image_row(path, index, record, root_id, licenses, annotated_ids, annotated_taxa) -> tuple:
+    try:
+        image_id = required_int(record.get("id"), "id")
+        license_id = optional_int(record.get("license"), "license")
+        if license_id is not None and license_id not in licenses:
+            raise BadValue(f"license {license_id} is not in the file's licenses")
+        position = np.searchsorted(annotated_ids, image_id)
+        taxon_id = None
+        if position < len(annotated_ids) and annotated_ids[position] == image_id:
+            taxon_id = int(annotated_taxa[position])
+        return (
+            image_id,
+            root_id,
+            required_text(record.get("file_name"), "file_name", 1024),
+            _size(record.get("width"), "width"),
+            _size(record.get("height"), "height"),
+            taxon_id,
+            optional_float(record.get("latitude"), "latitude", low=-90, high=90),
+            optional_float(record.get("longitude"), "longitude", low=-180, high=180),
+            optional_float(record.get("location_uncertainty"), "location_uncertainty", low=0),
+            optional_date(record.get("date"), "date"),
+            licenses.get(license_id, ""),
+            optional_text(record.get("rights_holder"), "rights_holder", 255),
+        )
+    except BadValue as error:
+        raise ImportFailed(path, f"images[{index}]", str(error)) from None
+
+
+def _size(value, field: str) -> int | None:
+    result = optional_int(value, field)
+    if result is not None and not 0 < result < 1_000_000:
+        raise BadValue(f"{field} must be a positive number of pixels, not {value!r}")
+    return result

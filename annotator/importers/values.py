@@ -1,0 +1,76 @@
+"""Parsing one field of an imported record, with an error that names the field."""
+import datetime
+import math
+
+
+class BadValue(ValueError):
+    """A field's value cannot be used; the text says which field and why."""
+
+
+def required_int(value, field: str) -> int:
+    result = optional_int(value, field)
+    if result is None:
+        raise BadValue(f"{field} is missing")
+    return result
+
+
+def optional_int(value, field: str) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise BadValue(f"{field} must be a whole number, not {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise BadValue(f"{field} must be a whole number, not {value!r}") from None
+
+
+def optional_float(value, field: str, *, low: float | None = None, high: float | None = None) -> float | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise BadValue(f"{field} must be a number, not {value!r}")
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        raise BadValue(f"{field} must be a number, not {value!r}") from None
+    if math.isnan(result) or math.isinf(result):
+        raise BadValue(f"{field} must be a finite number, not {value!r}")
+    if (low is not None and result < low) or (high is not None and result > high):
+        raise BadValue(f"{field} must be between {low} and {high}, not {value!r}")
+    return result
+
+
+def optional_text(value, field: str, max_length: int) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise BadValue(f"{field} must be text, not {value!r}")
+    if len(value) > max_length:
+        raise BadValue(f"{field} is longer than {max_length} characters")
+    if "\x00" in value:
+        raise BadValue(f"{field} contains a NUL character")
+    return value
+
+
+def required_text(value, field: str, max_length: int) -> str:
+    result = optional_text(value, field, max_length).strip()
+    if not result:
+        raise BadValue(f"{field} is missing")
+    return result
+
+
+def optional_date(value, field: str) -> datetime.date | None:
+    """iNat dates look like "2010-07-23 00:00:00+00:00" or "2010-07-23"; the day is kept."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise BadValue(f"{field} must be a date like 2021-04-22, not {value!r}")
+    try:
+        return datetime.date.fromisoformat(value.strip()[:10])
+    except ValueError:
+        raise BadValue(f"{field} must be a date like 2021-04-22, not {value!r}") from None

@@ -1,0 +1,31 @@
+"""What every Quire import/export command shares: one-line errors and a progress bar."""
+from contextlib import contextmanager
+
+from django.core.management.base import CommandError
+from tqdm import tqdm
+
+from annotator.importers import ImportFailed
+
+
+@contextmanager
+def import_errors_as_command_errors():
+    """Turn an ImportFailed into Django's CommandError: the one-line message and exit status 1."""
+    try:
+        yield
+    except ImportFailed as error:
+        raise CommandError(str(error)) from None
+
+
+@contextmanager
+def progress_bar(description: str, unit: str):
+    """Yield a progress(done, total) callback drawing a tqdm bar on stderr (silent when not a terminal)."""
+    bar = tqdm(desc=description, unit=unit, unit_scale=True, disable=None)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        yield progress
+    finally:
+        bar.close()

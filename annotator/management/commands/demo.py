@@ -1,0 +1,31 @@
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from annotator.demo import DEMO_ADMIN, DEMO_ANNOTATOR, build_demo
+
+
+class Command(BaseCommand):
+    help = (
+        "Build the offline demo (database, demo users, a generated collection and demo queries) "
+        "and serve Quire at http://127.0.0.1:8000. Running it again reuses what exists."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--no-serve", action="store_true", help="build everything and exit")
+        parser.add_argument("--images", type=int, default=3000, help="size of a newly generated collection")
+        parser.add_argument("--addrport", default="127.0.0.1:8000")
+
+    def handle(self, no_serve, images, addrport, **options):
+        call_command("migrate", interactive=False, verbosity=0)
+        self.stdout.write(f"Building the demo under {settings.QUIRE_DATA_DIR} ...")
+        result = build_demo(settings.QUIRE_DATA_DIR, images=images)
+        self.stdout.write(
+            f"Demo collection: {result.images} images, {result.taxa} taxa, {result.queries} demo queries."
+        )
+        self.stdout.write(f"Admin login:     {DEMO_ADMIN[0]} / {DEMO_ADMIN[1]}")
+        self.stdout.write(f"Annotator login: {DEMO_ANNOTATOR[0]} / {DEMO_ANNOTATOR[1]}")
+        if no_serve:
+            return
+        self.stdout.write(self.style.SUCCESS(f"Serving Quire at http://{addrport}/ (Ctrl+C stops it)."))
+        call_command("runserver", addrport, use_reloader=False)

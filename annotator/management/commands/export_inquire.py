@@ -1,0 +1,25 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotator.exporters import export_inquire
+from annotator.models import Query
+
+
+class Command(BaseCommand):
+    help = "Write inquire_queries.csv, inquire_annotations.csv and inquire_labels.csv into a folder."
+
+    def add_arguments(self, parser):
+        parser.add_argument("out_dir", type=Path)
+        parser.add_argument("--query", type=int, action="append", dest="query_ids", help="only this query (repeatable)")
+
+    def handle(self, out_dir, query_ids, **options):
+        if out_dir.exists() and not out_dir.is_dir():
+            raise CommandError(f"{out_dir}: exists and is not a folder; name a folder to write the CSVs into")
+        if query_ids:
+            unknown = sorted(set(query_ids) - set(Query.objects.filter(id__in=query_ids).values_list("id", flat=True)))
+            if unknown:
+                raise CommandError(f"unknown query id(s) {', '.join(map(str, unknown))}")
+        counts = export_inquire(out_dir, query_ids)
+        for name, rows in counts.items():
+            self.stdout.write(f"{out_dir / name}: {rows} rows")

@@ -1,0 +1,15 @@
+"""Test settings: quire.settings with test-only defaults filled in before it is read.
+
+Not a second home for settings: only values the environment would otherwise
+have to supply (a secret key, a scratch data directory).
+"""
+import os
+import tempfile
+
+os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
+os.environ.setdefault("QUIRE_DATA_DIR", tempfile.mkdtemp(prefix="quire-tests-"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from quire.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
