@@ -144,7 +144,9 @@ def _items(path: Path, section: str) -> Iterator[tuple[int, dict]]:
             yield index, record
     except ijson.JSONError as error:
         # ijson reads ahead in 64 KB blocks, so the position is that close.
-        raise ImportFailed(path, f"near byte {handle.tell()}", f"broken JSON ({_first_line(error)})") from None
+        message = _first_line(error)
+        problem = "the file is not UTF-8 text" if "UTF8" in message else f"broken JSON ({message})"
+        raise ImportFailed(path, f"near byte {handle.tell()}", problem) from None
     except (OSError, EOFError) as error:  # a truncated or corrupt .gz
         raise ImportFailed(path, f"reading {section}", f"cannot read the file ({_first_line(error)})") from None
     except UnicodeDecodeError:
@@ -154,7 +156,12 @@ def _items(path: Path, section: str) -> Iterator[tuple[int, dict]]:
 
 
 def _first_line(error: Exception) -> str:
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    """The first line of a parser's message (yajl's messages are bytes, with a drawing below)."""
+    message = error.args[0] if error.args else ""
+    if isinstance(message, bytes):
+        message = message.decode("utf-8", "replace")
+    message = str(message).strip()
+    return message.splitlines()[0] if message else type(error).__name__
 
 
 def _licenses(path: Path) -> Iterator[tuple[int, str]]:

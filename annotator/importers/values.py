@@ -58,8 +58,10 @@ def optional_text(value, field: str, max_length: int) -> str:
 
 
 def required_text(value, field: str, max_length: int) -> str:
-    result = optional_text(value, field, max_length).strip()
-    if not result:
+    """Text that must not be blank. Kept exactly as given (the released INQUIRE
+    files have a trailing space in a query text, and exports must reproduce it)."""
+    result = optional_text(value, field, max_length)
+    if not result.strip():
         raise BadValue(f"{field} is missing")
     return result
 

@@ -1,0 +1,115 @@
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
+
+from annotator.importers import import_inat
+from annotator.labels import set_label
+from annotator.models import LabelEvent, Query
+from tests.conftest import inat_document
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def api(write_json):
+    import_inat(write_json(inat_document(images=7)))
+    Query.objects.create(id=7, text="Black Skimmer performing skimming", split="val")
+    Query.objects.create(id=8, text="Puffin with fish", split="test", status="done")
+    client = APIClient()
+    client.force_authenticate(User.objects.create(username="ann"))
+    return client
+
+
+def test_everything_needs_a_login(write_json):
+    client = APIClient()
+    for url in ["/api/queries/", "/api/taxa/", "/api/images/", "/api/labels/", "/api/schema/"]:
+        assert client.get(url).status_code in (401, 403), url
+
+
+def test_basic_auth_works_for_scripts(api):
+    User.objects.create_user("script", password="s3cret-pass")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Basic " + __import__("base64").b64encode(b"script:s3cret-pass").decode())
+    assert client.get("/api/queries/").status_code == 200
+
+
+def test_openapi_schema_describes_the_endpoints(api):
+    response = api.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    schema = response.json()
+    assert schema["openapi"].startswith("3.")
+    for path in ["/api/queries/", "/api/taxa/", "/api/images/", "/api/labels/", "/api/labels/{id}/"]:
+        assert path in schema["paths"], path
+    assert "post" in schema["paths"]["/api/labels/"] and "post" not in schema["paths"]["/api/queries/"]
+
+
+def test_queries_list_and_filter(api):
+    data = api.get("/api/queries/?split=test").json()
+    assert [(q["query_id"], q["status"]) for q in data["results"]] == [(8, "done")]
+    assert api.get("/api/queries/7/").json()["text"] == "Black Skimmer performing skimming"
+    assert api.get("/api/queries/999/").status_code == 404
+
+
+def test_taxa_search_by_common_or_scientific_name(api):
+    assert [t["id"] for t in api.get("/api/taxa/?search=puffin").json()["results"]] == [11]
+    assert [t["id"] for t in api.get("/api/taxa/?search=rynchops").json()["results"]] == [10]
+
+
+def test_images_page_by_cursor_and_filter_by_taxon(api):
+    first = api.get("/api/images/?page_size=4").json()
+    assert [i["id"] for i in first["results"]] == [1000, 1001, 1002, 1003]
+    rest = api.get(first["next"]).json()
+    assert [i["id"] for i in rest["results"]] == [1004, 1005, 1006]
+    assert [i["id"] for i in api.get("/api/images/?taxon=10").json()["results"]] == [1000, 1003]
+    response = api.get("/api/images/?taxon=birds")
+    assert response.status_code == 400 and "whole number" in response.json()["taxon"]
+
+
+def test_posting_a_label_creates_then_changes_it(api):
+    created = api.post("/api/labels/", {"query": 7, "image": 1000, "value": "relevant"}, format="json")
+    assert created.status_code == 201
+    assert created.json()["annotator"] == "ann"
+    changed = api.post("/api/labels/", {"query": 7, "image": 1000, "value": "unsure"}, format="json")
+    assert changed.status_code == 200 and changed.json()["value"] == "unsure"
+    assert list(LabelEvent.objects.values_list("old_value", "new_value", "source")) == [
+        ("", "relevant", "api"),
+        ("relevant", "unsure", "api"),
+    ]
+
+
+def test_patch_and_delete_a_label(api):
+    label, _ = set_label(query_id=7, image_id=1001, value="relevant", source="click")
+    assert api.patch(f"/api/labels/{label.id}/", {"value": "not_relevant"}, format="json").json()["value"] == "not_relevant"
+    assert api.delete(f"/api/labels/{label.id}/").status_code == 204
+    assert api.get(f"/api/labels/{label.id}/").status_code == 404
+    assert list(LabelEvent.objects.values_list("new_value", flat=True)) == ["relevant", "not_relevant", ""]
+
+
+def test_labels_filter_by_query_and_value(api):
+    set_label(query_id=7, image_id=1000, value="relevant", source="click")
+    set_label(query_id=7, image_id=1001, value="not_relevant", source="click")
+    set_label(query_id=8, image_id=1000, value="relevant", source="click")
+    rows = api.get("/api/labels/?query=7&value=relevant").json()["results"]
+    assert [(r["query"], r["image"]) for r in rows] == [(7, 1000)]
+
+
+@pytest.mark.parametrize(
+    "body, field, message",
+    [
+        ({"query": 7, "image": 4242, "value": "relevant"}, "image", "does not exist"),
+        ({"query": 99, "image": 1000, "value": "relevant"}, "query", "does not exist"),
+        ({"query": 7, "image": 1000, "value": "maybe"}, "value", "is not a valid choice"),
+        ({"query": "seven", "image": 1000, "value": "relevant"}, "query", "Incorrect type"),
+        ({"image": 1000, "value": "relevant"}, "query", "required"),
+    ],
+)
+def test_bad_label_requests_say_what_to_fix_and_write_nothing(api, body, field, message):
+    response = api.post("/api/labels/", body, format="json")
+    assert response.status_code == 400
+    assert message in " ".join(response.json()[field])
+    assert not LabelEvent.objects.exists()
+
+
+def test_catalog_endpoints_are_read_only(api):
+    assert api.post("/api/queries/", {"text": "x"}, format="json").status_code == 405
+    assert api.delete("/api/images/1000/").status_code == 405
