@@ -82,6 +82,7 @@ BAD_QUERY_FILES = {
     "zero query_id": (QUERIES_HEADER + "0,0,bad,a,b,c\n", "line 2", "query_id must be a positive whole number"),
     "duplicate query_id": (QUERIES_HEADER + "0,3,ok,a,b,c\n1,3,again,a,b,c\n", "line 3", "query_id 3 appears twice"),
     "empty text": (QUERIES_HEADER + "0,3,  ,a,b,c\n", "line 2", "query_text is missing"),
+    "NUL in text": (QUERIES_HEADER + "0,3,bad\x00text,a,b,c\n", "line 2", "query_text contains a NUL character"),
     "short row": (QUERIES_HEADER + "0,3,ok,a\n", "line 2", "expected 6 fields as in the header, found 4"),
     "empty file": ("", "line 1", "the file is empty"),
 }
