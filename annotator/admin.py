@@ -52,36 +52,33 @@ class QueryAdmin(admin.ModelAdmin):
         return query.relevant_count
 
 
+class ViewOnlyAdmin(admin.ModelAdmin):
+    """Labels change through annotator.labels, which keeps the history; the
+    admin shows labels and their history but never writes them behind its back."""
+
+    show_full_result_count = False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Label)
-class LabelAdmin(admin.ModelAdmin):
+class LabelAdmin(ViewOnlyAdmin):
     list_display = ["query", "image", "value", "annotator", "updated_at"]
     list_filter = ["value"]
     search_fields = ["=query__id", "=image__id"]
     list_select_related = ["query", "annotator"]
-    show_full_result_count = False
-
-    # Labels change through annotator.labels, which keeps the history; the
-    # admin shows them but does not write them behind the history's back.
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(LabelEvent)
-class LabelEventAdmin(admin.ModelAdmin):
+class LabelEventAdmin(ViewOnlyAdmin):
     list_display = ["created_at", "query", "image", "old_value", "new_value", "user", "source"]
     list_filter = ["source", "new_value"]
     search_fields = ["=query__id", "=image__id"]
     list_select_related = ["query", "user"]
-    show_full_result_count = False
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
     def has_delete_permission(self, request, obj=None):
         return False

@@ -18,10 +18,7 @@ def set_label(*, query_id: int, image_id: int, value: str, user=None, source: st
     nothing and writes no event. Concurrent writers: the later write wins and
     both changes stay in the history (the row is locked while it is changed).
     """
-    if value not in LabelValue.values:
-        raise ValueError(f"{value!r} is not a label; use one of {', '.join(LabelValue.values)}.")
-    if source not in LabelSource.values:
-        raise ValueError(f"{source!r} is not a label source; use one of {', '.join(LabelSource.values)}.")
+    _check(value, source)
     with transaction.atomic():
         label, created = Label.objects.select_for_update().get_or_create(
             query_id=query_id, image_id=image_id, defaults={"value": value, "annotator": user}
@@ -37,6 +34,13 @@ def set_label(*, query_id: int, image_id: int, value: str, user=None, source: st
             query_id=query_id, image_id=image_id, old_value=old_value, new_value=value, user=user, source=source
         )
     return label, True
+
+
+def _check(value: str, source: str) -> None:
+    if value not in LabelValue.values:
+        raise ValueError(f"{value!r} is not a label; use one of {', '.join(LabelValue.values)}.")
+    if source not in LabelSource.values:
+        raise ValueError(f"{source!r} is not a label source; use one of {', '.join(LabelSource.values)}.")
 
 
 def clear_label(*, query_id: int, image_id: int, user=None, source: str) -> bool:
@@ -57,19 +61,21 @@ def set_labels_in_bulk(
 ) -> int:
     """Give many (query_id, image_id) pairs the same label; returns how many labels changed.
 
-    Used by imports and by "Submit". Call inside a transaction when the whole
-    batch must land or not at all. Pairs that already carry `value` are left
-    alone, so running the same import twice changes nothing.
+    Used by imports and by "Submit". All pairs land or none do. Pairs that
+    already carry `value` are left alone, so running the same import twice
+    changes nothing.
     """
+    _check(value, source)
     changed = 0
     batch: list[tuple[int, int]] = []
-    for pair in pairs:
-        batch.append(pair)
-        if len(batch) >= batch_size:
+    with transaction.atomic():
+        for pair in pairs:
+            batch.append(pair)
+            if len(batch) >= batch_size:
+                changed += _set_batch(batch, value, user, source)
+                batch = []
+        if batch:
             changed += _set_batch(batch, value, user, source)
-            batch = []
-    if batch:
-        changed += _set_batch(batch, value, user, source)
     return changed
 
 

@@ -30,6 +30,7 @@ def test_home_needs_a_login_and_lists_queries_with_counts(client, project):
 @pytest.mark.parametrize("model", ["taxon", "image", "imageroot", "query", "label", "labelevent"])
 def test_admin_pages_render_for_every_model(admin_client, project, model):
     assert admin_client.get(f"/admin/annotator/{model}/").status_code == 200
+    assert admin_client.get(f"/admin/annotator/{model}/?q=skimmer%27%3B--").status_code == 200
 
 
 def test_admin_index_links_the_exports(admin_client, project):
