@@ -10,6 +10,7 @@ DATABASE_URL        e.g. postgres://user:pass@host:5432/quire (psycopg 3).
 CELERY_BROKER_URL   e.g. redis://127.0.0.1:6379/0. Unset = embedded mode:
                     background jobs run in-process, no broker needed.
 QUIRE_DATA_DIR      images, thumbnails, embeddings, indexes. Default ./var.
+QUIRE_CLIP_MODEL, QUIRE_CLIP_PRETRAINED   the open_clip model; see search/clip.py.
 """
 import os
 from pathlib import Path
@@ -45,6 +46,10 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1")
 
 QUIRE_DATA_DIR = Path(os.environ.get("QUIRE_DATA_DIR", BASE_DIR / "var")).resolve()
+
+# The CLIP model (see search/clip.py). Default: the ViT-H/14 INQUIRE evaluated.
+QUIRE_CLIP_MODEL = os.environ.get("QUIRE_CLIP_MODEL", "ViT-H-14-378-quickgelu")
+QUIRE_CLIP_PRETRAINED = os.environ.get("QUIRE_CLIP_PRETRAINED", "dfn5b")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

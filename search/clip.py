@@ -1,0 +1,125 @@
+"""Loading an open_clip model and turning texts and images into L2-normalised vectors.
+
+The model is named by two settings, as open_clip names it:
+  QUIRE_CLIP_MODEL       e.g. "ViT-H-14-378-quickgelu" (the ViT-H/14 INQUIRE evaluated)
+  QUIRE_CLIP_PRETRAINED  a pretrained tag ("dfn5b"), a checkpoint file, or "local-dir:/path"
+                         (a folder with open_clip_config.json and the weights; the model
+                         name is then taken from the folder and QUIRE_CLIP_MODEL is ignored)
+"""
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import torchvision_ops  # noqa: F401  (must run before open_clip imports torchvision)
+
+import open_clip  # noqa: E402
+import torch  # noqa: E402
+
+
+class WeightsUnavailable(Exception):
+    """The configured CLIP weights cannot be loaded; the text says what to set."""
+
+
+@dataclass(frozen=True)
+class ClipSpec:
+    model: str
+    pretrained: str
+
+    @property
+    def name(self) -> str:
+        """The identity recorded beside stored embeddings: vectors of different models never mix."""
+        if self.pretrained.startswith("local-dir:"):
+            return self.pretrained
+        return f"{self.model}/{self.pretrained or 'random'}"
+
+
+def best_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class ClipEmbedder:
+    """One loaded model. encode_* return float32 arrays of shape (n, dim), rows of unit length."""
+
+    def __init__(self, spec: ClipSpec, *, device: str | None = None, text_cache_size: int = 4096):
+        self.spec = spec
+        self.device = device or best_device()
+        # fp16 on the GPU halves memory and doubles throughput; CPUs are slow at fp16.
+        precision = "fp16" if self.device.startswith("cuda") else "fp32"
+        model_name = spec.pretrained if spec.pretrained.startswith("local-dir:") else spec.model
+        pretrained = None if spec.pretrained.startswith("local-dir:") else (spec.pretrained or None)
+        if model_name.startswith("local-dir:"):
+            # open_clip only warns when a local-dir holds no weights and goes on with
+            # random ones; a silently meaningless ranking is worse than an error.
+            folder = Path(model_name.removeprefix("local-dir:"))
+            if not any(folder.glob(pattern) for pattern in ("*.safetensors", "*.bin", "*.pth")):
+                raise WeightsUnavailable(
+                    f"Cannot load the CLIP model {spec.name}: no weights (*.safetensors, *.bin, *.pth) in {folder}."
+                )
+        try:
+            self.model, _, self.preprocess = open_clip.create_model_and_transforms(
+                model_name, pretrained=pretrained, device=self.device, precision=precision
+            )
+            self.tokenizer = open_clip.get_tokenizer(model_name)
+        except Exception as error:  # open_clip raises RuntimeError, ValueError, OSError, HF errors...
+            raise WeightsUnavailable(
+                f"Cannot load the CLIP model {spec.name}: {str(error).splitlines()[0] if str(error) else error!r}. "
+                "Set QUIRE_CLIP_PRETRAINED to a local checkpoint file or an open_clip 'local-dir:' folder "
+                "(this machine may not reach the model hub)."
+            ) from None
+        self.model.eval()
+        self._text_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._text_cache_size = text_cache_size
+        self._lock = threading.Lock()
+        self.dim = int(self.encode_text(["a photo"]).shape[1])
+
+    @torch.inference_mode()
+    def encode_text(self, texts: list[str]) -> np.ndarray:
+        """Embed texts; each text's vector is cached (annotators re-run the same query often)."""
+        missing = [text for text in dict.fromkeys(texts) if text not in self._text_cache]
+        if missing:
+            tokens = self.tokenizer(missing).to(self.device)
+            vectors = _normalise(self.model.encode_text(tokens).float().cpu().numpy())
+            with self._lock:
+                for text, vector in zip(missing, vectors):
+                    self._text_cache[text] = vector
+                    while len(self._text_cache) > self._text_cache_size:
+                        self._text_cache.popitem(last=False)
+        return np.stack([self._text_cache[text] for text in texts])
+
+    @torch.inference_mode()
+    def encode_pixels(self, pixels: torch.Tensor) -> np.ndarray:
+        """Embed a batch already run through `self.preprocess` and stacked: (n, 3, H, W)."""
+        dtype = next(self.model.parameters()).dtype
+        features = self.model.encode_image(pixels.to(self.device, dtype=dtype, non_blocking=True))
+        return _normalise(features.float().cpu().numpy())
+
+    def encode_images(self, images) -> np.ndarray:
+        """Embed PIL images."""
+        return self.encode_pixels(torch.stack([self.preprocess(image.convert("RGB")) for image in images]))
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+_loaded: dict[ClipSpec, ClipEmbedder] = {}
+_loaded_lock = threading.Lock()
+
+
+def configured_spec() -> ClipSpec:
+    from django.conf import settings
+
+    return ClipSpec(settings.QUIRE_CLIP_MODEL, settings.QUIRE_CLIP_PRETRAINED)
+
+
+def get_embedder(spec: ClipSpec | None = None) -> ClipEmbedder:
+    """The model for `spec` (default: the configured one), loaded once per process."""
+    spec = spec or configured_spec()
+    with _loaded_lock:
+        if spec not in _loaded:
+            _loaded[spec] = ClipEmbedder(spec)
+        return _loaded[spec]

@@ -1,0 +1,170 @@
+"""FAISS indexes over the embedding store, and the one search function.
+
+Two kinds:
+  flat    exact inner product. The index holds the vectors as float16, the same
+          numbers as the store, so its scores are the store's scores. For small
+          collections, and on a GPU.
+  ivfpq   IVF with product quantisation, for millions of vectors on a CPU: it proposes
+          candidates, which are re-scored exactly from the float16 store.
+
+A species (or any taxon set) filter never goes through the approximate index: the
+whole subset is ranked exactly, using the store's aligned taxon-id array
+(INQUIRE labeled comprehensively inside species filters).
+"""
+import json
+import math
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from .store import Embeddings
+
+AUTO_FLAT_LIMIT = 1_000_000  # below this an exact scan is fast enough on a CPU
+
+
+class NoIndex(Exception):
+    """No index has been built for this model yet."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    image_id: int
+    score: float
+    taxon_id: int
+
+
+def choose_kind(count: int, kind: str = "auto") -> str:
+    if kind not in ("auto", "flat", "ivfpq"):
+        raise ValueError(f"index kind must be auto, flat or ivfpq, not {kind!r}")
+    if kind != "auto":
+        return kind
+    return "flat" if count <= AUTO_FLAT_LIMIT or faiss.get_num_gpus() > 0 else "ivfpq"
+
+
+def build(embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_000, seed: int = 0) -> faiss.Index:
+    """Build a FAISS index over the rows of `embeddings` (index labels are row positions)."""
+    count, dim = embeddings.vectors.shape
+    kind = choose_kind(count, kind)
+    if kind == "flat":
+        index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
+    else:
+        # sqrt(N)-ish lists (4096 at 5M would be finer; 16 * sqrt keeps training fast on 2 cores)
+        # and 8-bit codes of 4 dimensions each: 256 bytes a vector at dim 1024.
+        nlist = max(1, min(65536, int(4 * math.sqrt(count))))
+        m = _pq_subquantizers(dim)
+        index = faiss.index_factory(dim, f"IVF{nlist},PQ{m}", faiss.METRIC_INNER_PRODUCT)
+        rng = np.random.default_rng(seed)
+        sample = np.sort(rng.choice(count, size=min(count, max(train_size, 40 * nlist)), replace=False))
+        index.train(np.ascontiguousarray(embeddings.vectors[sample], dtype=np.float32))
+    for start in range(0, count, 100_000):
+        index.add(np.ascontiguousarray(embeddings.vectors[start : start + 100_000], dtype=np.float32))
+    return index
+
+
+def _pq_subquantizers(dim: int) -> int:
+    for m in (dim // 4, dim // 8, dim // 2, dim):
+        if m and dim % m == 0 and m <= 256:
+            return m
+    return 1
+
+
+def save(index: faiss.Index, folder: Path, *, kind: str, count: int) -> Path:
+    """Write the index and point `current.json` at it in one rename: readers swap on their next load."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    generation = 1 + max((int(p.stem.split("-")[-1]) for p in folder.glob("index-*.faiss")), default=0)
+    path = folder / f"index-{kind}-{generation}.faiss"
+    faiss.write_index(index, str(path))
+    pointer = folder / "current.json"
+    temporary = folder / f"current.json.{os.getpid()}.tmp"
+    temporary.write_text(json.dumps({"file": path.name, "kind": kind, "count": count}))
+    temporary.replace(pointer)
+    for old in folder.glob("index-*.faiss"):  # keep the previous one for readers still holding it
+        if old.name != path.name and int(old.stem.split("-")[-1]) < generation - 1:
+            old.unlink(missing_ok=True)
+    return path
+
+
+def load(folder: Path) -> tuple[faiss.Index, dict]:
+    pointer = Path(folder) / "current.json"
+    if not pointer.exists():
+        raise NoIndex("No search index has been built yet: run `manage.py build_index`.")
+    info = json.loads(pointer.read_text())
+    return faiss.read_index(str(Path(folder) / info["file"])), info
+
+
+class Searcher:
+    """An index with the store it was built from. Thread-safe for searching."""
+
+    def __init__(self, embeddings: Embeddings, index: faiss.Index, *, nprobe: int = 64, rerank: int = 1000):
+        if index.ntotal != len(embeddings):
+            raise NoIndex(
+                f"The search index holds {index.ntotal} vectors but the store {len(embeddings)}: "
+                "run `manage.py build_index` again."
+            )
+        if index.d != embeddings.vectors.shape[1]:
+            raise NoIndex(f"The index has {index.d} dimensions but the store {embeddings.vectors.shape[1]}.")
+        self.embeddings = embeddings
+        self.index = index
+        self.exact = not isinstance(faiss.try_extract_index_ivf(index), faiss.IndexIVF)
+        if not self.exact:
+            faiss.extract_index_ivf(index).nprobe = nprobe
+        self.rerank = rerank
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        return self.index.d
+
+    def search(
+        self,
+        vector: np.ndarray,
+        *,
+        k: int = 50,
+        offset: int = 0,
+        taxon_ids=None,
+        exclude_image_ids=None,
+    ) -> list[Hit]:
+        """Rank images by inner product with `vector` (unit length, float32, shape (dim,)).
+
+        Returns hits offset .. offset+k-1 of the ranking, best first; ties are
+        broken by image id, so pages are stable. `taxon_ids` restricts to images
+        of those taxa (ranked exactly); `exclude_image_ids` leaves images out.
+        """
+        vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if vector.shape[0] != self.dim:
+            raise ValueError(f"the query vector has {vector.shape[0]} dimensions, the index {self.dim}")
+        if k <= 0 or offset < 0:
+            return []
+        excluded = np.asarray(sorted(set(exclude_image_ids or ())), dtype=np.int64)
+        if taxon_ids is not None:
+            rows = np.flatnonzero(np.isin(self.embeddings.taxon_ids, np.asarray(list(taxon_ids), dtype=np.int64)))
+            return self._rank_exactly(vector, rows, excluded, k, offset)
+        wanted = offset + k + len(excluded)
+        if self.exact and wanted >= len(self.embeddings) // 2:
+            return self._rank_exactly(vector, np.arange(len(self.embeddings)), excluded, k, offset)
+        # Ask for a margin beyond the page: rows tied at the cut are then all seen and ordered by id.
+        candidates = wanted + 16 if self.exact else max(self.rerank, 2 * wanted)
+        with self._lock:  # nprobe lives on the shared index object
+            _, rows = self.index.search(vector[None, :], min(candidates, len(self.embeddings)))
+        rows = rows[0][rows[0] >= 0]
+        return self._rank_exactly(vector, rows, excluded, k, offset)
+
+    def _rank_exactly(self, vector, rows: np.ndarray, excluded: np.ndarray, k: int, offset: int) -> list[Hit]:
+        rows = np.unique(rows)  # sorted positions read the memmap in order
+        if len(excluded):
+            rows = rows[~np.isin(self.embeddings.image_ids[rows], excluded)]
+        if len(rows) == 0:
+            return []
+        scores = np.empty(len(rows), dtype=np.float32)
+        for start in range(0, len(rows), 200_000):
+            block = rows[start : start + 200_000]
+            scores[start : start + len(block)] = self.embeddings.vectors[block].astype(np.float32) @ vector
+        ids = self.embeddings.image_ids[rows]
+        order = np.lexsort((ids, -scores))[offset : offset + k]
+        taxa = self.embeddings.taxon_ids[rows]
+        return [Hit(int(ids[i]), float(scores[i]), int(taxa[i])) for i in order]

@@ -1,0 +1,182 @@
+"""The embedding store: one float16 matrix per model, memory-mapped, with the aligned image and taxon ids.
+
+Layout under QUIRE_DATA_DIR/embeddings/<model slug>/:
+  meta.json        {"model": ..., "dim": ...}: vectors of another model are never mixed in
+  vectors.npy      float16, N x dim, rows of unit length (memory-mapped when read)
+  image_ids.npy    int64, N: the image id of each row
+  taxon_ids.npy    int64, N: the taxon id of each row, -1 for none (species filters use it
+                   without asking the database for millions of ids)
+  parts/*.npz      rows written by embedding workers, one file per chunk, each written
+                   atomically; consolidate() folds them into the three arrays.
+
+Many workers on many machines can write parts at once (they share only the
+folder); consolidation happens once, at the end of a job.
+"""
+import io
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+NO_TAXON = -1
+
+
+class StoreMismatch(Exception):
+    """The store was written by another model (or with another dimension) than the one asked for."""
+
+
+@dataclass
+class Embeddings:
+    """What a search needs: row i is image image_ids[i] of taxon taxon_ids[i]."""
+
+    vectors: np.ndarray  # float16 (N, dim), usually a read-only memmap
+    image_ids: np.ndarray  # int64 (N,)
+    taxon_ids: np.ndarray  # int64 (N,)
+
+    def __len__(self):
+        return len(self.image_ids)
+
+
+def model_slug(model_name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model_name).strip("_")[:120] or "model"
+
+
+class EmbeddingStore:
+    def __init__(self, root: Path, model_name: str, dim: int):
+        """Open (creating if needed) the store of `model_name` under `root`; fail if it holds another model."""
+        self.directory = Path(root) / model_slug(model_name)
+        self.model_name = model_name
+        self.dim = dim
+        meta_path = self.directory / "meta.json"
+        if meta_path.exists():
+            meta = json.loads(meta_path.read_text())
+            if meta["model"] != model_name or meta["dim"] != dim:
+                raise StoreMismatch(
+                    f"The embeddings in {self.directory} are from {meta['model']} ({meta['dim']} dimensions), "
+                    f"not the configured {model_name} ({dim} dimensions). Configure that model again, "
+                    "or embed the collection with the new one."
+                )
+        else:
+            (self.directory / "parts").mkdir(parents=True, exist_ok=True)
+            _write_atomically(meta_path, json.dumps({"model": model_name, "dim": dim}).encode())
+        (self.directory / "parts").mkdir(exist_ok=True)
+
+    @classmethod
+    def existing(cls, root: Path, model_name: str) -> "EmbeddingStore":
+        """Open a store that must already exist."""
+        meta_path = Path(root) / model_slug(model_name) / "meta.json"
+        if not meta_path.exists():
+            raise FileNotFoundError(f"No embeddings for {model_name} yet: run `manage.py embed` first.")
+        return cls(root, model_name, json.loads(meta_path.read_text())["dim"])
+
+    # Writing
+
+    def write_part(self, name: str, image_ids, taxon_ids, vectors: np.ndarray) -> Path:
+        """Store one chunk's rows. Writing the same part again replaces it (a retried chunk)."""
+        vectors = np.asarray(vectors)
+        if vectors.ndim != 2 or vectors.shape[1] != self.dim or len(vectors) != len(image_ids):
+            raise ValueError(f"expected {len(image_ids)} x {self.dim} vectors, got {vectors.shape}")
+        path = self.directory / "parts" / f"{model_slug(name)}.npz"
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        with temporary.open("wb") as handle:
+            np.savez(
+                handle,
+                image_ids=np.asarray(image_ids, dtype=np.int64),
+                taxon_ids=np.asarray(taxon_ids, dtype=np.int64),
+                vectors=vectors.astype(np.float16),
+            )
+        temporary.replace(path)
+        return path
+
+    def parts(self) -> list[Path]:
+        return sorted((self.directory / "parts").glob("*.npz"))
+
+    def consolidate(self, batch_rows: int = 100_000) -> int:
+        """Fold the parts into the arrays (a re-embedded image keeps its newest vector); return the row count.
+
+        Writes new files beside the old ones and renames them into place, so a
+        reader sees either the old store or the new one, never half of it.
+        """
+        parts = self.parts()
+        if not parts:
+            return len(self.image_ids())
+        sources = []  # (image_ids, taxon_ids, vectors) in order: consolidated rows first, then parts
+        if (self.directory / "image_ids.npy").exists():
+            current = self.load()
+            sources.append((current.image_ids, current.taxon_ids, current.vectors))
+        for part in parts:
+            with np.load(part) as data:
+                sources.append((data["image_ids"], data["taxon_ids"], data["vectors"]))
+        all_ids = np.concatenate([ids for ids, _, _ in sources])
+        # The last occurrence of an id wins: reverse, take the first of each unique id.
+        reversed_ids = all_ids[::-1]
+        _, first = np.unique(reversed_ids, return_index=True)
+        keep = np.sort(len(all_ids) - 1 - first)
+        total = len(keep)
+        tag = f".{os.getpid()}.tmp"
+        vectors_tmp = self.directory / f"vectors.npy{tag}"
+        out = np.lib.format.open_memmap(vectors_tmp, mode="w+", dtype=np.float16, shape=(total, self.dim))
+        offsets = np.cumsum([0] + [len(ids) for ids, _, _ in sources])
+        written = 0
+        for (ids, taxa, vectors), start in zip(sources, offsets[:-1]):
+            rows = keep[(keep >= start) & (keep < start + len(ids))] - start
+            for begin in range(0, len(rows), batch_rows):
+                chunk = rows[begin : begin + batch_rows]
+                out[written : written + len(chunk)] = vectors[chunk]
+                written += len(chunk)
+        out.flush()
+        del out
+        all_taxa = np.concatenate([taxa for _, taxa, _ in sources])
+        (self.directory / f"image_ids.npy{tag}").write_bytes(_npy_bytes(all_ids[keep]))
+        (self.directory / f"taxon_ids.npy{tag}").write_bytes(_npy_bytes(all_taxa[keep]))
+        # ids and taxa first, vectors last: load() checks that the lengths agree.
+        for name in ("image_ids.npy", "taxon_ids.npy", "vectors.npy"):
+            (self.directory / f"{name}{tag}").replace(self.directory / name)
+        for part in parts:
+            part.unlink()
+        return total
+
+    def set_taxa(self, taxon_of_image: dict[int, int | None]) -> None:
+        """Re-align taxon ids after the catalog's taxa changed (a re-import)."""
+        ids = self.image_ids()
+        taxa = np.array([taxon_of_image.get(int(i)) or NO_TAXON for i in ids], dtype=np.int64)
+        _write_atomically(self.directory / "taxon_ids.npy", _npy_bytes(taxa))
+
+    # Reading
+
+    def image_ids(self) -> np.ndarray:
+        path = self.directory / "image_ids.npy"
+        return np.load(path) if path.exists() else np.empty(0, dtype=np.int64)
+
+    def embedded_image_ids(self) -> np.ndarray:
+        """Ids with a vector, consolidated or in a part (what an embedding job skips)."""
+        ids = [self.image_ids()]
+        for part in self.parts():
+            with np.load(part) as data:
+                ids.append(data["image_ids"])
+        return np.unique(np.concatenate(ids))
+
+    def load(self) -> Embeddings:
+        if not (self.directory / "vectors.npy").exists():
+            return Embeddings(np.empty((0, self.dim), np.float16), np.empty(0, np.int64), np.empty(0, np.int64))
+        vectors = np.load(self.directory / "vectors.npy", mmap_mode="r")
+        image_ids = np.load(self.directory / "image_ids.npy")
+        taxon_ids = np.load(self.directory / "taxon_ids.npy")
+        if not (len(vectors) == len(image_ids) == len(taxon_ids)):
+            raise StoreMismatch(f"{self.directory} is inconsistent; run `manage.py embed` again to rebuild it.")
+        return Embeddings(vectors, image_ids, taxon_ids)
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(data)
+    temporary.replace(path)

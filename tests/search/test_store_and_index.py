@@ -1,0 +1,143 @@
+import numpy as np
+import pytest
+
+from search import index as search_index
+from search.store import EmbeddingStore, StoreMismatch
+
+
+def clustered(count: int, dim: int, clusters: int = 20, seed: int = 0) -> np.ndarray:
+    """Unit vectors around random centres: like CLIP embeddings, unlike uniform noise."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(clusters, dim))
+    vectors = centres[rng.integers(clusters, size=count)] + 0.35 * rng.normal(size=(count, dim))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float16)
+
+
+@pytest.fixture
+def store(tmp_path):
+    vectors = clustered(3000, 32)
+    store = EmbeddingStore(tmp_path, "tiny/test", 32)
+    ids = np.arange(10_000, 13_000)
+    taxa = ids % 7
+    for start in range(0, 3000, 1000):
+        store.write_part(f"chunk-{start}", ids[start : start + 1000], taxa[start : start + 1000], vectors[start : start + 1000])
+    store.consolidate()
+    return store
+
+
+def brute_force(embeddings, query, rows=None):
+    rows = np.arange(len(embeddings)) if rows is None else rows
+    scores = embeddings.vectors[rows].astype(np.float32) @ query
+    order = np.lexsort((embeddings.image_ids[rows], -scores))
+    return [int(embeddings.image_ids[rows][i]) for i in order]
+
+
+def test_store_consolidates_parts_into_aligned_arrays(store):
+    embeddings = store.load()
+    assert embeddings.vectors.dtype == np.float16 and embeddings.vectors.shape == (3000, 32)
+    assert isinstance(embeddings.vectors, np.memmap)
+    assert list(embeddings.image_ids[:3]) == [10_000, 10_001, 10_002]
+    assert list(embeddings.taxon_ids[:3]) == [10_000 % 7, 10_001 % 7, 10_002 % 7]
+    assert store.parts() == []
+    assert len(store.embedded_image_ids()) == 3000
+
+
+def test_a_re_embedded_image_keeps_its_newest_vector(store):
+    new = np.zeros((1, 32), np.float16)
+    new[0, 0] = 1
+    store.write_part("retry", [10_005], [3], new)
+    assert 10_005 in store.embedded_image_ids()
+    assert store.consolidate() == 3000
+    embeddings = store.load()
+    row = int(np.flatnonzero(embeddings.image_ids == 10_005)[0])
+    assert embeddings.vectors[row, 0] == 1 and embeddings.taxon_ids[row] == 3
+
+
+def test_another_model_or_dimension_is_refused(store, tmp_path):
+    with pytest.raises(StoreMismatch, match="not the configured tiny/test \\(64 dimensions\\)"):
+        EmbeddingStore(tmp_path, "tiny/test", 64)
+    with pytest.raises(ValueError, match="expected 1 x 32 vectors"):
+        store.write_part("bad", [1], [1], np.zeros((1, 16)))
+
+
+@pytest.fixture
+def searcher(store):
+    embeddings = store.load()
+    return search_index.Searcher(embeddings, search_index.build(embeddings, "flat"))
+
+
+def query_vector(seed=5, dim=32):
+    vector = np.random.default_rng(seed).normal(size=dim)
+    return (vector / np.linalg.norm(vector)).astype(np.float32)
+
+
+def test_exact_search_equals_a_brute_force_ranking(searcher):
+    query = query_vector()
+    hits = searcher.search(query, k=50)
+    assert [hit.image_id for hit in hits] == brute_force(searcher.embeddings, query)[:50]
+    assert hits[0].score >= hits[-1].score
+
+
+def test_taxon_filter_ranks_the_whole_subset_exactly(searcher):
+    query = query_vector(6)
+    hits = searcher.search(query, k=1000, taxon_ids=[2, 5])
+    rows = np.flatnonzero(np.isin(searcher.embeddings.taxon_ids, [2, 5]))
+    assert [hit.image_id for hit in hits] == brute_force(searcher.embeddings, query, rows)
+    assert {hit.taxon_id for hit in hits} == {2, 5}
+
+
+def test_pages_concatenate_to_the_full_ranking(searcher):
+    query = query_vector(7)
+    pages = [hit.image_id for offset in range(0, 200, 50) for hit in searcher.search(query, k=50, offset=offset)]
+    assert pages == [hit.image_id for hit in searcher.search(query, k=200)]
+    assert len(set(pages)) == 200
+
+
+def test_excluded_images_are_left_out(searcher):
+    query = query_vector(8)
+    top = [hit.image_id for hit in searcher.search(query, k=10)]
+    rest = [hit.image_id for hit in searcher.search(query, k=8, exclude_image_ids=top[:2])]
+    assert rest == top[2:10]
+
+
+def test_ivfpq_candidates_are_rescored_exactly(store):
+    embeddings = store.load()
+    searcher = search_index.Searcher(embeddings, search_index.build(embeddings, "ivfpq"), nprobe=16, rerank=500)
+    assert not searcher.exact
+    query = query_vector(9)
+    hits = searcher.search(query, k=50)
+    truth = brute_force(embeddings, query)[:50]
+    assert len(set(hit.image_id for hit in hits) & set(truth)) / 50 >= 0.9
+    rows = {int(i): r for r, i in enumerate(embeddings.image_ids)}
+    for hit in hits[:5]:  # scores are exact inner products, not PQ estimates
+        assert hit.score == pytest.approx(float(embeddings.vectors[rows[hit.image_id]].astype(np.float32) @ query), abs=1e-5)
+
+
+def test_index_is_saved_swapped_and_checked_against_the_store(store, tmp_path):
+    embeddings = store.load()
+    folder = tmp_path / "indexes"
+    with pytest.raises(search_index.NoIndex, match="manage.py build_index"):
+        search_index.load(folder)
+    search_index.save(search_index.build(embeddings, "flat"), folder, kind="flat", count=len(embeddings))
+    second = search_index.save(search_index.build(embeddings, "flat"), folder, kind="flat", count=len(embeddings))
+    index, info = search_index.load(folder)
+    assert info["file"] == second.name and index.ntotal == 3000
+    with pytest.raises(search_index.NoIndex, match="run `manage.py build_index` again"):
+        search_index.Searcher(store.load(), _small_index())
+    with pytest.raises(ValueError, match="33 dimensions"):
+        search_index.Searcher(embeddings, index).search(np.ones(33, np.float32))
+
+
+def _small_index():
+    import faiss
+
+    index = faiss.IndexFlatIP(32)
+    index.add(np.ones((3, 32), np.float32))
+    return index
+
+
+def test_choose_kind():
+    assert search_index.choose_kind(10_000) == "flat"
+    assert search_index.choose_kind(5_000_000) in ("ivfpq", "flat")
+    with pytest.raises(ValueError, match="auto, flat or ivfpq"):
+        search_index.choose_kind(10, "hnsw")
