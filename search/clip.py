@@ -54,7 +54,7 @@ class ClipEmbedder:
             # open_clip only warns when a local-dir holds no weights and goes on with
             # random ones; a silently meaningless ranking is worse than an error.
             folder = Path(model_name.removeprefix("local-dir:"))
-            if not any(folder.glob(pattern) for pattern in ("*.safetensors", "*.bin", "*.pth")):
+            if not any(any(folder.glob(pattern)) for pattern in ("*.safetensors", "*.bin", "*.pth")):
                 raise WeightsUnavailable(
                     f"Cannot load the CLIP model {spec.name}: no weights (*.safetensors, *.bin, *.pth) in {folder}."
                 )
