@@ -52,8 +52,8 @@ def build(embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_0
     if kind == "flat":
         index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
     else:
-        # sqrt(N)-ish lists (4096 at 5M would be finer; 16 * sqrt keeps training fast on 2 cores)
-        # and 8-bit codes of 4 dimensions each: 256 bytes a vector at dim 1024.
+        # 4 * sqrt(N) lists (about 8,900 at 5M vectors) and 8-bit codes of 4 dimensions
+        # each: 256 bytes a vector at dim 1024. Candidates are re-scored exactly anyway.
         nlist = max(1, min(65536, int(4 * math.sqrt(count))))
         m = _pq_subquantizers(dim)
         index = faiss.index_factory(dim, f"IVF{nlist},PQ{m}", faiss.METRIC_INNER_PRODUCT)
