@@ -51,6 +51,7 @@ class EmbeddingStore:
         self.model_name = model_name
         self.dim = dim
         meta_path = self.directory / "meta.json"
+        (self.directory / "parts").mkdir(parents=True, exist_ok=True)
         if meta_path.exists():
             meta = json.loads(meta_path.read_text())
             if meta["model"] != model_name or meta["dim"] != dim:
@@ -60,9 +61,7 @@ class EmbeddingStore:
                     "or embed the collection with the new one."
                 )
         else:
-            (self.directory / "parts").mkdir(parents=True, exist_ok=True)
             _write_atomically(meta_path, json.dumps({"model": model_name, "dim": dim}).encode())
-        (self.directory / "parts").mkdir(exist_ok=True)
 
     @classmethod
     def existing(cls, root: Path, model_name: str) -> "EmbeddingStore":
@@ -138,12 +137,6 @@ class EmbeddingStore:
         for part in parts:
             part.unlink()
         return total
-
-    def set_taxa(self, taxon_of_image: dict[int, int | None]) -> None:
-        """Re-align taxon ids after the catalog's taxa changed (a re-import)."""
-        ids = self.image_ids()
-        taxa = np.array([taxon_of_image.get(int(i)) or NO_TAXON for i in ids], dtype=np.int64)
-        _write_atomically(self.directory / "taxon_ids.npy", _npy_bytes(taxa))
 
     # Reading
 

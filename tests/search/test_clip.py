@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from search.clip import ClipEmbedder, ClipSpec, WeightsUnavailable
+from search.clip import ClipEmbedder, ClipSpec, WeightsUnavailable, configured_spec, get_embedder
 from search.tiny_model import write_tiny_model
 
 
@@ -44,3 +44,10 @@ def test_weights_that_cannot_be_loaded_say_what_to_set(tmp_path):
     (empty / "open_clip_model.safetensors").unlink()
     with pytest.raises(WeightsUnavailable, match="no weights"):
         ClipEmbedder(ClipSpec("", f"local-dir:{empty}"))
+
+
+def test_the_configured_model_is_loaded_once_per_process(settings, tmp_path):
+    settings.QUIRE_CLIP_MODEL = "ignored-for-local-dir"
+    settings.QUIRE_CLIP_PRETRAINED = write_tiny_model(tmp_path / "configured")
+    assert configured_spec().name == settings.QUIRE_CLIP_PRETRAINED
+    assert get_embedder() is get_embedder(configured_spec())

@@ -53,6 +53,12 @@ def test_a_re_embedded_image_keeps_its_newest_vector(store):
     assert embeddings.vectors[row, 0] == 1 and embeddings.taxon_ids[row] == 3
 
 
+def test_an_existing_store_opens_with_its_dimension(store, tmp_path):
+    assert EmbeddingStore.existing(tmp_path, "tiny/test").dim == 32
+    with pytest.raises(FileNotFoundError, match="run `manage.py embed` first"):
+        EmbeddingStore.existing(tmp_path, "never/embedded")
+
+
 def test_another_model_or_dimension_is_refused(store, tmp_path):
     with pytest.raises(StoreMismatch, match="not the configured tiny/test \\(64 dimensions\\)"):
         EmbeddingStore(tmp_path, "tiny/test", 64)
