@@ -11,6 +11,8 @@ CELERY_BROKER_URL   e.g. redis://127.0.0.1:6379/0. Unset = embedded mode:
                     background jobs run in-process, no broker needed.
 QUIRE_DATA_DIR      images, thumbnails, embeddings, indexes. Default ./var.
 QUIRE_CLIP_MODEL, QUIRE_CLIP_PRETRAINED   the open_clip model; see search/clip.py.
+QUIRE_EMBED_CHUNK_SIZE (5000), QUIRE_EMBED_BATCH_SIZE (64), QUIRE_EMBED_LOADER_THREADS (4)
+                    images per embedding task, per forward pass, decoding threads.
 """
 import os
 from pathlib import Path
@@ -50,6 +52,10 @@ QUIRE_DATA_DIR = Path(os.environ.get("QUIRE_DATA_DIR", BASE_DIR / "var")).resolv
 # The CLIP model (see search/clip.py). Default: the ViT-H/14 INQUIRE evaluated.
 QUIRE_CLIP_MODEL = os.environ.get("QUIRE_CLIP_MODEL", "ViT-H-14-378-quickgelu")
 QUIRE_CLIP_PRETRAINED = os.environ.get("QUIRE_CLIP_PRETRAINED", "dfn5b")
+# Embedding jobs: images per Celery task, per forward pass, and decoding threads per worker.
+QUIRE_EMBED_CHUNK_SIZE = int(os.environ.get("QUIRE_EMBED_CHUNK_SIZE", "5000"))
+QUIRE_EMBED_BATCH_SIZE = int(os.environ.get("QUIRE_EMBED_BATCH_SIZE", "64"))
+QUIRE_EMBED_LOADER_THREADS = int(os.environ.get("QUIRE_EMBED_LOADER_THREADS", "4"))
 
 INSTALLED_APPS = [
     "django.contrib.admin",

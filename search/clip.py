@@ -35,6 +35,30 @@ class ClipSpec:
             return self.pretrained
         return f"{self.model}/{self.pretrained or 'random'}"
 
+    def open_clip_arguments(self) -> tuple[str, str | None]:
+        """(model_name, pretrained) as open_clip.create_model_and_transforms takes them."""
+        if self.pretrained.startswith("local-dir:"):
+            return self.pretrained, None
+        return self.model, self.pretrained or None
+
+    @classmethod
+    def from_name(cls, name: str) -> "ClipSpec":
+        """The spec whose `name` this is (a job records the name; its workers load that model)."""
+        if name.startswith("local-dir:"):
+            return cls("", name)
+        model, _, pretrained = name.partition("/")
+        return cls(model, "" if pretrained == "random" else pretrained)
+
+    @property
+    def random_weights(self) -> bool:
+        """True for a model whose weights are random on purpose (the offline demo's): its rankings mean nothing."""
+        if self.pretrained.startswith("local-dir:"):
+            return (Path(self.pretrained.removeprefix("local-dir:")) / RANDOM_WEIGHTS_MARKER).exists()
+        return not self.pretrained
+
+
+RANDOM_WEIGHTS_MARKER = "RANDOM_WEIGHTS"
+
 
 def best_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
@@ -48,16 +72,8 @@ class ClipEmbedder:
         self.device = device or best_device()
         # fp16 on the GPU halves memory and doubles throughput; CPUs are slow at fp16.
         precision = "fp16" if self.device.startswith("cuda") else "fp32"
-        model_name = spec.pretrained if spec.pretrained.startswith("local-dir:") else spec.model
-        pretrained = None if spec.pretrained.startswith("local-dir:") else (spec.pretrained or None)
-        if model_name.startswith("local-dir:"):
-            # open_clip only warns when a local-dir holds no weights and goes on with
-            # random ones; a silently meaningless ranking is worse than an error.
-            folder = Path(model_name.removeprefix("local-dir:"))
-            if not any(any(folder.glob(pattern)) for pattern in ("*.safetensors", "*.bin", "*.pth")):
-                raise WeightsUnavailable(
-                    f"Cannot load the CLIP model {spec.name}: no weights (*.safetensors, *.bin, *.pth) in {folder}."
-                )
+        check_weights(spec)
+        model_name, pretrained = spec.open_clip_arguments()
         try:
             self.model, _, self.preprocess = open_clip.create_model_and_transforms(
                 model_name, pretrained=pretrained, device=self.device, precision=precision
@@ -74,6 +90,8 @@ class ClipEmbedder:
         self._text_cache_size = text_cache_size
         self._lock = threading.Lock()
         self.dim = int(self.encode_text(["a photo"]).shape[1])
+        size = getattr(self.model.visual, "image_size", 224)
+        self.image_size = int(max(size) if isinstance(size, (tuple, list)) else size)
 
     @torch.inference_mode()
     def encode_text(self, texts: list[str]) -> np.ndarray:
@@ -99,6 +117,39 @@ class ClipEmbedder:
     def encode_images(self, images) -> np.ndarray:
         """Embed PIL images."""
         return self.encode_pixels(torch.stack([self.preprocess(image.convert("RGB")) for image in images]))
+
+
+def check_weights(spec: ClipSpec) -> None:
+    """Raise WeightsUnavailable, before building the model (ViT-H/14 takes seconds and gigabytes), when its weights are not here."""
+    model_name, pretrained = spec.open_clip_arguments()
+    if model_name.startswith("local-dir:"):
+        # open_clip only warns when a local-dir holds no weights and goes on with
+        # random ones; a silently meaningless ranking is worse than an error.
+        folder = Path(model_name.removeprefix("local-dir:"))
+        if not any(any(folder.glob(pattern)) for pattern in ("*.safetensors", "*.bin", "*.pth")):
+            raise WeightsUnavailable(
+                f"Cannot load the CLIP model {spec.name}: no weights (*.safetensors, *.bin, *.pth) in {folder}."
+            )
+        return
+    if not pretrained or Path(pretrained).is_file():
+        return
+    hub_config = open_clip.get_pretrained_cfg(model_name, pretrained)
+    if not hub_config:
+        tags = open_clip.list_pretrained_tags_by_model(model_name)
+        raise WeightsUnavailable(
+            f"Cannot load the CLIP model {spec.name}: {pretrained!r} is neither a file nor a pretrained tag of "
+            f"{model_name} (its tags: {', '.join(tags) or 'none'}). Set QUIRE_CLIP_PRETRAINED to a tag, "
+            "a checkpoint file, or an open_clip 'local-dir:' folder."
+        )
+    try:
+        # Returns the cached file, or fetches it; with HF_HUB_OFFLINE=1 it fails at once.
+        open_clip.download_pretrained(hub_config)
+    except Exception as error:
+        raise WeightsUnavailable(
+            f"Cannot load the CLIP model {spec.name}: its weights are not on this machine ({type(error).__name__}). "
+            "Set QUIRE_CLIP_PRETRAINED to a local checkpoint file or an open_clip 'local-dir:' folder "
+            "(this machine may not reach the model hub; set HF_HUB_OFFLINE=1 to fail fast)."
+        ) from None
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ import numpy as np
 from .store import Embeddings
 
 AUTO_FLAT_LIMIT = 1_000_000  # below this an exact scan is fast enough on a CPU
+IVFPQ_MINIMUM = 1_000  # PQ trains 256 centroids per sub-quantizer: fewer points cannot train it
 
 
 class NoIndex(Exception):
@@ -52,6 +53,11 @@ def build(embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_0
     if kind == "flat":
         index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
     else:
+        if count < IVFPQ_MINIMUM:
+            raise ValueError(
+                f"An IVF-PQ index needs at least {IVFPQ_MINIMUM:,} vectors to train on; there are {count:,}. "
+                "Use --kind flat (exact, and fast at this size)."
+            )
         # 4 * sqrt(N) lists (about 8,900 at 5M vectors) and 8-bit codes of 4 dimensions
         # each: 256 bytes a vector at dim 1024. Candidates are re-scored exactly anyway.
         nlist = max(1, min(65536, int(4 * math.sqrt(count))))

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from . import torchvision_ops  # noqa: F401
+from .clip import RANDOM_WEIGHTS_MARKER
 
 import open_clip  # noqa: E402
 import torch  # noqa: E402
@@ -33,4 +34,6 @@ def write_tiny_model(folder: Path, *, seed: int = 0) -> str:
     }
     (folder / "open_clip_config.json").write_text(json.dumps(config, indent=2))
     save_file({name: tensor.contiguous() for name, tensor in model.state_dict().items()}, folder / "open_clip_model.safetensors")
+    # Whoever configures this folder gets the "rankings are meaningless" banner.
+    (folder / RANDOM_WEIGHTS_MARKER).write_text("Random weights: rankings made with this model mean nothing.\n")
     return f"local-dir:{folder}"

@@ -37,7 +37,7 @@ def test_same_seed_same_model(tmp_path, tiny):
 def test_weights_that_cannot_be_loaded_say_what_to_set(tmp_path):
     with pytest.raises(WeightsUnavailable, match="Set QUIRE_CLIP_PRETRAINED to a local checkpoint file"):
         ClipEmbedder(ClipSpec("ViT-B-32", "laion2b_s34b_b79k"))  # the hub is offline in tests
-    with pytest.raises(WeightsUnavailable, match="not a known tag or valid file path"):
+    with pytest.raises(WeightsUnavailable, match="is neither a file nor a pretrained tag of ViT-B-32"):
         ClipEmbedder(ClipSpec("ViT-B-32", str(tmp_path / "missing.pt")))
     empty = tmp_path / "no-weights"
     write_tiny_model(empty)

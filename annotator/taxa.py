@@ -1,0 +1,50 @@
+"""Taxon names, as annotators type them, to the species ids a search filters on.
+
+A name may be a taxon id, a scientific or common name, or any rank above the
+species (genus "Phoenicopterus", family "Laridae", class "Aves", ...): each
+becomes the ids of every species under it. Matching ignores case.
+"""
+import difflib
+
+from django.db.models import Q
+
+from .models import Taxon
+
+RANKS = ("genus", "family", "order", "class_name", "phylum", "kingdom")
+
+
+class UnknownTaxon(ValueError):
+    """A name that matches no taxon; the text suggests close ones."""
+
+
+def species_for(name: str) -> set[int]:
+    """The ids of the species a name stands for; UnknownTaxon when there are none."""
+    name = (name or "").strip()
+    if not name:
+        raise UnknownTaxon("A taxon name is empty.")
+    if name.isdigit():
+        ids = set(Taxon.objects.filter(pk=int(name)).values_list("id", flat=True))
+    else:
+        match = Q(scientific_name__iexact=name) | Q(common_name__iexact=name)
+        for rank in RANKS:
+            match |= Q(**{f"{rank}__iexact": name})
+        ids = set(Taxon.objects.filter(match).values_list("id", flat=True))
+    if not ids:
+        raise UnknownTaxon(f"No taxon is called {name!r}.{_suggestion(name)}")
+    return ids
+
+
+def species_for_all(names) -> set[int]:
+    ids: set[int] = set()
+    for name in names:
+        ids |= species_for(name)
+    return ids
+
+
+def _suggestion(name: str) -> str:
+    known: set[str] = set()
+    for fields in Taxon.objects.values_list("scientific_name", "common_name", *RANKS).iterator(chunk_size=5000):
+        known.update(field for field in fields if field)
+    lowered = {item.lower(): item for item in known}
+    close = [lowered[item] for item in difflib.get_close_matches(name.lower(), lowered, n=3, cutoff=0.6)]
+    return f" Did you mean {', '.join(repr(item) for item in close)}?" if close else ""

@@ -1,0 +1,134 @@
+"""The one search function, used by the annotation UI, the API and the command line.
+
+It knows vectors, image ids and taxon ids, not labels or HTTP: callers turn
+taxon names into ids and a query's labels into ids to exclude.
+
+The index and the store are loaded once per process and swapped when a rebuild
+moves `current.json` (checked with one stat per search).
+"""
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+
+from . import index as faiss_index
+from .clip import ClipSpec, configured_spec, get_embedder
+from .index import Hit, NoIndex, Searcher
+from .store import EmbeddingStore, model_slug
+
+__all__ = ["Hit", "NoIndex", "SearchError", "search", "get_searcher", "store_root", "index_folder"]
+
+
+class SearchError(ValueError):
+    """The search cannot be done as asked; the text says what to change."""
+
+
+def store_root() -> Path:
+    return Path(settings.QUIRE_DATA_DIR) / "embeddings"
+
+
+def index_folder(model_name: str) -> Path:
+    return Path(settings.QUIRE_DATA_DIR) / "indexes" / model_slug(model_name)
+
+
+@dataclass
+class _Loaded:
+    pointer_stamp: tuple
+    searcher: Searcher
+    rows_by_id: np.ndarray  # argsort of image ids, for "more like this"
+
+
+_loaded: dict[str, _Loaded] = {}
+_lock = threading.Lock()
+
+
+def get_searcher(model_name: str) -> Searcher:
+    return _get(model_name).searcher
+
+
+def _get(model_name: str) -> _Loaded:
+    pointer = index_folder(model_name) / "current.json"
+    try:
+        stat = os.stat(pointer)
+    except FileNotFoundError:
+        raise NoIndex(f"No search index has been built for {model_name} yet: run `manage.py build_index`.") from None
+    stamp = (stat.st_mtime_ns, stat.st_ino, stat.st_size)
+    with _lock:
+        loaded = _loaded.get(model_name)
+        if loaded is None or loaded.pointer_stamp != stamp:
+            index, _info = faiss_index.load(index_folder(model_name))
+            try:
+                embeddings = EmbeddingStore.existing(store_root(), model_name).load()
+            except FileNotFoundError as error:
+                raise NoIndex(str(error)) from None
+            searcher = Searcher(embeddings, index)
+            loaded = _Loaded(stamp, searcher, np.argsort(embeddings.image_ids, kind="stable"))
+            _loaded[model_name] = loaded
+        return loaded
+
+
+def vector_of_image(loaded: _Loaded, image_id: int) -> np.ndarray:
+    ids = loaded.searcher.embeddings.image_ids
+    position = np.searchsorted(ids, image_id, sorter=loaded.rows_by_id)
+    if position >= len(ids) or ids[loaded.rows_by_id[position]] != image_id:
+        raise SearchError(f"Image {image_id} has no embedding (it is not in the collection, or not embedded yet).")
+    return loaded.searcher.embeddings.vectors[loaded.rows_by_id[position]].astype(np.float32)
+
+
+def search(
+    *,
+    text: str | None = None,
+    image_id: int | None = None,
+    image=None,
+    vector=None,
+    k: int = 50,
+    offset: int = 0,
+    taxon_ids=None,
+    exclude_image_ids=None,
+    spec: ClipSpec | None = None,
+) -> list[Hit]:
+    """Rank the collection by similarity to exactly one of: a text, an image of the
+    collection (`image_id`), an uploaded PIL `image`, or a `vector`.
+
+    `taxon_ids` (species ids; callers expand genus, family... to species) restricts
+    the ranking to those images and ranks them all exactly. Returns hits
+    offset .. offset+k-1, best first, ties broken by image id.
+    """
+    given = [name for name, value in (("text", text), ("image_id", image_id), ("image", image), ("vector", vector)) if value is not None]
+    if len(given) != 1:
+        raise SearchError("Search by exactly one of: a text, an image id, an uploaded image, or a vector.")
+    if text is not None and not text.strip():
+        raise SearchError("The query text is empty: type what the images should show.")
+    if not isinstance(k, int) or not isinstance(offset, int) or k < 1 or offset < 0:
+        raise SearchError("k must be a positive whole number and offset zero or more.")
+    if k > 10_000:
+        raise SearchError("k is at most 10,000 per page; use offset to page further.")
+    spec = spec or configured_spec()
+    loaded = _get(spec.name)
+    if image_id is not None:
+        query = vector_of_image(loaded, int(image_id))
+    elif vector is not None:
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != loaded.searcher.dim:
+            raise SearchError(f"The vector has {query.shape[0]} dimensions; this index has {loaded.searcher.dim}.")
+        if not np.all(np.isfinite(query)) or not np.any(query):
+            raise SearchError("The vector must be finite and not all zeros.")
+        query = query / np.linalg.norm(query)
+    else:
+        embedder = get_embedder(spec)
+        if embedder.dim != loaded.searcher.dim:
+            raise SearchError(
+                f"The model {spec.name} gives {embedder.dim}-dimensional vectors but the index has "
+                f"{loaded.searcher.dim}: embed the collection with this model, or configure the model it was made with."
+            )
+        query = embedder.encode_text([text.strip()])[0] if text is not None else embedder.encode_images([image])[0]
+    return loaded.searcher.search(
+        query,
+        k=k,
+        offset=offset,
+        taxon_ids=None if taxon_ids is None else list(taxon_ids),
+        exclude_image_ids=exclude_image_ids,
+    )

@@ -1,0 +1,137 @@
+"""Importing precomputed embeddings in the clip-retrieval layout (how INQUIRE ships iNat24's):
+
+  DIR/img_emb/img_emb_0.npy          N x D vectors (float16 or float32)
+  DIR/metadata/metadata_0.parquet    N rows; the `image_path` column names each row's image
+
+Files are paired by their number. Paths are matched to the collection's
+`file_name`s after dropping the leading folders they do not share (the
+machine that embedded them had another images root). Everything is checked
+before anything is written, so a bad directory leaves the store as it was.
+"""
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from annotator.importers import ImportFailed
+from annotator.models import Image
+
+from .store import NO_TAXON, EmbeddingStore, StoreMismatch
+
+
+@dataclass
+class EmbeddingsImported:
+    files: int
+    vectors: int
+    dim: int
+
+    def __str__(self):
+        return f"{self.vectors:,} vectors of {self.dim} dimensions from {self.files} file(s)"
+
+
+def _numbered(folder: Path, pattern: str, where: Path) -> dict[int, Path]:
+    found = {}
+    for path in folder.glob(pattern):
+        number = re.search(r"(\d+)\.[a-z]+$", path.name)
+        if number:
+            found[int(number.group(1))] = path
+    if not found:
+        raise ImportFailed(where, None, f"no {folder.name}/{pattern} files: expected the clip-retrieval layout (img_emb/, metadata/)")
+    return found
+
+
+def import_clip_retrieval(folder: Path, root: Path, model_name: str, *, progress: Callable[[int, int], None] | None = None) -> EmbeddingsImported:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ImportFailed(folder, None, "not a folder")
+    vectors_files = _numbered(folder / "img_emb", "img_emb_*.npy", folder)
+    metadata_files = _numbered(folder / "metadata", "metadata_*.parquet", folder)
+    if set(vectors_files) != set(metadata_files):
+        raise ImportFailed(
+            folder, None, f"img_emb files {sorted(vectors_files)} and metadata files {sorted(metadata_files)} are not numbered alike"
+        )
+
+    # Pass 1: read and check everything, map every path to an image.
+    plan = []  # (vectors path, image ids, taxon ids)
+    dim = None
+    prefix = None
+    for number in sorted(vectors_files):
+        vectors_path, metadata_path = vectors_files[number], metadata_files[number]
+        try:
+            vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as error:
+            raise ImportFailed(vectors_path, None, f"not a .npy array: {error}") from None
+        if vectors.ndim != 2 or vectors.dtype.kind != "f":
+            raise ImportFailed(vectors_path, None, f"expected a 2-D float array, found {vectors.ndim}-D {vectors.dtype}")
+        if dim is not None and vectors.shape[1] != dim:
+            raise ImportFailed(vectors_path, None, f"{vectors.shape[1]} dimensions, but the files before have {dim}")
+        dim = vectors.shape[1]
+        try:
+            table = pq.read_table(metadata_path, columns=["image_path"])
+        except Exception as error:  # pyarrow raises ArrowInvalid, KeyError...: all mean "not the expected parquet"
+            raise ImportFailed(metadata_path, None, f"cannot read an image_path column: {str(error).splitlines()[0]}") from None
+        paths = table.column("image_path").to_pylist()
+        if len(paths) != len(vectors):
+            raise ImportFailed(metadata_path, None, f"{len(paths)} rows, but {vectors_path.name} has {len(vectors)} vectors")
+        if prefix is None and paths:
+            prefix = _shared_prefix(paths[0], metadata_path)
+        image_ids, taxon_ids = _match(paths, prefix, metadata_path)
+        plan.append((vectors_path, image_ids, taxon_ids))
+
+    # Pass 2: write one part per file, then fold them into the store.
+    try:
+        store = EmbeddingStore(root, model_name, dim)
+    except StoreMismatch as error:
+        raise ImportFailed(folder, None, str(error)) from None
+    total = sum(len(ids) for _, ids, _ in plan)
+    written, parts = 0, []
+    try:
+        for vectors_path, image_ids, taxon_ids in plan:
+            vectors = np.load(vectors_path, mmap_mode="r").astype(np.float32)
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            if not np.all(np.isfinite(norms)) or np.any(norms == 0):
+                raise ImportFailed(vectors_path, None, "some vectors are zero, infinite or NaN")
+            parts.append(store.write_part(f"import-{vectors_path.stem}", image_ids, taxon_ids, vectors / norms))
+            written += len(image_ids)
+            if progress:
+                progress(written, total)
+    except BaseException:
+        for part in parts:  # nothing of a failed import reaches the store
+            part.unlink(missing_ok=True)
+        raise
+    store.consolidate()
+    return EmbeddingsImported(files=len(plan), vectors=total, dim=dim)
+
+
+def _shared_prefix(path: str, where: Path) -> str:
+    """The leading folders of `path` that the collection's file_name does not have."""
+    parts = Path(path).parts
+    for start in range(len(parts)):
+        candidate = str(Path(*parts[start:]))
+        if Image.objects.filter(file_name=candidate).exists():
+            return path[: len(path) - len(candidate)]
+    raise ImportFailed(where, "row 1", f"image_path {path!r} matches no image of the collection: import the collection first")
+
+
+def _match(paths: list[str], prefix: str, where: Path) -> tuple[np.ndarray, np.ndarray]:
+    names = [path[len(prefix) :] if path.startswith(prefix) else path for path in paths]
+    found: dict[str, tuple[int, int]] = {}
+    for start in range(0, len(names), 10_000):
+        rows = Image.objects.filter(file_name__in=names[start : start + 10_000]).values_list("file_name", "id", "taxon_id")
+        found.update((name, (image_id, taxon_id)) for name, image_id, taxon_id in rows)
+    missing = [(row, path) for row, (path, name) in enumerate(zip(paths, names), start=1) if name not in found]
+    if missing:
+        row, path = missing[0]
+        raise ImportFailed(
+            where, f"row {row}", f"image_path {path!r} matches no image of the collection ({len(missing)} such rows)"
+        )
+    image_ids = np.fromiter((found[name][0] for name in names), dtype=np.int64, count=len(names))
+    taxon_ids = np.fromiter(
+        (NO_TAXON if found[name][1] is None else found[name][1] for name in names), dtype=np.int64, count=len(names)
+    )
+    if len(np.unique(image_ids)) != len(image_ids):
+        raise ImportFailed(where, None, "the same image appears twice")
+    return image_ids, taxon_ids

@@ -1,0 +1,201 @@
+"""Embedding jobs and index builds: what the Celery tasks, the commands and the admin call.
+
+Starting a job writes its chunks to the database; each chunk is then done by
+`run_chunk`, in a Celery worker (through the broker) or in-process (embedded
+mode, and the `embed` command's progress bar). A chunk's vectors go to one part
+file of the store, so a chunk that is done twice (a killed worker, a resumed
+job) just replaces its part. The worker that finishes the last chunk
+consolidates the store and queues an index build.
+"""
+import logging
+import socket
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from annotator.models import Image
+
+from . import index as faiss_index
+from .clip import ClipSpec, configured_spec, get_embedder
+from .engine import index_folder, store_root
+from .models import ChunkStatus, EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
+from .pipeline import ImageFile, embed_files
+from .store import NO_TAXON, EmbeddingStore
+
+log = logging.getLogger(__name__)
+
+UNFINISHED = (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+def embedded_image_ids(model_name: str) -> np.ndarray:
+    """Ids that already have a vector of this model (consolidated or in a part)."""
+    try:
+        return EmbeddingStore.existing(store_root(), model_name).embedded_image_ids()
+    except FileNotFoundError:
+        return np.empty(0, dtype=np.int64)
+
+
+def start_embedding(*, spec: ClipSpec | None = None, chunk_size: int | None = None, retry_failed: bool = False):
+    """The unfinished job of this model if there is one (to resume), else a new job for every
+    image without a vector; None when there is nothing to embed."""
+    spec = spec or configured_spec()
+    chunk_size = chunk_size or settings.QUIRE_EMBED_CHUNK_SIZE
+    if chunk_size < 1:
+        raise ValueError("the chunk size must be at least 1")
+    unfinished = EmbeddingJob.objects.filter(model_name=spec.name, status__in=UNFINISHED).first()
+    if unfinished:
+        return unfinished
+    all_ids = np.fromiter(Image.objects.order_by("id").values_list("id", flat=True).iterator(chunk_size=50_000), dtype=np.int64)
+    skip = [embedded_image_ids(spec.name)]
+    failures = EmbeddingFailure.objects.filter(model_name=spec.name)
+    if retry_failed:
+        failures.delete()
+    else:
+        skip.append(np.fromiter(failures.values_list("image_id", flat=True), dtype=np.int64))
+    missing = all_ids[~np.isin(all_ids, np.concatenate(skip))]
+    if len(missing) == 0:
+        return None
+    with transaction.atomic():
+        job = EmbeddingJob.objects.create(model_name=spec.name, total=len(missing), chunk_size=chunk_size)
+        EmbeddingChunk.objects.bulk_create(
+            EmbeddingChunk(
+                job=job,
+                number=number,
+                first_image_id=int(ids[0]),
+                last_image_id=int(ids[-1]),
+                size=len(ids),
+            )
+            for number, ids in enumerate(np.array_split(missing, range(chunk_size, len(missing), chunk_size)))
+        )
+    return job
+
+
+def unfinished_chunks(job: EmbeddingJob):
+    return job.chunks.exclude(status=ChunkStatus.DONE).order_by("number")
+
+
+def enqueue(job: EmbeddingJob) -> int:
+    """Send every unfinished chunk to the broker; return how many were sent."""
+    from .tasks import embed_chunk
+
+    chunk_ids = list(unfinished_chunks(job).values_list("id", flat=True))
+    for chunk_id in chunk_ids:
+        embed_chunk.delay(chunk_id)
+    return len(chunk_ids)
+
+
+def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -> EmbeddingChunk:
+    """Embed one chunk (again, if it was started before and never finished)."""
+    chunk = EmbeddingChunk.objects.select_related("job").get(pk=chunk_id)
+    job = chunk.job
+    if chunk.status == ChunkStatus.DONE or job.status == JobStatus.FAILED:
+        return chunk
+    now = timezone.now()
+    EmbeddingChunk.objects.filter(pk=chunk.pk).update(
+        status=ChunkStatus.RUNNING, attempts=chunk.attempts + 1, started_at=now, worker=socket.gethostname()
+    )
+    EmbeddingJob.objects.filter(pk=job.pk, started_at__isnull=True).update(started_at=now)
+    EmbeddingJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(status=JobStatus.RUNNING)
+
+    embedder = get_embedder(ClipSpec.from_name(job.model_name))
+    store = EmbeddingStore(store_root(), job.model_name, embedder.dim)
+    skip = np.concatenate(
+        [
+            store.image_ids(),  # consolidated rows only: this job's parts are other id ranges
+            np.fromiter(EmbeddingFailure.objects.filter(model_name=job.model_name).values_list("image_id", flat=True), dtype=np.int64),
+        ]
+    )
+    rows = list(
+        Image.objects.filter(id__range=(chunk.first_image_id, chunk.last_image_id))
+        .order_by("id")
+        .values_list("id", "root__path", "file_name", "taxon_id")
+    )
+    wanted = ~np.isin(np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)), skip)
+    files = [
+        ImageFile(image_id, Path(root or "") / file_name, NO_TAXON if taxon_id is None else taxon_id)
+        for (image_id, root, file_name, taxon_id), keep in zip(rows, wanted)
+        if keep
+    ]
+    result = embed_files(
+        embedder,
+        files,
+        batch_size=settings.QUIRE_EMBED_BATCH_SIZE,
+        loader_threads=settings.QUIRE_EMBED_LOADER_THREADS,
+        progress=progress,
+    )
+    store.write_part(chunk.part_name, result.image_ids, result.taxon_ids, result.vectors)
+    with transaction.atomic():
+        EmbeddingFailure.objects.bulk_create(
+            [EmbeddingFailure(model_name=job.model_name, image_id=f.image_id, job=job, reason=f.reason[:2000]) for f in result.failures],
+            ignore_conflicts=True,
+        )
+        EmbeddingChunk.objects.filter(pk=chunk.pk).update(
+            status=ChunkStatus.DONE, done=len(result.image_ids), failed=len(result.failures), finished_at=timezone.now()
+        )
+        # Totals are re-summed from the chunks, so a chunk done twice is counted once.
+        totals = job.chunks.aggregate(done=Sum("done"), failed=Sum("failed"))
+        EmbeddingJob.objects.filter(pk=job.pk).update(done=totals["done"] or 0, failed=totals["failed"] or 0)
+    finish_if_complete(job.pk)
+    chunk.refresh_from_db()
+    return chunk
+
+
+def finish_if_complete(job_id: int, *, build_index: bool = True) -> bool:
+    """Consolidate the store once every chunk is done; then queue an index build. True if this call finished the job."""
+    with transaction.atomic():
+        job = EmbeddingJob.objects.select_for_update().get(pk=job_id)
+        if job.status not in UNFINISHED or job.chunks.exclude(status=ChunkStatus.DONE).exists():
+            return False
+        EmbeddingStore.existing(store_root(), job.model_name).consolidate()
+        job.status = JobStatus.DONE
+        job.finished_at = timezone.now()
+        job.save(update_fields=["status", "finished_at"])
+    if build_index:
+        start_index_build(job.model_name)
+    return True
+
+
+def fail_job(job_id: int, message: str) -> None:
+    EmbeddingJob.objects.filter(pk=job_id).update(status=JobStatus.FAILED, error=message, finished_at=timezone.now())
+
+
+# Index builds
+
+
+def start_index_build(model_name: str | None = None, kind: str = "auto", *, run_here: bool = False) -> IndexBuild:
+    """Record a build and run it: in a worker when there is a broker, else (or with run_here) now."""
+    faiss_index.choose_kind(0, kind)  # validates the kind before anything is recorded
+    build = IndexBuild.objects.create(model_name=model_name or configured_spec().name, kind=kind)
+    if run_here or settings.CELERY_TASK_ALWAYS_EAGER:
+        run_index_build(build.pk)
+    else:
+        from .tasks import build_index
+
+        build_index.delay(build.pk)
+    build.refresh_from_db()
+    return build
+
+
+def run_index_build(build_id: int) -> IndexBuild:
+    build = IndexBuild.objects.get(pk=build_id)
+    IndexBuild.objects.filter(pk=build.pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
+    try:
+        embeddings = EmbeddingStore.existing(store_root(), build.model_name).load()
+        if len(embeddings) == 0:
+            raise FileNotFoundError(f"No embeddings for {build.model_name} yet: run `manage.py embed` first.")
+        kind = faiss_index.choose_kind(len(embeddings), build.kind)
+        built = faiss_index.build(embeddings, kind)
+        faiss_index.save(built, index_folder(build.model_name), kind=kind, count=len(embeddings))
+    except Exception as error:
+        IndexBuild.objects.filter(pk=build.pk).update(status=JobStatus.FAILED, error=str(error), finished_at=timezone.now())
+        raise
+    IndexBuild.objects.filter(pk=build.pk).update(
+        status=JobStatus.DONE, built_kind=kind, vectors=len(embeddings), finished_at=timezone.now()
+    )
+    build.refresh_from_db()
+    return build

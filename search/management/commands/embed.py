@@ -1,0 +1,82 @@
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from search import jobs
+from search.clip import WeightsUnavailable, check_weights, configured_spec
+from search.models import EmbeddingJob, JobStatus
+from search.store import StoreMismatch
+
+
+class Command(BaseCommand):
+    help = (
+        "Embed every image that has no vector of the configured CLIP model yet. With a broker the chunks go to "
+        "Celery workers and this command follows their progress; without one they run here. Running it again "
+        "resumes an unfinished job."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--chunk-size", type=int, help=f"images per task (default {settings.QUIRE_EMBED_CHUNK_SIZE})")
+        parser.add_argument("--retry-failed", action="store_true", help="try again the images earlier jobs could not read")
+        parser.add_argument("--detach", action="store_true", help="queue the chunks and return without waiting")
+
+    def handle(self, chunk_size, retry_failed, detach, **options):
+        spec = configured_spec()
+        if spec.random_weights:
+            self.stderr.write(self.style.WARNING(f"{spec.name} has random weights: rankings are meaningless until real weights are configured."))
+        try:
+            check_weights(spec)
+            job = jobs.start_embedding(spec=spec, chunk_size=chunk_size, retry_failed=retry_failed)
+        except (WeightsUnavailable, ValueError) as error:
+            raise CommandError(str(error)) from None
+        if job is None:
+            skipped = jobs.EmbeddingFailure.objects.filter(model_name=spec.name).count()
+            note = f" ({skipped} unreadable images skipped; --retry-failed tries them again)" if skipped else ""
+            self.stdout.write(self.style.SUCCESS(f"Nothing to embed: every image has a {spec.name} vector{note}."))
+            return
+        resumed = job.processed > 0 or job.status == JobStatus.RUNNING
+        self.stdout.write(f"{'Resuming' if resumed else 'Started'} embedding job {job.pk}: {job.total:,} images, model {spec.name}.")
+        bar = tqdm(total=job.total, initial=job.processed, desc="embedding", unit="img", unit_scale=True, disable=None)
+        try:
+            if settings.CELERY_TASK_ALWAYS_EAGER:
+                self._run_here(job, bar)
+            else:
+                sent = jobs.enqueue(job)
+                self.stdout.write(f"Queued {sent} chunks for the Celery workers.")
+                if detach:
+                    return
+                self._follow(job, bar)
+        except KeyboardInterrupt:
+            raise CommandError(f"Interrupted. Job {job.pk} keeps its finished chunks: run `manage.py embed` again to resume.") from None
+        finally:
+            bar.close()
+        self._report(job.pk)
+
+    def _run_here(self, job, bar):
+        for chunk_id in list(jobs.unfinished_chunks(job).values_list("id", flat=True)):
+            try:
+                jobs.run_chunk(chunk_id, progress=bar.update)
+            except (WeightsUnavailable, StoreMismatch) as error:
+                jobs.fail_job(job.pk, str(error))
+                break
+
+    def _follow(self, job, bar):
+        while True:
+            job.refresh_from_db()
+            bar.update(job.processed - bar.n)
+            if job.status not in jobs.UNFINISHED:
+                return
+            time.sleep(1)
+
+    def _report(self, job_id):
+        job = EmbeddingJob.objects.get(pk=job_id)
+        if job.status == JobStatus.FAILED:
+            raise CommandError(f"Embedding job {job.pk} failed: {job.error}")
+        rate = f" at {job.rate:,.1f} images/s" if job.rate else ""
+        self.stdout.write(self.style.SUCCESS(f"Embedding job {job.pk} {job.get_status_display().lower()}: {job.done:,} embedded{rate}."))
+        if job.failed:
+            self.stdout.write(self.style.WARNING(f"{job.failed:,} images were skipped (missing or unreadable), for example:"))
+            for failure in job.failures.all()[:5]:
+                self.stdout.write(f"  image {failure.image_id}: {failure.reason}")

@@ -1,0 +1,30 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand
+
+from annotator.management.commands._base import import_errors_as_command_errors, progress_bar
+from search import jobs
+from search.clip import configured_spec
+from search.engine import store_root
+from search.importers import import_clip_retrieval
+
+
+class Command(BaseCommand):
+    help = (
+        "Import precomputed embeddings in the clip-retrieval layout (img_emb/img_emb_N.npy + metadata/metadata_N.parquet "
+        "with an image_path column), e.g. INQUIRE's iNat24 ViT-H/14 embeddings, then build the index."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("folder", type=Path)
+        parser.add_argument("--model", help="the model the vectors come from (default: the configured one, %(default)s)")
+        parser.add_argument("--no-index", action="store_true", help="do not build the index afterwards")
+
+    def handle(self, folder, model, no_index, **options):
+        model_name = model or configured_spec().name
+        with import_errors_as_command_errors(), progress_bar("vectors", "vec") as progress:
+            result = import_clip_retrieval(folder, store_root(), model_name, progress=progress)
+        self.stdout.write(self.style.SUCCESS(f"Imported {result} as {model_name}."))
+        if not no_index:
+            build = jobs.start_index_build(model_name)
+            self.stdout.write(f"Index build {build.pk}: {build.get_status_display().lower()}.")

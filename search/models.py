@@ -1,0 +1,121 @@
+"""Jobs of the search engine, kept in the database so that every worker and the admin see them.
+
+An embedding job is cut into chunks of consecutive image ids. A chunk is the
+unit a Celery task does, retries and resumes: its vectors go to one part file
+of the embedding store, written atomically, so doing a chunk twice is harmless.
+"""
+from django.db import models
+from django.utils import timezone
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class EmbeddingJob(models.Model):
+    model_name = models.CharField(max_length=1024, help_text="The CLIP model (ClipSpec.name) the vectors come from.")
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    total = models.PositiveIntegerField(default=0, help_text="Images to embed when the job started.")
+    done = models.PositiveIntegerField(default=0, help_text="Images embedded so far.")
+    failed = models.PositiveIntegerField(default=0, help_text="Images skipped: missing or unreadable.")
+    chunk_size = models.PositiveIntegerField(default=5000)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"embedding job {self.pk} ({self.model_name})"
+
+    @property
+    def processed(self) -> int:
+        return self.done + self.failed
+
+    @property
+    def rate(self) -> float | None:
+        """Images a second since the job started."""
+        if not self.started_at or not self.processed:
+            return None
+        elapsed = ((self.finished_at or timezone.now()) - self.started_at).total_seconds()
+        return self.processed / elapsed if elapsed > 0 else None
+
+    @property
+    def eta_seconds(self) -> float | None:
+        rate = self.rate
+        if self.status != JobStatus.RUNNING or not rate:
+            return None
+        return max(0, self.total - self.processed) / rate
+
+
+class ChunkStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+
+
+class EmbeddingChunk(models.Model):
+    job = models.ForeignKey(EmbeddingJob, on_delete=models.CASCADE, related_name="chunks")
+    number = models.PositiveIntegerField()
+    first_image_id = models.BigIntegerField()
+    last_image_id = models.BigIntegerField()
+    size = models.PositiveIntegerField(help_text="Images to embed in this id range when the job started.")
+    status = models.CharField(max_length=16, choices=ChunkStatus.choices, default=ChunkStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "number"]
+        constraints = [models.UniqueConstraint(fields=["job", "number"], name="embedding_chunk_number")]
+        indexes = [models.Index(fields=["job", "status"], name="embedding_chunk_status")]
+
+    def __str__(self):
+        return f"chunk {self.number} of job {self.job_id}"
+
+    @property
+    def part_name(self) -> str:
+        return f"job{self.job_id}-chunk{self.number:06d}"
+
+
+class EmbeddingFailure(models.Model):
+    """An image that could not be embedded, and why. Later jobs of the same model skip it."""
+
+    model_name = models.CharField(max_length=1024)
+    image_id = models.BigIntegerField()
+    job = models.ForeignKey(EmbeddingJob, null=True, on_delete=models.SET_NULL, related_name="failures")
+    reason = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["image_id"]
+        constraints = [models.UniqueConstraint(fields=["model_name", "image_id"], name="embedding_failure_once")]
+
+    def __str__(self):
+        return f"image {self.image_id}: {self.reason}"
+
+
+class IndexBuild(models.Model):
+    model_name = models.CharField(max_length=1024)
+    kind = models.CharField(max_length=16, help_text="auto, flat or ivfpq as asked; the built kind is in `built_kind`.")
+    built_kind = models.CharField(max_length=16, blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    vectors = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"index build {self.pk} ({self.kind})"
