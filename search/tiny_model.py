@@ -22,14 +22,15 @@ TINY_CONFIG = {
 }
 
 
-def write_tiny_model(folder: Path, *, seed: int = 0) -> str:
+def write_tiny_model(folder: Path, *, seed: int = 0, embed_dim: int = TINY_CONFIG["embed_dim"]) -> str:
     """Write open_clip_config.json and open_clip_model.safetensors into `folder`; return "local-dir:<folder>"."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
-    model = open_clip.CLIP(**TINY_CONFIG)
+    model_config = {**TINY_CONFIG, "embed_dim": embed_dim}
+    model = open_clip.CLIP(**model_config)
     config = {
-        "model_cfg": TINY_CONFIG,
+        "model_cfg": model_config,
         "preprocess_cfg": {"mean": [0.48145466, 0.4578275, 0.40821073], "std": [0.26862954, 0.26130258, 0.27577711]},
     }
     (folder / "open_clip_config.json").write_text(json.dumps(config, indent=2))
