@@ -3,16 +3,24 @@ from django.contrib.auth import authenticate
 from django.core.management import call_command
 
 from annotator.models import Image, Query, Taxon
+from search.engine import search
 from tests.conftest import database_snapshot
 
 pytestmark = pytest.mark.django_db
 
 
-def test_demo_builds_a_collection_and_reuses_it(settings, tmp_path, capsys):
+def test_demo_builds_a_collection_and_reuses_it(settings, tmp_path, capsys, monkeypatch, client):
     settings.QUIRE_DATA_DIR = tmp_path
+    # The production default, whose weights are not on this machine: the demo falls back.
+    settings.QUIRE_CLIP_MODEL, settings.QUIRE_CLIP_PRETRAINED = "ViT-H-14-378-quickgelu", "dfn5b"
+    monkeypatch.setenv("QUIRE_CLIP_PRETRAINED", "dfn5b")
     call_command("demo", "--no-serve", "--images", "60")
     out = capsys.readouterr().out
     assert "Admin login:     admin / quire-demo" in out
+    assert "RANDOM-WEIGHT model" in out and "Embedding job 1 done: 60 embedded" in out
+    assert search(text="flamingo standing on one leg", k=5)[0].image_id in range(1, 61)
+    client.login(username="annotator", password="quire-demo")
+    assert "rankings are meaningless until real weights are configured" in client.get("/").content.decode()
     assert Image.objects.count() == 60 and Taxon.objects.count() == 24 and Query.objects.count() == 8
     assert Image.objects.filter(taxon__isnull=True).count() == 0
     image = Image.objects.first()

@@ -1,8 +1,16 @@
-from django.conf import settings
-from django.core.management import call_command
-from django.core.management.base import BaseCommand
+import os
 
-from annotator.demo import DEMO_ADMIN, DEMO_ANNOTATOR, build_demo
+# The demo never reaches the network: without this the model hub client retries for
+# a minute before saying the weights are not here. It must be set before it is imported.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from django.conf import settings  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.core.management.base import BaseCommand  # noqa: E402
+
+from annotator.demo import DEMO_ADMIN, DEMO_ANNOTATOR, build_demo  # noqa: E402
+from search.demo import demo_model  # noqa: E402
+from search.engine import index_folder  # noqa: E402
 
 
 class Command(BaseCommand):
@@ -23,6 +31,13 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Demo collection: {result.images} images, {result.taxa} taxa, {result.queries} demo queries."
         )
+        spec, stand_in_reason = demo_model(settings.QUIRE_DATA_DIR)
+        if stand_in_reason:
+            self.stdout.write(self.style.WARNING(f"{stand_in_reason}\nThe demo uses a small RANDOM-WEIGHT model instead: "
+                                                 "rankings are meaningless until real weights are configured."))
+        call_command("embed", stdout=self.stdout, stderr=self.stderr)
+        if not (index_folder(spec.name) / "current.json").exists():
+            call_command("build_index", stdout=self.stdout)
         self.stdout.write(f"Admin login:     {DEMO_ADMIN[0]} / {DEMO_ADMIN[1]}")
         self.stdout.write(f"Annotator login: {DEMO_ANNOTATOR[0]} / {DEMO_ANNOTATOR[1]}")
         if no_serve:

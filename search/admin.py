@@ -1,0 +1,118 @@
+"""Admin pages for embedding jobs and index builds: progress, rate, ETA, failures, and the buttons that start them."""
+import datetime
+
+from django.conf import settings
+from django.contrib import admin, messages
+from django.shortcuts import redirect
+from django.urls import path
+
+from . import jobs
+from .clip import WeightsUnavailable, check_weights, configured_spec
+from .models import EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Jobs are written by the workers; the admin watches them."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class ChunkInline(admin.TabularInline):
+    model = EmbeddingChunk
+    fields = ["number", "first_image_id", "last_image_id", "size", "status", "attempts", "done", "failed", "worker", "finished_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    max_num = 0
+    show_change_link = False
+
+
+@admin.register(EmbeddingJob)
+class EmbeddingJobAdmin(ReadOnlyAdmin):
+    list_display = ["id", "model_name", "status", "progress", "failed", "images_per_second", "eta", "created_at"]
+    list_filter = ["status", "model_name"]
+    readonly_fields = ["model_name", "status", "total", "done", "failed", "chunk_size", "created_at", "started_at", "finished_at", "error"]
+    inlines = [ChunkInline]
+    change_list_template = "admin/search/embeddingjob/change_list.html"
+
+    @admin.display(description="done / total")
+    def progress(self, job):
+        percent = 100 * job.processed / job.total if job.total else 100
+        return f"{job.done:,} / {job.total:,} ({percent:.0f}%)"
+
+    @admin.display(description="images/s")
+    def images_per_second(self, job):
+        return f"{job.rate:,.1f}" if job.rate else "–"
+
+    @admin.display(description="ETA")
+    def eta(self, job):
+        seconds = job.eta_seconds
+        return str(datetime.timedelta(seconds=round(seconds))) if seconds is not None else "–"
+
+    def get_urls(self):
+        return [
+            path("start/", self.admin_site.admin_view(self.start_view), name="search_embeddingjob_start"),
+            path("build-index/", self.admin_site.admin_view(self.build_index_view), name="search_embeddingjob_build_index"),
+        ] + super().get_urls()
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {
+            **(extra_context or {}),
+            "model_name": configured_spec().name,
+            "running": EmbeddingJob.objects.filter(status__in=jobs.UNFINISHED).exists()
+            or IndexBuild.objects.filter(status__in=jobs.UNFINISHED).exists(),
+            "embedded_mode": settings.CELERY_TASK_ALWAYS_EAGER,
+        }
+        return super().changelist_view(request, extra_context)
+
+    def start_view(self, request):
+        """Start (or resume) an embedding job: POST only, staff only."""
+        if request.method != "POST" or not request.user.has_perm("search.add_embeddingjob"):
+            messages.error(request, "Starting an embedding job needs a POST by a user allowed to add embedding jobs.")
+            return redirect("admin:search_embeddingjob_changelist")
+        spec = configured_spec()
+        try:
+            check_weights(spec)
+            job = jobs.start_embedding(spec=spec)
+        except WeightsUnavailable as error:
+            messages.error(request, str(error))
+            return redirect("admin:search_embeddingjob_changelist")
+        if job is None:
+            messages.info(request, f"Nothing to embed: every image has a {spec.name} vector.")
+        else:
+            sent = jobs.enqueue(job)  # in embedded mode this runs the chunks now, in this request
+            messages.success(request, f"Embedding job {job.pk}: {sent} chunks of {job.total:,} images sent.")
+        return redirect("admin:search_embeddingjob_changelist")
+
+    def build_index_view(self, request):
+        if request.method != "POST" or not request.user.has_perm("search.add_indexbuild"):
+            messages.error(request, "Building the index needs a POST by a user allowed to add index builds.")
+            return redirect("admin:search_embeddingjob_changelist")
+        try:
+            build = jobs.start_index_build()
+        except (FileNotFoundError, ValueError) as error:
+            messages.error(request, str(error))
+        else:
+            messages.success(request, f"Index build {build.pk}: {build.get_status_display().lower()}.")
+        return redirect("admin:search_embeddingjob_changelist")
+
+
+@admin.register(EmbeddingFailure)
+class EmbeddingFailureAdmin(ReadOnlyAdmin):
+    list_display = ["image_id", "model_name", "reason", "job", "created_at"]
+    list_filter = ["model_name"]
+    search_fields = ["=image_id", "reason"]
+
+    def has_delete_permission(self, request, obj=None):
+        return True  # deleting a failure lets the next job try that image again
+
+
+@admin.register(IndexBuild)
+class IndexBuildAdmin(ReadOnlyAdmin):
+    list_display = ["id", "model_name", "kind", "built_kind", "status", "vectors", "created_at", "finished_at"]
+    list_filter = ["status", "built_kind"]
+    readonly_fields = ["model_name", "kind", "built_kind", "status", "vectors", "created_at", "started_at", "finished_at", "error"]
