@@ -114,3 +114,15 @@ def _set_batch(pairs: list[tuple[int, int]], value: str, user, source: str) -> i
         Label.objects.bulk_update(to_update, ["value", "annotator", "updated_at"])
     LabelEvent.objects.bulk_create(events)
     return len(events)
+
+
+def label_unlabeled(query_id: int, image_ids: Iterable[int], *, value: str, user=None, source: str) -> int:
+    """Give `value` to those of `image_ids` that have no label for the query yet, in one transaction
+    (the annotation tool's Submit: every image shown and not labeled becomes not relevant).
+    Labels already there are kept. Returns how many labels were written."""
+    image_ids = list(dict.fromkeys(int(image_id) for image_id in image_ids))
+    with transaction.atomic():
+        labeled = set(Label.objects.filter(query_id=query_id, image_id__in=image_ids).values_list("image_id", flat=True))
+        return set_labels_in_bulk(
+            [(query_id, image_id) for image_id in image_ids if image_id not in labeled], value=value, user=user, source=source
+        )

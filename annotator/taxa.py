@@ -5,6 +5,7 @@ species (genus "Phoenicopterus", family "Laridae", class "Aves", ...): each
 becomes the ids of every species under it. Matching ignores case.
 """
 import difflib
+from dataclasses import dataclass
 
 from django.db.models import Q
 
@@ -48,3 +49,36 @@ def _suggestion(name: str) -> str:
     lowered = {item.lower(): item for item in known}
     close = [lowered[item] for item in difflib.get_close_matches(name.lower(), lowered, n=3, cutoff=0.6)]
     return f" Did you mean {', '.join(repr(item) for item in close)}?" if close else ""
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    value: str  # what the filter box submits: a species id, or a higher taxon's name
+    label: str  # what the annotator reads
+
+
+RANK_LABELS = {"genus": "genus", "family": "family", "order": "order", "class_name": "class", "phylum": "phylum", "kingdom": "kingdom"}
+
+
+def suggest(text: str, limit: int = 12) -> list[Suggestion]:
+    """Taxa whose common or scientific name contains `text`, then higher ranks starting with it."""
+    text = (text or "").strip()
+    if len(text) < 2:
+        return []
+    species = Taxon.objects.filter(Q(common_name__icontains=text) | Q(scientific_name__icontains=text)).order_by("scientific_name")[:limit]
+    found = [Suggestion(str(taxon.pk), f"{taxon.common_name} ({taxon.scientific_name})" if taxon.common_name else taxon.scientific_name) for taxon in species]
+    for rank, label in RANK_LABELS.items():
+        if len(found) >= limit:
+            break
+        names = Taxon.objects.filter(**{f"{rank}__istartswith": text}).values_list(rank, flat=True).distinct().order_by(rank)
+        found += [Suggestion(name, f"{label} {name} (all species)") for name in names[: limit - len(found)]]
+    return found[:limit]
+
+
+def describe(value: str) -> str:
+    """How a filter value reads on its chip."""
+    if value.isdigit():
+        taxon = Taxon.objects.filter(pk=int(value)).first()
+        if taxon:
+            return f"{taxon.common_name} ({taxon.scientific_name})" if taxon.common_name else taxon.scientific_name
+    return value

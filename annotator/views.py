@@ -2,20 +2,66 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Max, Q
 from django.http import Http404, HttpResponseBadRequest, StreamingHttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
 
+from . import labeling, progress
 from .exporters import EXPORTS, csv_lines
+from .forms import QueryForm, TrackingForm
 from .models import LabelValue, Query
+
+
+QUERY_SORTS = {"id": "id", "text": "text", "labeled": "labeled", "relevant": "relevant", "activity": "last_activity", "status": "status"}
 
 
 @login_required
 def home(request):
+    """The query list: progress, search, sort, and a form to add a query."""
+    form = QueryForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        query = form.save()
+        return redirect("label", query_id=query.pk)
     queries = Query.objects.annotate(
         labeled=Count("labels"),
         relevant=Count("labels", filter=Q(labels__value=LabelValue.RELEVANT)),
         last_activity=Max("labels__updated_at"),
     )
-    return render(request, "annotator/home.html", {"queries": queries, "exports": list(EXPORTS)})
+    if search := request.GET.get("search", "").strip():
+        queries = queries.filter(Q(text__icontains=search) | Q(category__icontains=search) | Q(supercategory__icontains=search))
+    sort = request.GET.get("sort", "id")
+    field = QUERY_SORTS.get(sort.lstrip("-"), "id")
+    queries = queries.order_by(f"-{field}" if sort.startswith("-") else field, "id")
+    return render(
+        request, "annotator/home.html", {"queries": queries, "exports": list(EXPORTS), "form": form, "search": search, "sort": sort}
+    )
+
+
+@staff_member_required
+def dashboard(request):
+    queries, totals = progress.dashboard(
+        sort=request.GET.get("sort", "id"), status=request.GET.get("status", ""), split=request.GET.get("split", "")
+    )
+    return render(
+        request,
+        "annotator/dashboard.html",
+        {"queries": queries, "totals": totals, "run_goal": progress.RUN_GOAL, "statuses": Query.Status.choices,
+         "splits": Query.Split.choices, "fully_choices": Query.FullyLabeled.choices, "params": request.GET},
+    )  # fmt: skip
+
+
+@staff_member_required
+def dashboard_query(request, query_id):
+    """One query: its tracking fields (editable), charts of its labeling, and its exports."""
+    query = get_object_or_404(Query, pk=query_id)
+    form = TrackingForm(request.POST or None, instance=query)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        return redirect("dashboard-query", query_id=query.pk)
+    return render(
+        request,
+        "annotator/dashboard_query.html",
+        {"query": query, "form": form, "counts": labeling.counts(query), "run": progress.not_relevant_run(query),
+         "run_goal": progress.RUN_GOAL, "activity": progress.activity(query), "exports": list(EXPORTS)},
+    )  # fmt: skip
 
 
 @staff_member_required

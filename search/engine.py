@@ -132,3 +132,22 @@ def search(
         taxon_ids=None if taxon_ids is None else list(taxon_ids),
         exclude_image_ids=exclude_image_ids,
     )
+
+
+def score_images(*, text: str, image_ids, spec: ClipSpec | None = None) -> np.ndarray:
+    """The similarity of each image to `text` (NaN for an image without a vector): where labeled images
+    sit in a query's ranking, without ranking the whole collection."""
+    spec = spec or configured_spec()
+    loaded = _get(spec.name)
+    image_ids = np.asarray(list(image_ids), dtype=np.int64)
+    scores = np.full(len(image_ids), np.nan, dtype=np.float32)
+    if not len(image_ids):
+        return scores
+    ids = loaded.searcher.embeddings.image_ids
+    positions = np.searchsorted(ids, image_ids, sorter=loaded.rows_by_id)
+    positions = np.minimum(positions, len(ids) - 1)
+    rows = loaded.rows_by_id[positions]
+    found = ids[rows] == image_ids
+    vector = get_embedder(spec).encode_text([text])[0]
+    scores[found] = loaded.searcher.embeddings.vectors[rows[found]].astype(np.float32) @ vector
+    return scores

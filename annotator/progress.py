@@ -1,0 +1,92 @@
+"""How complete a query's labeling is: the numbers on the dashboard.
+
+INQUIRE's rule: without species filters, annotators keep labeling down the
+ranking until at least 100 images in a row are not relevant. The run shown is
+the number of consecutive not-relevant labels at the deepest labeled ranks:
+labeled images ordered by their similarity to the query text, counted from the
+bottom up to the first label that is not "not relevant".
+"""
+import numpy as np
+from django.db.models import Count, Max, Q
+from django.db.models.functions import TruncDate
+
+from search.clip import WeightsUnavailable
+from search.engine import NoIndex, score_images
+from search.store import StoreMismatch
+
+from .models import Label, LabelEvent, LabelValue, Query
+
+RUN_GOAL = 100
+
+
+def not_relevant_run(query: Query) -> int | None:
+    """The trailing run of not-relevant labels in ranking order; None when there is no index to rank by."""
+    labels = list(Label.objects.filter(query=query).values_list("image_id", "value"))
+    if not labels:
+        return 0
+    try:
+        scores = score_images(text=query.text, image_ids=[image_id for image_id, _ in labels])
+    except (NoIndex, WeightsUnavailable, StoreMismatch):
+        return None
+    ranked = [value for (_, value), score in sorted(zip(labels, scores), key=lambda pair: -np.nan_to_num(pair[1], nan=-2.0))]
+    run = 0
+    for value in reversed(ranked):
+        if value != LabelValue.NOT_RELEVANT:
+            break
+        run += 1
+    return run
+
+
+SORTS = {
+    "id": "id", "text": "text", "status": "status", "labeled": "labeled", "relevant": "relevant",
+    "unsure": "unsure", "activity": "last_activity", "fully_labeled": "fully_labeled",
+}  # fmt: skip
+
+
+def dashboard(*, sort: str = "id", status: str = "", split: str = "") -> tuple[list[Query], dict]:
+    """Every query with its counts, annotators and not-relevant run; and the totals row."""
+    queries = Query.objects.annotate(
+        labeled=Count("labels"),
+        relevant=Count("labels", filter=Q(labels__value=LabelValue.RELEVANT)),
+        unsure=Count("labels", filter=Q(labels__value=LabelValue.UNSURE)),
+        last_activity=Max("labels__updated_at"),
+    )
+    if status:
+        queries = queries.filter(status=status)
+    if split:
+        queries = queries.filter(split=split)
+    field = SORTS.get(sort.lstrip("-"), "id")
+    queries = list(queries.order_by(f"-{field}" if sort.startswith("-") else field, "id"))
+    annotators: dict[int, set] = {}
+    for query_id, username in Label.objects.filter(query__in=queries, annotator__isnull=False).values_list("query_id", "annotator__username").distinct():
+        annotators.setdefault(query_id, set()).add(username)
+    for query in queries:
+        query.annotators = sorted(annotators.get(query.pk, ()))
+        query.run = not_relevant_run(query)
+        query.run_met = query.run is not None and query.run >= RUN_GOAL
+    totals = {
+        "queries": len(queries),
+        "labeled": sum(q.labeled for q in queries),
+        "relevant": sum(q.relevant for q in queries),
+        "unsure": sum(q.unsure for q in queries),
+        "run_met": sum(q.run_met for q in queries),
+        "fully_labeled": sum(q.fully_labeled == Query.FullyLabeled.YES for q in queries),
+    }
+    return queries, totals
+
+
+def activity(query: Query) -> dict:
+    """Label changes per day and labels per annotator, for the query's small charts."""
+    per_day = list(
+        LabelEvent.objects.filter(query=query).annotate(day=TruncDate("created_at")).values("day").annotate(n=Count("id")).order_by("day")
+    )
+    per_annotator = list(
+        Label.objects.filter(query=query)
+        .values("annotator__username")
+        .annotate(n=Count("id"), relevant=Count("id", filter=Q(value=LabelValue.RELEVANT)))
+        .order_by("-n")
+    )
+    peak = max([row["n"] for row in per_day + per_annotator], default=1)
+    for row in per_day + per_annotator:
+        row["percent"] = round(100 * row["n"] / peak)
+    return {"per_day": per_day, "per_annotator": per_annotator}
