@@ -9,13 +9,8 @@ class QueryForm(forms.ModelForm):
     class Meta:
         model = Query
         fields = ["text", "supercategory", "category", "iconic_group", "split"]
-        widgets = {"text": forms.TextInput(attrs={"placeholder": "e.g. Black Skimmer performing skimming", "size": 50})}
-
-    def clean_text(self):
-        text = self.cleaned_data["text"].strip()
-        if not text:
-            raise forms.ValidationError("Type the query: what the images should show.")
-        return text
+        widgets = {"text": forms.TextInput(attrs={"placeholder": "what the images should show", "size": 50})}
+        error_messages = {"text": {"required": "Type the query: what the images should show."}}
 
 
 class TrackingForm(forms.ModelForm):

@@ -1,0 +1,137 @@
+"""The labeling endpoints through Django's test client (the browser flow is in test_browser.py)."""
+import re
+
+import pytest
+from django.urls import reverse
+
+from annotator.labels import set_label
+from annotator.models import Image, ImageRoot, Label, LabelEvent, LabelSource, LabelValue, Query
+
+pytestmark = pytest.mark.django_db
+
+
+def tile_ids(html: str) -> list[int]:
+    return [int(match) for match in re.findall(r'data-image-id="(\d+)"', html)]
+
+
+@pytest.fixture
+def ann(client, labeling):
+    client.force_login(labeling["annotator"])
+    return client
+
+
+def test_the_page_shows_50_ranked_tiles_with_stored_labels(ann, labeling):
+    query = labeling["query"]
+    first = tile_ids(ann.get(reverse("label", args=[query.pk])).content.decode())
+    assert len(first) == 50
+    set_label(query_id=query.pk, image_id=first[3], value=LabelValue.UNSURE, source=LabelSource.API)
+    html = ann.get(reverse("label", args=[query.pk])).content.decode()
+    assert f'data-image-id="{first[3]}" data-label="unsure"' in html
+    assert 'name="q" value="Black Skimmer performing skimming"' in html and 'name="taxon"' in html
+    hidden = tile_ids(ann.get(reverse("label", args=[query.pk]), {"hide": "1"}).content.decode())
+    assert first[3] not in hidden and len(hidden) == 50
+
+
+def test_load_more_continues_the_ranking(ann, labeling):
+    query = labeling["query"]
+    url = reverse("label", args=[query.pk])
+    big = tile_ids(ann.get(url, {"size": "200"}).content.decode())
+    assert len(big) == 120
+    first = tile_ids(ann.get(url).content.decode())
+    more = ann.get(reverse("results", args=[query.pk]), {"offset": "50"}).content.decode()
+    assert first + tile_ids(more) == big[:100]
+    assert "offset=100" in more
+
+
+def test_taxon_filters_at_any_rank_and_their_errors(ann, labeling):
+    query = labeling["query"]
+    url = reverse("label", args=[query.pk])
+    ids = tile_ids(ann.get(url, {"taxon": ["11", "Leucophaeus"], "size": "200"}).content.decode())
+    assert set(Image.objects.filter(pk__in=ids).values_list("taxon_id", flat=True)) == {11, 12} and len(ids) == 80
+    html = ann.get(url, {"taxon": "Laridea"}).content.decode()
+    assert "No taxon is called &#x27;Laridea&#x27;. Did you mean &#x27;Laridae&#x27;" in html
+    suggestions = ann.get(reverse("suggest-taxa"), {"taxon": "puff"}).content.decode()
+    assert 'data-value="11"' in suggestions and "Atlantic Puffin (Fratercula arctica)" in suggestions
+    assert "family Laridae (all species)" in ann.get(reverse("suggest-taxa"), {"taxon": "lari"}).content.decode()
+
+
+def test_saving_clearing_and_bad_saves(ann, labeling):
+    query = labeling["query"]
+    url = reverse("save-label", args=[query.pk])
+    response = ann.post(url, {"image": 5, "value": "relevant", "source": "keyboard"}, content_type="application/json")
+    assert response.json()["counts"]["relevant"] == 1
+    ann.post(url, {"image": 5, "value": "relevant", "source": "keyboard"}, content_type="application/json")  # a retry
+    assert LabelEvent.objects.filter(image_id=5).count() == 1
+    ann.post(url, {"image": 5, "value": "", "source": "keyboard"}, content_type="application/json")
+    assert not Label.objects.exists() and LabelEvent.objects.filter(image_id=5).count() == 2
+    for body, status in [({"image": "x", "value": "relevant"}, 400), ({"image": 5, "value": "maybe"}, 400),
+                         ({"image": 99999, "value": "relevant"}, 404), ({"image": 5, "value": "relevant", "source": "import"}, 400)]:  # fmt: skip
+        assert ann.post(url, body, content_type="application/json").status_code == status
+    assert ann.post(reverse("save-label", args=[9999]), {"image": 5, "value": "relevant"}, content_type="application/json").status_code == 404
+    assert not Label.objects.exists()
+
+
+def test_submit_labels_only_unlabeled_images_not_relevant(ann, labeling):
+    query = labeling["query"]
+    set_label(query_id=query.pk, image_id=2, value=LabelValue.RELEVANT, source=LabelSource.API)
+    response = ann.post(reverse("submit", args=[query.pk]), {"images": [1, 2, 3]}, content_type="application/json")
+    assert response.json()["written"] == 2
+    assert dict(Label.objects.values_list("image_id", "value")) == {1: "not_relevant", 2: "relevant", 3: "not_relevant"}
+    assert set(LabelEvent.objects.filter(source=LabelSource.SUBMIT).values_list("image_id", flat=True)) == {1, 3}
+    bad = ann.post(reverse("submit", args=[query.pk]), {"images": [4, 99999]}, content_type="application/json")
+    assert bad.status_code == 400 and not Label.objects.filter(image_id=4).exists()
+
+
+def test_thumbnails_are_cached_and_paths_never_leave_the_root(ann, labeling, tmp_path, settings):
+    response = ann.get(reverse("image-file", args=[7, "thumb"]))
+    assert response.status_code == 200 and response["Content-Type"] == "image/jpeg"
+    cached = list((settings.QUIRE_DATA_DIR / "thumbnails").rglob("7.jpg"))
+    assert len(cached) == 1
+    assert ann.get(reverse("image-file", args=[7, "file"])).status_code == 200
+    secret = tmp_path / "secret.jpg"
+    secret.write_bytes((labeling["images"] / "11" / "7.jpg").read_bytes())
+    root = ImageRoot.objects.get()
+    Image.objects.create(id=5000, root=root, file_name="../secret.jpg")
+    assert ann.get(reverse("image-file", args=[5000, "file"])).status_code == 404
+    assert ann.get(reverse("image-file", args=[5000, "thumb"])).status_code == 404
+    assert ann.get(reverse("image-file", args=[7, "etc"])).status_code == 404
+
+
+def test_pages_need_a_login(client, labeling):
+    query = labeling["query"]
+    assert client.get(reverse("label", args=[query.pk])).status_code == 302
+    assert client.post(reverse("save-label", args=[query.pk]), {"image": 5, "value": "relevant"}).status_code == 302
+    assert client.get(reverse("dashboard")).status_code == 302
+
+
+def test_query_list_search_sort_and_add(ann, labeling):
+    Query.objects.create(text="puffins carrying food")
+    html = ann.get(reverse("home"), {"search": "puffin"}).content.decode()
+    assert "puffins carrying food" in html and "Black Skimmer" not in html
+    response = ann.post(reverse("home"), {"text": "  flamingo standing on one leg ", "split": "other"})
+    created = Query.objects.get(text="flamingo standing on one leg")
+    assert response.status_code == 302 and response["Location"] == reverse("label", args=[created.pk])
+    assert "Type the query" in ann.post(reverse("home"), {"text": "   ", "split": "other"}).content.decode()
+
+
+def test_dashboard_counts_run_and_tracking(client, labeling):
+    query = labeling["query"]
+    client.force_login(labeling["admin"])
+    ranked = tile_ids(client.get(reverse("label", args=[query.pk]), {"size": "200"}).content.decode())
+    set_label(query_id=query.pk, image_id=ranked[0], value=LabelValue.RELEVANT, user=labeling["annotator"], source=LabelSource.CLICK)
+    for image_id in ranked[1:4]:
+        set_label(query_id=query.pk, image_id=image_id, value=LabelValue.NOT_RELEVANT, user=labeling["admin"], source=LabelSource.CLICK)
+    set_label(query_id=query.pk, image_id=ranked[10], value=LabelValue.UNSURE, user=labeling["admin"], source=LabelSource.CLICK)
+    html = client.get(reverse("dashboard")).content.decode()
+    row = re.search(rf'<tr data-query-id="{query.pk}">(.*?)</tr>', html, re.S).group(1)
+    assert '<td class="num labeled">5</td>' in row and '<td class="num relevant">1</td>' in row and '<td class="num unsure">1</td>' in row
+    assert "ann, boss" in row
+    assert re.search(r'<td class="num ">0</td>', row)  # the deepest labeled rank is unsure: the run is 0
+    set_label(query_id=query.pk, image_id=ranked[10], value=LabelValue.NOT_RELEVANT, user=labeling["admin"], source=LabelSource.CLICK)
+    row = re.search(rf'<tr data-query-id="{query.pk}">(.*?)</tr>', client.get(reverse("dashboard")).content.decode(), re.S).group(1)
+    assert re.search(r'<td class="num ">4</td>', row)
+    page = client.get(reverse("dashboard-query", args=[query.pk])).content.decode()
+    assert "Labels per annotator" in page and "boss" in page and f"?query={query.pk}" in page
+    client.post(reverse("dashboard-query", args=[query.pk]), {"status": "done", "fully_labeled": "yes", "notes": "checked"})
+    query.refresh_from_db()
+    assert (query.status, query.fully_labeled, query.notes) == ("done", "yes", "checked")
