@@ -68,7 +68,7 @@ def results_fragment(request, query_id):
     except ValueError:
         return HttpResponseBadRequest("offset must be a whole number.")
     state = _search_state(request, query)
-    return render(request, "annotator/_tiles.html", {"query": query, "state": state, "page": _results(query, state, offset)})
+    return render(request, "annotator/_results.html", {"query": query, "state": state, "page": _results(query, state, offset)})
 
 
 def _json_body(request) -> dict:

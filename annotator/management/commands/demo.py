@@ -9,6 +9,7 @@ from django.core.management import call_command  # noqa: E402
 from django.core.management.base import BaseCommand  # noqa: E402
 
 from annotator.demo import DEMO_ADMIN, DEMO_ANNOTATOR, build_demo  # noqa: E402
+from annotator.models import Query  # noqa: E402
 from search.demo import demo_model  # noqa: E402
 from search.engine import index_folder  # noqa: E402
 
@@ -42,5 +43,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Annotator login: {DEMO_ANNOTATOR[0]} / {DEMO_ANNOTATOR[1]}")
         if no_serve:
             return
-        self.stdout.write(self.style.SUCCESS(f"Serving Quire at http://{addrport}/ (Ctrl+C stops it)."))
+        first = Query.objects.order_by("id").first()
+        start = f"http://{addrport}/queries/{first.pk}/" if first else f"http://{addrport}/"
+        self.stdout.write(self.style.SUCCESS(f"Serving Quire: open {start} (Ctrl+C stops it)."))
         call_command("runserver", addrport, use_reloader=False)

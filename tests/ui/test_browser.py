@@ -1,0 +1,125 @@
+"""The annotator's whole day in a real Chromium: Playwright drives Debian's chromium against a live server."""
+import csv
+import io
+
+import pytest
+from playwright.sync_api import expect
+
+from annotator.models import Image, Label, LabelValue
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def log_in(page, live_server, user, password, next_url):
+    page.goto(f"{live_server.url}/accounts/login/?next={next_url}")
+    page.fill('input[name="username"]', user)
+    page.fill('input[name="password"]', password)
+    page.click('button[type="submit"], input[type="submit"]')
+    page.wait_for_url(f"**{next_url}")
+
+
+def tile(page, index):
+    return page.locator(".tile").nth(index)
+
+
+def saved(page):
+    expect(page.locator("#save-status")).to_have_text("All changes saved")
+
+
+def test_the_whole_labeling_flow(page, live_server, labeling, artifacts):
+    query = labeling["query"]
+    labeling["annotator"].is_staff = True  # staff: the same person then looks at the dashboard
+    labeling["annotator"].save()
+    log_in(page, live_server, "ann", "pw-ann-1", f"/queries/{query.pk}/")
+    expect(page.locator(".tile")).to_have_count(50)
+
+    page.fill('input[name="q"]', "skimmer skimming over water")
+    page.press('input[name="q"]', "Enter")
+    page.wait_for_url("**q=skimmer+skimming+over+water**")
+    expect(page.locator(".tile")).to_have_count(50)
+
+    for typed, choice in (("puff", "Atlantic Puffin (Fratercula arctica)"), ("laugh", "Laughing Gull (Leucophaeus atricilla)")):
+        if not page.locator("details.filters").get_attribute("open") is not None:
+            page.click("details.filters summary")
+        page.locator('input[type="text"][name="taxon"]').press_sequentially(typed, delay=30)
+        page.locator(".suggestion", has_text=choice).click()
+        page.wait_for_load_state("load")
+        expect(page.locator(".chip.on", has_text=choice)).to_be_visible()
+    expect(page.locator(".chip.on")).to_have_count(2)
+    shown = [int(i) for i in page.locator(".tile").evaluate_all("tiles => tiles.map(t => t.dataset.imageId)")]
+    assert set(Image.objects.filter(pk__in=shown).values_list("taxon_id", flat=True)) == {11, 12}
+
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    expect(tile(page, 2)).to_have_attribute("data-label", "relevant")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press(" ")
+    expect(tile(page, 3)).to_have_attribute("data-label", "relevant")
+    expect(tile(page, 3)).to_have_class("tile selected")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("u")
+    expect(tile(page, 4)).to_have_attribute("data-label", "unsure")
+    saved(page)
+    assert Label.objects.get(image_id=shown[4]).value == LabelValue.UNSURE
+    page.keyboard.press("z")
+    expect(tile(page, 4)).to_have_attribute("data-label", "")
+    page.keyboard.press("ArrowDown")  # a row down, then back up
+    page.keyboard.press("ArrowUp")
+    expect(tile(page, 4)).to_have_class("tile selected")
+    page.keyboard.press("?")
+    expect(page.locator("#help")).to_be_visible()
+    page.keyboard.press("Escape")
+    saved(page)
+    assert dict(Label.objects.values_list("image_id", "value")) == {shown[2]: "relevant", shown[3]: "relevant"}
+    page.screenshot(path=str(artifacts / "labeling-page.png"), full_page=True)
+
+    page.click('[data-action="load-more"]')
+    expect(page.locator(".tile")).to_have_count(80)  # the two species have 80 images
+    expect(page.locator("#selected-count")).to_have_text("Selected 2 of 80")
+    page.click("#submit")
+    expect(page.locator("#save-status")).to_have_text("Submitted: 78 images marked not relevant")
+    assert Label.objects.filter(value=LabelValue.NOT_RELEVANT).count() == 78
+
+    page.reload()
+    labels_shown = page.locator(".tile").evaluate_all("tiles => tiles.map(t => [t.dataset.imageId, t.dataset.label])")
+    assert {int(i): v for i, v in labels_shown} == {i: v for i, v in Label.objects.filter(image_id__in=shown[:50]).values_list("image_id", "value")}
+    assert labels_shown[2][1] == "relevant" and len(labels_shown) == 50
+
+    page.goto(f"{live_server.url}/dashboard/")
+    row = page.locator(f'tr[data-query-id="{query.pk}"]')
+    expect(row.locator(".labeled")).to_have_text("80")
+    expect(row.locator(".relevant")).to_have_text("2")
+    page.screenshot(path=str(artifacts / "dashboard.png"), full_page=True)
+
+    page.click(f'a[href="/dashboard/{query.pk}/"]')
+    with page.expect_download() as download:
+        page.click(f'a[href="/exports/inquire_labels.csv?query={query.pk}"]')
+    rows = list(csv.DictReader(io.StringIO(open(download.value.path(), encoding="utf-8").read())))
+    assert len(rows) == 80
+    assert {int(r["image_id"]) for r in rows if r["label"] == "relevant"} == {shown[2], shown[3]}
+    assert {r["annotator"] for r in rows} == {"ann"}
+
+
+def test_a_failed_save_is_flagged_retried_and_not_lost(page, live_server, labeling):
+    query = labeling["query"]
+    log_in(page, live_server, "ann", "pw-ann-1", f"/queries/{query.pk}/")
+    refused = []
+
+    def flaky(route):
+        if len(refused) < 2:  # the server cannot be reached, twice
+            refused.append(route.request.post_data)
+            route.abort("connectionrefused")
+        else:
+            route.continue_()
+
+    page.route("**/labels", flaky)
+    first = int(tile(page, 0).get_attribute("data-image-id"))
+    page.keyboard.press("Enter")
+    expect(tile(page, 0)).to_have_attribute("data-label", "relevant")  # shown at once
+    expect(page.locator(".tile.unsaved")).to_have_count(1)
+    expect(page.locator("#save-status")).to_contain_text("unsaved, retrying")
+    saved(page)
+    expect(page.locator(".tile.unsaved")).to_have_count(0)
+    assert len(refused) == 2
+    assert Label.objects.get(query=query, image_id=first).value == LabelValue.RELEVANT
