@@ -1,0 +1,120 @@
+"""Retrieval metrics of the INQUIRE benchmark and related papers. Pure numpy; no Django.
+
+Every function takes `relevance`: the run's ranked list for one query, best first,
+as 0/1 values (1 = relevant), already ordered (see `rank`), and `R`: how many
+relevant images the ground truth has for the query (positives missing from the
+run count too). Below, rel(i) is the relevance at rank i (1-based) and
+r = sum of rel(i) for i <= k.
+
+  AP@k      = sum_{i<=k} P@i * rel(i) / NF, where NF is
+                "min"  min(k, R)   INQUIRE full-rank (default): moving a relevant image up
+                                   into the top k never lowers it
+                "r"    r           INQUIRE rerank: plain AP over a fixed candidate list
+                "R"    R           ILIAS mAP@1k: positives beyond k count as missed
+              (0 when NF is 0)
+  nDCG@k    = DCG@k / IDCG@k, DCG@k = sum_{i<=k} rel(i) / log2(i + 1), IDCG@k the DCG of
+              min(k, R) relevant images at the top (0 when R is 0)
+  MRR@k     = 1 / (rank of the first relevant image within the top k), 0 if none
+  P@k       = r / k
+  recall@k  = r / R (the fraction of all positives found; RMIR's recall)
+  hit@k     = 1 if r > 0 (VisRet's "Recall@k")
+  oracle@k  = the best AP@k (NF = min(k, R)) a perfect reranking of the top k could reach:
+              r / min(k, R)
+"""
+import numpy as np
+
+NORMALISERS = ("min", "r", "R")
+
+
+def rank(scores) -> np.ndarray:
+    """Positions sorted by score, best first. Ties keep the run's own order (the order the
+    entries were given in): a stable sort, so the same run always scores the same."""
+    scores = np.asarray(scores, dtype=np.float64)
+    return np.argsort(-scores, kind="stable")
+
+
+def _top(relevance, k: int) -> np.ndarray:
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    return (np.asarray(relevance, dtype=np.float64)[:k] > 0).astype(np.float64)
+
+
+def average_precision(relevance, R: int, k: int, normaliser: str = "min") -> float:
+    if normaliser not in NORMALISERS:
+        raise ValueError(f"the AP normaliser is one of {', '.join(NORMALISERS)}, not {normaliser!r}")
+    rel = _top(relevance, k)
+    hits = np.cumsum(rel)
+    precision_at_i = hits / np.arange(1, len(rel) + 1)
+    nf = {"min": min(k, R), "r": hits[-1] if len(hits) else 0, "R": R}[normaliser]
+    return float(np.sum(precision_at_i * rel) / nf) if nf > 0 else 0.0
+
+
+def ndcg(relevance, R: int, k: int) -> float:
+    rel = _top(relevance, k)
+    discounts = 1.0 / np.log2(np.arange(2, k + 2))
+    ideal = float(np.sum(discounts[: min(k, R)]))
+    return float(np.sum(rel * discounts[: len(rel)]) / ideal) if ideal > 0 else 0.0
+
+
+def reciprocal_rank(relevance, k: int) -> float:
+    found = np.flatnonzero(_top(relevance, k))
+    return 1.0 / (found[0] + 1) if len(found) else 0.0
+
+
+def precision(relevance, k: int) -> float:
+    return float(_top(relevance, k).sum() / k)
+
+
+def recall(relevance, R: int, k: int) -> float:
+    return float(_top(relevance, k).sum() / R) if R > 0 else 0.0
+
+
+def hit(relevance, k: int) -> float:
+    return float(_top(relevance, k).sum() > 0)
+
+
+def oracle_average_precision(relevance, R: int, k: int) -> float:
+    nf = min(k, R)
+    return float(_top(relevance, k).sum() / nf) if nf > 0 else 0.0
+
+
+METRICS = {
+    "ap": lambda rel, R, k, nf: average_precision(rel, R, k, nf),
+    "ndcg": lambda rel, R, k, nf: ndcg(rel, R, k),
+    "mrr": lambda rel, R, k, nf: reciprocal_rank(rel, k),
+    "precision": lambda rel, R, k, nf: precision(rel, k),
+    "recall": lambda rel, R, k, nf: recall(rel, R, k),
+    "hit": lambda rel, R, k, nf: hit(rel, k),
+    "oracle_ap": lambda rel, R, k, nf: oracle_average_precision(rel, R, k),
+}
+PERCENT_METRICS = {"ap", "ndcg", "oracle_ap"}  # reported x100, as the papers do
+
+
+def score_query(relevance, R: int, k: int, metrics=tuple(METRICS), normaliser: str = "min") -> dict:
+    unknown = [name for name in metrics if name not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metrics {', '.join(unknown)}; known: {', '.join(METRICS)}")
+    return {name: METRICS[name](relevance, R, k, normaliser) for name in metrics}
+
+
+def mean_with_uncertainty(values, *, resamples: int = 1000, seed: int = 0) -> dict:
+    """Mean, standard error and a bootstrap 95% interval (queries resampled with replacement)."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) == 0:
+        return {"mean": 0.0, "se": 0.0, "ci95": [0.0, 0.0]}
+    se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
+    return {"mean": float(values.mean()), "se": se, "ci95": [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))]}
+
+
+def paired_permutation_test(a, b, *, resamples: int = 10000, seed: int = 0) -> float:
+    """Two-sided p-value that runs A and B score alike, flipping the sign of per-query differences."""
+    differences = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if len(differences) == 0 or not np.any(differences):
+        return 1.0
+    observed = abs(differences.mean())
+    rng = np.random.default_rng(seed)
+    signs = rng.choice([-1.0, 1.0], size=(resamples, len(differences)))
+    extreme = np.sum(np.abs((signs * differences).mean(axis=1)) >= observed - 1e-12)
+    return float((extreme + 1) / (resamples + 1))
