@@ -1,0 +1,231 @@
+"""Reading ground truth and runs. No Django here except `qrels_from_database`.
+
+Ground truth:
+  INQUIRE annotations CSV  query_id,image_id,image_path          (positives only)
+  Quire labels CSV         query_id,image_id,image_path,label,...  (relevant / not_relevant / unsure;
+                                                                    only "relevant" counts as relevant)
+  INQUIRE queries CSV      [,]query_id,query_text,supercategory,category,iconic_group: the query set and
+                           the columns tables are grouped by
+Runs:
+  TREC        qid Q0 docid rank score tag        (whitespace separated, no header)
+  CSV         query_id,image_id,score[,rank]     (header required)
+  Rerank      INQUIRE-Rerank layout: query_id (or query, the text), inat24_image_id, relevant, clip_score
+              (a fixed candidate set per query; its `relevant` column is the ground truth)
+
+A run's order within a query is its score, best first; equal scores keep the
+order of the file (or of the rank column when one is given). Every problem is
+reported with the file and line.
+"""
+import csv
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RELEVANT = "relevant"
+
+
+class EvaluationInputError(ValueError):
+    def __init__(self, path, line, problem: str):
+        place = f"{path}, line {line}" if line else str(path)
+        super().__init__(f"{place}: {problem}")
+
+
+@dataclass
+class GroundTruth:
+    positives: dict[int, set[int]]
+    judged: dict[int, set[int]] = field(default_factory=dict)  # every labeled image, when negatives are known
+    queries: dict[int, dict] = field(default_factory=dict)  # query id -> its columns (text, supercategory...)
+    source: str = ""
+
+    def query_ids(self) -> list[int]:
+        """The queries evaluated: all of the queries file when given, else those with a positive."""
+        return sorted(self.queries) if self.queries else sorted(q for q, images in self.positives.items() if images)
+
+
+@dataclass
+class Run:
+    name: str
+    ranked: dict[int, list[tuple[int, float]]]  # query id -> [(image id, score)], best first
+    candidate_relevance: dict[int, dict[int, bool]] | None = None  # rerank layout only
+
+
+def _rows(path: Path):
+    """(line number, row dict) of a CSV with a header; decoding errors name the line."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise EvaluationInputError(path, None, f"not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise EvaluationInputError(path, None, f"cannot be read: {error.strerror}") from None
+    reader = csv.DictReader(io.StringIO(text))
+    if not reader.fieldnames:
+        raise EvaluationInputError(path, None, "is empty")
+    return reader, ((reader.line_num, row) for row in reader)
+
+
+def _int(path, line, row, column) -> int:
+    value = (row.get(column) or "").strip()
+    try:
+        return int(value)
+    except ValueError:
+        raise EvaluationInputError(path, line, f"{column} must be a whole number, not {value!r}") from None
+
+
+def _float(path, line, value, column) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise EvaluationInputError(path, line, f"{column} must be a number, not {value!r}") from None
+    if number != number:
+        raise EvaluationInputError(path, line, f"{column} is NaN")
+    return number
+
+
+def read_queries(path) -> dict[int, dict]:
+    reader, rows = _rows(path)
+    if "query_id" not in reader.fieldnames:
+        raise EvaluationInputError(path, 1, f"no query_id column (found {', '.join(c or '(unnamed)' for c in reader.fieldnames)})")
+    queries = {}
+    for line, row in rows:
+        query_id = _int(path, line, row, "query_id")
+        if query_id in queries:
+            raise EvaluationInputError(path, line, f"query {query_id} appears twice")
+        queries[query_id] = {key: value for key, value in row.items() if key and key != "query_id"}
+    return queries
+
+
+def read_qrels(path, queries_path=None) -> GroundTruth:
+    reader, rows = _rows(path)
+    columns = set(reader.fieldnames)
+    if not {"query_id", "image_id"} <= columns:
+        raise EvaluationInputError(path, 1, "expected query_id and image_id columns (an INQUIRE annotations or Quire labels CSV)")
+    has_labels = "label" in columns
+    positives: dict[int, set[int]] = {}
+    judged: dict[int, set[int]] = {}
+    seen = set()
+    for line, row in rows:
+        query_id, image_id = _int(path, line, row, "query_id"), _int(path, line, row, "image_id")
+        if (query_id, image_id) in seen:
+            raise EvaluationInputError(path, line, f"query {query_id}, image {image_id} appears twice")
+        seen.add((query_id, image_id))
+        judged.setdefault(query_id, set()).add(image_id)
+        positives.setdefault(query_id, set())
+        if not has_labels or row["label"].strip() == RELEVANT:
+            positives[query_id].add(image_id)
+    if not any(positives.values()):
+        raise EvaluationInputError(path, None, "has no relevant images: there is nothing to evaluate against")
+    queries = read_queries(queries_path) if queries_path else {}
+    return GroundTruth(positives, judged if has_labels else {}, queries, source=str(path))
+
+
+def qrels_from_database(query_ids=None) -> GroundTruth:
+    """The labels in Quire's database (relevant = relevant; not relevant and unsure are judged negatives)."""
+    from annotator.models import Label, LabelValue, Query
+
+    labels = Label.objects.all() if query_ids is None else Label.objects.filter(query_id__in=query_ids)
+    positives: dict[int, set[int]] = {}
+    judged: dict[int, set[int]] = {}
+    for query_id, image_id, value in labels.values_list("query_id", "image_id", "value").iterator(chunk_size=20_000):
+        judged.setdefault(query_id, set()).add(image_id)
+        positives.setdefault(query_id, set())
+        if value == LabelValue.RELEVANT:
+            positives[query_id].add(image_id)
+    if not any(positives.values()):
+        raise EvaluationInputError("the database", None, "has no relevant labels yet: label some images first")
+    queries = {
+        q.pk: {"query_text": q.text, "supercategory": q.supercategory, "category": q.category, "iconic_group": q.iconic_group, "split": q.split}
+        for q in Query.objects.filter(pk__in=positives)
+    }
+    return GroundTruth(positives, judged, queries, source="database labels")
+
+
+def read_run(path, *, score_column: str = "clip_score", queries: dict[int, dict] | None = None) -> Run:
+    path = Path(path)
+    try:
+        head = path.read_bytes()[:4096].decode("utf-8-sig", errors="replace")
+    except OSError as error:
+        raise EvaluationInputError(path, None, f"cannot be read: {error.strerror}") from None
+    first = head.splitlines()[0] if head.strip() else ""
+    if not first:
+        raise EvaluationInputError(path, None, "is empty")
+    if "," not in first:  # whitespace-separated: TREC
+        return _read_trec(path)
+    header = [column.strip() for column in first.split(",")]
+    if "inat24_image_id" in header:
+        return _read_rerank(path, score_column, queries or {})
+    if {"query_id", "image_id", "score"} <= set(header):
+        return _read_csv_run(path)
+    raise EvaluationInputError(
+        path, 1, "not a run: expected TREC lines (qid Q0 docid rank score tag), a CSV with query_id,image_id,score, "
+        "or the INQUIRE-Rerank columns (query_id or query, inat24_image_id, relevant, clip_score)",
+    )  # fmt: skip
+
+
+def _collect(path, entries):
+    """entries: (line, query_id, image_id, score, order key). Sorts each query by score, ties by the order key."""
+    by_query: dict[int, list] = {}
+    seen: dict[tuple[int, int], int] = {}
+    for line, query_id, image_id, score, order in entries:
+        if (query_id, image_id) in seen:
+            raise EvaluationInputError(path, line, f"query {query_id}, image {image_id} is already ranked on line {seen[query_id, image_id]}")
+        seen[query_id, image_id] = line
+        by_query.setdefault(query_id, []).append((order, image_id, score))
+    return {
+        query_id: [(image_id, score) for _, image_id, score in sorted(items, key=lambda item: (-item[2], item[0]))]
+        for query_id, items in by_query.items()
+    }
+
+
+def _read_trec(path) -> Run:
+    def entries():
+        for line, text in enumerate(Path(path).read_text(encoding="utf-8-sig").splitlines(), start=1):
+            if not text.strip():
+                continue
+            fields = text.split()
+            if len(fields) != 6:
+                raise EvaluationInputError(path, line, f"a TREC run line has 6 fields (qid Q0 docid rank score tag), this one {len(fields)}")
+            try:
+                query_id, image_id, rank = int(fields[0]), int(fields[2]), int(fields[3])
+            except ValueError:
+                raise EvaluationInputError(path, line, "qid, docid and rank must be whole numbers") from None
+            yield line, query_id, image_id, _float(path, line, fields[4], "score"), (rank, line)
+
+    return Run(Path(path).name, _collect(path, entries()))
+
+
+def _read_csv_run(path) -> Run:
+    reader, rows = _rows(path)
+    has_rank = "rank" in reader.fieldnames
+
+    def entries():
+        for line, row in rows:
+            order = (_int(path, line, row, "rank"), line) if has_rank else (0, line)
+            yield line, _int(path, line, row, "query_id"), _int(path, line, row, "image_id"), _float(path, line, row["score"], "score"), order
+
+    return Run(Path(path).name, _collect(path, entries()))
+
+
+def _read_rerank(path, score_column, queries) -> Run:
+    reader, rows = _rows(path)
+    if score_column not in reader.fieldnames or "relevant" not in reader.fieldnames:
+        raise EvaluationInputError(path, 1, f"the rerank layout needs relevant and {score_column} columns")
+    by_text = {columns.get("query_text", ""): query_id for query_id, columns in queries.items()}
+    relevance: dict[int, dict[int, bool]] = {}
+
+    def entries():
+        for line, row in rows:
+            if "query_id" in reader.fieldnames:
+                query_id = _int(path, line, row, "query_id")
+            elif row.get("query", "") in by_text:
+                query_id = by_text[row["query"]]
+            else:
+                raise EvaluationInputError(path, line, f"query {row.get('query', '')!r} is not in the queries file (give --queries)")
+            image_id = _int(path, line, row, "inat24_image_id")
+            flag = (row["relevant"] or "").strip().lower()
+            if flag not in ("0", "1", "true", "false"):
+                raise EvaluationInputError(path, line, f"relevant must be 0/1 or true/false, not {flag!r}")
+            relevance.setdefault(query_id, {})[image_id] = flag in ("1", "true")
+            yield line, query_id, image_id, _float(path, line, row[score_column], score_column), (0, line)
+
+    ranked = _collect(path, entries())
+    return Run(Path(path).name, ranked, relevance)

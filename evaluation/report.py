@@ -1,0 +1,168 @@
+"""Scoring a run against ground truth under a protocol, and the tables the papers print.
+
+Protocols:
+  fullrank  the run ranks the collection; R = every positive of the query; AP normaliser min(k, R)
+  rerank    the run reorders a fixed candidate set (INQUIRE-Rerank); R = positives among the
+            candidates; AP normaliser r (plain AP over the list)
+  two-stage: `two_stage(first, second, top)` reorders the first run's top N by the second run's
+            scores; the result is scored full-rank.
+
+Averages: `overall` is the macro average over queries (every query weighs the same, as in the
+papers); each group table gives per-group macro averages over its queries, and `mean_of_groups`
+the average of the group means (each group weighs the same).
+"""
+import csv
+import io
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import metrics as m
+from .inputs import GroundTruth, Run
+
+DEFAULT_METRICS = ("ap", "ndcg", "mrr", "precision", "recall", "hit", "oracle_ap")
+PROTOCOLS = ("fullrank", "rerank")
+
+
+@dataclass
+class Report:
+    protocol: str
+    k: int
+    metrics: tuple
+    per_query: list[dict]
+    warnings: list[str] = field(default_factory=list)
+    run: str = ""
+    ground_truth: str = ""
+
+    def overall(self) -> dict:
+        return {name: m.mean_with_uncertainty([row[name] for row in self.per_query]) for name in self.metrics}
+
+    def groups(self, columns) -> dict:
+        result = {}
+        for column in columns:
+            values: dict[str, list[dict]] = {}
+            for row in self.per_query:
+                values.setdefault(str(row.get(column, "")), []).append(row)
+            table = {
+                value: {"queries": len(rows), **{name: float(np.mean([r[name] for r in rows])) for name in self.metrics}}
+                for value, rows in sorted(values.items())
+            }
+            table["mean_of_groups"] = {name: float(np.mean([g[name] for g in table.values()])) for name in self.metrics}
+            result[column] = table
+        return result
+
+    def as_json(self, group_by=()) -> dict:
+        return {
+            "protocol": self.protocol,
+            "k": self.k,
+            "run": self.run,
+            "ground_truth": self.ground_truth,
+            "queries": len(self.per_query),
+            "overall": {name: summary["mean"] for name, summary in self.overall().items()},
+            "uncertainty": {name: {"se": s["se"], "ci95": s["ci95"]} for name, s in self.overall().items()},
+            "groups": self.groups(group_by),
+            "per_query": self.per_query,
+            "warnings": self.warnings,
+        }
+
+    def per_query_csv(self) -> str:
+        out = io.StringIO()
+        columns = ["query_id", "R", "retrieved", *self.metrics]
+        extra = [key for key in (self.per_query[0] if self.per_query else {}) if key not in columns]
+        writer = csv.DictWriter(out, fieldnames=columns + extra, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(self.per_query)
+        return out.getvalue()
+
+
+def evaluate(truth: GroundTruth, run: Run, *, protocol: str = "fullrank", k: int = 50, metrics=DEFAULT_METRICS, normaliser=None) -> Report:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"the protocol is fullrank or rerank, not {protocol!r}")
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    metrics = tuple(metrics)
+    m.score_query([], 0, 1, metrics)  # unknown metric names fail here, before any work
+    normaliser = normaliser or ("r" if protocol == "rerank" else "min")
+    warnings = []
+    query_ids = truth.query_ids()
+    if protocol == "rerank":
+        if run.candidate_relevance is None:
+            raise ValueError("the rerank protocol needs a run in the INQUIRE-Rerank layout (with a relevant column)")
+        query_ids = sorted(run.candidate_relevance)  # the candidate sets define the queries
+    unknown = sorted(set(run.ranked) - set(query_ids))
+    if unknown:
+        warnings.append(f"{len(unknown)} queries of the run are not in the ground truth and were ignored: {unknown[:10]}")
+    missing = [q for q in query_ids if q not in run.ranked]
+    if missing:
+        warnings.append(f"{len(missing)} queries have no entries in the run and score 0: {missing[:10]}")
+    rows = []
+    for query_id in query_ids:
+        ranked = run.ranked.get(query_id, [])
+        if protocol == "rerank":
+            candidates = (run.candidate_relevance or {}).get(query_id, {})
+            positives = {image for image, relevant in candidates.items() if relevant}
+        else:
+            positives = truth.positives.get(query_id, set())
+        relevance = np.fromiter((image in positives for image, _ in ranked[: max(k, 1)]), dtype=np.float64)
+        R = len(positives)
+        row = {"query_id": query_id, "R": R, "retrieved": len(ranked), **m.score_query(relevance, R, k, metrics, normaliser)}
+        row.update({key: value for key, value in truth.queries.get(query_id, {}).items() if key})
+        rows.append(row)
+    if protocol == "fullrank" and truth.judged:
+        unjudged = sum(
+            1 for query_id in query_ids for image, _ in run.ranked.get(query_id, [])[:k] if image not in truth.judged.get(query_id, ())
+        )
+        if unjudged:
+            warnings.append(f"{unjudged} images in the runs' top {k} were never labeled; they count as not relevant")
+    return Report(protocol, k, metrics, rows, warnings, run=run.name, ground_truth=truth.source)
+
+
+def two_stage(first: Run, second: Run, top: int) -> Run:
+    """Rerank the first run's top `top` by the second run's scores (images it does not score keep
+    their first-stage order after those it does)."""
+    ranked = {}
+    for query_id, items in first.ranked.items():
+        scores = dict(second.ranked.get(query_id, []))
+        head = [image for image, _ in items[:top]]
+        order = sorted(range(len(head)), key=lambda i: (head[i] not in scores, -scores.get(head[i], 0.0), i))
+        ranked[query_id] = [(head[i], scores.get(head[i], float("-inf"))) for i in order]
+    return Run(f"{first.name} top {top} reranked by {second.name}", ranked)
+
+
+def compare(a: Report, b: Report, metric: str = "ap") -> dict:
+    """Run A against run B on the queries both scored: per-query differences, share improved, p-value."""
+    b_by_query = {row["query_id"]: row[metric] for row in b.per_query}
+    pairs = [(row["query_id"], row[metric], b_by_query[row["query_id"]]) for row in a.per_query if row["query_id"] in b_by_query]
+    a_values = np.array([x for _, x, _ in pairs])
+    b_values = np.array([y for _, _, y in pairs])
+    return {
+        "metric": metric,
+        "queries": len(pairs),
+        "mean_a": float(a_values.mean()) if pairs else 0.0,
+        "mean_b": float(b_values.mean()) if pairs else 0.0,
+        "improved": float(np.mean(a_values > b_values)) if pairs else 0.0,
+        "worse": float(np.mean(a_values < b_values)) if pairs else 0.0,
+        "p_value": m.paired_permutation_test(a_values, b_values),
+        "per_query": [{"query_id": q, "a": x, "b": y, "difference": x - y} for q, x, y in pairs],
+    }
+
+
+def format_table(report: Report, group_by=()) -> str:
+    """The printed tables: AP, nDCG and oracle x100, the rest as fractions."""
+    def cell(name, value):
+        return f"{100 * value:6.1f}" if name in m.PERCENT_METRICS else f"{value:6.3f}"
+
+    header = " ".join(f"{name:>9}" for name in report.metrics)
+    lines = [f"{report.protocol} @ {report.k}: {len(report.per_query)} queries, run {report.run} (macro average over queries; AP, nDCG x100)"]
+    lines.append(f"{'':24} {header}")
+    overall = report.overall()
+    lines.append(f"{'overall':24} " + " ".join(f"{cell(n, overall[n]['mean']):>9}" for n in report.metrics))
+    lines.append(f"{'  ± standard error':24} " + " ".join(f"{cell(n, overall[n]['se']):>9}" for n in report.metrics))
+    for column, table in report.groups(group_by).items():
+        lines.append(f"\nby {column}:")
+        for value, scores in table.items():
+            label = f"{value[:18]} ({scores['queries']})" if "queries" in scores else value
+            lines.append(f"{label:24} " + " ".join(f"{cell(n, scores[n]):>9}" for n in report.metrics))
+    for warning in report.warnings:
+        lines.append(f"warning: {warning}")
+    return "\n".join(lines)

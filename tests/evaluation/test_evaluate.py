@@ -1,0 +1,145 @@
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from evaluation import metrics as m
+from evaluation.inputs import EvaluationInputError, read_qrels, read_run
+from evaluation.report import evaluate, two_stage
+
+QUERIES = ",query_id,query_text,supercategory,category,iconic_group\n0,1,red birds,Appearance,Color,Birds\n1,2,eating fish,Behavior,Feeding,Birds\n2,3,tall cactus,Context,Habitat,Plants\n"
+QRELS = "query_id,image_id,image_path\n1,10,a\n1,11,b\n2,20,c\n3,30,d\n3,31,e\n3,32,f\n"
+# Query 1: 10 at rank 1, 11 at rank 4. Query 2: 20 at rank 2. Query 3: nothing in the run.
+RANKING = {1: [10, 99, 98, 11], 2: [97, 20, 96]}
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "queries.csv").write_text(QUERIES)
+    (tmp_path / "qrels.csv").write_text(QRELS)
+    trec = [f"{q} Q0 {image} {rank} {10 - rank} mine" for q, images in RANKING.items() for rank, image in enumerate(images, 1)]
+    (tmp_path / "run.trec").write_text("\n".join(trec) + "\n")
+    rows = [f"{q},{image},{10 - rank}" for q, images in RANKING.items() for rank, image in enumerate(images, 1)]
+    (tmp_path / "run.csv").write_text("query_id,image_id,score\n" + "\n".join(reversed(rows)) + "\n")
+    return tmp_path
+
+
+def expected_ap():
+    q1 = m.average_precision([1, 0, 0, 1], R=2, k=5)  # (1 + 2/4) / 2
+    q2 = m.average_precision([0, 1, 0], R=1, k=5)
+    return (q1 + q2 + 0.0) / 3
+
+
+def test_trec_and_csv_runs_give_the_same_report(files):
+    truth = read_qrels(files / "qrels.csv", files / "queries.csv")
+    trec = evaluate(truth, read_run(files / "run.trec"), k=5)
+    csv = evaluate(truth, read_run(files / "run.csv"), k=5)
+    assert trec.per_query == csv.per_query
+    assert trec.overall()["ap"]["mean"] == pytest.approx(expected_ap())
+    assert [row["R"] for row in trec.per_query] == [2, 1, 3]
+    assert "1 queries have no entries in the run and score 0: [3]" in trec.warnings[0]
+
+
+def test_ties_follow_the_rank_column_then_the_file_order(tmp_path, files):
+    (tmp_path / "tied.csv").write_text("query_id,image_id,score,rank\n1,99,1.0,2\n1,10,1.0,1\n")
+    assert [image for image, _ in read_run(tmp_path / "tied.csv").ranked[1]] == [10, 99]
+    (tmp_path / "tied2.csv").write_text("query_id,image_id,score\n1,99,1.0\n1,10,1.0\n")
+    assert [image for image, _ in read_run(tmp_path / "tied2.csv").ranked[1]] == [99, 10]
+
+
+def test_the_command_prints_tables_and_writes_json_and_csv(files):
+    out = StringIO()
+    call_command("evaluate", "--qrels", files / "qrels.csv", "--queries", files / "queries.csv", "--run", files / "run.trec",
+                 "--k", "5", "--group-by", "supercategory", "--json", files / "report.json", "--csv", files / "report.csv", stdout=out)  # fmt: skip
+    text = out.getvalue()
+    assert f"{100 * expected_ap():6.1f}" in text and "by supercategory:" in text and "Behavior (1)" in text
+    report = json.loads((files / "report.json").read_text())
+    assert report["protocol"] == "fullrank" and report["k"] == 5
+    assert report["overall"]["ap"] == pytest.approx(expected_ap())  # raw fraction
+    assert report["groups"]["supercategory"]["Behavior"]["ap"] == pytest.approx(m.average_precision([0, 1, 0], 1, 5))
+    assert [row["query_id"] for row in report["per_query"]] == [1, 2, 3] and report["warnings"]
+    assert (files / "report.csv").read_text().startswith("query_id,R,retrieved,ap,ndcg")
+
+
+def test_rerank_protocol_uses_the_candidate_sets(tmp_path):
+    (tmp_path / "rerank.csv").write_text(
+        "query_id,inat24_image_id,relevant,clip_score,my_score\n"
+        "1,10,1,0.9,0.1\n1,11,0,0.8,0.9\n1,12,1,0.7,0.8\n2,20,0,0.5,0.5\n2,21,1,0.4,0.6\n"
+    )
+    out = StringIO()
+    call_command("evaluate", "--run", tmp_path / "rerank.csv", "--protocol", "rerank", "--k", "100", "--json", tmp_path / "r.json", stdout=out)
+    report = json.loads((tmp_path / "r.json").read_text())
+    clip_ap = (m.average_precision([1, 0, 1], 2, 100, "r") + m.average_precision([0, 1], 1, 100, "r")) / 2
+    assert report["overall"]["ap"] == pytest.approx(clip_ap)
+    call_command("evaluate", "--run", tmp_path / "rerank.csv", "--protocol", "rerank", "--score-column", "my_score",
+                 "--json", tmp_path / "mine.json", "--compare", tmp_path / "rerank.csv", stdout=out)  # fmt: skip
+    mine = json.loads((tmp_path / "mine.json").read_text())
+    assert mine["overall"]["ap"] == pytest.approx((m.average_precision([0, 1, 1], 2, 50, "r") + 1.0) / 2)
+    assert mine["comparison"]["queries"] == 2
+
+
+def test_two_stage_reranks_the_first_runs_top(files, tmp_path):
+    first = read_run(files / "run.trec")
+    (tmp_path / "second.csv").write_text("query_id,image_id,score\n1,11,5\n1,10,4\n2,20,9\n")
+    combined = two_stage(first, read_run(tmp_path / "second.csv"), top=3)
+    assert [image for image, _ in combined.ranked[1]] == [10, 99, 98]  # 11 was below the top 3
+    assert [image for image, _ in combined.ranked[2]] == [20, 97, 96]
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("bad.trec", "1 Q0 10 1 0.5\n", "line 1: a TREC run line has 6 fields"),
+        ("dup.csv", "query_id,image_id,score\n1,10,0.5\n1,10,0.4\n", "line 3: query 1, image 10 is already ranked on line 2"),
+        ("nan.csv", "query_id,image_id,score\n1,10,abc\n", "line 2: score must be a number, not 'abc'"),
+        ("what.csv", "a,b\n1,2\n", "not a run"),
+        ("empty.csv", "", "is empty"),
+        ("words.trec", "q1 Q0 10 1 0.5 x\n", "qid, docid and rank must be whole numbers"),
+    ],
+)
+def test_bad_runs_name_the_line(files, name, content, message):
+    (files / name).write_text(content)
+    with pytest.raises(CommandError, match=message):
+        call_command("evaluate", "--qrels", files / "qrels.csv", "--run", files / name)
+
+
+def test_bad_ground_truth(files):
+    (files / "none.csv").write_text("query_id,image_id,image_path,label\n1,10,a,not_relevant\n")
+    with pytest.raises(EvaluationInputError, match="has no relevant images"):
+        read_qrels(files / "none.csv")
+    (files / "noid.csv").write_text("query,image\n1,2\n")
+    with pytest.raises(EvaluationInputError, match="expected query_id and image_id columns"):
+        read_qrels(files / "noid.csv")
+    with pytest.raises(CommandError, match="unknown metrics wow"):
+        call_command("evaluate", "--qrels", files / "qrels.csv", "--run", files / "run.csv", "--metrics", "ap,wow")
+
+
+def test_run_queries_missing_from_the_ground_truth_are_reported(files, tmp_path):
+    (tmp_path / "extra.csv").write_text("query_id,image_id,score\n1,10,1\n77,5,1\n")
+    report = evaluate(read_qrels(files / "qrels.csv"), read_run(tmp_path / "extra.csv"), k=5)
+    assert any("not in the ground truth and were ignored: [77]" in w for w in report.warnings)
+
+
+def test_quire_labels_csv_keeps_negatives_and_reports_unjudged_images(tmp_path):
+    (tmp_path / "labels.csv").write_text(
+        "query_id,image_id,image_path,label,annotator,updated_at\n1,10,a,relevant,ann,x\n1,11,b,not_relevant,ann,x\n1,12,c,unsure,ann,x\n"
+    )
+    (tmp_path / "run.csv").write_text("query_id,image_id,score\n1,11,3\n1,10,2\n1,55,1\n")
+    report = evaluate(read_qrels(tmp_path / "labels.csv"), read_run(tmp_path / "run.csv"), k=3)
+    assert report.per_query[0]["ap"] == pytest.approx(0.5) and report.per_query[0]["R"] == 1
+    assert any("1 images in the runs' top 3 were never labeled" in w for w in report.warnings)
+
+
+def test_grouping_the_released_inquire_queries(inquire_dir, tmp_path):
+    import csv
+
+    queries = list(csv.DictReader(open(inquire_dir / "inquire_queries_test.csv", encoding="utf-8")))
+    qrels = "query_id,image_id,image_path\n" + "".join(f"{q['query_id']},{i},x\n" for q in queries for i in range(3))
+    (tmp_path / "qrels.csv").write_text(qrels)
+    run = "query_id,image_id,score\n" + "".join(f"{q['query_id']},{n},{-n}\n" for q in queries for n in range(1, 6))
+    (tmp_path / "run.csv").write_text(run)
+    report = evaluate(read_qrels(tmp_path / "qrels.csv", inquire_dir / "inquire_queries_test.csv"), read_run(tmp_path / "run.csv"))
+    groups = report.groups(["supercategory"])["supercategory"]
+    assert sum(g["queries"] for name, g in groups.items() if name != "mean_of_groups") == len(queries) == 200
+    assert {"Appearance", "Behavior", "Context", "Species"} <= set(groups)
