@@ -133,6 +133,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = QUIRE_DATA_DIR / "static"
+MEDIA_ROOT = QUIRE_DATA_DIR / "media"  # uploaded evaluation runs
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"

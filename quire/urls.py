@@ -9,5 +9,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/", include(api_router.urls)),
+    path("evaluation/", include("evaluation.urls")),
     path("", include("annotator.urls")),
 ]

@@ -1,0 +1,32 @@
+"""Runs uploaded through the web pages and the reports made from them, kept for later comparison."""
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class SavedRun(models.Model):
+    name = models.CharField(max_length=200)
+    file = models.FileField(upload_to="runs/%Y/%m/")
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return self.name
+
+
+class SavedReport(models.Model):
+    run = models.ForeignKey(SavedRun, on_delete=models.CASCADE, related_name="reports")
+    protocol = models.CharField(max_length=16)
+    k = models.PositiveIntegerField()
+    ground_truth = models.CharField(max_length=200, help_text="Where the relevance labels came from.")
+    result = models.JSONField(help_text="The report as `manage.py evaluate --json` writes it.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.run} · {self.protocol}@{self.k}"

@@ -1,0 +1,30 @@
+from django import template
+
+from evaluation.metrics import PERCENT_METRICS
+
+register = template.Library()
+
+
+@register.filter
+def metric(scores: dict, name: str) -> str:
+    """A metric as the papers print it: AP, nDCG and oracle x100 with one decimal, the rest as fractions."""
+    value = scores.get(name)
+    if value is None:
+        return ""
+    return f"{100 * value:.1f}" if name in PERCENT_METRICS else f"{value:.3f}"
+
+
+@register.filter
+def interval(uncertainty: dict, name: str) -> str:
+    low, high = uncertainty.get(name, {}).get("ci95", (0, 0))
+    return f"{100 * low:.1f}–{100 * high:.1f}" if name in PERCENT_METRICS else f"{low:.3f}–{high:.3f}"
+
+
+@register.filter
+def percent(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+@register.filter
+def get(mapping: dict, key):
+    return mapping.get(key, "")

@@ -1,0 +1,10 @@
+from django.urls import path
+
+from . import views
+
+app_name = "evaluation"
+urlpatterns = [
+    path("", views.index, name="index"),
+    path("reports/<int:report_id>/", views.report, name="report"),
+    path("reports/<int:report_id>/download.<str:kind>", views.download, name="download"),
+]

@@ -1,0 +1,95 @@
+"""Staff pages: upload a run, score it, see the tables and plots, download them, compare two reports."""
+import json
+import tempfile
+from pathlib import Path
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from . import plots
+from .forms import EvaluateForm
+from .inputs import EvaluationInputError, GroundTruth, qrels_from_database, read_qrels, read_queries, read_run
+from .models import SavedReport, SavedRun
+from .report import compare, evaluate
+
+
+def _saved(upload, folder: Path) -> Path:
+    path = folder / Path(upload.name).name
+    with path.open("wb") as out:
+        for chunk in upload.chunks():
+            out.write(chunk)
+    return path
+
+
+@staff_member_required
+def index(request):
+    form = EvaluateForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        with tempfile.TemporaryDirectory() as scratch:
+            folder = Path(scratch)
+            try:
+                queries_path = _saved(data["queries"], folder) if data["queries"] else None
+                if data["qrels"]:
+                    truth = read_qrels(_saved(data["qrels"], folder), queries_path)
+                elif data["protocol"] == "rerank":
+                    truth = GroundTruth({}, {}, read_queries(queries_path) if queries_path else {}, source="rerank candidates")
+                else:
+                    truth = qrels_from_database()
+                    if queries_path:
+                        truth.queries = read_queries(queries_path)
+                run = read_run(_saved(data["run"], folder), queries=truth.queries)
+                report = evaluate(truth, run, protocol=data["protocol"], k=data["k"], normaliser=data["normaliser"] or None)
+            except (EvaluationInputError, ValueError) as error:
+                form.add_error(None, str(error).replace(str(folder) + "/", ""))
+            else:
+                data["run"].seek(0)
+                saved_run = SavedRun.objects.create(name=data["name"], file=data["run"], uploaded_by=request.user)
+                group_by = [c for c in ("supercategory", "category", "iconic_group") if any(c in q for q in truth.queries.values())]
+                saved = SavedReport.objects.create(
+                    run=saved_run, protocol=report.protocol, k=report.k,
+                    ground_truth=data["qrels"].name if data["qrels"] else truth.source, result=report.as_json(group_by),
+                )  # fmt: skip
+                messages.success(request, f"Scored {saved_run.name}: {len(report.per_query)} queries.")
+                return redirect("evaluation:report", report_id=saved.pk)
+    return render(request, "evaluation/index.html", {"form": form, "reports": SavedReport.objects.select_related("run")[:50]})
+
+
+@staff_member_required
+def report(request, report_id):
+    saved = get_object_or_404(SavedReport.objects.select_related("run"), pk=report_id)
+    result = saved.result
+    other = SavedReport.objects.filter(pk=request.GET.get("compare") or 0).first() if request.GET.get("compare", "").isdigit() else None
+    comparison = scatter = None
+    if other:
+        comparison = compare(_as_report(result), _as_report(other.result), "ap")
+        scatter = plots.scatter([(row["b"], row["a"]) for row in comparison["per_query"]], x_label=str(other.run), y_label=str(saved.run))
+    bars = {column: plots.bars({value: scores["ap"] for value, scores in table.items() if value != "mean_of_groups"})
+            for column, table in result["groups"].items()}  # fmt: skip
+    return render(request, "evaluation/report.html", {
+        "saved": saved, "result": result, "bars": bars, "comparison": comparison, "scatter": scatter, "other": other,
+        "others": SavedReport.objects.exclude(pk=saved.pk).select_related("run")[:50],
+        "metrics": [name for name in result["overall"]],
+    })  # fmt: skip
+
+
+@staff_member_required
+def download(request, report_id, kind):
+    if kind not in ("json", "csv"):
+        return HttpResponse("Reports download as json or csv.", status=404)
+    saved = get_object_or_404(SavedReport, pk=report_id)
+    if kind == "json":
+        response = HttpResponse(json.dumps(saved.result, indent=2), content_type="application/json")
+    else:
+        response = HttpResponse(_as_report(saved.result).per_query_csv(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="report-{saved.pk}.{kind}"'
+    return response
+
+
+def _as_report(result):
+    from .report import Report
+
+    metrics = tuple(result["overall"])
+    return Report(result["protocol"], result["k"], metrics, result["per_query"], result["warnings"], result.get("run", ""))
