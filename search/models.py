@@ -15,20 +15,26 @@ class JobStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class EmbeddingJob(models.Model):
-    model_name = models.CharField(max_length=1024, help_text="The CLIP model (ClipSpec.name) the vectors come from.")
+class JobRecord(models.Model):
+    """What every job shows on its admin page: where it is, when it ran, why it failed."""
+
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
-    total = models.PositiveIntegerField(default=0, help_text="Images to embed when the job started.")
-    done = models.PositiveIntegerField(default=0, help_text="Images embedded so far.")
-    failed = models.PositiveIntegerField(default=0, help_text="Images skipped: missing or unreadable.")
-    chunk_size = models.PositiveIntegerField(default=5000)
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
 
     class Meta:
+        abstract = True
         ordering = ["-created_at"]
+
+
+class EmbeddingJob(JobRecord):
+    model_name = models.CharField(max_length=1024, help_text="The CLIP model (ClipSpec.name) the vectors come from.")
+    total = models.PositiveIntegerField(default=0, help_text="Images to embed when the job started.")
+    done = models.PositiveIntegerField(default=0, help_text="Images embedded so far.")
+    failed = models.PositiveIntegerField(default=0, help_text="Images skipped: missing or unreadable.")
+    chunk_size = models.PositiveIntegerField(default=5000)
 
     def __str__(self):
         return f"embedding job {self.pk} ({self.model_name})"
@@ -103,19 +109,11 @@ class EmbeddingFailure(models.Model):
         return f"image {self.image_id}: {self.reason}"
 
 
-class IndexBuild(models.Model):
+class IndexBuild(JobRecord):
     model_name = models.CharField(max_length=1024)
     kind = models.CharField(max_length=16, help_text="auto, flat or ivfpq as asked; the built kind is in `built_kind`.")
     built_kind = models.CharField(max_length=16, blank=True)
-    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
     vectors = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    error = models.TextField(blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
 
     def __str__(self):
         return f"index build {self.pk} ({self.kind})"
