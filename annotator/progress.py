@@ -6,7 +6,10 @@ the number of consecutive not-relevant labels at the deepest labeled ranks:
 labeled images ordered by their similarity to the query text, counted from the
 bottom up to the first label that is not "not relevant".
 """
+import hashlib
+
 import numpy as np
+from django.core.cache import cache
 from django.db.models import Count, Max, Q
 from django.db.models.functions import TruncDate
 
@@ -62,7 +65,9 @@ def dashboard(*, sort: str = "id", status: str = "", split: str = "") -> tuple[l
         annotators.setdefault(query_id, set()).add(username)
     for query in queries:
         query.annotators = sorted(annotators.get(query.pk, ()))
-        query.run = not_relevant_run(query)
+        # Ranking the labels needs the query's text vector: cached until the query's labels change.
+        key = f"quire:run:{query.pk}:{query.labeled}:{query.last_activity and query.last_activity.timestamp()}:{hashlib.md5(query.text.encode()).hexdigest()}"
+        query.run = cache.get_or_set(key, lambda: not_relevant_run(query), timeout=24 * 3600)
         query.run_met = query.run is not None and query.run >= RUN_GOAL
     totals = {
         "queries": len(queries),
