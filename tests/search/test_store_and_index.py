@@ -144,6 +144,9 @@ def _small_index():
 
 def test_choose_kind():
     assert search_index.choose_kind(10_000) == "flat"
-    assert search_index.choose_kind(5_000_000) in ("ivfpq", "flat")
+    import faiss
+
+    assert search_index.choose_kind(5_000_000) == ("flat" if faiss.get_num_gpus() else "ivfpq")
+    assert search_index.choose_kind(100_000, "ivfpq") == "ivfpq"
     with pytest.raises(ValueError, match="auto, flat or ivfpq"):
         search_index.choose_kind(10, "hnsw")

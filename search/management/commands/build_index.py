@@ -10,7 +10,7 @@ from search.models import IndexBuild, JobStatus
 class Command(BaseCommand):
     help = (
         "Build the FAISS index over the configured model's embeddings and swap it in. "
-        "auto: exact (flat) up to 1M vectors or on a GPU, IVF-PQ with exact re-scoring above."
+        "auto: exact (flat) up to 250,000 vectors or on a GPU, IVF-PQ with exact re-scoring above."
     )
 
     def add_arguments(self, parser):
