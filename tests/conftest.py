@@ -86,3 +86,21 @@ def database_snapshot() -> dict[str, list[tuple]]:
         fields = [field.attname for field in model._meta.concrete_fields]
         snapshot[model.__name__] = list(model.objects.order_by("pk").values_list(*fields))
     return snapshot
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """The tiny open_clip model in local-dir format, written once per test run."""
+    from search.tiny_model import write_tiny_model
+
+    return write_tiny_model(tmp_path_factory.mktemp("tiny-clip"))
+
+
+@pytest.fixture
+def tiny_settings(settings, tmp_path, tiny_model_dir):
+    """Settings for a search test: the tiny model and a fresh data directory."""
+    settings.QUIRE_DATA_DIR = tmp_path / "data"
+    settings.QUIRE_CLIP_PRETRAINED = tiny_model_dir
+    settings.QUIRE_EMBED_BATCH_SIZE = 4
+    settings.QUIRE_EMBED_CHUNK_SIZE = 5
+    return settings

@@ -6,12 +6,12 @@ from django.core.management import call_command
 from annotator.labels import set_label
 from annotator.models import LabelSource, LabelValue, Query
 from search.engine import search
-from tests.search.conftest import make_collection, tiny_model_dir, tiny_settings  # noqa: F401
+from tests.search.conftest import make_collection
 
 pytestmark = pytest.mark.django_db
 
 
-def test_scoring_the_configured_model_on_the_database_labels(tiny_settings, tmp_path):  # noqa: F811
+def test_scoring_the_configured_model_on_the_database_labels(tiny_settings, tmp_path):
     make_collection(tmp_path / "images", 30)
     call_command("embed")
     query = Query.objects.create(text="a red bird", supercategory="Appearance")

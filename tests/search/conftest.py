@@ -4,29 +4,12 @@ from PIL import Image as PILImage
 
 from annotator.models import Image, ImageRoot, Taxon
 from search.clip import ClipSpec
-from search.tiny_model import write_tiny_model
 
 TAXA = [  # id, scientific name, common name, genus, family
     (10, "Rynchops niger", "Black Skimmer", "Rynchops", "Laridae"),
     (11, "Fratercula arctica", "Atlantic Puffin", "Fratercula", "Alcidae"),
     (12, "Leucophaeus atricilla", "Laughing Gull", "Leucophaeus", "Laridae"),
 ]
-
-
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory):
-    """The tiny open_clip model in local-dir format, written once per test run."""
-    return write_tiny_model(tmp_path_factory.mktemp("tiny-clip"))
-
-
-@pytest.fixture
-def tiny_settings(settings, tmp_path, tiny_model_dir):
-    """Settings for a search test: the tiny model and a fresh data directory."""
-    settings.QUIRE_DATA_DIR = tmp_path / "data"
-    settings.QUIRE_CLIP_PRETRAINED = tiny_model_dir
-    settings.QUIRE_EMBED_BATCH_SIZE = 4
-    settings.QUIRE_EMBED_CHUNK_SIZE = 5
-    return settings
 
 
 @pytest.fixture

@@ -3,11 +3,11 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from annotator.models import Query
-from tests.search.conftest import make_collection, tiny_model_dir, tiny_settings  # noqa: F401  (shared fixtures)
+from tests.search.conftest import make_collection
 
 
 @pytest.fixture
-def labeling(tiny_settings, tmp_path):  # noqa: F811
+def labeling(tiny_settings, tmp_path):
     """A collection of 120 embedded and indexed images, a query, an annotator and an admin."""
     make_collection(tmp_path / "images", 120)
     call_command("embed")
