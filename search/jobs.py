@@ -7,7 +7,6 @@ file of the store, so a chunk that is done twice (a killed worker, a resumed
 job) just replaces its part. The worker that finishes the last chunk
 consolidates the store and queues an index build.
 """
-import logging
 import socket
 from pathlib import Path
 from typing import Callable
@@ -26,8 +25,6 @@ from .engine import index_folder, store_root
 from .models import ChunkStatus, EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
 from .pipeline import ImageFile, embed_files
 from .store import NO_TAXON, EmbeddingStore
-
-log = logging.getLogger(__name__)
 
 UNFINISHED = (JobStatus.QUEUED, JobStatus.RUNNING)
 

@@ -39,7 +39,7 @@ def test_the_whole_labeling_flow(page, live_server, labeling, artifacts):
     expect(page.locator(".tile")).to_have_count(50)
 
     for typed, choice in (("puff", "Atlantic Puffin (Fratercula arctica)"), ("laugh", "Laughing Gull (Leucophaeus atricilla)")):
-        if not page.locator("details.filters").get_attribute("open") is not None:
+        if page.locator("details.filters").get_attribute("open") is None:
             page.click("details.filters summary")
         page.locator('input[type="text"][name="taxon"]').press_sequentially(typed, delay=30)
         page.locator(".suggestion", has_text=choice).click()
