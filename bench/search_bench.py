@@ -72,7 +72,8 @@ def generate(store: EmbeddingStore, n: int, dim: int, seed: int) -> np.ndarray:
         return centres
     log(f"generating {n:,} x {dim} clustered vectors in {store.directory}")
     out = np.lib.format.open_memmap(vectors_path, mode="w+", dtype=np.float16, shape=(n, dim))
-    taxa = rng.integers(0, len(centres), size=n)
+    # In the order `EmbeddingStore.consolidate` leaves a store: by taxon, then image id.
+    taxa = np.sort(rng.integers(0, len(centres), size=n))
     for start in range(0, n, 200_000):
         stop = min(n, start + 200_000)
         out[start:stop] = draw(centres, taxa[start:stop], rng)

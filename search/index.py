@@ -215,16 +215,29 @@ class Searcher:
             return np.empty(0, dtype=np.int64)
         return np.concatenate([self._taxon_order[a:b] for a, b in zip(starts, ends)])
 
+    def _scores(self, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        """Exact scores of sorted `rows`. Runs of consecutive rows (a species in the taxon-ordered
+        store) are read as slices of the memory map, without gathering them row by row."""
+        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+        if len(breaks) + 1 <= max(1, len(rows) // 64):
+            starts = np.concatenate([[0], breaks])
+            ends = np.concatenate([breaks, [len(rows)]])
+            return np.concatenate(
+                [inner_products(self.embeddings.vectors[rows[a] : rows[b - 1] + 1], vector) for a, b in zip(starts, ends)]
+            )
+        scores = np.empty(len(rows), dtype=np.float32)
+        for start in range(0, len(rows), 200_000):
+            block = rows[start : start + 200_000]
+            scores[start : start + len(block)] = inner_products(self.embeddings.vectors[block], vector)
+        return scores
+
     def _rank_exactly(self, vector, rows: np.ndarray, excluded: np.ndarray, k: int, offset: int) -> list[Hit]:
         rows = np.unique(rows)  # sorted positions read the memmap in order
         if len(excluded):
             rows = rows[~np.isin(self.embeddings.image_ids[rows], excluded)]
         if len(rows) == 0:
             return []
-        scores = np.empty(len(rows), dtype=np.float32)
-        for start in range(0, len(rows), 200_000):
-            block = rows[start : start + 200_000]
-            scores[start : start + len(block)] = inner_products(self.embeddings.vectors[block], vector)
+        scores = self._scores(rows, vector)
         ids = self.embeddings.image_ids[rows]
         order = np.lexsort((ids, -scores))[offset : offset + k]
         taxa = self.embeddings.taxon_ids[rows]

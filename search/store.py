@@ -2,7 +2,8 @@
 
 Layout under QUIRE_DATA_DIR/embeddings/<model slug>/:
   meta.json        {"model": ..., "dim": ...}: vectors of another model are never mixed in
-  vectors.npy      float16, N x dim, rows of unit length (memory-mapped when read)
+  vectors.npy      float16, N x dim, rows of unit length (memory-mapped when read),
+                   ordered by taxon then image id (a species' rows are one contiguous block)
   image_ids.npy    int64, N: the image id of each row
   taxon_ids.npy    int64, N: the taxon id of each row, -1 for none (species filters use it
                    without asking the database for millions of ids)
@@ -110,25 +111,26 @@ class EmbeddingStore:
             with np.load(part) as data:
                 sources.append((data["image_ids"], data["taxon_ids"], data["vectors"]))
         all_ids = np.concatenate([ids for ids, _, _ in sources])
+        all_taxa = np.concatenate([taxa for _, taxa, _ in sources])
         # The last occurrence of an id wins: reverse, take the first of each unique id.
-        reversed_ids = all_ids[::-1]
-        _, first = np.unique(reversed_ids, return_index=True)
-        keep = np.sort(len(all_ids) - 1 - first)
+        _, first = np.unique(all_ids[::-1], return_index=True)
+        keep = len(all_ids) - 1 - first
+        # Rows ordered by taxon, then image id: a species filter then reads one contiguous block.
+        keep = keep[np.lexsort((all_ids[keep], all_taxa[keep]))]
         total = len(keep)
+        destination = np.full(len(all_ids), -1, dtype=np.int64)
+        destination[keep] = np.arange(total)
         tag = f".{os.getpid()}.tmp"
         vectors_tmp = self.directory / f"vectors.npy{tag}"
         out = np.lib.format.open_memmap(vectors_tmp, mode="w+", dtype=np.float16, shape=(total, self.dim))
         offsets = np.cumsum([0] + [len(ids) for ids, _, _ in sources])
-        written = 0
-        for (ids, taxa, vectors), start in zip(sources, offsets[:-1]):
-            rows = keep[(keep >= start) & (keep < start + len(ids))] - start
+        for (ids, _, vectors), start in zip(sources, offsets[:-1]):
+            rows = np.flatnonzero(destination[start : start + len(ids)] >= 0)
             for begin in range(0, len(rows), batch_rows):
                 chunk = rows[begin : begin + batch_rows]
-                out[written : written + len(chunk)] = vectors[chunk]
-                written += len(chunk)
+                out[destination[start + chunk]] = vectors[chunk]
         out.flush()
         del out
-        all_taxa = np.concatenate([taxa for _, taxa, _ in sources])
         (self.directory / f"image_ids.npy{tag}").write_bytes(_npy_bytes(all_ids[keep]))
         (self.directory / f"taxon_ids.npy{tag}").write_bytes(_npy_bytes(all_taxa[keep]))
         # ids and taxa first, vectors last: load() checks that the lengths agree.

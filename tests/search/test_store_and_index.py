@@ -36,8 +36,11 @@ def test_store_consolidates_parts_into_aligned_arrays(store):
     embeddings = store.load()
     assert embeddings.vectors.dtype == np.float16 and embeddings.vectors.shape == (3000, 32)
     assert isinstance(embeddings.vectors, np.memmap)
-    assert list(embeddings.image_ids[:3]) == [10_000, 10_001, 10_002]
-    assert list(embeddings.taxon_ids[:3]) == [10_000 % 7, 10_001 % 7, 10_002 % 7]
+    # Ordered by taxon, then image id: each species is one contiguous block of rows.
+    order = np.lexsort((embeddings.image_ids, embeddings.taxon_ids))
+    assert (order == np.arange(3000)).all() and (embeddings.taxon_ids == embeddings.image_ids % 7).all()
+    written = clustered(3000, 32)  # the fixture's vectors, row i for image 10,000 + i
+    np.testing.assert_array_equal(embeddings.vectors[:], written[embeddings.image_ids - 10_000])
     assert store.parts() == []
     assert len(store.embedded_image_ids()) == 3000
 
