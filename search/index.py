@@ -142,7 +142,7 @@ def load(folder: Path) -> tuple[faiss.Index, dict]:
 class Searcher:
     """An index with the store it was built from. Thread-safe for searching.
 
-    nprobe 32 and 500 re-scored candidates: recall@50 0.987 at 14 ms (p50) over 5M x 1024 on
+    nprobe 32 and 500 re-scored candidates: recall@50 0.989 at 7 to 14 ms (p50) over 5M x 1024 on
     2 cores; nprobe 64 or 1,000 candidates add 0.1-0.2 points of recall for 50-80% more time
     (bench/RESULTS.md).
     """
