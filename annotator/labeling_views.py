@@ -110,10 +110,10 @@ def submit(request, query_id):
     """Every image shown and not yet labeled becomes not relevant, in one transaction."""
     query = get_object_or_404(Query, pk=query_id)
     body = _json_body(request)
-    raw = body.get("images", []) if isinstance(body, dict) else []
-    if hasattr(body, "getlist"):
-        raw = body.getlist("images")
+    raw = body.getlist("images") if hasattr(body, "getlist") else body.get("images", [])  # a form, or JSON
     try:
+        if not isinstance(raw, list):
+            raise TypeError
         image_ids = [int(value) for value in raw]
     except (TypeError, ValueError):
         return JsonResponse({"error": "images must be a list of image ids."}, status=400)

@@ -135,3 +135,11 @@ def test_dashboard_counts_run_and_tracking(client, labeling):
     client.post(reverse("dashboard-query", args=[query.pk]), {"status": "done", "fully_labeled": "yes", "notes": "checked"})
     query.refresh_from_db()
     assert (query.status, query.fully_labeled, query.notes) == ("done", "yes", "checked")
+
+
+def test_submit_refuses_what_is_not_a_list_of_ids(ann, labeling):
+    url = reverse("submit", args=[labeling["query"].pk])
+    for body in ({"images": "1,2"}, {"images": [1, "x"]}, {"images": {"1": 2}}):
+        assert ann.post(url, body, content_type="application/json").status_code == 400
+    assert ann.post(url, "not json", content_type="application/json").json()["written"] == 0
+    assert not Label.objects.exists()

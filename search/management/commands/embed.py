@@ -6,7 +6,7 @@ from tqdm import tqdm
 
 from search import jobs
 from search.clip import WeightsUnavailable, check_weights, configured_spec
-from search.models import EmbeddingJob, JobStatus
+from search.models import EmbeddingFailure, EmbeddingJob, JobStatus
 from search.store import StoreMismatch
 
 
@@ -32,7 +32,7 @@ class Command(BaseCommand):
         except (WeightsUnavailable, ValueError) as error:
             raise CommandError(str(error)) from None
         if job is None:
-            skipped = jobs.EmbeddingFailure.objects.filter(model_name=spec.name).count()
+            skipped = EmbeddingFailure.objects.filter(model_name=spec.name).count()
             note = f" ({skipped} unreadable images skipped; --retry-failed tries them again)" if skipped else ""
             self.stdout.write(self.style.SUCCESS(f"Nothing to embed: every image has a {spec.name} vector{note}."))
             return
