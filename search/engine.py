@@ -16,10 +16,10 @@ from django.conf import settings
 
 from . import index as faiss_index
 from .clip import ClipSpec, configured_spec, get_embedder
-from .index import Hit, NoIndex, Searcher
+from .index import Hit, NoIndex, Searcher, inner_products
 from .store import EmbeddingStore, model_slug
 
-__all__ = ["Hit", "NoIndex", "SearchError", "search", "get_searcher", "store_root", "index_folder"]
+__all__ = ["Hit", "NoIndex", "SearchError", "search", "score_images", "store_root", "index_folder"]
 
 
 class SearchError(ValueError):
@@ -45,10 +45,6 @@ _loaded: dict[str, _Loaded] = {}
 _lock = threading.Lock()
 
 
-def get_searcher(model_name: str) -> Searcher:
-    return _get(model_name).searcher
-
-
 def _get(model_name: str) -> _Loaded:
     pointer = index_folder(model_name) / "current.json"
     try:
@@ -70,12 +66,19 @@ def _get(model_name: str) -> _Loaded:
         return loaded
 
 
-def vector_of_image(loaded: _Loaded, image_id: int) -> np.ndarray:
+def _rows_of(loaded: _Loaded, image_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The store rows of `image_ids`, and which of them have a row at all."""
     ids = loaded.searcher.embeddings.image_ids
-    position = np.searchsorted(ids, image_id, sorter=loaded.rows_by_id)
-    if position >= len(ids) or ids[loaded.rows_by_id[position]] != image_id:
+    positions = np.minimum(np.searchsorted(ids, image_ids, sorter=loaded.rows_by_id), len(ids) - 1)
+    rows = loaded.rows_by_id[positions]
+    return rows, ids[rows] == image_ids
+
+
+def vector_of_image(loaded: _Loaded, image_id: int) -> np.ndarray:
+    rows, found = _rows_of(loaded, np.array([image_id], dtype=np.int64))
+    if not found[0]:
         raise SearchError(f"Image {image_id} has no embedding (it is not in the collection, or not embedded yet).")
-    return loaded.searcher.embeddings.vectors[loaded.rows_by_id[position]].astype(np.float32)
+    return loaded.searcher.embeddings.vectors[rows[0]].astype(np.float32)
 
 
 def search(
@@ -143,11 +146,7 @@ def score_images(*, text: str, image_ids, spec: ClipSpec | None = None) -> np.nd
     scores = np.full(len(image_ids), np.nan, dtype=np.float32)
     if not len(image_ids):
         return scores
-    ids = loaded.searcher.embeddings.image_ids
-    positions = np.searchsorted(ids, image_ids, sorter=loaded.rows_by_id)
-    positions = np.minimum(positions, len(ids) - 1)
-    rows = loaded.rows_by_id[positions]
-    found = ids[rows] == image_ids
+    rows, found = _rows_of(loaded, image_ids)
     vector = get_embedder(spec).encode_text([text])[0]
-    scores[found] = loaded.searcher.embeddings.vectors[rows[found]].astype(np.float32) @ vector
+    scores[found] = inner_products(loaded.searcher.embeddings.vectors[rows[found]], vector)
     return scores

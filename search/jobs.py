@@ -20,11 +20,11 @@ from django.utils import timezone
 from annotator.models import Image
 
 from . import index as faiss_index
-from .clip import ClipSpec, configured_spec, get_embedder
+from .clip import ClipSpec, WeightsUnavailable, configured_spec, get_embedder
 from .engine import index_folder, store_root
 from .models import ChunkStatus, EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
 from .pipeline import ImageFile, embed_files
-from .store import NO_TAXON, EmbeddingStore
+from .store import NO_TAXON, EmbeddingStore, StoreMismatch
 
 UNFINISHED = (JobStatus.QUEUED, JobStatus.RUNNING)
 
@@ -99,16 +99,27 @@ def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -
     EmbeddingJob.objects.filter(pk=job.pk, started_at__isnull=True).update(started_at=now)
     EmbeddingJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(status=JobStatus.RUNNING)
 
-    embedder = get_embedder(ClipSpec.from_name(job.model_name))
-    store = EmbeddingStore(store_root(), job.model_name, embedder.dim)
+    try:
+        embedder = get_embedder(ClipSpec.from_name(job.model_name))
+        store = EmbeddingStore(store_root(), job.model_name, embedder.dim)
+    except (WeightsUnavailable, StoreMismatch) as error:
+        # No retry can fix these: stop the job (its other chunks then return at once) and say why.
+        fail_job(job.pk, str(error))
+        chunk.refresh_from_db()
+        return chunk
+    id_range = (chunk.first_image_id, chunk.last_image_id)
+    stored = store.image_ids()  # consolidated rows only: this job's parts are other id ranges
     skip = np.concatenate(
         [
-            store.image_ids(),  # consolidated rows only: this job's parts are other id ranges
-            np.fromiter(EmbeddingFailure.objects.filter(model_name=job.model_name).values_list("image_id", flat=True), dtype=np.int64),
+            stored[(stored >= id_range[0]) & (stored <= id_range[1])],
+            np.fromiter(
+                EmbeddingFailure.objects.filter(model_name=job.model_name, image_id__range=id_range).values_list("image_id", flat=True),
+                dtype=np.int64,
+            ),
         ]
     )
     rows = list(
-        Image.objects.filter(id__range=(chunk.first_image_id, chunk.last_image_id))
+        Image.objects.filter(id__range=id_range)
         .order_by("id")
         .values_list("id", "root__path", "file_name", "taxon_id")
     )

@@ -7,7 +7,6 @@ from tqdm import tqdm
 from search import jobs
 from search.clip import WeightsUnavailable, check_weights, configured_spec
 from search.models import EmbeddingFailure, EmbeddingJob, JobStatus
-from search.store import StoreMismatch
 
 
 class Command(BaseCommand):
@@ -56,11 +55,7 @@ class Command(BaseCommand):
 
     def _run_here(self, job, bar):
         for chunk_id in list(jobs.unfinished_chunks(job).values_list("id", flat=True)):
-            try:
-                jobs.run_chunk(chunk_id, progress=bar.update)
-            except (WeightsUnavailable, StoreMismatch) as error:
-                jobs.fail_job(job.pk, str(error))
-                break
+            jobs.run_chunk(chunk_id, progress=bar.update)  # returns at once once the job has failed
 
     def _follow(self, job, bar):
         while True:
