@@ -46,20 +46,30 @@ SORTS = {
 }  # fmt: skip
 
 
-def dashboard(*, sort: str = "id", status: str = "", split: str = "") -> tuple[list[Query], dict]:
-    """Every query with its counts, annotators and not-relevant run; and the totals row."""
-    queries = Query.objects.annotate(
+def with_label_counts(queries):
+    """Queries with their # labeled, # relevant, # unsure and last labeling activity."""
+    return queries.annotate(
         labeled=Count("labels"),
         relevant=Count("labels", filter=Q(labels__value=LabelValue.RELEVANT)),
         unsure=Count("labels", filter=Q(labels__value=LabelValue.UNSURE)),
         last_activity=Max("labels__updated_at"),
     )
+
+
+def sorted_by(queries, sort: str, fields: dict):
+    """Order by `sort`, a key of `fields` with an optional leading "-"; unknown keys sort by id."""
+    field = fields.get(sort.lstrip("-"), "id")
+    return queries.order_by(f"-{field}" if sort.startswith("-") else field, "id")
+
+
+def dashboard(*, sort: str = "id", status: str = "", split: str = "") -> tuple[list[Query], dict]:
+    """Every query with its counts, annotators and not-relevant run; and the totals row."""
+    queries = with_label_counts(Query.objects.all())
     if status:
         queries = queries.filter(status=status)
     if split:
         queries = queries.filter(split=split)
-    field = SORTS.get(sort.lstrip("-"), "id")
-    queries = list(queries.order_by(f"-{field}" if sort.startswith("-") else field, "id"))
+    queries = list(sorted_by(queries, sort, SORTS))
     annotators: dict[int, set] = {}
     for query_id, username in Label.objects.filter(query__in=queries, annotator__isnull=False).values_list("query_id", "annotator__username").distinct():
         annotators.setdefault(query_id, set()).add(username)

@@ -1,13 +1,13 @@
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Max, Q
+from django.db.models import Q
 from django.http import Http404, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from . import labeling, progress
 from .exporters import EXPORTS, csv_lines
 from .forms import QueryForm, TrackingForm
-from .models import LabelValue, Query
+from .models import Query
 
 
 QUERY_SORTS = {"id": "id", "text": "text", "labeled": "labeled", "relevant": "relevant", "activity": "last_activity", "status": "status"}
@@ -20,16 +20,11 @@ def home(request):
     if request.method == "POST" and form.is_valid():
         query = form.save()
         return redirect("label", query_id=query.pk)
-    queries = Query.objects.annotate(
-        labeled=Count("labels"),
-        relevant=Count("labels", filter=Q(labels__value=LabelValue.RELEVANT)),
-        last_activity=Max("labels__updated_at"),
-    )
+    queries = progress.with_label_counts(Query.objects.all())
     if search := request.GET.get("search", "").strip():
         queries = queries.filter(Q(text__icontains=search) | Q(category__icontains=search) | Q(supercategory__icontains=search))
     sort = request.GET.get("sort", "id")
-    field = QUERY_SORTS.get(sort.lstrip("-"), "id")
-    queries = queries.order_by(f"-{field}" if sort.startswith("-") else field, "id")
+    queries = progress.sorted_by(queries, sort, QUERY_SORTS)
     return render(
         request, "annotator/home.html", {"queries": queries, "exports": list(EXPORTS), "form": form, "search": search, "sort": sort}
     )
