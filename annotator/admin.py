@@ -1,29 +1,7 @@
-from django.contrib import admin
-from django.db.models import Count, Q
+from django.contrib import admin, messages
 
-from .models import Image, ImageRoot, Label, LabelEvent, LabelValue, Query, Taxon
-
-
-@admin.register(Taxon)
-class TaxonAdmin(admin.ModelAdmin):
-    list_display = ["id", "scientific_name", "common_name", "supercategory", "family"]
-    search_fields = ["scientific_name", "common_name", "=id"]
-    list_filter = ["supercategory", "kingdom"]
-
-
-@admin.register(ImageRoot)
-class ImageRootAdmin(admin.ModelAdmin):
-    list_display = ["id", "path"]
-
-
-@admin.register(Image)
-class ImageAdmin(admin.ModelAdmin):
-    list_display = ["id", "file_name", "taxon", "observed_on", "license"]
-    search_fields = ["=id", "file_name"]
-    raw_id_fields = ["taxon"]
-    list_select_related = ["taxon"]
-    # Counting 5M rows on every page is the slow part of a big changelist.
-    show_full_result_count = False
+from . import labels, selectors
+from .models import ImportBatch, Label, LabelEvent, LabelSource, Query
 
 
 @admin.register(Query)
@@ -34,22 +12,15 @@ class QueryAdmin(admin.ModelAdmin):
     list_editable = ["status", "fully_labeled"]
 
     def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                labeled_count=Count("labels"),
-                relevant_count=Count("labels", filter=Q(labels__value=LabelValue.RELEVANT)),
-            )
-        )
+        return selectors.with_label_counts(super().get_queryset(request))
 
-    @admin.display(ordering="labeled_count", description="# labeled")
+    @admin.display(ordering="labeled", description="# labeled")
     def labeled(self, query):
-        return query.labeled_count
+        return query.labeled
 
-    @admin.display(ordering="relevant_count", description="# relevant")
+    @admin.display(ordering="relevant", description="# relevant")
     def relevant(self, query):
-        return query.relevant_count
+        return query.relevant
 
 
 class ViewOnlyAdmin(admin.ModelAdmin):
@@ -67,18 +38,47 @@ class ViewOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Label)
 class LabelAdmin(ViewOnlyAdmin):
+    """Deleting a label here is clearing it: the image goes back to "not yet seen", and the
+    history records who cleared it from the admin."""
+
     list_display = ["query", "image", "value", "annotator", "updated_at"]
     list_filter = ["value"]
     search_fields = ["=query__id", "=image__id"]
     list_select_related = ["query", "annotator"]
 
+    def delete_model(self, request, obj):
+        labels.clear_label(query_id=obj.query_id, image_id=obj.image_id, user=request.user, source=LabelSource.ADMIN)
+
+    def delete_queryset(self, request, queryset):
+        cleared = labels.clear_labels(list(queryset), user=request.user, source=LabelSource.ADMIN)
+        messages.info(request, f"{cleared} labels cleared; the label history keeps every one of them.")
+
 
 @admin.register(LabelEvent)
 class LabelEventAdmin(ViewOnlyAdmin):
-    list_display = ["created_at", "query", "image", "old_value", "new_value", "user", "source"]
-    list_filter = ["source", "new_value"]
+    list_display = [
+        "created_at",
+        "query",
+        "image",
+        "old_value",
+        "new_value",
+        "user",
+        "source",
+        "lead_time_ms",
+        "import_batch",
+    ]
+    list_filter = ["source", "new_value", "user"]
     search_fields = ["=query__id", "=image__id"]
-    list_select_related = ["query", "user"]
+    list_select_related = ["query", "user", "import_batch"]
+    ordering = ["-id"]  # newest first
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ImportBatch)
+class ImportBatchAdmin(ViewOnlyAdmin):
+    list_display = ["id", "kind", "file_name", "user", "rows", "labels_changed", "created_at"]
 
     def has_delete_permission(self, request, obj=None):
         return False

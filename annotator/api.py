@@ -1,40 +1,15 @@
-"""REST API: queries, taxa and images read-only; labels read/write through annotator.labels."""
-from django.db.models import Q
+"""REST API: queries read-only; labels read/write through annotator.labels. (Taxa and images: catalog/api.py.)"""
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
-from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
+from catalog.api import ByIdCursorPagination, int_param
+
 from . import labels
-from .models import Image, Label, LabelSource, Query, Taxon
-from .serializers import (
-    ImageSerializer,
-    LabelSerializer,
-    LabelValueSerializer,
-    QuerySerializer,
-    TaxonSerializer,
-)
-
-
-class ByIdCursorPagination(CursorPagination):
-    """Paging without COUNT(*): a count over 5M images costs more than the page itself."""
-
-    ordering = "id"
-    page_size = 100
-    page_size_query_param = "page_size"
-    max_page_size = 1000
-
-
-def _int_param(request, name):
-    value = request.query_params.get(name)
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise ValidationError({name: f"must be a whole number, not {value!r}"}) from None
+from .models import Label, LabelSource, Query
+from .serializers import LabelSerializer, LabelValueSerializer, QuerySerializer
 
 
 @extend_schema_view(
@@ -54,31 +29,6 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
             if value := self.request.query_params.get(field):
                 queries = queries.filter(**{field: value})
         return queries
-
-
-@extend_schema_view(
-    list=extend_schema(parameters=[OpenApiParameter("search", OpenApiTypes.STR, description="common or scientific name")])
-)
-class TaxonViewSet(viewsets.ReadOnlyModelViewSet):
-    serializer_class = TaxonSerializer
-
-    def get_queryset(self):
-        taxa = Taxon.objects.all()
-        if text := self.request.query_params.get("search", "").strip():
-            taxa = taxa.filter(Q(scientific_name__icontains=text) | Q(common_name__icontains=text))
-        return taxa
-
-
-@extend_schema_view(list=extend_schema(parameters=[OpenApiParameter("taxon", OpenApiTypes.INT)]))
-class ImageViewSet(viewsets.ReadOnlyModelViewSet):
-    serializer_class = ImageSerializer
-    pagination_class = ByIdCursorPagination
-
-    def get_queryset(self):
-        images = Image.objects.all()
-        if (taxon := _int_param(self.request, "taxon")) is not None:
-            images = images.filter(taxon_id=taxon)
-        return images
 
 
 @extend_schema_view(
@@ -108,7 +58,7 @@ class LabelViewSet(
     def get_queryset(self):
         found = Label.objects.select_related("annotator")
         for field in ("query", "image"):
-            if (value := _int_param(self.request, field)) is not None:
+            if (value := int_param(self.request, field)) is not None:
                 found = found.filter(**{f"{field}_id": value})
         if value := self.request.query_params.get("value"):
             found = found.filter(value=value)

@@ -17,7 +17,9 @@ from django.db import transaction
 from PIL import Image as PILImage
 from PIL import ImageDraw
 
-from .importers import import_inat
+from catalog.files import write_atomically
+from catalog.importers import import_inat
+
 from .models import Query
 
 # common name, kingdom, phylum, class, order, family, genus, specific epithet, supercategory
@@ -96,6 +98,19 @@ def build_demo(data_dir: Path, *, images: int = 3000, seed: int = 7) -> DemoResu
     return DemoResult(images=result.images, taxa=result.taxa, queries=len(QUERIES), admin_created=admin_created)
 
 
+def remember_model(data_dir: Path, spec) -> Path:
+    """Record the demo's model in the data directory's settings file (read by quire/settings.py at
+    start-up, after the environment), keeping anything else the file holds. Returns the file."""
+    path = Path(data_dir) / "settings.json"
+    try:
+        values = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        values = {}
+    values.update({"QUIRE_CLIP_MODEL": spec.model, "QUIRE_CLIP_PRETRAINED": spec.pretrained})
+    write_atomically(path, json.dumps(values, indent=2) + "\n")
+    return path
+
+
 def _ensure_user(username: str, password: str, *, staff: bool) -> bool:
     User = get_user_model()
     if User.objects.filter(username=username).exists():
@@ -154,8 +169,8 @@ def _write_collection(images_root: Path, metadata: Path, count: int, seed: int) 
         )
         annotations.append({"id": image_id, "image_id": image_id, "category_id": category})
     metadata.parent.mkdir(parents=True, exist_ok=True)
-    partial = metadata.with_suffix(".partial")
-    partial.write_text(
+    write_atomically(  # the metadata appears only once every image is written
+        metadata,
         json.dumps(
             {
                 "info": {"description": "Quire demo collection (generated)"},
@@ -166,7 +181,6 @@ def _write_collection(images_root: Path, metadata: Path, count: int, seed: int) 
             }
         )
     )
-    partial.replace(metadata)  # the metadata appears only once every image is written
 
 
 def _species_look(rng: random.Random) -> dict:

@@ -12,9 +12,11 @@ from pathlib import Path
 
 from django.db.models import F
 
+from catalog.files import atomic_path
+from catalog.models import ROWS_PER_STATEMENT
+
 from .models import Label, LabelValue, Query
 
-CHUNK = 5000
 
 
 def query_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
@@ -35,15 +37,14 @@ def query_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
 def annotation_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
     yield ["query_id", "image_id", "image_path"]
     labels = _labels(query_ids).filter(value=LabelValue.RELEVANT)
-    yield from (list(row) for row in labels.values_list("query_id", "image_id", "image__file_name").iterator(CHUNK))
+    yield from (list(row) for row in labels.values_list("query_id", "image_id", "image__file_name").iterator(ROWS_PER_STATEMENT))
 
 
 def label_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
     yield ["query_id", "image_id", "image_path", "label", "annotator", "updated_at"]
     fields = ("query_id", "image_id", "image__file_name", "value", "annotator__username", "updated_at")
-    for query_id, image_id, path, value, annotator, updated_at in _labels(query_ids).values_list(*fields).iterator(
-        CHUNK
-    ):
+    rows = _labels(query_ids).values_list(*fields).iterator(ROWS_PER_STATEMENT)
+    for query_id, image_id, path, value, annotator, updated_at in rows:
         yield [query_id, image_id, path, value, annotator or "", updated_at.isoformat()]
 
 
@@ -85,13 +86,10 @@ def export_inquire(out_dir: Path, query_ids: Iterable[int] | None = None) -> dic
     out_dir.mkdir(parents=True, exist_ok=True)
     counts = {}
     for name, rows in EXPORTS.items():
-        target = out_dir / name
-        partial = out_dir / f".{name}.partial"
         lines = -1
-        with partial.open("w", encoding="utf-8", newline="") as handle:
+        with atomic_path(out_dir / name) as partial, partial.open("w", encoding="utf-8", newline="") as handle:
             for line in csv_lines(rows(query_ids)):
                 handle.write(line)
                 lines += 1
-        partial.replace(target)
         counts[name] = lines
     return counts

@@ -5,13 +5,10 @@ refine the search text or the taxon filters and keep every label.
 """
 from dataclasses import dataclass
 
-from django.db.models import Count
+from catalog.models import Image
+from search.facade import SearchUnavailable, search
 
-from search.engine import NoIndex, SearchError, search
-from search.clip import WeightsUnavailable
-from search.store import StoreMismatch
-
-from .models import Image, Label, LabelValue, Query
+from .models import Label, Query
 
 PAGE_SIZES = (50, 200, 500)
 
@@ -43,7 +40,7 @@ def results(query: Query, *, text: str, taxon_ids=None, hide_labeled=False, offs
     excluded = Label.objects.filter(query=query).values_list("image_id", flat=True) if hide_labeled else None
     try:
         hits = search(text=text, k=limit, offset=max(0, offset), taxon_ids=taxon_ids, exclude_image_ids=excluded)
-    except (SearchError, NoIndex, WeightsUnavailable, StoreMismatch) as error:
+    except SearchUnavailable as error:
         return ResultsPage([], offset, limit, str(error))
     images = Image.objects.select_related("taxon").in_bulk([hit.image_id for hit in hits])
     labels = dict(Label.objects.filter(query=query, image_id__in=images).values_list("image_id", "value"))
@@ -53,14 +50,3 @@ def results(query: Query, *, text: str, taxon_ids=None, hide_labeled=False, offs
         if hit.image_id in images  # an image deleted since the index was built
     ]
     return ResultsPage(tiles, offset, limit)
-
-
-def counts(query: Query) -> dict:
-    """The query's label counts, for the page header and the dashboard."""
-    rows = dict(Label.objects.filter(query=query).values("value").annotate(n=Count("id")).values_list("value", "n"))
-    return {
-        "labeled": sum(rows.values()),
-        "relevant": rows.get(LabelValue.RELEVANT, 0),
-        "not_relevant": rows.get(LabelValue.NOT_RELEVANT, 0),
-        "unsure": rows.get(LabelValue.UNSURE, 0),
-    }

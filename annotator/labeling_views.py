@@ -1,17 +1,20 @@
-"""The annotators' pages: labeling one query, its results, label saves, taxon suggestions and image files.
+"""The annotators' pages: labeling one query, its results, label saves and Submit.
 
-Thin: the work is in labeling.py, labels.py, taxa.py, thumbnails.py and the search engine.
+Thin: the work is in labeling.py, labels.py, selectors.py, catalog.taxa and the search engine.
+Taxon suggestions and image files are the catalog's (catalog/views.py).
 """
 import json
 
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpResponseBadRequest, JsonResponse
+from django.http import HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
-from . import labeling, labels, taxa
-from .models import Image, LabelSource, LabelValue, Query
-from .thumbnails import NotServable, original_path, thumbnail_path
+from catalog import taxa
+from catalog.models import Image
+
+from . import labeling, labels, selectors
+from .models import LabelSource, LabelValue, Query
 
 
 def _search_state(request, query: Query) -> dict:
@@ -54,7 +57,7 @@ def label_page(request, query_id):
     return render(
         request,
         "annotator/label.html",
-        {"query": query, "state": state, "page": page, "counts": labeling.counts(query), "page_sizes": labeling.PAGE_SIZES},
+        {"query": query, "state": state, "page": page, "counts": selectors.label_counts(query), "page_sizes": labeling.PAGE_SIZES},
     )
 
 
@@ -95,13 +98,25 @@ def save_label(request, query_id):
         return JsonResponse({"error": "image must be an image id (a whole number)."}, status=400)
     if value not in (*LabelValue.values, "") or source not in (LabelSource.CLICK, LabelSource.KEYBOARD):
         return JsonResponse({"error": f"value must be one of {', '.join(LabelValue.values)} or empty; source click or keyboard."}, status=400)
+    lead_time_ms = body.get("lead_time_ms")
+    if lead_time_ms is not None and (
+        isinstance(lead_time_ms, bool) or not isinstance(lead_time_ms, int) or not 0 <= lead_time_ms < 2**31
+    ):
+        return JsonResponse({"error": "lead_time_ms must be a whole number of milliseconds."}, status=400)
     if not Image.objects.filter(pk=image_id).exists():
         return JsonResponse({"error": f"No image {image_id}."}, status=404)
     if value:
-        labels.set_label(query_id=query.pk, image_id=image_id, value=value, user=request.user, source=source)
+        labels.set_label(
+            query_id=query.pk,
+            image_id=image_id,
+            value=value,
+            user=request.user,
+            source=source,
+            lead_time_ms=lead_time_ms,
+        )
     else:
         labels.clear_label(query_id=query.pk, image_id=image_id, user=request.user, source=source)
-    return JsonResponse({"image": image_id, "label": value, "counts": labeling.counts(query)})
+    return JsonResponse({"image": image_id, "label": value, "counts": selectors.label_counts(query)})
 
 
 @login_required
@@ -121,25 +136,4 @@ def submit(request, query_id):
     if unknown := [image_id for image_id in image_ids if image_id not in known]:
         return JsonResponse({"error": f"Unknown image ids: {unknown[:5]}."}, status=400)
     written = labels.label_unlabeled(query.pk, image_ids, value=LabelValue.NOT_RELEVANT, user=request.user, source=LabelSource.SUBMIT)
-    return JsonResponse({"written": written, "counts": labeling.counts(query)})
-
-
-@login_required
-@require_GET
-def suggest_taxa(request):
-    return render(request, "annotator/_suggestions.html", {"suggestions": taxa.suggest(request.GET.get("taxon", ""))})
-
-
-@login_required
-@require_GET
-def image_file(request, image_id, size):
-    if size not in ("thumb", "file"):
-        raise Http404("Image sizes are thumb and file.")
-    image = get_object_or_404(Image.objects.select_related("root"), pk=image_id)
-    try:
-        path = thumbnail_path(image) if size == "thumb" else original_path(image)
-    except NotServable as error:
-        raise Http404(str(error)) from None
-    response = FileResponse(path.open("rb"), content_type="image/jpeg" if size == "thumb" else None)
-    response["Cache-Control"] = "private, max-age=86400"  # an image's file does not change under its id
-    return response
+    return JsonResponse({"written": written, "counts": selectors.label_counts(query)})

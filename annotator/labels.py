@@ -1,25 +1,39 @@
 """Changing labels. Every write goes through here so that each change leaves a LabelEvent.
 
-Views, the API, commands and importers all call these functions; none of them
-writes Label rows directly.
+Views, the API, the admin, commands and importers all call these functions; none of
+them writes Label rows directly (annotator.models refuses writes made elsewhere).
+
+Provenance kept per event: who, when, from where (`source`), how long the annotator
+looked before deciding (`lead_time_ms`, sent by the labeling page), and which import
+wrote it (`import_batch`).
 """
+
 from collections.abc import Iterable
 
 from django.db import transaction
 from django.utils import timezone
 
-from .models import Label, LabelEvent, LabelSource, LabelValue
+from catalog.models import ROWS_PER_STATEMENT
+
+from .models import ImportBatch, Label, LabelEvent, LabelSource, LabelValue, recording_label_changes
+
+# A decision that took longer than a day is a tab left open, not a lead time.
+MAX_LEAD_TIME_MS = 24 * 3600 * 1000
 
 
-def set_label(*, query_id: int, image_id: int, value: str, user=None, source: str) -> tuple[Label, bool]:
+def set_label(
+    *, query_id: int, image_id: int, value: str, user=None, source: str, lead_time_ms: int | None = None
+) -> tuple[Label, bool]:
     """Set the label of one image for one query, recording the change.
 
     Returns (label, changed). Setting the value a label already has changes
     nothing and writes no event. Concurrent writers: the later write wins and
     both changes stay in the history (the row is locked while it is changed).
     """
-    _check(value, source)
-    with transaction.atomic():
+    _check_value(value)
+    _check_source(source)
+    lead_time_ms = _check_lead_time(lead_time_ms)
+    with transaction.atomic(), recording_label_changes():
         label, created = Label.objects.select_for_update().get_or_create(
             query_id=query_id, image_id=image_id, defaults={"value": value, "annotator": user}
         )
@@ -31,21 +45,21 @@ def set_label(*, query_id: int, image_id: int, value: str, user=None, source: st
             label.annotator = user
             label.save(update_fields=["value", "annotator", "updated_at"])
         LabelEvent.objects.create(
-            query_id=query_id, image_id=image_id, old_value=old_value, new_value=value, user=user, source=source
+            query_id=query_id,
+            image_id=image_id,
+            old_value=old_value,
+            new_value=value,
+            user=user,
+            source=source,
+            lead_time_ms=lead_time_ms,
         )
     return label, True
 
 
-def _check(value: str, source: str) -> None:
-    if value not in LabelValue.values:
-        raise ValueError(f"{value!r} is not a label; use one of {', '.join(LabelValue.values)}.")
-    if source not in LabelSource.values:
-        raise ValueError(f"{source!r} is not a label source; use one of {', '.join(LabelSource.values)}.")
-
-
 def clear_label(*, query_id: int, image_id: int, user=None, source: str) -> bool:
-    """Remove a label (the image goes back to "not yet seen"). Returns whether one existed."""
-    with transaction.atomic():
+    """Remove a label (the image goes back to "not yet seen"), recording it. Returns whether one existed."""
+    _check_source(source)
+    with transaction.atomic(), recording_label_changes():
         label = Label.objects.select_for_update().filter(query_id=query_id, image_id=image_id).first()
         if label is None:
             return False
@@ -56,30 +70,46 @@ def clear_label(*, query_id: int, image_id: int, user=None, source: str) -> bool
     return True
 
 
+def clear_labels(labels: Iterable[Label], *, user=None, source: str) -> int:
+    """Remove several labels in one transaction (the admin's "delete selected"); returns how many."""
+    _check_source(source)
+    with transaction.atomic():
+        return sum(
+            clear_label(query_id=label.query_id, image_id=label.image_id, user=user, source=source) for label in labels
+        )
+
+
 def set_labels_in_bulk(
-    pairs: Iterable[tuple[int, int]], *, value: str, user=None, source: str, batch_size: int = 5000
+    pairs: Iterable[tuple[int, int]],
+    *,
+    value: str,
+    user=None,
+    source: str,
+    import_batch: ImportBatch | None = None,
+    batch_size: int = ROWS_PER_STATEMENT,
 ) -> int:
     """Give many (query_id, image_id) pairs the same label; returns how many labels changed.
 
     Used by imports and by "Submit". All pairs land or none do. Pairs that
     already carry `value` are left alone, so running the same import twice
-    changes nothing.
+    changes nothing. `import_batch` is recorded on every event written.
     """
-    _check(value, source)
+    _check_value(value)
+    _check_source(source)
     changed = 0
     batch: list[tuple[int, int]] = []
-    with transaction.atomic():
+    with transaction.atomic(), recording_label_changes():
         for pair in pairs:
             batch.append(pair)
             if len(batch) >= batch_size:
-                changed += _set_batch(batch, value, user, source)
+                changed += _set_batch(batch, value, user, source, import_batch)
                 batch = []
         if batch:
-            changed += _set_batch(batch, value, user, source)
+            changed += _set_batch(batch, value, user, source, import_batch)
     return changed
 
 
-def _set_batch(pairs: list[tuple[int, int]], value: str, user, source: str) -> int:
+def _set_batch(pairs: list[tuple[int, int]], value: str, user, source: str, import_batch) -> int:
     pairs = list(dict.fromkeys(pairs))  # a pair listed twice is one label
     query_ids = {q for q, _ in pairs}
     image_ids = {i for _, i in pairs}
@@ -102,7 +132,13 @@ def _set_batch(pairs: list[tuple[int, int]], value: str, user, source: str) -> i
             to_update.append(label)
         events.append(
             LabelEvent(
-                query_id=query_id, image_id=image_id, old_value=old_value, new_value=value, user=user, source=source
+                query_id=query_id,
+                image_id=image_id,
+                old_value=old_value,
+                new_value=value,
+                user=user,
+                source=source,
+                import_batch=import_batch,
             )
         )
     Label.objects.bulk_create(to_create)
@@ -122,7 +158,30 @@ def label_unlabeled(query_id: int, image_ids: Iterable[int], *, value: str, user
     Labels already there are kept. Returns how many labels were written."""
     image_ids = list(dict.fromkeys(int(image_id) for image_id in image_ids))
     with transaction.atomic():
-        labeled = set(Label.objects.filter(query_id=query_id, image_id__in=image_ids).values_list("image_id", flat=True))
-        return set_labels_in_bulk(
-            [(query_id, image_id) for image_id in image_ids if image_id not in labeled], value=value, user=user, source=source
+        labeled = set(
+            Label.objects.filter(query_id=query_id, image_id__in=image_ids).values_list("image_id", flat=True)
         )
+        return set_labels_in_bulk(
+            [(query_id, image_id) for image_id in image_ids if image_id not in labeled],
+            value=value,
+            user=user,
+            source=source,
+        )
+
+
+def _check_value(value: str) -> None:
+    if value not in LabelValue.values:
+        raise ValueError(f"{value!r} is not a label; use one of {', '.join(LabelValue.values)}.")
+
+
+def _check_source(source: str) -> None:
+    if source not in LabelSource.values:
+        raise ValueError(f"{source!r} is not a label source; use one of {', '.join(LabelSource.values)}.")
+
+
+def _check_lead_time(lead_time_ms) -> int | None:
+    if lead_time_ms is None:
+        return None
+    if isinstance(lead_time_ms, bool) or not isinstance(lead_time_ms, int) or lead_time_ms < 0:
+        raise ValueError(f"lead_time_ms must be a whole number of milliseconds, not {lead_time_ms!r}.")
+    return min(lead_time_ms, MAX_LEAD_TIME_MS)

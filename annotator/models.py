@@ -1,73 +1,24 @@
-"""The image catalog (taxa, images), the queries, and the labels annotators give.
+"""The queries, and the labels annotators give them, with a history nothing can erase.
 
-Sizes to design for: iNat24 has 4.8M images and ~10k taxa; INQUIRE has 250
-queries and ~150k labels, and a labeling project may reach millions.
+Sizes to design for: INQUIRE has 250 queries and ~150k labels over 5M images, and a
+labeling project may reach millions of labels.
+
+Provenance rules, enforced here rather than trusted to callers:
+- a Label changes only inside annotator.labels (`recording_label_changes`), which writes
+  the LabelEvent in the same transaction; any other save, update or delete of a Label
+  raises;
+- a LabelEvent is never updated or deleted, and what it refers to (query, image, user,
+  import) cannot be deleted while it exists (PROTECT): the history always explains the
+  labels.
 """
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from django.conf import settings
 from django.db import models
 
-
-class Taxon(models.Model):
-    """An iNat21/iNat24 category. The primary key is the category id of the iNat file."""
-
-    id = models.IntegerField(primary_key=True)
-    scientific_name = models.CharField(max_length=255, db_index=True)
-    common_name = models.CharField(max_length=255, blank=True, db_index=True)
-    kingdom = models.CharField(max_length=100, blank=True)
-    phylum = models.CharField(max_length=100, blank=True)
-    class_name = models.CharField("class", max_length=100, blank=True)
-    order = models.CharField(max_length=100, blank=True)
-    family = models.CharField(max_length=100, blank=True)
-    genus = models.CharField(max_length=100, blank=True)
-    specific_epithet = models.CharField(max_length=100, blank=True)
-    image_dir_name = models.CharField(max_length=255, blank=True, db_index=True)
-    supercategory = models.CharField(max_length=100, blank=True)
-
-    class Meta:
-        verbose_name_plural = "taxa"
-        ordering = ["id"]
-
-    def __str__(self):
-        if self.common_name:
-            return f"{self.common_name} ({self.scientific_name})"
-        return self.scientific_name
-
-
-class ImageRoot(models.Model):
-    """A folder on disk that image file names are relative to.
-
-    Kept apart from Image so that 5M rows do not each repeat a long path, and so
-    that moving a collection means changing one row.
-    """
-
-    path = models.CharField(max_length=1024, unique=True)
-
-    def __str__(self):
-        return self.path
-
-
-class Image(models.Model):
-    """One image of the collection. The primary key is the collection's own id (the iNat24 id)."""
-
-    id = models.BigIntegerField(primary_key=True)
-    root = models.ForeignKey(ImageRoot, null=True, blank=True, on_delete=models.PROTECT)
-    file_name = models.CharField(max_length=1024, help_text="Path relative to the images root.")
-    width = models.PositiveIntegerField(null=True, blank=True)
-    height = models.PositiveIntegerField(null=True, blank=True)
-    taxon = models.ForeignKey(Taxon, null=True, blank=True, on_delete=models.PROTECT, related_name="images")
-    latitude = models.FloatField(null=True, blank=True)
-    longitude = models.FloatField(null=True, blank=True)
-    location_uncertainty = models.FloatField(null=True, blank=True, help_text="Metres.")
-    observed_on = models.DateField(null=True, blank=True)
-    license = models.CharField(max_length=255, blank=True)
-    rights_holder = models.CharField(max_length=255, blank=True)
-
-    class Meta:
-        ordering = ["id"]
-        indexes = [models.Index(fields=["file_name"], name="image_file_name")]
-
-    def __str__(self):
-        return f"image {self.id}"
+from catalog.models import Image
 
 
 class Query(models.Model):
@@ -122,6 +73,48 @@ class LabelSource(models.TextChoices):
     SUBMIT = "submit", "submit"
     IMPORT = "import", "import"
     API = "api", "api"
+    ADMIN = "admin", "admin"
+
+
+# True while annotator.labels writes a label change together with its event.
+_recording = ContextVar("quire_recording_label_changes", default=False)
+
+
+@contextmanager
+def recording_label_changes():
+    """Allow Label writes inside this block. Only annotator.labels uses it: it writes the
+    LabelEvent of every change in the same transaction."""
+    token = _recording.set(True)
+    try:
+        yield
+    finally:
+        _recording.reset(token)
+
+
+def _refuse_unrecorded(action: str) -> None:
+    if not _recording.get():
+        raise TypeError(
+            f"Labels cannot be {action} directly: use annotator.labels (set_label, clear_label, "
+            "set_labels_in_bulk), which records every change in the label history."
+        )
+
+
+class LabelQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        _refuse_unrecorded("updated")
+        return super().update(**kwargs)
+
+    def delete(self):
+        _refuse_unrecorded("deleted")
+        return super().delete()
+
+    def bulk_create(self, objs, *args, **kwargs):
+        _refuse_unrecorded("created")
+        return super().bulk_create(objs, *args, **kwargs)
+
+    def bulk_update(self, objs, *args, **kwargs):
+        _refuse_unrecorded("updated")
+        return super().bulk_update(objs, *args, **kwargs)
 
 
 class Label(models.Model):
@@ -130,12 +123,15 @@ class Label(models.Model):
     Change labels through annotator.labels, which also writes the LabelEvent.
     """
 
-    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="labels")
+    # PROTECT, not CASCADE: deleting a query or image would remove labels without an event.
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="labels")
     image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="labels")
     value = models.CharField(max_length=16, choices=LabelValue.choices)
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = LabelQuerySet.as_manager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["query", "image"], name="label_one_per_query_image")]
@@ -149,6 +145,33 @@ class Label(models.Model):
     def __str__(self):
         return f"query {self.query_id} / image {self.image_id}: {self.value}"
 
+    def save(self, *args, **kwargs):
+        _refuse_unrecorded("saved")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        _refuse_unrecorded("deleted")
+        return super().delete(*args, **kwargs)
+
+
+class ImportBatch(models.Model):
+    """One run of a label import: which file, when, by whom. Every event it wrote points here,
+    as Label Studio keeps the import an annotation came from."""
+
+    file_name = models.CharField(max_length=1024)
+    kind = models.CharField(max_length=64, help_text="What was imported, e.g. inquire_annotations.")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    rows = models.PositiveIntegerField(default=0)
+    labels_changed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "import batches"
+
+    def __str__(self):
+        return f"import {self.pk}: {self.kind} from {self.file_name}"
+
 
 class LabelEventQuerySet(models.QuerySet):
     def update(self, **kwargs):
@@ -159,15 +182,25 @@ class LabelEventQuerySet(models.QuerySet):
 
 
 class LabelEvent(models.Model):
-    """Append-only history: one row per change of a label, never updated or deleted."""
+    """Append-only history: one row per change of a label, never updated or deleted.
 
-    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="label_events")
+    Everything it refers to is PROTECTed: a query, image, user or import with a history
+    cannot be deleted (Django answers with ProtectedError, and the admin lists the events).
+    """
+
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="label_events")
     image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="label_events")
     old_value = models.CharField(max_length=16, choices=LabelValue.choices, blank=True)
     new_value = models.CharField(max_length=16, choices=LabelValue.choices, blank=True)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
     source = models.CharField(max_length=16, choices=LabelSource.choices)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    lead_time_ms = models.PositiveIntegerField(
+        null=True, blank=True, help_text="How long the annotator looked at the image before deciding (from the page)."
+    )
+    import_batch = models.ForeignKey(
+        ImportBatch, null=True, blank=True, on_delete=models.PROTECT, related_name="events"
+    )
 
     objects = LabelEventQuerySet.as_manager()
 

@@ -10,13 +10,12 @@ import hashlib
 
 import numpy as np
 from django.core.cache import cache
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Q
 from django.db.models.functions import TruncDate
 
-from search.clip import WeightsUnavailable
-from search.engine import NoIndex, score_images
-from search.store import StoreMismatch
+from search.facade import SearchUnavailable, score_images
 
+from . import selectors
 from .models import Label, LabelEvent, LabelValue, Query
 
 RUN_GOAL = 100
@@ -29,7 +28,7 @@ def not_relevant_run(query: Query) -> int | None:
         return 0
     try:
         scores = score_images(text=query.text, image_ids=[image_id for image_id, _ in labels])
-    except (NoIndex, WeightsUnavailable, StoreMismatch):
+    except SearchUnavailable:
         return None
     ranked = [value for (_, value), score in sorted(zip(labels, scores), key=lambda pair: -np.nan_to_num(pair[1], nan=-2.0))]
     run = 0
@@ -40,36 +39,14 @@ def not_relevant_run(query: Query) -> int | None:
     return run
 
 
-SORTS = {
-    "id": "id", "text": "text", "status": "status", "labeled": "labeled", "relevant": "relevant",
-    "unsure": "unsure", "activity": "last_activity", "fully_labeled": "fully_labeled",
-}  # fmt: skip
-
-
-def with_label_counts(queries):
-    """Queries with their # labeled, # relevant, # unsure and last labeling activity."""
-    return queries.annotate(
-        labeled=Count("labels"),
-        relevant=Count("labels", filter=Q(labels__value=LabelValue.RELEVANT)),
-        unsure=Count("labels", filter=Q(labels__value=LabelValue.UNSURE)),
-        last_activity=Max("labels__updated_at"),
-    )
-
-
-def sorted_by(queries, sort: str, fields: dict):
-    """Order by `sort`, a key of `fields` with an optional leading "-"; unknown keys sort by id."""
-    field = fields.get(sort.lstrip("-"), "id")
-    return queries.order_by(f"-{field}" if sort.startswith("-") else field, "id")
-
-
 def dashboard(*, sort: str = "id", status: str = "", split: str = "") -> tuple[list[Query], dict]:
     """Every query with its counts, annotators and not-relevant run; and the totals row."""
-    queries = with_label_counts(Query.objects.all())
+    queries = selectors.with_label_counts(Query.objects.all())
     if status:
         queries = queries.filter(status=status)
     if split:
         queries = queries.filter(split=split)
-    queries = list(sorted_by(queries, sort, SORTS))
+    queries = list(selectors.sorted_by(queries, sort))
     annotators: dict[int, set] = {}
     for query_id, username in Label.objects.filter(query__in=queries, annotator__isnull=False).values_list("query_id", "annotator__username").distinct():
         annotators.setdefault(query_id, set()).add(username)

@@ -4,13 +4,10 @@ from django.db.models import Q
 from django.http import Http404, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from . import labeling, progress
+from . import progress, selectors
 from .exporters import EXPORTS, csv_lines
 from .forms import QueryForm, TrackingForm
 from .models import Query
-
-
-QUERY_SORTS = {"id": "id", "text": "text", "labeled": "labeled", "relevant": "relevant", "activity": "last_activity", "status": "status"}
 
 
 @login_required
@@ -20,11 +17,11 @@ def home(request):
     if request.method == "POST" and form.is_valid():
         query = form.save()
         return redirect("label", query_id=query.pk)
-    queries = progress.with_label_counts(Query.objects.all())
+    queries = selectors.with_label_counts(Query.objects.all())
     if search := request.GET.get("search", "").strip():
         queries = queries.filter(Q(text__icontains=search) | Q(category__icontains=search) | Q(supercategory__icontains=search))
     sort = request.GET.get("sort", "id")
-    queries = progress.sorted_by(queries, sort, QUERY_SORTS)
+    queries = selectors.sorted_by(queries, sort)
     return render(
         request, "annotator/home.html", {"queries": queries, "exports": list(EXPORTS), "form": form, "search": search, "sort": sort}
     )
@@ -54,7 +51,7 @@ def dashboard_query(request, query_id):
     return render(
         request,
         "annotator/dashboard_query.html",
-        {"query": query, "form": form, "counts": labeling.counts(query), "run": progress.not_relevant_run(query),
+        {"query": query, "form": form, "counts": selectors.label_counts(query), "run": progress.not_relevant_run(query),
          "run_goal": progress.RUN_GOAL, "activity": progress.activity(query), "exports": list(EXPORTS)},
     )  # fmt: skip
 

@@ -90,8 +90,8 @@ def measure(mode: str, path: str) -> dict:
     from django.core.management import call_command
     from django.db import connection
 
-    from annotator.importers import inat
-    from annotator.importers.writers import UpsertWriter
+    from catalog.importers import inat
+    from catalog.importers.writers import UpsertWriter
 
     call_command("migrate", verbosity=0)
     if mode in ("import", "bulk_create"):

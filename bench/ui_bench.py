@@ -52,7 +52,8 @@ def populate(images: int, taxa: int, queries: int, labels: int, dim: int):
     from django.core.management import call_command
     from django.db import connection
 
-    from annotator.models import Image, Query
+    from annotator.models import Query
+    from catalog.models import Image
 
     call_command("migrate", verbosity=0)
     if Image.objects.count() == images and Query.objects.count() == queries:
@@ -99,10 +100,10 @@ def populate(images: int, taxa: int, queries: int, labels: int, dim: int):
 def build_search(images: int, dim: int, kind: str):
     from django.conf import settings
 
-    from annotator.models import Image
+    from catalog.models import Image
     from search import index as search_index
-    from search.clip import configured_spec
-    from search.engine import index_folder, store_root
+    from search.spec import configured_spec
+    from search.spec import index_folder, store_root
     from search.store import EmbeddingStore
     from search.tiny_model import write_tiny_model
 
@@ -138,7 +139,7 @@ def bench_requests(images: int, repeat: int) -> dict:
 
     from annotator.labels import set_label
     from annotator.models import LabelSource, Query
-    from search.engine import search
+    from search.facade import search
 
     user, _ = get_user_model().objects.get_or_create(username="bench-annotator")
     client = Client()

@@ -16,18 +16,12 @@ A run's order within a query is its score, best first; equal scores keep the
 order of the file (or of the rank column when one is given). Every problem is
 reported with the file and line.
 """
-import csv
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from catalog.inputs import CsvFile, InputError
+
 RELEVANT = "relevant"
-
-
-class EvaluationInputError(ValueError):
-    def __init__(self, path, line, problem: str):
-        place = f"{path}, line {line}" if line else str(path)
-        super().__init__(f"{place}: {problem}")
 
 
 @dataclass
@@ -49,58 +43,37 @@ class Run:
     candidate_relevance: dict[int, dict[int, bool]] | None = None  # rerank layout only
 
 
-def _rows(path: Path):
-    """(line number, row dict) of a CSV with a header; decoding errors name the line."""
-    try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise EvaluationInputError(path, None, f"not UTF-8 text ({error.reason} at byte {error.start})") from None
-    except OSError as error:
-        raise EvaluationInputError(path, None, f"cannot be read: {error.strerror}") from None
-    reader = csv.DictReader(io.StringIO(text))
-    if not reader.fieldnames:
-        raise EvaluationInputError(path, None, "is empty")
-    return reader, ((reader.line_num, row) for row in reader)
-
-
 def _int(path, line, row, column) -> int:
     value = (row.get(column) or "").strip()
     try:
         return int(value)
     except ValueError:
-        raise EvaluationInputError(path, line, f"{column} must be a whole number, not {value!r}") from None
+        raise InputError(path, line, f"{column} must be a whole number, not {value!r}") from None
 
 
 def _float(path, line, value, column) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise EvaluationInputError(path, line, f"{column} must be a number, not {value!r}") from None
+        raise InputError(path, line, f"{column} must be a number, not {value!r}") from None
     if number != number:
-        raise EvaluationInputError(path, line, f"{column} is NaN")
+        raise InputError(path, line, f"{column} is NaN")
     return number
 
 
 def read_queries(path) -> dict[int, dict]:
-    reader, rows = _rows(path)
-    if "query_id" not in reader.fieldnames:
-        raise EvaluationInputError(path, 1, f"no query_id column (found {', '.join(c or '(unnamed)' for c in reader.fieldnames)})")
+    """Read an INQUIRE queries CSV: {query id: {column: value}} for every other column (query_text,
+    supercategory, category, iconic_group...), the columns report tables can be grouped by.
+    Raises InputError (file, line, problem)."""
+    table = CsvFile(path)
+    table.require(["query_id"])
     queries = {}
-    for line, row in rows:
+    for line, row in table.records():
         query_id = _int(path, line, row, "query_id")
         if query_id in queries:
-            raise EvaluationInputError(path, line, f"query {query_id} appears twice")
+            raise InputError(path, line, f"query {query_id} appears twice")
         queries[query_id] = {key: value for key, value in row.items() if key and key != "query_id"}
     return queries
-
-
-def _table(path):
-    """(header, rows) of a CSV with a header, rows as lists: csv.reader, several times faster than
-    DictReader on the 200,000-line files a benchmark's ground truth and runs are."""
-    reader, _ = _rows(path)
-    header = [column.strip() for column in reader.fieldnames]
-    lines = reader.reader  # the underlying csv.reader, positioned after the header
-    return header, ((lines.line_num, row) for row in lines)
 
 
 def _ints(path, line, row, positions, names):
@@ -113,9 +86,12 @@ def _ints(path, line, row, positions, names):
 
 
 def read_qrels(path, queries_path=None) -> GroundTruth:
-    header, rows = _table(path)
-    if not {"query_id", "image_id"} <= set(header):
-        raise EvaluationInputError(path, 1, "expected query_id and image_id columns (an INQUIRE annotations or Quire labels CSV)")
+    """Read ground truth from an INQUIRE annotations CSV (every row relevant) or a Quire labels CSV
+    (a `label` column; only "relevant" counts as relevant, other labels are judged negatives),
+    and the query set from `queries_path` when given. Raises InputError (file, line, problem)."""
+    rows = CsvFile(path)
+    rows.require(["query_id", "image_id"], "give an INQUIRE annotations or Quire labels CSV")
+    header = rows.header
     q, i = header.index("query_id"), header.index("image_id")
     label = header.index("label") if "label" in header else None
     positives: dict[int, set[int]] = {}
@@ -126,19 +102,20 @@ def read_qrels(path, queries_path=None) -> GroundTruth:
         query_id, image_id = _ints(path, line, row, (q, i), ("query_id", "image_id"))
         images = judged.setdefault(query_id, set())
         if image_id in images:
-            raise EvaluationInputError(path, line, f"query {query_id}, image {image_id} appears twice")
+            raise InputError(path, line, f"query {query_id}, image {image_id} appears twice")
         images.add(image_id)
         relevant = positives.setdefault(query_id, set())
         if label is None or row[label].strip() == RELEVANT:
             relevant.add(image_id)
     if not any(positives.values()):
-        raise EvaluationInputError(path, None, "has no relevant images: there is nothing to evaluate against")
+        raise InputError(path, None, "has no relevant images: there is nothing to evaluate against")
     queries = read_queries(queries_path) if queries_path else {}
     return GroundTruth(positives, judged if label is not None else {}, queries, source=str(path))
 
 
 def qrels_from_database(query_ids=None) -> GroundTruth:
-    """The labels in Quire's database (relevant = relevant; not relevant and unsure are judged negatives)."""
+    """Ground truth from the labels in Quire's database (of `query_ids`, default all): relevant is
+    relevant; not relevant and unsure are judged negatives. Raises InputError when nothing is relevant."""
     from annotator.models import Label, LabelValue, Query
 
     labels = Label.objects.all() if query_ids is None else Label.objects.filter(query_id__in=query_ids)
@@ -150,7 +127,7 @@ def qrels_from_database(query_ids=None) -> GroundTruth:
         if value == LabelValue.RELEVANT:
             positives[query_id].add(image_id)
     if not any(positives.values()):
-        raise EvaluationInputError("the database", None, "has no relevant labels yet: label some images first")
+        raise InputError("the database", None, "has no relevant labels yet: label some images first")
     queries = {
         q.pk: {"query_text": q.text, "supercategory": q.supercategory, "category": q.category, "iconic_group": q.iconic_group, "split": q.split}
         for q in Query.objects.filter(pk__in=positives)
@@ -159,14 +136,18 @@ def qrels_from_database(query_ids=None) -> GroundTruth:
 
 
 def read_run(path, *, score_column: str = "clip_score", queries: dict[int, dict] | None = None) -> Run:
+    """Read a run, recognising its format from its first line: TREC (whitespace separated), a CSV
+    with query_id,image_id,score[,rank], or the INQUIRE-Rerank layout (`score_column` holds the
+    scores; `queries` maps its query texts to ids). Each query's images come best first by score,
+    ties in file (or rank) order. Raises InputError (file, line, problem)."""
     path = Path(path)
     try:
         head = path.read_bytes()[:4096].decode("utf-8-sig", errors="replace")
     except OSError as error:
-        raise EvaluationInputError(path, None, f"cannot be read: {error.strerror}") from None
+        raise InputError(path, None, f"cannot be read: {error.strerror}") from None
     first = head.splitlines()[0] if head.strip() else ""
     if not first:
-        raise EvaluationInputError(path, None, "is empty")
+        raise InputError(path, None, "is empty")
     if "," not in first:  # whitespace-separated: TREC
         return _read_trec(path)
     header = [column.strip() for column in first.split(",")]
@@ -174,7 +155,7 @@ def read_run(path, *, score_column: str = "clip_score", queries: dict[int, dict]
         return _read_rerank(path, score_column, queries or {})
     if {"query_id", "image_id", "score"} <= set(header):
         return _read_csv_run(path)
-    raise EvaluationInputError(
+    raise InputError(
         path, 1, "not a run: expected TREC lines (qid Q0 docid rank score tag), a CSV with query_id,image_id,score, "
         "or the INQUIRE-Rerank columns (query_id or query, inat24_image_id, relevant, clip_score)",
     )  # fmt: skip
@@ -188,7 +169,7 @@ def _collect(path, entries):
         if images is None:
             images = by_query[query_id] = {}
         if image_id in images:
-            raise EvaluationInputError(path, line, f"query {query_id}, image {image_id} is already ranked on line {images[image_id][2]}")
+            raise InputError(path, line, f"query {query_id}, image {image_id} is already ranked on line {images[image_id][2]}")
         images[image_id] = (-score, order, line)
     return {
         query_id: [(image_id, -key[0]) for image_id, key in sorted(images.items(), key=lambda item: item[1])]
@@ -203,18 +184,19 @@ def _read_trec(path) -> Run:
                 continue
             fields = text.split()
             if len(fields) != 6:
-                raise EvaluationInputError(path, line, f"a TREC run line has 6 fields (qid Q0 docid rank score tag), this one {len(fields)}")
+                raise InputError(path, line, f"a TREC run line has 6 fields (qid Q0 docid rank score tag), this one {len(fields)}")
             try:
                 query_id, image_id, rank = int(fields[0]), int(fields[2]), int(fields[3])
             except ValueError:
-                raise EvaluationInputError(path, line, "qid, docid and rank must be whole numbers") from None
+                raise InputError(path, line, "qid, docid and rank must be whole numbers") from None
             yield line, query_id, image_id, _float(path, line, fields[4], "score"), (rank, line)
 
     return Run(Path(path).name, _collect(path, entries()))
 
 
 def _read_csv_run(path) -> Run:
-    header, rows = _table(path)
+    rows = CsvFile(path)
+    header = rows.header
     q, i, sc = header.index("query_id"), header.index("image_id"), header.index("score")
     rank = header.index("rank") if "rank" in header else None
 
@@ -230,24 +212,24 @@ def _read_csv_run(path) -> Run:
 
 
 def _read_rerank(path, score_column, queries) -> Run:
-    reader, rows = _rows(path)
-    if score_column not in reader.fieldnames or "relevant" not in reader.fieldnames:
-        raise EvaluationInputError(path, 1, f"the rerank layout needs relevant and {score_column} columns")
+    table = CsvFile(path)
+    table.require(["relevant", score_column], "the rerank layout needs relevant and score columns")
+    rows = table.records()
     by_text = {columns.get("query_text", ""): query_id for query_id, columns in queries.items()}
     relevance: dict[int, dict[int, bool]] = {}
 
     def entries():
         for line, row in rows:
-            if "query_id" in reader.fieldnames:
+            if "query_id" in table.header:
                 query_id = _int(path, line, row, "query_id")
             elif row.get("query", "") in by_text:
                 query_id = by_text[row["query"]]
             else:
-                raise EvaluationInputError(path, line, f"query {row.get('query', '')!r} is not in the queries file (give --queries)")
+                raise InputError(path, line, f"query {row.get('query', '')!r} is not in the queries file (give --queries)")
             image_id = _int(path, line, row, "inat24_image_id")
             flag = (row["relevant"] or "").strip().lower()
             if flag not in ("0", "1", "true", "false"):
-                raise EvaluationInputError(path, line, f"relevant must be 0/1 or true/false, not {flag!r}")
+                raise InputError(path, line, f"relevant must be 0/1 or true/false, not {flag!r}")
             relevance.setdefault(query_id, {})[image_id] = flag in ("1", "true")
             yield line, query_id, image_id, _float(path, line, row[score_column], score_column), (0, line)
 

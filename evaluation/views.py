@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from . import plots
 from .forms import EvaluateForm
-from .inputs import EvaluationInputError, GroundTruth, qrels_from_database, read_qrels, read_queries, read_run
+from .inputs import InputError, GroundTruth, qrels_from_database, read_qrels, read_queries, read_run
 from .models import SavedReport, SavedRun
 from .report import compare, evaluate
 
@@ -42,7 +42,7 @@ def index(request):
                         truth.queries = read_queries(queries_path)
                 run = read_run(_saved(data["run"], folder), queries=truth.queries)
                 report = evaluate(truth, run, protocol=data["protocol"], k=data["k"], normaliser=data["normaliser"] or None)
-            except (EvaluationInputError, ValueError) as error:
+            except (InputError, ValueError) as error:
                 form.add_error(None, str(error).replace(str(folder) + "/", ""))
             else:
                 data["run"].seek(0)

@@ -10,10 +10,16 @@ DATABASE_URL        e.g. postgres://user:pass@host:5432/quire (psycopg 3).
 CELERY_BROKER_URL   e.g. redis://127.0.0.1:6379/0. Unset = embedded mode:
                     background jobs run in-process, no broker needed.
 QUIRE_DATA_DIR      images, thumbnails, embeddings, indexes. Default ./var.
-QUIRE_CLIP_MODEL, QUIRE_CLIP_PRETRAINED   the open_clip model; see search/clip.py.
+QUIRE_CLIP_MODEL, QUIRE_CLIP_PRETRAINED   the open_clip model; see search/spec.py.
+
+QUIRE_DATA_DIR/settings.json, when present, supplies values for the settings marked
+"(file)" below that the environment leaves unset: `manage.py demo` records its choice of
+model there, so that every later command run against the demo's data uses it too.
+The environment always wins.
 QUIRE_EMBED_CHUNK_SIZE (5000), QUIRE_EMBED_BATCH_SIZE (64), QUIRE_EMBED_LOADER_THREADS (cores, at most 8)
                     images per embedding task, per forward pass, decoding threads.
 """
+import json
 import os
 from pathlib import Path
 
@@ -48,10 +54,33 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1")
 
 QUIRE_DATA_DIR = Path(os.environ.get("QUIRE_DATA_DIR", BASE_DIR / "var")).resolve()
+DATA_DIR_SETTINGS_FILE = QUIRE_DATA_DIR / "settings.json"
 
-# The CLIP model (see search/clip.py). Default: the ViT-H/14 INQUIRE evaluated.
-QUIRE_CLIP_MODEL = os.environ.get("QUIRE_CLIP_MODEL", "ViT-H-14-378-quickgelu")
-QUIRE_CLIP_PRETRAINED = os.environ.get("QUIRE_CLIP_PRETRAINED", "dfn5b")
+
+def _data_dir_settings() -> dict:
+    try:
+        values = json.loads(DATA_DIR_SETTINGS_FILE.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        raise ImproperlyConfigured(f"{DATA_DIR_SETTINGS_FILE} cannot be read ({error}); fix or delete it.") from None
+    if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
+        raise ImproperlyConfigured(f"{DATA_DIR_SETTINGS_FILE} must be a JSON object of strings; fix or delete it.")
+    return values
+
+
+_FROM_FILE = _data_dir_settings()
+
+
+def env_or_file(name: str, default: str) -> str:
+    """The environment's value, else the data directory's settings file's, else `default`."""
+    value = os.environ.get(name)
+    return value if value not in (None, "") else _FROM_FILE.get(name, default)
+
+
+# The CLIP model (file) (see search/spec.py). Default: the ViT-H/14 INQUIRE evaluated.
+QUIRE_CLIP_MODEL = env_or_file("QUIRE_CLIP_MODEL", "ViT-H-14-378-quickgelu")
+QUIRE_CLIP_PRETRAINED = env_or_file("QUIRE_CLIP_PRETRAINED", "dfn5b")
 # Embedding jobs: images per Celery task, per forward pass, and decoding threads per worker.
 QUIRE_EMBED_CHUNK_SIZE = int(os.environ.get("QUIRE_EMBED_CHUNK_SIZE", "5000"))
 QUIRE_EMBED_BATCH_SIZE = int(os.environ.get("QUIRE_EMBED_BATCH_SIZE", "64"))
@@ -68,6 +97,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "django_htmx",
+    "catalog",
     "annotator",
     "search",
     "evaluation",

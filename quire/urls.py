@@ -10,5 +10,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/", include(api_router.urls)),
     path("evaluation/", include("evaluation.urls")),
+    path("", include("catalog.urls")),
     path("", include("annotator.urls")),
 ]

@@ -7,7 +7,8 @@ from django.shortcuts import redirect
 from django.urls import path
 
 from . import jobs
-from .clip import WeightsUnavailable, check_weights, configured_spec
+from .exceptions import WeightsUnavailable
+from .spec import configured_spec
 from .models import EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild
 
 
@@ -74,6 +75,8 @@ class EmbeddingJobAdmin(ReadOnlyAdmin):
         if request.method != "POST" or not request.user.has_perm("search.add_embeddingjob"):
             messages.error(request, "Starting an embedding job needs a POST by a user allowed to add embedding jobs.")
             return redirect("admin:search_embeddingjob_changelist")
+        from .clip import check_weights  # loads open_clip: only when someone starts a job
+
         spec = configured_spec()
         try:
             check_weights(spec)

@@ -1,63 +1,20 @@
 """Loading an open_clip model and turning texts and images into L2-normalised vectors.
 
-The model is named by two settings, as open_clip names it:
-  QUIRE_CLIP_MODEL       e.g. "ViT-H-14-378-quickgelu" (the ViT-H/14 INQUIRE evaluated)
-  QUIRE_CLIP_PRETRAINED  a pretrained tag ("dfn5b"), a checkpoint file, or "local-dir:/path"
-                         (a folder with open_clip_config.json and the weights; the model
-                         name is then taken from the folder and QUIRE_CLIP_MODEL is ignored)
+This module imports torch and open_clip (about 3 s): import it only where a model runs.
+Which model is configured is search.spec's business (no torch there).
 """
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from . import torchvision_ops  # noqa: F401  (must run before open_clip imports torchvision)
+from .exceptions import WeightsUnavailable
+from .spec import ClipSpec, configured_spec
 
 import open_clip  # noqa: E402
 import torch  # noqa: E402
-
-
-class WeightsUnavailable(Exception):
-    """The configured CLIP weights cannot be loaded; the text says what to set."""
-
-
-@dataclass(frozen=True)
-class ClipSpec:
-    model: str
-    pretrained: str
-
-    @property
-    def name(self) -> str:
-        """The identity recorded beside stored embeddings: vectors of different models never mix."""
-        if self.pretrained.startswith("local-dir:"):
-            return self.pretrained
-        return f"{self.model}/{self.pretrained or 'random'}"
-
-    def open_clip_arguments(self) -> tuple[str, str | None]:
-        """(model_name, pretrained) as open_clip.create_model_and_transforms takes them."""
-        if self.pretrained.startswith("local-dir:"):
-            return self.pretrained, None
-        return self.model, self.pretrained or None
-
-    @classmethod
-    def from_name(cls, name: str) -> "ClipSpec":
-        """The spec whose `name` this is (a job records the name; its workers load that model)."""
-        if name.startswith("local-dir:"):
-            return cls("", name)
-        model, _, pretrained = name.partition("/")
-        return cls(model, "" if pretrained == "random" else pretrained)
-
-    @property
-    def random_weights(self) -> bool:
-        """True for a model whose weights are random on purpose (the offline demo's): its rankings mean nothing."""
-        if self.pretrained.startswith("local-dir:"):
-            return (Path(self.pretrained.removeprefix("local-dir:")) / RANDOM_WEIGHTS_MARKER).exists()
-        return not self.pretrained
-
-
-RANDOM_WEIGHTS_MARKER = "RANDOM_WEIGHTS"
 
 
 def best_device() -> str:
@@ -159,12 +116,6 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 _loaded: dict[ClipSpec, ClipEmbedder] = {}
 _loaded_lock = threading.Lock()
-
-
-def configured_spec() -> ClipSpec:
-    from django.conf import settings
-
-    return ClipSpec(settings.QUIRE_CLIP_MODEL, settings.QUIRE_CLIP_PRETRAINED)
 
 
 def get_embedder(spec: ClipSpec | None = None) -> ClipEmbedder:

@@ -1,7 +1,7 @@
 """Template context every page gets from the search engine."""
 from functools import lru_cache
 
-from .clip import ClipSpec, configured_spec
+from .spec import ClipSpec, configured_spec
 
 
 def model_warning(request):

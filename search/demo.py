@@ -2,19 +2,23 @@
 
 A demo with no network cannot fetch ViT-H/14. Rather than show no ranking at
 all it uses a random-weight model, marked so that every page and command says
-its rankings are meaningless until real weights are configured.
+its rankings are meaningless until real weights are configured. Nothing here
+changes settings: the demo command records the choice in the data directory's
+settings file, which quire/settings.py reads at start-up.
 """
-import os
+
+import shutil
 from pathlib import Path
 
-from django.conf import settings
-
-from .clip import ClipSpec, WeightsUnavailable, check_weights, configured_spec
-from .tiny_model import write_tiny_model
+from .exceptions import WeightsUnavailable
+from .spec import ClipSpec, configured_spec
 
 
 def demo_model(data_dir: Path) -> tuple[ClipSpec, str | None]:
-    """Configure the model the demo will use; return it and, when it is the random stand-in, why."""
+    """Return the model the demo will use and, when it is the random stand-in, why."""
+    from .clip import check_weights
+    from .tiny_model import write_tiny_model
+
     spec = configured_spec()
     try:
         check_weights(spec)
@@ -22,9 +26,11 @@ def demo_model(data_dir: Path) -> tuple[ClipSpec, str | None]:
     except WeightsUnavailable as error:
         reason = str(error)
     folder = Path(data_dir) / "demo" / "random-clip"
-    if not (folder / "open_clip_config.json").exists():
-        write_tiny_model(folder)
-    pretrained = f"local-dir:{folder}"
-    settings.QUIRE_CLIP_PRETRAINED = pretrained
-    os.environ["QUIRE_CLIP_PRETRAINED"] = pretrained  # for anything the demo starts after this
-    return configured_spec(), reason
+    if not folder.is_dir():
+        # Written beside its final name and renamed whole: an interrupted demo never leaves a
+        # folder with a config and no weights (which check_weights would then refuse forever).
+        partial = folder.with_name(f"{folder.name}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        write_tiny_model(partial)
+        partial.replace(folder)
+    return ClipSpec(spec.model, f"local-dir:{folder}"), reason

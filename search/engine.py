@@ -1,4 +1,4 @@
-"""The one search function, used by the annotation UI, the API and the command line.
+"""Searching and scoring over the loaded index and store. Callers outside search/ use search.facade.
 
 It knows vectors, image ids and taxon ids, not labels or HTTP: callers turn
 taxon names into ids and a query's labels into ids to exclude.
@@ -9,29 +9,21 @@ moves `current.json` (checked with one stat per search).
 import os
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-from django.conf import settings
 
 from . import index as faiss_index
-from .clip import ClipSpec, configured_spec, get_embedder
-from .index import Hit, NoIndex, Searcher, inner_products
-from .store import EmbeddingStore, model_slug
-
-__all__ = ["Hit", "NoIndex", "SearchError", "search", "score_images", "store_root", "index_folder"]
-
-
-class SearchError(ValueError):
-    """The search cannot be done as asked; the text says what to change."""
+from .exceptions import NoIndex, SearchError
+from .index import Searcher, inner_products
+from .results import Hit
+from .spec import ClipSpec, configured_spec, index_folder, store_root
+from .store import EmbeddingStore
 
 
-def store_root() -> Path:
-    return Path(settings.QUIRE_DATA_DIR) / "embeddings"
+def _embedder(spec: ClipSpec):
+    from .clip import get_embedder  # torch and open_clip: only when a text or image must be encoded
 
-
-def index_folder(model_name: str) -> Path:
-    return Path(settings.QUIRE_DATA_DIR) / "indexes" / model_slug(model_name)
+    return get_embedder(spec)
 
 
 @dataclass
@@ -121,7 +113,7 @@ def search(
             raise SearchError("The vector must be finite and not all zeros.")
         query = query / np.linalg.norm(query)
     else:
-        embedder = get_embedder(spec)
+        embedder = _embedder(spec)
         if embedder.dim != loaded.searcher.dim:
             raise SearchError(
                 f"The model {spec.name} gives {embedder.dim}-dimensional vectors but the index has "
@@ -147,6 +139,6 @@ def score_images(*, text: str, image_ids, spec: ClipSpec | None = None) -> np.nd
     if not len(image_ids):
         return scores
     rows, found = _rows_of(loaded, image_ids)
-    vector = get_embedder(spec).encode_text([text])[0]
+    vector = _embedder(spec).encode_text([text])[0]
     scores[found] = inner_products(loaded.searcher.embeddings.vectors[rows[found]], vector)
     return scores

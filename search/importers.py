@@ -16,8 +16,8 @@ from typing import Callable
 import numpy as np
 import pyarrow.parquet as pq
 
-from annotator.importers import ImportFailed
-from annotator.models import Image
+from catalog.inputs import InputError
+from catalog.models import Image
 
 from .store import NO_TAXON, EmbeddingStore, StoreMismatch
 
@@ -39,18 +39,18 @@ def _numbered(folder: Path, pattern: str, where: Path) -> dict[int, Path]:
         if number:
             found[int(number.group(1))] = path
     if not found:
-        raise ImportFailed(where, None, f"no {folder.name}/{pattern} files: expected the clip-retrieval layout (img_emb/, metadata/)")
+        raise InputError(where, None, f"no {folder.name}/{pattern} files: expected the clip-retrieval layout (img_emb/, metadata/)")
     return found
 
 
 def import_clip_retrieval(folder: Path, root: Path, model_name: str, *, progress: Callable[[int, int], None] | None = None) -> EmbeddingsImported:
     folder = Path(folder)
     if not folder.is_dir():
-        raise ImportFailed(folder, None, "not a folder")
+        raise InputError(folder, None, "not a folder")
     vectors_files = _numbered(folder / "img_emb", "img_emb_*.npy", folder)
     metadata_files = _numbered(folder / "metadata", "metadata_*.parquet", folder)
     if set(vectors_files) != set(metadata_files):
-        raise ImportFailed(
+        raise InputError(
             folder, None, f"img_emb files {sorted(vectors_files)} and metadata files {sorted(metadata_files)} are not numbered alike"
         )
 
@@ -63,19 +63,19 @@ def import_clip_retrieval(folder: Path, root: Path, model_name: str, *, progress
         try:
             vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError) as error:
-            raise ImportFailed(vectors_path, None, f"not a .npy array: {error}") from None
+            raise InputError(vectors_path, None, f"not a .npy array: {error}") from None
         if vectors.ndim != 2 or vectors.dtype.kind != "f":
-            raise ImportFailed(vectors_path, None, f"expected a 2-D float array, found {vectors.ndim}-D {vectors.dtype}")
+            raise InputError(vectors_path, None, f"expected a 2-D float array, found {vectors.ndim}-D {vectors.dtype}")
         if dim is not None and vectors.shape[1] != dim:
-            raise ImportFailed(vectors_path, None, f"{vectors.shape[1]} dimensions, but the files before have {dim}")
+            raise InputError(vectors_path, None, f"{vectors.shape[1]} dimensions, but the files before have {dim}")
         dim = vectors.shape[1]
         try:
             table = pq.read_table(metadata_path, columns=["image_path"])
         except Exception as error:  # pyarrow raises ArrowInvalid, KeyError...: all mean "not the expected parquet"
-            raise ImportFailed(metadata_path, None, f"cannot read an image_path column: {str(error).splitlines()[0]}") from None
+            raise InputError(metadata_path, None, f"cannot read an image_path column: {str(error).splitlines()[0]}") from None
         paths = table.column("image_path").to_pylist()
         if len(paths) != len(vectors):
-            raise ImportFailed(metadata_path, None, f"{len(paths)} rows, but {vectors_path.name} has {len(vectors)} vectors")
+            raise InputError(metadata_path, None, f"{len(paths)} rows, but {vectors_path.name} has {len(vectors)} vectors")
         if prefix is None and paths:
             prefix = _shared_prefix(paths[0], metadata_path)
         image_ids, taxon_ids = _match(paths, prefix, metadata_path)
@@ -85,7 +85,7 @@ def import_clip_retrieval(folder: Path, root: Path, model_name: str, *, progress
     try:
         store = EmbeddingStore(root, model_name, dim)
     except StoreMismatch as error:
-        raise ImportFailed(folder, None, str(error)) from None
+        raise InputError(folder, None, str(error)) from None
     total = sum(len(ids) for _, ids, _ in plan)
     written, parts = 0, []
     try:
@@ -93,7 +93,7 @@ def import_clip_retrieval(folder: Path, root: Path, model_name: str, *, progress
             vectors = np.load(vectors_path, mmap_mode="r").astype(np.float32)
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             if not np.all(np.isfinite(norms)) or np.any(norms == 0):
-                raise ImportFailed(vectors_path, None, "some vectors are zero, infinite or NaN")
+                raise InputError(vectors_path, None, "some vectors are zero, infinite or NaN")
             parts.append(store.write_part(f"import-{vectors_path.stem}", image_ids, taxon_ids, vectors / norms))
             written += len(image_ids)
             if progress:
@@ -113,7 +113,7 @@ def _shared_prefix(path: str, where: Path) -> str:
         candidate = str(Path(*parts[start:]))
         if Image.objects.filter(file_name=candidate).exists():
             return path[: len(path) - len(candidate)]
-    raise ImportFailed(where, "row 1", f"image_path {path!r} matches no image of the collection: import the collection first")
+    raise InputError(where, "row 1", f"image_path {path!r} matches no image of the collection: import the collection first")
 
 
 def _match(paths: list[str], prefix: str, where: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -125,7 +125,7 @@ def _match(paths: list[str], prefix: str, where: Path) -> tuple[np.ndarray, np.n
     missing = [(row, path) for row, (path, name) in enumerate(zip(paths, names), start=1) if name not in found]
     if missing:
         row, path = missing[0]
-        raise ImportFailed(
+        raise InputError(
             where, f"row {row}", f"image_path {path!r} matches no image of the collection ({len(missing)} such rows)"
         )
     image_ids = np.fromiter((found[name][0] for name in names), dtype=np.int64, count=len(names))
@@ -133,5 +133,5 @@ def _match(paths: list[str], prefix: str, where: Path) -> tuple[np.ndarray, np.n
         (NO_TAXON if found[name][1] is None else found[name][1] for name in names), dtype=np.int64, count=len(names)
     )
     if len(np.unique(image_ids)) != len(image_ids):
-        raise ImportFailed(where, None, "the same image appears twice")
+        raise InputError(where, None, "the same image appears twice")
     return image_ids, taxon_ids

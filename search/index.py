@@ -1,4 +1,5 @@
-"""FAISS indexes over the embedding store, and the one search function.
+"""FAISS indexes over the embedding store: building, saving, loading, and the Searcher that ranks
+the rows of one loaded index. The search function callers use is search.facade.search.
 
 Two kinds:
   flat    exact inner product. The index holds the vectors as float16, the same
@@ -15,12 +16,15 @@ import json
 import math
 import os
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 import faiss
 import numpy as np
 
+from catalog.files import write_atomically
+
+from .exceptions import NoIndex
+from .results import Hit
 from .store import Embeddings
 
 # Up to this many vectors an exact scan is fast enough on a CPU: it costs about 0.22 ms per
@@ -52,17 +56,6 @@ class _Decoders(dict):
 
 
 _FP16 = _Decoders()
-
-
-class NoIndex(Exception):
-    """No index has been built for this model yet."""
-
-
-@dataclass(frozen=True)
-class Hit:
-    image_id: int
-    score: float
-    taxon_id: int
 
 
 def choose_kind(count: int, kind: str = "auto") -> str:
@@ -121,10 +114,7 @@ def save(index: faiss.Index, folder: Path, *, kind: str, count: int) -> Path:
     generation = 1 + max((int(p.stem.split("-")[-1]) for p in folder.glob("index-*.faiss")), default=0)
     path = folder / f"index-{kind}-{generation}.faiss"
     faiss.write_index(index, str(path))
-    pointer = folder / "current.json"
-    temporary = folder / f"current.json.{os.getpid()}.tmp"
-    temporary.write_text(json.dumps({"file": path.name, "kind": kind, "count": count}))
-    temporary.replace(pointer)
+    write_atomically(folder / "current.json", json.dumps({"file": path.name, "kind": kind, "count": count}))
     for old in folder.glob("index-*.faiss"):  # keep the previous one for readers still holding it
         if old.name != path.name and int(old.stem.split("-")[-1]) < generation - 1:
             old.unlink(missing_ok=True)

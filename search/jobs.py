@@ -17,14 +17,16 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from annotator.models import Image
+from catalog.models import Image
 
-from . import index as faiss_index
-from .clip import ClipSpec, WeightsUnavailable, configured_spec, get_embedder
-from .engine import index_folder, store_root
+from .exceptions import StoreMismatch, WeightsUnavailable
 from .models import ChunkStatus, EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
-from .pipeline import ImageFile, embed_files
-from .store import NO_TAXON, EmbeddingStore, StoreMismatch
+from .spec import ClipSpec, configured_spec, index_folder, store_root
+from .store import NO_TAXON, EmbeddingStore
+
+# The model stack (torch, open_clip: about 3 s to import) and FAISS load inside the functions
+# that run a model or build an index, so that the admin, which imports this module, and every
+# command that never embeds start fast.
 
 UNFINISHED = (JobStatus.QUEUED, JobStatus.RUNNING)
 
@@ -98,6 +100,9 @@ def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -
     )
     EmbeddingJob.objects.filter(pk=job.pk, started_at__isnull=True).update(started_at=now)
     EmbeddingJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(status=JobStatus.RUNNING)
+
+    from .clip import get_embedder
+    from .pipeline import ImageFile, embed_files
 
     try:
         embedder = get_embedder(ClipSpec.from_name(job.model_name))
@@ -177,6 +182,8 @@ def fail_job(job_id: int, message: str) -> None:
 
 def start_index_build(model_name: str | None = None, kind: str = "auto", *, run_here: bool = False) -> IndexBuild:
     """Record a build and run it: in a worker when there is a broker, else (or with run_here) now."""
+    from . import index as faiss_index
+
     faiss_index.choose_kind(0, kind)  # validates the kind before anything is recorded
     build = IndexBuild.objects.create(model_name=model_name or configured_spec().name, kind=kind)
     if run_here or settings.CELERY_TASK_ALWAYS_EAGER:
@@ -190,6 +197,8 @@ def start_index_build(model_name: str | None = None, kind: str = "auto", *, run_
 
 
 def run_index_build(build_id: int) -> IndexBuild:
+    from . import index as faiss_index
+
     build = IndexBuild.objects.get(pk=build_id)
     IndexBuild.objects.filter(pk=build.pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
     try:

@@ -22,11 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
+from catalog.files import atomic_path, write_atomically
+
+from .exceptions import StoreMismatch
+from .spec import model_slug
+
 NO_TAXON = -1
-
-
-class StoreMismatch(Exception):
-    """The store was written by another model (or with another dimension) than the one asked for."""
 
 
 @dataclass
@@ -39,10 +40,6 @@ class Embeddings:
 
     def __len__(self):
         return len(self.image_ids)
-
-
-def model_slug(model_name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", model_name).strip("_")[:120] or "model"
 
 
 class EmbeddingStore:
@@ -62,7 +59,7 @@ class EmbeddingStore:
                     "or embed the collection with the new one."
                 )
         else:
-            _write_atomically(meta_path, json.dumps({"model": model_name, "dim": dim}).encode())
+            write_atomically(meta_path, json.dumps({"model": model_name, "dim": dim}))
 
     @classmethod
     def existing(cls, root: Path, model_name: str) -> "EmbeddingStore":
@@ -80,15 +77,13 @@ class EmbeddingStore:
         if vectors.ndim != 2 or vectors.shape[1] != self.dim or len(vectors) != len(image_ids):
             raise ValueError(f"expected {len(image_ids)} x {self.dim} vectors, got {vectors.shape}")
         path = self.directory / "parts" / f"{model_slug(name)}.npz"
-        temporary = path.with_suffix(f".{os.getpid()}.tmp")
-        with temporary.open("wb") as handle:
+        with atomic_path(path) as temporary, temporary.open("wb") as handle:
             np.savez(
                 handle,
                 image_ids=np.asarray(image_ids, dtype=np.int64),
                 taxon_ids=np.asarray(taxon_ids, dtype=np.int64),
                 vectors=vectors.astype(np.float16),
             )
-        temporary.replace(path)
         return path
 
     def parts(self) -> list[Path]:
@@ -170,8 +165,3 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     np.save(buffer, array, allow_pickle=False)
     return buffer.getvalue()
 
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(data)
-    temporary.replace(path)

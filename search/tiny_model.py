@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from . import torchvision_ops  # noqa: F401
-from .clip import RANDOM_WEIGHTS_MARKER
+from .spec import RANDOM_WEIGHTS_MARKER
 
 import open_clip  # noqa: E402
 import torch  # noqa: E402

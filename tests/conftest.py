@@ -2,7 +2,11 @@ import json
 from pathlib import Path
 
 import pytest
-from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from annotator.models import Query
+from tests.factories import make_collection
 
 SHARED_INQUIRE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "inquire"
 
@@ -15,60 +19,6 @@ def inquire_dir() -> Path:
     return SHARED_INQUIRE
 
 
-def inat_document(images: int = 5) -> dict:
-    """A small iNat-format document: 3 taxa, `images` images, the last one without an annotation."""
-    categories = [
-        {
-            "id": 10 + index,
-            "name": f"{genus} {epithet}",
-            "common_name": common,
-            "supercategory": "Birds",
-            "kingdom": "Animalia",
-            "phylum": "Chordata",
-            "class": "Aves",
-            "order": "Charadriiformes",
-            "family": family,
-            "genus": genus,
-            "specific_epithet": epithet,
-            "image_dir_name": f"{index:05d}_Animalia_Chordata_Aves_Charadriiformes_{family}_{genus}_{epithet}",
-        }
-        for index, (common, family, genus, epithet) in enumerate(
-            [
-                ("Black Skimmer", "Laridae", "Rynchops", "niger"),
-                ("Atlantic Puffin", "Alcidae", "Fratercula", "arctica"),
-                ("Laughing Gull", "Laridae", "Leucophaeus", "atricilla"),
-            ]
-        )
-    ]
-    document = {
-        "info": {"year": 2024},
-        "images": [],
-        "categories": categories,
-        "annotations": [],
-        "licenses": [{"id": 1, "name": "CC BY 4.0", "url": "https://example.org"}, {"id": 2, "name": "CC0", "url": ""}],
-    }
-    for index in range(images):
-        image_id = 1000 + index
-        category = categories[index % 3]
-        document["images"].append(
-            {
-                "id": image_id,
-                "width": 500,
-                "height": 375 + index,
-                "file_name": f"train/{category['image_dir_name']}/{image_id}.jpg",
-                "license": 1 + index % 2,
-                "rights_holder": f"Observer {index}",
-                "date": f"2021-04-{1 + index % 28:02d} 13:45:00+00:00",
-                "latitude": 40.5 + index,
-                "longitude": -73.25 - index,
-                "location_uncertainty": 10.0 * index if index % 2 else None,
-            }
-        )
-        if index < images - 1:
-            document["annotations"].append({"id": index, "image_id": image_id, "category_id": category["id"]})
-    return document
-
-
 @pytest.fixture
 def write_json(tmp_path):
     def write(document, name="train.json") -> Path:
@@ -77,15 +27,6 @@ def write_json(tmp_path):
         return path
 
     return write
-
-
-def database_snapshot() -> dict[str, list[tuple]]:
-    """Every row of every Quire model, to assert that a failed operation changed nothing."""
-    snapshot = {}
-    for model in apps.get_app_config("annotator").get_models():
-        fields = [field.attname for field in model._meta.concrete_fields]
-        snapshot[model.__name__] = list(model.objects.order_by("pk").values_list(*fields))
-    return snapshot
 
 
 @pytest.fixture(scope="session")
@@ -104,3 +45,23 @@ def tiny_settings(settings, tmp_path, tiny_model_dir):
     settings.QUIRE_EMBED_BATCH_SIZE = 4
     settings.QUIRE_EMBED_CHUNK_SIZE = 5
     return settings
+
+
+@pytest.fixture
+def tiny_spec(tiny_settings):
+    """The tiny model's spec, as search functions take it."""
+    from search.spec import ClipSpec
+
+    return ClipSpec(tiny_settings.QUIRE_CLIP_MODEL, tiny_settings.QUIRE_CLIP_PRETRAINED)
+
+
+@pytest.fixture
+def labeling(tiny_settings, tmp_path):
+    """A collection of 120 embedded and indexed images, a query, an annotator and an admin."""
+    make_collection(tmp_path / "images", 120)
+    call_command("embed")
+    query = Query.objects.create(text="Black Skimmer performing skimming", supercategory="Birds", category="Feeding")
+    User = get_user_model()
+    annotator = User.objects.create_user("ann", password="pw-ann-1")
+    admin = User.objects.create_superuser("boss", "boss@example.org", "pw-boss-1")
+    return {"query": query, "annotator": annotator, "admin": admin, "images": tmp_path / "images"}

@@ -2,10 +2,10 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from annotator.importers import import_inat
+from catalog.importers import import_inat
 from annotator.labels import set_label
 from annotator.models import LabelEvent, Query
-from tests.conftest import inat_document
+from tests.factories import inat_document
 
 pytestmark = pytest.mark.django_db
 

@@ -1,10 +1,13 @@
+import json
+
 import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 
-from annotator.models import Image, Query, Taxon
-from search.engine import search
-from tests.conftest import database_snapshot
+from annotator.models import Query
+from catalog.models import Image, Taxon
+from search.facade import search
+from tests.factories import database_snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -18,6 +21,12 @@ def test_demo_builds_a_collection_and_reuses_it(settings, tmp_path, capsys, monk
     out = capsys.readouterr().out
     assert "Admin login:     admin / quire-demo" in out
     assert "RANDOM-WEIGHT model" in out and "Embedding job 1 done: 60 embedded" in out
+    # The choice of model is recorded for later processes, not patched into this one's settings.
+    assert settings.QUIRE_CLIP_PRETRAINED == "dfn5b"
+    recorded = json.loads((tmp_path / "settings.json").read_text())
+    assert recorded["QUIRE_CLIP_PRETRAINED"] == f"local-dir:{tmp_path / 'demo' / 'random-clip'}"
+    monkeypatch.delenv("QUIRE_CLIP_PRETRAINED")
+    settings.QUIRE_CLIP_PRETRAINED = recorded["QUIRE_CLIP_PRETRAINED"]  # what a new process reads
     assert search(text="flamingo standing on one leg", k=5)[0].image_id in range(1, 61)
     client.login(username="annotator", password="quire-demo")
     assert "rankings are meaningless until real weights are configured" in client.get("/").content.decode()

@@ -7,10 +7,12 @@ from django.core.management import CommandError, call_command
 from django.http import StreamingHttpResponse
 
 from annotator.exporters import export_inquire
-from annotator.importers import import_annotations, import_inat, import_queries
+from annotator.importers import import_annotations, import_queries
+from catalog.importers import import_inat
 from annotator.labels import set_label
-from annotator.models import Image, Label, LabelEvent, Query
-from tests.conftest import inat_document
+from annotator.models import Label, LabelEvent, Query
+from catalog.models import Image
+from tests.factories import inat_document
 
 pytestmark = pytest.mark.django_db
 
@@ -82,7 +84,7 @@ def test_round_trip_into_an_empty_project_is_byte_identical(tmp_path, labeled):
     first = tmp_path / "first"
     export_inquire(first)
     LabelEvent.objects.all()._raw_delete(LabelEvent.objects.db)  # test-only reset of the history
-    Label.objects.all().delete()
+    Label.objects.all()._raw_delete(Label.objects.db)
     Query.objects.all().delete()
 
     import_queries(first / "inquire_queries.csv")
@@ -98,7 +100,7 @@ def test_round_trip_without_the_collection_is_byte_identical(tmp_path, labeled):
     first = tmp_path / "first"
     export_inquire(first)
     LabelEvent.objects.all()._raw_delete(LabelEvent.objects.db)
-    Label.objects.all().delete()
+    Label.objects.all()._raw_delete(Label.objects.db)
     Query.objects.all().delete()
     Image.objects.all().delete()
 

@@ -3,10 +3,12 @@ import csv
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotator.importers import ImportFailed, import_annotations, import_inat, import_queries
+from annotator.importers import import_annotations, import_queries
+from catalog.importers import InputError, import_inat
 from annotator.labels import set_label
-from annotator.models import Image, Label, LabelEvent, LabelSource, Query
-from tests.conftest import database_snapshot, inat_document
+from annotator.models import Label, LabelEvent, LabelSource, Query
+from catalog.models import Image
+from tests.factories import database_snapshot, inat_document
 
 pytestmark = pytest.mark.django_db
 
@@ -96,7 +98,7 @@ def test_a_bad_queries_file_stops_and_changes_nothing(tmp_path, queries_csv, cas
     # The good first rows would change query 3 if anything were written.
     path = write(tmp_path, "bad.csv", text.replace("0,3,ok", "0,3,changed"))
 
-    with pytest.raises(ImportFailed) as failure:
+    with pytest.raises(InputError) as failure:
         import_queries(path)
 
     assert str(failure.value).startswith(f"{path}, {where}: ")
@@ -106,13 +108,13 @@ def test_a_bad_queries_file_stops_and_changes_nothing(tmp_path, queries_csv, cas
 
 def test_a_queries_file_in_another_encoding_is_refused(tmp_path):
     path = write(tmp_path, "latin.csv", QUERIES_HEADER + "0,3,Pfau mit Rad \u00fcber Wiese,a,b,c\n", "latin-1")
-    with pytest.raises(ImportFailed, match=r"latin.csv, line 2: the file is not UTF-8 text"):
+    with pytest.raises(InputError, match=r"latin.csv, line 2: the file is not UTF-8 text"):
         import_queries(path)
     assert not Query.objects.exists()
 
 
 def test_an_unknown_split_is_refused(queries_csv):
-    with pytest.raises(ImportFailed, match="split must be one of val, test, other"):
+    with pytest.raises(InputError, match="split must be one of val, test, other"):
         import_queries(queries_csv, split="train")
 
 
@@ -202,7 +204,7 @@ def test_bad_annotations_stop_and_change_nothing(tmp_path, collection, case):
     rows = [(q, i, path_of(i) if p is None else p) for q, i, p in rows]
     before = database_snapshot()
 
-    with pytest.raises(ImportFailed) as failure:
+    with pytest.raises(InputError) as failure:
         import_annotations(annotations(tmp_path, rows))
 
     assert str(failure.value).startswith(f"{tmp_path / 'inquire_annotations.csv'}, {where}: ")

@@ -1,10 +1,10 @@
 import pytest
 from django.contrib.auth.models import User
 
-from annotator.importers import import_inat
+from catalog.importers import import_inat
 from annotator.labels import clear_label, set_label, set_labels_in_bulk
 from annotator.models import Label, LabelEvent, Query
-from tests.conftest import inat_document
+from tests.factories import inat_document
 
 pytestmark = pytest.mark.django_db
 

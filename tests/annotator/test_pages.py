@@ -1,10 +1,10 @@
 import pytest
 from django.contrib.auth.models import User
 
-from annotator.importers import import_inat
+from catalog.importers import import_inat
 from annotator.labels import set_label
 from annotator.models import Query
-from tests.conftest import inat_document
+from tests.factories import inat_document
 
 pytestmark = pytest.mark.django_db
 
@@ -27,10 +27,21 @@ def test_home_needs_a_login_and_lists_queries_with_counts(client, project):
     assert "inquire_labels.csv" not in page  # exports are for staff
 
 
-@pytest.mark.parametrize("model", ["taxon", "image", "imageroot", "query", "label", "labelevent"])
+@pytest.mark.parametrize(
+    "model",
+    [
+        "catalog/taxon",
+        "catalog/image",
+        "catalog/imageroot",
+        "annotator/query",
+        "annotator/label",
+        "annotator/labelevent",
+        "annotator/importbatch",
+    ],
+)
 def test_admin_pages_render_for_every_model(admin_client, project, model):
-    assert admin_client.get(f"/admin/annotator/{model}/").status_code == 200
-    assert admin_client.get(f"/admin/annotator/{model}/?q=skimmer%27%3B--").status_code == 200
+    assert admin_client.get(f"/admin/{model}/").status_code == 200
+    assert admin_client.get(f"/admin/{model}/?q=skimmer%27%3B--").status_code == 200
 
 
 def test_admin_index_links_the_exports(admin_client, project):

@@ -5,8 +5,8 @@ from django.core.management import call_command
 
 from annotator.labels import set_label
 from annotator.models import LabelSource, LabelValue, Query
-from search.engine import search
-from tests.search.conftest import make_collection
+from search.facade import search
+from tests.factories import make_collection
 
 pytestmark = pytest.mark.django_db
 

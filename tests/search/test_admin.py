@@ -3,7 +3,7 @@ from django.contrib.auth import get_user_model
 
 from search.models import EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
 
-from .conftest import make_collection
+from tests.factories import make_collection
 
 pytestmark = pytest.mark.django_db
 

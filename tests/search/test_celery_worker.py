@@ -17,10 +17,10 @@ import redis
 from django.core.management import call_command
 from django.db import connection
 
-from search.engine import search
+from search.facade import search
 from search.models import EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
 
-from .conftest import make_collection
+from tests.factories import make_collection
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,11 +6,12 @@ from PIL import Image as PILImage
 
 from search import jobs
 from search.clip import get_embedder
-from search.engine import search, store_root
+from search.facade import search
+from search.spec import store_root
 from search.models import ChunkStatus, EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
 from search.store import EmbeddingStore
 
-from .conftest import make_collection
+from tests.factories import make_collection
 
 pytestmark = pytest.mark.django_db
 

@@ -4,10 +4,11 @@ import pyarrow.parquet as pq
 import pytest
 from django.core.management import CommandError, call_command
 
-from search.engine import search, store_root
+from search.facade import search
+from search.spec import store_root
 from search.store import EmbeddingStore
 
-from .conftest import make_collection
+from tests.factories import make_collection
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +33,7 @@ def write_layout(folder, groups, dim=16, seed=0):
 @pytest.fixture
 def collection(tiny_spec, tmp_path):
     make_collection(tmp_path / "images", 10)
-    from annotator.models import Image
+    from catalog.models import Image
 
     return dict(Image.objects.values_list("file_name", "id"))
 

@@ -1,4 +1,5 @@
 import os
+import sys
 
 # The demo never reaches the network: without this the model hub client retries for
 # a minute before saying the weights are not here. It must be set before it is imported.
@@ -8,10 +9,9 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.core.management.base import BaseCommand  # noqa: E402
 
-from annotator.demo import DEMO_ADMIN, DEMO_ANNOTATOR, build_demo  # noqa: E402
+from annotator.demo import DEMO_ADMIN, DEMO_ANNOTATOR, build_demo, remember_model  # noqa: E402
 from annotator.models import Query  # noqa: E402
-from search.demo import demo_model  # noqa: E402
-from search.engine import index_folder  # noqa: E402
+from search.facade import configured_spec, has_index, prepare_demo_model  # noqa: E402
 
 
 class Command(BaseCommand):
@@ -32,18 +32,33 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Demo collection: {result.images} images, {result.taxa} taxa, {result.queries} demo queries."
         )
-        spec, stand_in_reason = demo_model(settings.QUIRE_DATA_DIR)
+        spec, stand_in_reason = prepare_demo_model(settings.QUIRE_DATA_DIR)
         if stand_in_reason:
-            self.stdout.write(self.style.WARNING(f"{stand_in_reason}\nThe demo uses a small RANDOM-WEIGHT model instead: "
-                                                 "rankings are meaningless until real weights are configured."))
-        call_command("embed", stdout=self.stdout, stderr=self.stderr)
-        if not (index_folder(spec.name) / "current.json").exists():
-            call_command("build_index", stdout=self.stdout)
+            self.stdout.write(
+                self.style.WARNING(
+                    f"{stand_in_reason}\nThe demo uses a small RANDOM-WEIGHT model instead: "
+                    "rankings are meaningless until real weights are configured."
+                )
+            )
+        if spec != configured_spec():
+            # Recorded in the data directory, where every later command and the server read it.
+            path = remember_model(settings.QUIRE_DATA_DIR, spec)
+            self.stdout.write(f"The demo's model is recorded in {path}; the environment still takes precedence.")
+        call_command("embed", model=spec.name, stdout=self.stdout, stderr=self.stderr)
+        if not has_index(spec):
+            call_command("build_index", model=spec.name, stdout=self.stdout)
         self.stdout.write(f"Admin login:     {DEMO_ADMIN[0]} / {DEMO_ADMIN[1]}")
         self.stdout.write(f"Annotator login: {DEMO_ANNOTATOR[0]} / {DEMO_ANNOTATOR[1]}")
-        if no_serve:
-            return
         first = Query.objects.order_by("id").first()
         start = f"http://{addrport}/queries/{first.pk}/" if first else f"http://{addrport}/"
+        if no_serve:
+            self.stdout.write(
+                f"The demo is ready. Serve it with `./dev demo` and open {start}; run any command against it "
+                'from this folder, e.g. `DEBUG=1 .venv/bin/python manage.py search "flamingo standing on one leg"`.'
+            )
+            return
         self.stdout.write(self.style.SUCCESS(f"Serving Quire: open {start} (Ctrl+C stops it)."))
-        call_command("runserver", addrport, use_reloader=False)
+        sys.stdout.flush()
+        # A fresh process reads the settings the demo recorded (nothing here changes settings in place).
+        manage = str(settings.BASE_DIR / "manage.py")
+        os.execv(sys.executable, [sys.executable, manage, "runserver", addrport, "--noreload"])

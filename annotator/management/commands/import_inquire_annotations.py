@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand
 
 from annotator.importers import import_annotations
 
-from ._base import import_errors_as_command_errors
+from catalog.cli import input_errors_as_command_errors
 
 
 class Command(BaseCommand):
@@ -19,6 +19,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, csv_file, create_missing_images, **options):
-        with import_errors_as_command_errors():
+        with input_errors_as_command_errors():
             result = import_annotations(csv_file, create_missing_images=create_missing_images)
         self.stdout.write(self.style.SUCCESS(f"Imported {csv_file}: {result}."))

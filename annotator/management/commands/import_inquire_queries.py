@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand
 from annotator.importers import import_queries
 from annotator.models import Query
 
-from ._base import import_errors_as_command_errors
+from catalog.cli import input_errors_as_command_errors
 
 
 class Command(BaseCommand):
@@ -20,6 +20,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, csv_file, split, **options):
-        with import_errors_as_command_errors():
+        with input_errors_as_command_errors():
             result = import_queries(csv_file, split=split)
         self.stdout.write(self.style.SUCCESS(f"Imported {csv_file}: {result}."))

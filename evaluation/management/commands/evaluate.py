@@ -4,7 +4,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import metrics as m
-from evaluation.inputs import EvaluationInputError, GroundTruth, qrels_from_database, read_qrels, read_queries, read_run
+from evaluation.inputs import InputError, GroundTruth, qrels_from_database, read_qrels, read_queries, read_run
+from evaluation.runs import run_from_model
+from search.facade import SearchUnavailable
 from evaluation.report import DEFAULT_METRICS, compare, evaluate, format_table, two_stage
 
 
@@ -37,7 +39,7 @@ class Command(BaseCommand):
                               normaliser=options["normaliser"])  # fmt: skip
             other = evaluate(truth, self._run(options["compare"], options, truth), protocol=options["protocol"], k=options["k"],
                              metrics=report.metrics, normaliser=options["normaliser"]) if options["compare"] else None  # fmt: skip
-        except (EvaluationInputError, ValueError) as error:
+        except (InputError, ValueError) as error:
             raise CommandError(str(error)) from None
         self.stdout.write(format_table(report, options["group_by"]))
         result = report.as_json(options["group_by"])
@@ -66,12 +68,9 @@ class Command(BaseCommand):
 
     def _run(self, path, options, truth):
         if options["from_model"] and path is None:
-            from evaluation.runs import run_from_model
-            from search.engine import NoIndex, SearchError
-
             try:
                 return run_from_model(truth, depth=max(options["k"], options["top"]))
-            except (NoIndex, SearchError) as error:
+            except SearchUnavailable as error:
                 raise CommandError(str(error)) from None
         if path is None:
             raise CommandError("Give --run FILE (or --from-model).")

@@ -3,7 +3,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from search import jobs
-from search.clip import configured_spec
+from search.spec import configured_spec
 from search.models import IndexBuild, JobStatus
 
 
@@ -15,14 +15,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--kind", choices=["auto", "flat", "ivfpq"], default="auto")
-        parser.add_argument("--here", action="store_true", help="build in this process even when a broker is configured")
+        parser.add_argument(
+            "--here", action="store_true", help="build in this process even when a broker is configured"
+        )
+        parser.add_argument(
+            "--model", metavar="NAME", help="the model whose vectors to index (default: the configured one)"
+        )
 
-    def handle(self, kind, here, **options):
-        spec = configured_spec()
+    def handle(self, kind, here, model, **options):
+        model_name = model or configured_spec().name
         started = time.monotonic()
-        self.stdout.write(f"Building the {kind} index for {spec.name} ...")
+        self.stdout.write(f"Building the {kind} index for {model_name} ...")
         try:
-            build = jobs.start_index_build(spec.name, kind, run_here=here)
+            build = jobs.start_index_build(model_name, kind, run_here=here)
         except (FileNotFoundError, ValueError) as error:  # no embeddings yet; too few for IVF-PQ
             raise CommandError(str(error)) from None
         while build.status in jobs.UNFINISHED:  # a worker is building it

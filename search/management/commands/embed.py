@@ -5,7 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from search import jobs
-from search.clip import WeightsUnavailable, check_weights, configured_spec
+from search.exceptions import WeightsUnavailable
+from search.spec import ClipSpec, configured_spec
 from search.models import EmbeddingFailure, EmbeddingJob, JobStatus
 
 
@@ -20,9 +21,17 @@ class Command(BaseCommand):
         parser.add_argument("--chunk-size", type=int, help=f"images per task (default {settings.QUIRE_EMBED_CHUNK_SIZE})")
         parser.add_argument("--retry-failed", action="store_true", help="try again the images earlier jobs could not read")
         parser.add_argument("--detach", action="store_true", help="queue the chunks and return without waiting")
+        parser.add_argument(
+            "--model",
+            metavar="NAME",
+            help="embed with this model instead of the configured one, named as its vectors are "
+            "(e.g. ViT-H-14-378-quickgelu/dfn5b, or local-dir:/path/to/folder)",
+        )
 
-    def handle(self, chunk_size, retry_failed, detach, **options):
-        spec = configured_spec()
+    def handle(self, chunk_size, retry_failed, detach, model, **options):
+        from search.clip import check_weights  # the model stack: only once there is something to embed
+
+        spec = ClipSpec.from_name(model) if model else configured_spec()
         if spec.random_weights:
             self.stderr.write(self.style.WARNING(f"{spec.name} has random weights: rankings are meaningless until real weights are configured."))
         try:

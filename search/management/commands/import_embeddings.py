@@ -2,10 +2,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from annotator.management.commands._base import import_errors_as_command_errors, progress_bar
+from catalog.cli import input_errors_as_command_errors, progress_bar
 from search import jobs
-from search.clip import configured_spec
-from search.engine import store_root
+from search.spec import configured_spec, store_root
 from search.importers import import_clip_retrieval
 
 
@@ -22,7 +21,7 @@ class Command(BaseCommand):
 
     def handle(self, folder, model, no_index, **options):
         model_name = model or configured_spec().name
-        with import_errors_as_command_errors(), progress_bar("vectors", "vec") as progress:
+        with input_errors_as_command_errors(), progress_bar("vectors", "vec") as progress:
             result = import_clip_retrieval(folder, store_root(), model_name, progress=progress)
         self.stdout.write(self.style.SUCCESS(f"Imported {result} as {model_name}."))
         if not no_index:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
-from .models import Taxon
+from .models import ROWS_PER_STATEMENT, Taxon
 
 RANKS = ("genus", "family", "order", "class_name", "phylum", "kingdom")
 
@@ -44,7 +44,7 @@ def species_for_all(names) -> set[int]:
 
 def _suggestion(name: str) -> str:
     known: set[str] = set()
-    for fields in Taxon.objects.values_list("scientific_name", "common_name", *RANKS).iterator(chunk_size=5000):
+    for fields in Taxon.objects.values_list("scientific_name", "common_name", *RANKS).iterator(chunk_size=ROWS_PER_STATEMENT):
         known.update(field for field in fields if field)
     lowered = {item.lower(): item for item in known}
     close = [lowered[item] for item in difflib.get_close_matches(name.lower(), lowered, n=3, cutoff=0.6)]

@@ -2,9 +2,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from PIL import Image as PILImage
 
-from annotator.importers import ImportFailed, import_folder, import_inat
-from annotator.models import Image, ImageRoot
-from tests.conftest import database_snapshot, inat_document
+from catalog.importers import InputError, import_folder, import_inat
+from catalog.models import Image, ImageRoot
+from tests.factories import database_snapshot, inat_document
 
 pytestmark = pytest.mark.django_db
 
@@ -65,7 +65,7 @@ def test_an_unreadable_image_stops_the_import_unless_skipped(folder, capsys):
     (folder / "broken.jpg").write_bytes(b"\xff\xd8 this is not really a jpeg")
     before = database_snapshot()
 
-    with pytest.raises(ImportFailed, match=r"broken.jpg: not a readable JPEG/PNG image .*--skip-unreadable"):
+    with pytest.raises(InputError, match=r"broken.jpg: not a readable JPEG/PNG image .*--skip-unreadable"):
         import_folder(folder)
     assert database_snapshot() == before
 

@@ -5,7 +5,8 @@ import pytest
 from django.urls import reverse
 
 from annotator.labels import set_label
-from annotator.models import Image, ImageRoot, Label, LabelEvent, LabelSource, LabelValue, Query
+from annotator.models import Label, LabelEvent, LabelSource, LabelValue, Query
+from catalog.models import Image, ImageRoot
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,8 @@ import io
 import pytest
 from playwright.sync_api import expect
 
-from annotator.models import Image, Label, LabelValue
+from annotator.models import Label, LabelValue
+from catalog.models import Image
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

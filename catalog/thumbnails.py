@@ -4,12 +4,12 @@ The URL names an image id, never a path. The path comes from the database and
 is still checked to stay inside its root, so a hostile file_name in an imported
 file ("../../etc/passwd") cannot serve anything else.
 """
-import os
 from pathlib import Path
 
 from django.conf import settings
 from PIL import Image as PILImage
 
+from .files import atomic_path
 from .models import Image
 
 THUMBNAIL_SIZE = 256  # px on the long side: four columns of a grid on a laptop screen, sharp on HiDPI
@@ -38,15 +38,12 @@ def thumbnail_path(image: Image) -> Path:
         return cached
     source = original_path(image)
     cached.parent.mkdir(parents=True, exist_ok=True)
-    temporary = cached.with_name(f"{cached.name}.{os.getpid()}.{id(image)}.tmp")
     try:
-        with PILImage.open(source) as picture:
+        with PILImage.open(source) as picture, atomic_path(cached) as temporary:
             picture.draft("RGB", (THUMBNAIL_SIZE, THUMBNAIL_SIZE))
             picture = picture.convert("RGB")
             picture.thumbnail((THUMBNAIL_SIZE, THUMBNAIL_SIZE))
             picture.save(temporary, "JPEG", quality=82)
     except (OSError, ValueError, PILImage.DecompressionBombError) as error:
-        temporary.unlink(missing_ok=True)
         raise NotServable(f"Image {image.pk} cannot be decoded: {error}") from None
-    temporary.replace(cached)
     return cached

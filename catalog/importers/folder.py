@@ -14,8 +14,8 @@ import PIL.Image
 from django.db import transaction
 from django.db.models import Max
 
-from ..models import Image, ImageRoot, Taxon
-from .errors import ImportFailed
+from ..models import ROWS_PER_STATEMENT, Image, ImageRoot, Taxon
+from ..inputs import InputError
 
 EXTENSIONS = {".jpg", ".jpeg", ".png"}
 
@@ -67,7 +67,7 @@ def import_folder(folder: Path, *, skip_unreadable: bool = False) -> FolderResul
     """
     folder = Path(folder).resolve()
     if not folder.is_dir():
-        raise ImportFailed(folder, None, "no such folder")
+        raise InputError(folder, None, "no such folder")
     files = image_files(folder)
     taxa = taxon_lookup()
     skipped: list[str] = []
@@ -85,7 +85,7 @@ def import_folder(folder: Path, *, skip_unreadable: bool = False) -> FolderResul
                     width, height = picture.size
             except (OSError, PIL.Image.DecompressionBombError) as error:
                 if not skip_unreadable:
-                    raise ImportFailed(
+                    raise InputError(
                         folder / relative,
                         None,
                         f"not a readable JPEG/PNG image ({error}); fix or remove it, or pass --skip-unreadable",
@@ -97,7 +97,7 @@ def import_folder(folder: Path, *, skip_unreadable: bool = False) -> FolderResul
                 Image(id=next_id, root=root, file_name=file_name, width=width, height=height, taxon_id=taxon_id)
             )
             next_id += 1
-        Image.objects.bulk_create(new_images, batch_size=5000)
+        Image.objects.bulk_create(new_images, batch_size=ROWS_PER_STATEMENT)
     return FolderResult(
         found=len(files),
         created=len(new_images),

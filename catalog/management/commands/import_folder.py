@@ -2,9 +2,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from annotator.importers import import_folder
+from catalog.importers import import_folder
 
-from ._base import import_errors_as_command_errors
+from catalog.cli import input_errors_as_command_errors
 
 
 class Command(BaseCommand):
@@ -20,7 +20,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, folder, skip_unreadable, **options):
-        with import_errors_as_command_errors():
+        with input_errors_as_command_errors():
             result = import_folder(folder, skip_unreadable=skip_unreadable)
         for name in result.skipped:
             self.stderr.write(f"skipped unreadable image: {name}")

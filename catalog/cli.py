@@ -1,18 +1,19 @@
-"""What every Quire import/export command shares: one-line errors and a progress bar."""
+"""What every Quire import and export command shares: one-line errors and a progress bar."""
+
 from contextlib import contextmanager
 
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
-from annotator.importers import ImportFailed
+from .inputs import InputError
 
 
 @contextmanager
-def import_errors_as_command_errors():
-    """Turn an ImportFailed into Django's CommandError: the one-line message and exit status 1."""
+def input_errors_as_command_errors():
+    """Turn an InputError into Django's CommandError: the one-line message and exit status 1."""
     try:
         yield
-    except ImportFailed as error:
+    except InputError as error:
         raise CommandError(str(error)) from None
 
 

@@ -2,24 +2,31 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.models import Label, Taxon
-from annotator.taxa import UnknownTaxon, species_for_all
-from search.clip import WeightsUnavailable, configured_spec
-from search.engine import NoIndex, SearchError, search
-from search.store import StoreMismatch
+from annotator.models import Label
+from catalog.models import Taxon
+from catalog.taxa import UnknownTaxon, species_for_all
+from search.facade import SearchUnavailable, configured_spec, search
 
 
 class Command(BaseCommand):
-    help = 'Rank the collection for a text ("puffins carrying food") or an image (--image ID); prints image_id, score, taxon.'
+    help = (
+        'Rank the collection for a text ("puffins carrying food") or an image (--image ID); '
+        "prints rank, image_id, score, taxon."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("text", nargs="?", help="what the images should show")
         parser.add_argument("--image", type=int, help="rank by similarity to this image of the collection instead")
         parser.add_argument(
-            "--taxon", action="append", default=[], metavar="NAME",
+            "--taxon",
+            action="append",
+            default=[],
+            metavar="NAME",
             help="only images of this taxon, at any rank (species, genus, family...); repeat for several",
         )
-        parser.add_argument("--exclude-labeled", type=int, metavar="QUERY_ID", help="leave out images labeled for this query")
+        parser.add_argument(
+            "--exclude-labeled", type=int, metavar="QUERY_ID", help="leave out images labeled for this query"
+        )
         parser.add_argument("-k", type=int, default=50, help="how many results (default 50)")
         parser.add_argument("--offset", type=int, default=0, help="skip this many results first (paging)")
         parser.add_argument("--json", dest="as_json", action="store_true", help="print JSON lines instead of a table")
@@ -35,8 +42,16 @@ class Command(BaseCommand):
             excluded = None
             if exclude_labeled is not None:
                 excluded = Label.objects.filter(query_id=exclude_labeled).values_list("image_id", flat=True)
-            hits = search(text=text, image_id=image, k=k, offset=offset, taxon_ids=taxon_ids, exclude_image_ids=excluded, spec=spec)
-        except (UnknownTaxon, SearchError, NoIndex, WeightsUnavailable, StoreMismatch) as error:
+            hits = search(
+                text=text,
+                image_id=image,
+                k=k,
+                offset=offset,
+                taxon_ids=taxon_ids,
+                exclude_image_ids=excluded,
+                spec=spec,
+            )
+        except (UnknownTaxon, SearchUnavailable) as error:
             raise CommandError(str(error)) from None
         names = dict(Taxon.objects.filter(pk__in={hit.taxon_id for hit in hits}).values_list("id", "scientific_name"))
         for rank, hit in enumerate(hits, start=offset + 1):
@@ -50,4 +65,6 @@ class Command(BaseCommand):
 
 
 def _json_line(rank, hit, name) -> str:
-    return json.dumps({"rank": rank, "image_id": hit.image_id, "score": round(hit.score, 6), "taxon_id": hit.taxon_id, "taxon": name})
+    return json.dumps(
+        {"rank": rank, "image_id": hit.image_id, "score": round(hit.score, 6), "taxon_id": hit.taxon_id, "taxon": name}
+    )

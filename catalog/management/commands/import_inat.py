@@ -2,9 +2,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from annotator.importers import import_inat
+from catalog.importers import import_inat
 
-from ._base import import_errors_as_command_errors, progress_bar
+from catalog.cli import input_errors_as_command_errors, progress_bar
 
 
 class Command(BaseCommand):
@@ -16,6 +16,6 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=50_000, help="images written per batch")
 
     def handle(self, json_file, images_root, batch_size, **options):
-        with import_errors_as_command_errors(), progress_bar("images", "img") as progress:
+        with input_errors_as_command_errors(), progress_bar("images", "img") as progress:
             result = import_inat(json_file, images_root, batch_size=batch_size, progress=progress)
         self.stdout.write(self.style.SUCCESS(f"Imported {json_file}: {result}."))

@@ -8,9 +8,9 @@ import sys
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotator.importers import ImportFailed, import_inat
-from annotator.models import Image, ImageRoot, Taxon
-from tests.conftest import database_snapshot, inat_document
+from catalog.importers import InputError, import_inat
+from catalog.models import Image, ImageRoot, Taxon
+from tests.factories import database_snapshot, inat_document
 
 pytestmark = pytest.mark.django_db
 
@@ -125,7 +125,7 @@ def test_a_bad_record_stops_the_import_and_changes_nothing(write_json, how):
     document["images"][0]["rights_holder"] = "changed, so a partial import would show"
     path = write_json(_break(document, how), "bad.json")
 
-    with pytest.raises(ImportFailed) as failure:
+    with pytest.raises(InputError) as failure:
         import_inat(path, batch_size=2)
 
     where, problem = BAD_RECORDS[how]
@@ -150,7 +150,7 @@ def test_a_broken_file_stops_the_import_and_changes_nothing(tmp_path, write_json
     path = tmp_path / "broken.json"
     path.write_bytes(content)
 
-    with pytest.raises(ImportFailed) as failure:
+    with pytest.raises(InputError) as failure:
         import_inat(path)
 
     assert str(failure.value).startswith(f"{path}, near byte ")
@@ -159,9 +159,9 @@ def test_a_broken_file_stops_the_import_and_changes_nothing(tmp_path, write_json
 
 
 def test_a_missing_file_or_images_root_is_named(tmp_path, write_json):
-    with pytest.raises(ImportFailed, match="no such file"):
+    with pytest.raises(InputError, match="no such file"):
         import_inat(tmp_path / "nope.json")
-    with pytest.raises(ImportFailed, match="the images root is not a folder"):
+    with pytest.raises(InputError, match="the images root is not a folder"):
         import_inat(write_json(inat_document()), tmp_path / "no-such-folder")
 
 

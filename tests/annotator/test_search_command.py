@@ -8,10 +8,12 @@ from django.core.management import CommandError, call_command
 from annotator.labels import set_label
 from annotator.models import LabelSource, LabelValue, Query
 from search.clip import get_embedder
-from search.engine import SearchError, search, store_root
+from search.exceptions import SearchError
+from search.facade import search
+from search.spec import store_root
 from search.store import EmbeddingStore
 
-from .conftest import make_collection
+from tests.factories import make_collection
 
 pytestmark = pytest.mark.django_db
 

@@ -23,7 +23,7 @@ import numpy as np
 from django.db import transaction
 
 from ..models import Image, ImageRoot, Taxon
-from .errors import ImportFailed
+from ..inputs import InputError
 from .values import BadValue, optional_date, optional_float, optional_int, optional_text, required_int, required_text
 from .writers import UpsertWriter
 
@@ -68,13 +68,13 @@ def import_inat(
 
     `images_root` is the folder the images' file_name values are relative to.
     `progress(done, total)` is called after each batch of images.
-    Raises ImportFailed naming the record for any bad value.
+    Raises InputError naming the record for any bad value.
     """
     path = Path(path)
     if not path.is_file():
-        raise ImportFailed(path, None, "no such file")
+        raise InputError(path, None, "no such file")
     if images_root is not None and not Path(images_root).is_dir():
-        raise ImportFailed(images_root, None, "the images root is not a folder")
+        raise InputError(images_root, None, "the images root is not a folder")
 
     licenses = {license_id: name for license_id, name in _licenses(path)}
     taxa = list(_taxa(path))
@@ -125,7 +125,7 @@ def _check_unique(path, ids: np.ndarray) -> None:
     repeats = np.flatnonzero(ordered[1:] == ordered[:-1])
     if len(repeats):
         second = order[repeats[0] + 1]
-        raise ImportFailed(path, f"images[{second}]", f"image id {ids[second]} appears twice in the file")
+        raise InputError(path, f"images[{second}]", f"image id {ids[second]} appears twice in the file")
 
 
 def _open(path: Path):
@@ -140,17 +140,17 @@ def _items(path: Path, section: str) -> Iterator[tuple[int, dict]]:
     try:
         for index, record in enumerate(ijson.items(handle, f"{section}.item", use_float=True)):
             if not isinstance(record, dict):
-                raise ImportFailed(path, f"{section}[{index}]", "each record must be a JSON object")
+                raise InputError(path, f"{section}[{index}]", "each record must be a JSON object")
             yield index, record
     except ijson.JSONError as error:
         # ijson reads ahead in 64 KB blocks, so the position is that close.
         message = _first_line(error)
         problem = "the file is not UTF-8 text" if "UTF8" in message else f"broken JSON ({message})"
-        raise ImportFailed(path, f"near byte {handle.tell()}", problem) from None
+        raise InputError(path, f"near byte {handle.tell()}", problem) from None
     except (OSError, EOFError) as error:  # a truncated or corrupt .gz
-        raise ImportFailed(path, f"reading {section}", f"cannot read the file ({_first_line(error)})") from None
+        raise InputError(path, f"reading {section}", f"cannot read the file ({_first_line(error)})") from None
     except UnicodeDecodeError:
-        raise ImportFailed(path, f"reading {section}", "the file is not UTF-8 JSON") from None
+        raise InputError(path, f"reading {section}", "the file is not UTF-8 JSON") from None
     finally:
         handle.close()
 
@@ -169,7 +169,7 @@ def _licenses(path: Path) -> Iterator[tuple[int, str]]:
         try:
             yield required_int(record.get("id"), "id"), optional_text(record.get("name"), "name", 255)
         except BadValue as error:
-            raise ImportFailed(path, f"licenses[{index}]", str(error)) from None
+            raise InputError(path, f"licenses[{index}]", str(error)) from None
 
 
 def _taxa(path: Path) -> Iterator[tuple]:
@@ -183,9 +183,9 @@ def _taxa(path: Path) -> Iterator[tuple]:
                 *(optional_text(record.get(key), key, 255 if key.endswith("name") else 100) for key in CATEGORY_KEYS[1:]),
             )
         except BadValue as error:
-            raise ImportFailed(path, f"categories[{index}]", str(error)) from None
+            raise InputError(path, f"categories[{index}]", str(error)) from None
         if taxon_id in seen:
-            raise ImportFailed(path, f"categories[{index}]", f"category id {taxon_id} appears twice in the file")
+            raise InputError(path, f"categories[{index}]", f"category id {taxon_id} appears twice in the file")
         seen.add(taxon_id)
         yield row
 
@@ -198,10 +198,10 @@ def _annotations(path: Path, taxon_ids: np.ndarray) -> tuple[np.ndarray, np.ndar
             image_id = required_int(record.get("image_id"), "image_id")
             category_id = required_int(record.get("category_id"), "category_id")
         except BadValue as error:
-            raise ImportFailed(path, f"annotations[{index}]", str(error)) from None
+            raise InputError(path, f"annotations[{index}]", str(error)) from None
         position = np.searchsorted(taxon_ids, category_id)
         if position == len(taxon_ids) or taxon_ids[position] != category_id:
-            raise ImportFailed(
+            raise InputError(
                 path, f"annotations[{index}]", f"category_id {category_id} is not in the file's categories"
             )
         image_ids.append(image_id)
@@ -212,7 +212,7 @@ def _annotations(path: Path, taxon_ids: np.ndarray) -> tuple[np.ndarray, np.ndar
     images, categories = images[order], categories[order]
     repeats = np.flatnonzero((images[1:] == images[:-1]) & (categories[1:] != categories[:-1]))
     if len(repeats):
-        raise ImportFailed(
+        raise InputError(
             path, "annotations", f"image_id {images[repeats[0]]} is annotated with two different categories"
         )
     return images, categories
@@ -243,7 +243,7 @@ def _image_row(path, index, record, root_id, licenses, annotated_ids, annotated_
             optional_text(record.get("rights_holder"), "rights_holder", 255),
         )
     except BadValue as error:
-        raise ImportFailed(path, f"images[{index}]", str(error)) from None
+        raise InputError(path, f"images[{index}]", str(error)) from None
 
 
 def _size(value, field: str) -> int | None:

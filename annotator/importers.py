@@ -10,11 +10,12 @@ from pathlib import Path, PurePosixPath
 from django.core.management.color import no_style
 from django.db import connection, transaction
 
-from ..labels import set_labels_in_bulk
-from ..models import Image, LabelSource, LabelValue, Query, Taxon
-from .csvfile import read_csv
-from .errors import ImportFailed
-from .values import BadValue, optional_int, optional_text, required_int, required_text
+from catalog.importers.values import BadValue, optional_int, optional_text, required_int, required_text
+from catalog.inputs import InputError, read_csv
+from catalog.models import ROWS_PER_STATEMENT, Image, Taxon
+
+from .labels import set_labels_in_bulk
+from .models import ImportBatch, LabelSource, LabelValue, Query
 
 QUERY_COLUMNS = ["query_id", "query_text", "supercategory", "category", "iconic_group"]
 ANNOTATION_COLUMNS = ["query_id", "image_id", "image_path"]
@@ -61,7 +62,7 @@ def import_queries(path: Path, split: str | None = None) -> QueriesResult:
     """
     path = Path(path)
     if split is not None and split not in Query.Split.values:
-        raise ImportFailed(path, None, f"split must be one of {', '.join(Query.Split.values)}, not {split!r}")
+        raise InputError(path, None, f"split must be one of {', '.join(Query.Split.values)}, not {split!r}")
     split = split or split_from_file_name(path)
     parsed: dict[int, dict] = {}
     for line, row in read_csv(path, QUERY_COLUMNS):
@@ -78,9 +79,9 @@ def import_queries(path: Path, split: str | None = None) -> QueriesResult:
                 "csv_index": optional_int(row.get(""), "the unnamed first column"),
             }
         except BadValue as error:
-            raise ImportFailed(path, f"line {line}", str(error)) from None
+            raise InputError(path, line, str(error)) from None
         if query_id in parsed:
-            raise ImportFailed(path, f"line {line}", f"query_id {query_id} appears twice in the file")
+            raise InputError(path, line, f"query_id {query_id} appears twice in the file")
         parsed[query_id] = fields
 
     created = updated = 0
@@ -109,8 +110,11 @@ def reset_id_sequence(model) -> None:
             cursor.execute(statement)
 
 
-def import_annotations(path: Path, *, create_missing_images: bool = False) -> AnnotationsResult:
+def import_annotations(path: Path, *, create_missing_images: bool = False, user=None) -> AnnotationsResult:
     """Mark each (query, image) pair of an INQUIRE annotations CSV relevant, all or nothing.
+
+    The import is recorded as an ImportBatch (file, user, counts) that every label event it
+    writes points to.
 
     Every query must exist (import the queries file first). Every image must
     exist in the collection, unless `create_missing_images`, which adds the
@@ -127,11 +131,11 @@ def import_annotations(path: Path, *, create_missing_images: bool = False) -> An
             image_id = required_int(row["image_id"], "image_id")
             image_path = required_text(row["image_path"], "image_path", 1024)
         except BadValue as error:
-            raise ImportFailed(path, f"line {line}", str(error)) from None
+            raise InputError(path, line, str(error)) from None
         if image_id in paths and paths[image_id][0] != image_path:
-            raise ImportFailed(
+            raise InputError(
                 path,
-                f"line {line}",
+                line,
                 f"image {image_id} has image_path {image_path!r} here but {paths[image_id][0]!r} "
                 f"on line {paths[image_id][1]}",
             )
@@ -142,23 +146,29 @@ def import_annotations(path: Path, *, create_missing_images: bool = False) -> An
     known_queries = set(Query.objects.filter(id__in=list(first_line_of_query)).values_list("id", flat=True))
     for query_id, line in sorted(first_line_of_query.items(), key=lambda item: item[1]):
         if query_id not in known_queries:
-            raise ImportFailed(
-                path, f"line {line}", f"unknown query_id {query_id}; import the queries CSV that defines it first"
+            raise InputError(
+                path, line, f"unknown query_id {query_id}; import the queries CSV that defines it first"
             )
 
     with transaction.atomic():
         missing = _check_images(path, paths)
         if missing and not create_missing_images:
             image_id = min(missing, key=lambda i: paths[i][1])
-            raise ImportFailed(
+            raise InputError(
                 path,
-                f"line {paths[image_id][1]}",
+                paths[image_id][1],
                 f"unknown image_id {image_id} (and {len(missing) - 1} more); import the collection first, "
                 "or pass --create-missing-images to add them from image_path",
             )
         if missing:
             _create_images({image_id: paths[image_id][0] for image_id in missing})
-        changed = set_labels_in_bulk(pairs, value=LabelValue.RELEVANT, source=LabelSource.IMPORT)
+        batch = ImportBatch.objects.create(file_name=str(path), kind="inquire_annotations", user=user, rows=len(pairs))
+        changed = set_labels_in_bulk(pairs, value=LabelValue.RELEVANT, source=LabelSource.IMPORT, import_batch=batch)
+        if changed:
+            batch.labels_changed = changed
+            batch.save(update_fields=["labels_changed"])
+        else:  # a re-import that changes nothing leaves no trace, as it wrote no event
+            batch.delete()
     return AnnotationsResult(rows=len(pairs), labels_changed=changed, images_created=len(missing))
 
 
@@ -166,16 +176,16 @@ def _check_images(path: Path, paths: dict[int, tuple[str, int]]) -> set[int]:
     """Return the ids not in the collection; fail on an image whose stored path is a different file."""
     ids = list(paths)
     stored: dict[int, str] = {}
-    for start in range(0, len(ids), 5000):
-        stored.update(Image.objects.filter(id__in=ids[start : start + 5000]).values_list("id", "file_name"))
+    for start in range(0, len(ids), ROWS_PER_STATEMENT):
+        stored.update(Image.objects.filter(id__in=ids[start : start + ROWS_PER_STATEMENT]).values_list("id", "file_name"))
     for image_id, file_name in stored.items():
         image_path, line = paths[image_id]
         # The collection may have been imported from one folder up or down,
         # so one path only has to end with the other.
         if not (file_name.endswith(image_path) or image_path.endswith(file_name)):
-            raise ImportFailed(
+            raise InputError(
                 path,
-                f"line {line}",
+                line,
                 f"image {image_id} is {file_name!r} in the collection but {image_path!r} here; "
                 "is this file for another collection?",
             )
@@ -188,4 +198,4 @@ def _create_images(paths: dict[int, str]) -> None:
     for image_id, image_path in sorted(paths.items()):
         folder = PurePosixPath(image_path).parent.name
         images.append(Image(id=image_id, file_name=image_path, taxon_id=taxa.get(folder)))
-    Image.objects.bulk_create(images, batch_size=5000)
+    Image.objects.bulk_create(images, batch_size=ROWS_PER_STATEMENT)

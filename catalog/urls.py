@@ -1,0 +1,8 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("taxa/suggest", views.suggest_taxa, name="suggest-taxa"),
+    path("images/<int:image_id>/<str:size>", views.image_file, name="image-file"),
+]

@@ -1,0 +1,31 @@
+"""The collection's pages: taxon suggestions for filter boxes, and image files by id."""
+
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from . import taxa
+from .models import Image
+from .thumbnails import NotServable, original_path, thumbnail_path
+
+
+@login_required
+@require_GET
+def suggest_taxa(request):
+    return render(request, "catalog/_suggestions.html", {"suggestions": taxa.suggest(request.GET.get("taxon", ""))})
+
+
+@login_required
+@require_GET
+def image_file(request, image_id, size):
+    if size not in ("thumb", "file"):
+        raise Http404("Image sizes are thumb and file.")
+    image = get_object_or_404(Image.objects.select_related("root"), pk=image_id)
+    try:
+        path = thumbnail_path(image) if size == "thumb" else original_path(image)
+    except NotServable as error:
+        raise Http404(str(error)) from None
+    response = FileResponse(path.open("rb"), content_type="image/jpeg" if size == "thumb" else None)
+    response["Cache-Control"] = "private, max-age=86400"  # an image's file does not change under its id
+    return response

@@ -1,0 +1,25 @@
+"""Why a search cannot be answered. Callers outside search/ catch SearchUnavailable only.
+
+Each subclass says in its text what to do about it (build the index, configure the
+weights, embed with the configured model, change the query).
+"""
+
+
+class SearchUnavailable(Exception):
+    """The engine cannot answer this search now; the text says what to change."""
+
+
+class NoIndex(SearchUnavailable):
+    """No index (or no embeddings) has been built for this model yet."""
+
+
+class SearchError(SearchUnavailable, ValueError):
+    """The search cannot be done as asked (an empty text, an unknown image, a bad k...)."""
+
+
+class WeightsUnavailable(SearchUnavailable):
+    """The configured CLIP weights cannot be loaded."""
+
+
+class StoreMismatch(SearchUnavailable):
+    """The embedding store was written by another model (or with another dimension) than the one asked for."""

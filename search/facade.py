@@ -1,0 +1,88 @@
+"""The search engine's one public door. Code outside search/ imports from here only.
+
+    from search.facade import Hit, SearchUnavailable, search, score_images
+
+Every way a search can fail (no index yet, weights that cannot load, a store of another
+model, a search asked wrongly) raises a subclass of SearchUnavailable whose text says
+what to do; callers catch the base class.
+
+Importing this module is cheap: FAISS, torch and open_clip load on the first search that
+needs them, so commands and pages that never search start fast.
+"""
+
+from pathlib import Path
+
+from .exceptions import SearchUnavailable
+from .results import Hit
+from .spec import ClipSpec, configured_spec, index_folder
+
+__all__ = [
+    "ClipSpec",
+    "Hit",
+    "SearchUnavailable",
+    "configured_spec",
+    "has_index",
+    "prepare_demo_model",
+    "score_images",
+    "search",
+]
+
+
+def search(
+    *,
+    text: str | None = None,
+    image_id: int | None = None,
+    image=None,
+    vector=None,
+    k: int = 50,
+    offset: int = 0,
+    taxon_ids=None,
+    exclude_image_ids=None,
+    spec: ClipSpec | None = None,
+) -> list[Hit]:
+    """Rank the collection by similarity to exactly one of: a `text`, an image of the collection
+    (`image_id`), an uploaded PIL `image`, or a `vector` (any length-dim float array; normalised here).
+
+    `taxon_ids`: species ids to restrict to (callers expand a genus or family to its species);
+    that subset is ranked exactly. `exclude_image_ids`: ids to leave out (e.g. labeled ones).
+    Returns hits `offset` .. `offset + k - 1` of the ranking, best first, ties broken by image
+    id, so consecutive pages join up. `k` is 1 to 10,000. Scores are inner products of unit
+    vectors (cosine similarity, -1 to 1). `spec` defaults to the configured model.
+
+    Raises SearchUnavailable (its text says what to change).
+    """
+    from .engine import search as engine_search
+
+    return engine_search(
+        text=text,
+        image_id=image_id,
+        image=image,
+        vector=vector,
+        k=k,
+        offset=offset,
+        taxon_ids=taxon_ids,
+        exclude_image_ids=exclude_image_ids,
+        spec=spec,
+    )
+
+
+def score_images(*, text: str, image_ids, spec: ClipSpec | None = None):
+    """The similarity of each of `image_ids` to `text`, as a float32 numpy array in the same order
+    (NaN for an image without a vector): where given images sit in a ranking, without ranking the
+    whole collection. Raises SearchUnavailable."""
+    from .engine import score_images as engine_score_images
+
+    return engine_score_images(text=text, image_ids=image_ids, spec=spec)
+
+
+def has_index(spec: ClipSpec | None = None) -> bool:
+    """Whether a search index has been built for `spec` (default: the configured model)."""
+    return (index_folder((spec or configured_spec()).name) / "current.json").exists()
+
+
+def prepare_demo_model(data_dir: Path) -> tuple[ClipSpec, str | None]:
+    """The model the offline demo uses: the configured one when its weights are here, else a tiny
+    random-weight stand-in written under `data_dir`. Returns (spec, why the stand-in is used or None)."""
+    from .demo import demo_model
+
+    return demo_model(data_dir)

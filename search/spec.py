@@ -1,0 +1,70 @@
+"""Which CLIP model is configured, and where its vectors and index live. No torch here: the
+admin, the pages and every command read this without loading the model stack.
+
+The model is named by two settings, as open_clip names it:
+  QUIRE_CLIP_MODEL       e.g. "ViT-H-14-378-quickgelu" (the ViT-H/14 INQUIRE evaluated)
+  QUIRE_CLIP_PRETRAINED  a pretrained tag ("dfn5b"), a checkpoint file, or "local-dir:/path"
+                         (a folder with open_clip_config.json and the weights; the model
+                         name is then taken from the folder and QUIRE_CLIP_MODEL is ignored)
+"""
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+RANDOM_WEIGHTS_MARKER = "RANDOM_WEIGHTS"
+
+
+@dataclass(frozen=True)
+class ClipSpec:
+    model: str
+    pretrained: str
+
+    @property
+    def name(self) -> str:
+        """The identity recorded beside stored embeddings: vectors of different models never mix."""
+        if self.pretrained.startswith("local-dir:"):
+            return self.pretrained
+        return f"{self.model}/{self.pretrained or 'random'}"
+
+    def open_clip_arguments(self) -> tuple[str, str | None]:
+        """(model_name, pretrained) as open_clip.create_model_and_transforms takes them."""
+        if self.pretrained.startswith("local-dir:"):
+            return self.pretrained, None
+        return self.model, self.pretrained or None
+
+    @classmethod
+    def from_name(cls, name: str) -> "ClipSpec":
+        """The spec whose `name` this is (a job records the name; its workers load that model)."""
+        if name.startswith("local-dir:"):
+            return cls("", name)
+        model, _, pretrained = name.partition("/")
+        return cls(model, "" if pretrained == "random" else pretrained)
+
+    @property
+    def random_weights(self) -> bool:
+        """True for a model whose weights are random on purpose (the offline demo's): its rankings mean nothing."""
+        if self.pretrained.startswith("local-dir:"):
+            return (Path(self.pretrained.removeprefix("local-dir:")) / RANDOM_WEIGHTS_MARKER).exists()
+        return not self.pretrained
+
+
+def configured_spec() -> ClipSpec:
+    return ClipSpec(settings.QUIRE_CLIP_MODEL, settings.QUIRE_CLIP_PRETRAINED)
+
+
+def store_root() -> Path:
+    """Where the embedding stores live (one folder per model)."""
+    return Path(settings.QUIRE_DATA_DIR) / "embeddings"
+
+
+def index_folder(model_name: str) -> Path:
+    """Where the index of one model lives (current.json points at the index file in use)."""
+    return Path(settings.QUIRE_DATA_DIR) / "indexes" / model_slug(model_name)
+
+
+def model_slug(model_name: str) -> str:
+    """A folder name for a model name (which may be a path, for local-dir models)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model_name).strip("_")[:120] or "model"
