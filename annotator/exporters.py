@@ -6,6 +6,7 @@ inquire_queries.csv      ,query_id,query_text,supercategory,category,iconic_grou
 inquire_annotations.csv  query_id,image_id,image_path  (relevant pairs only, like the benchmark)
 inquire_labels.csv       query_id,image_id,image_path,label,annotator,updated_at  (every label)
 """
+
 import csv
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -16,7 +17,6 @@ from catalog.files import atomic_path
 from catalog.models import ROWS_PER_STATEMENT
 
 from .models import Label, LabelValue, Query
-
 
 
 def query_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
@@ -37,7 +37,9 @@ def query_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
 def annotation_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
     yield ["query_id", "image_id", "image_path"]
     labels = _labels(query_ids).filter(value=LabelValue.RELEVANT)
-    yield from (list(row) for row in labels.values_list("query_id", "image_id", "image__file_name").iterator(ROWS_PER_STATEMENT))
+    yield from (
+        list(row) for row in labels.values_list("query_id", "image_id", "image__file_name").iterator(ROWS_PER_STATEMENT)
+    )
 
 
 def label_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:

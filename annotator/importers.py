@@ -4,6 +4,7 @@ queries:      ,query_id,query_text,supercategory,category,iconic_group
               (the first, unnamed column is a pandas index; it is kept for export)
 annotations:  query_id,image_id,image_path  (one row per relevant pair)
 """
+
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -146,9 +147,7 @@ def import_annotations(path: Path, *, create_missing_images: bool = False, user=
     known_queries = set(Query.objects.filter(id__in=list(first_line_of_query)).values_list("id", flat=True))
     for query_id, line in sorted(first_line_of_query.items(), key=lambda item: item[1]):
         if query_id not in known_queries:
-            raise InputError(
-                path, line, f"unknown query_id {query_id}; import the queries CSV that defines it first"
-            )
+            raise InputError(path, line, f"unknown query_id {query_id}; import the queries CSV that defines it first")
 
     with transaction.atomic():
         missing = _check_images(path, paths)
@@ -177,7 +176,9 @@ def _check_images(path: Path, paths: dict[int, tuple[str, int]]) -> set[int]:
     ids = list(paths)
     stored: dict[int, str] = {}
     for start in range(0, len(ids), ROWS_PER_STATEMENT):
-        stored.update(Image.objects.filter(id__in=ids[start : start + ROWS_PER_STATEMENT]).values_list("id", "file_name"))
+        stored.update(
+            Image.objects.filter(id__in=ids[start : start + ROWS_PER_STATEMENT]).values_list("id", "file_name")
+        )
     for image_id, file_name in stored.items():
         image_path, line = paths[image_id]
         # The collection may have been imported from one folder up or down,

@@ -3,6 +3,7 @@
 Labels belong to the query, not to the text typed in the box: an annotator can
 refine the search text or the taxon filters and keep every label.
 """
+
 from dataclasses import dataclass
 
 from catalog.models import Image
@@ -45,7 +46,9 @@ def results(query: Query, *, text: str, taxon_ids=None, hide_labeled=False, offs
     images = Image.objects.select_related("taxon").in_bulk([hit.image_id for hit in hits])
     labels = dict(Label.objects.filter(query=query, image_id__in=images).values_list("image_id", "value"))
     tiles = [
-        Tile(rank=offset + position + 1, score=hit.score, image=images[hit.image_id], label=labels.get(hit.image_id, ""))
+        Tile(
+            rank=offset + position + 1, score=hit.score, image=images[hit.image_id], label=labels.get(hit.image_id, "")
+        )
         for position, hit in enumerate(hits)
         if hit.image_id in images  # an image deleted since the index was built
     ]

@@ -3,6 +3,7 @@
 Thin: the work is in labeling.py, labels.py, selectors.py, catalog.taxa and the search engine.
 Taxon suggestions and image files are the catalog's (catalog/views.py).
 """
+
 import json
 
 from django.contrib.auth.decorators import login_required
@@ -44,7 +45,12 @@ def _results(query: Query, state: dict, offset: int) -> labeling.ResultsPage:
         except taxa.UnknownTaxon as error:
             return labeling.ResultsPage([], offset, state["size"], str(error))
     return labeling.results(
-        query, text=state["q"], taxon_ids=taxon_ids, hide_labeled=state["hide_labeled"], offset=offset, limit=state["size"]
+        query,
+        text=state["q"],
+        taxon_ids=taxon_ids,
+        hide_labeled=state["hide_labeled"],
+        offset=offset,
+        limit=state["size"],
     )
 
 
@@ -57,7 +63,13 @@ def label_page(request, query_id):
     return render(
         request,
         "annotator/label.html",
-        {"query": query, "state": state, "page": page, "counts": selectors.label_counts(query), "page_sizes": labeling.PAGE_SIZES},
+        {
+            "query": query,
+            "state": state,
+            "page": page,
+            "counts": selectors.label_counts(query),
+            "page_sizes": labeling.PAGE_SIZES,
+        },
     )
 
 
@@ -71,7 +83,9 @@ def results_fragment(request, query_id):
     except ValueError:
         return HttpResponseBadRequest("offset must be a whole number.")
     state = _search_state(request, query)
-    return render(request, "annotator/_results.html", {"query": query, "state": state, "page": _results(query, state, offset)})
+    return render(
+        request, "annotator/_results.html", {"query": query, "state": state, "page": _results(query, state, offset)}
+    )
 
 
 def _json_body(request) -> dict:
@@ -97,7 +111,10 @@ def save_label(request, query_id):
     except (TypeError, ValueError):
         return JsonResponse({"error": "image must be an image id (a whole number)."}, status=400)
     if value not in (*LabelValue.values, "") or source not in (LabelSource.CLICK, LabelSource.KEYBOARD):
-        return JsonResponse({"error": f"value must be one of {', '.join(LabelValue.values)} or empty; source click or keyboard."}, status=400)
+        return JsonResponse(
+            {"error": f"value must be one of {', '.join(LabelValue.values)} or empty; source click or keyboard."},
+            status=400,
+        )
     lead_time_ms = body.get("lead_time_ms")
     if lead_time_ms is not None and (
         isinstance(lead_time_ms, bool) or not isinstance(lead_time_ms, int) or not 0 <= lead_time_ms < 2**31
@@ -135,5 +152,7 @@ def submit(request, query_id):
     known = set(Image.objects.filter(pk__in=image_ids).values_list("id", flat=True))
     if unknown := [image_id for image_id in image_ids if image_id not in known]:
         return JsonResponse({"error": f"Unknown image ids: {unknown[:5]}."}, status=400)
-    written = labels.label_unlabeled(query.pk, image_ids, value=LabelValue.NOT_RELEVANT, user=request.user, source=LabelSource.SUBMIT)
+    written = labels.label_unlabeled(
+        query.pk, image_ids, value=LabelValue.NOT_RELEVANT, user=request.user, source=LabelSource.SUBMIT
+    )
     return JsonResponse({"written": written, "counts": selectors.label_counts(query)})

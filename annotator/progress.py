@@ -6,7 +6,9 @@ the number of consecutive not-relevant labels at the deepest labeled ranks:
 labeled images ordered by their similarity to the query text, counted from the
 bottom up to the first label that is not "not relevant".
 """
+
 import hashlib
+from functools import partial
 
 import numpy as np
 from django.core.cache import cache
@@ -30,13 +32,25 @@ def not_relevant_run(query: Query) -> int | None:
         scores = score_images(text=query.text, image_ids=[image_id for image_id, _ in labels])
     except SearchUnavailable:
         return None
-    ranked = [value for (_, value), score in sorted(zip(labels, scores), key=lambda pair: -np.nan_to_num(pair[1], nan=-2.0))]
+    ranked = [
+        value
+        for (_, value), score in sorted(
+            zip(labels, scores, strict=True), key=lambda pair: -np.nan_to_num(pair[1], nan=-2.0)
+        )
+    ]
     run = 0
     for value in reversed(ranked):
         if value != LabelValue.NOT_RELEVANT:
             break
         run += 1
     return run
+
+
+def _run_cache_key(query: Query) -> str:
+    """Changes whenever the query's labels (count, last change) or its text change."""
+    activity = query.last_activity.timestamp() if query.last_activity else None
+    text = hashlib.md5(query.text.encode()).hexdigest()
+    return f"quire:run:{query.pk}:{query.labeled}:{activity}:{text}"
 
 
 def dashboard(*, sort: str = "id", status: str = "", split: str = "") -> tuple[list[Query], dict]:
@@ -48,13 +62,16 @@ def dashboard(*, sort: str = "id", status: str = "", split: str = "") -> tuple[l
         queries = queries.filter(split=split)
     queries = list(selectors.sorted_by(queries, sort))
     annotators: dict[int, set] = {}
-    for query_id, username in Label.objects.filter(query__in=queries, annotator__isnull=False).values_list("query_id", "annotator__username").distinct():
+    for query_id, username in (
+        Label.objects.filter(query__in=queries, annotator__isnull=False)
+        .values_list("query_id", "annotator__username")
+        .distinct()
+    ):
         annotators.setdefault(query_id, set()).add(username)
     for query in queries:
         query.annotators = sorted(annotators.get(query.pk, ()))
         # Ranking the labels needs the query's text vector: cached until the query's labels change.
-        key = f"quire:run:{query.pk}:{query.labeled}:{query.last_activity and query.last_activity.timestamp()}:{hashlib.md5(query.text.encode()).hexdigest()}"
-        query.run = cache.get_or_set(key, lambda: not_relevant_run(query), timeout=24 * 3600)
+        query.run = cache.get_or_set(_run_cache_key(query), partial(not_relevant_run, query), timeout=24 * 3600)
         query.run_met = query.run is not None and query.run >= RUN_GOAL
     totals = {
         "queries": len(queries),
@@ -70,7 +87,11 @@ def dashboard(*, sort: str = "id", status: str = "", split: str = "") -> tuple[l
 def activity(query: Query) -> dict:
     """Label changes per day and labels per annotator, for the query's small charts."""
     per_day = list(
-        LabelEvent.objects.filter(query=query).annotate(day=TruncDate("created_at")).values("day").annotate(n=Count("id")).order_by("day")
+        LabelEvent.objects.filter(query=query)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(n=Count("id"))
+        .order_by("day")
     )
     per_annotator = list(
         Label.objects.filter(query=query)

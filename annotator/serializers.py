@@ -9,9 +9,16 @@ class QuerySerializer(serializers.ModelSerializer):
     class Meta:
         model = Query
         fields = [
-            "query_id", "text", "supercategory", "category", "iconic_group", "split", "status", "fully_labeled",
+            "query_id",
+            "text",
+            "supercategory",
+            "category",
+            "iconic_group",
+            "split",
+            "status",
+            "fully_labeled",
             "notes",
-        ]  # fmt: skip
+        ]
 
 
 class LabelSerializer(serializers.ModelSerializer):

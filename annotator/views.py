@@ -19,11 +19,15 @@ def home(request):
         return redirect("label", query_id=query.pk)
     queries = selectors.with_label_counts(Query.objects.all())
     if search := request.GET.get("search", "").strip():
-        queries = queries.filter(Q(text__icontains=search) | Q(category__icontains=search) | Q(supercategory__icontains=search))
+        queries = queries.filter(
+            Q(text__icontains=search) | Q(category__icontains=search) | Q(supercategory__icontains=search)
+        )
     sort = request.GET.get("sort", "id")
     queries = selectors.sorted_by(queries, sort)
     return render(
-        request, "annotator/home.html", {"queries": queries, "exports": list(EXPORTS), "form": form, "search": search, "sort": sort}
+        request,
+        "annotator/home.html",
+        {"queries": queries, "exports": list(EXPORTS), "form": form, "search": search, "sort": sort},
     )
 
 
@@ -35,9 +39,16 @@ def dashboard(request):
     return render(
         request,
         "annotator/dashboard.html",
-        {"queries": queries, "totals": totals, "run_goal": progress.RUN_GOAL, "statuses": Query.Status.choices,
-         "splits": Query.Split.choices, "fully_choices": Query.FullyLabeled.choices, "params": request.GET},
-    )  # fmt: skip
+        {
+            "queries": queries,
+            "totals": totals,
+            "run_goal": progress.RUN_GOAL,
+            "statuses": Query.Status.choices,
+            "splits": Query.Split.choices,
+            "fully_choices": Query.FullyLabeled.choices,
+            "params": request.GET,
+        },
+    )
 
 
 @staff_member_required
@@ -51,9 +62,16 @@ def dashboard_query(request, query_id):
     return render(
         request,
         "annotator/dashboard_query.html",
-        {"query": query, "form": form, "counts": selectors.label_counts(query), "run": progress.not_relevant_run(query),
-         "run_goal": progress.RUN_GOAL, "activity": progress.activity(query), "exports": list(EXPORTS)},
-    )  # fmt: skip
+        {
+            "query": query,
+            "form": form,
+            "counts": selectors.label_counts(query),
+            "run": progress.not_relevant_run(query),
+            "run_goal": progress.RUN_GOAL,
+            "activity": progress.activity(query),
+            "exports": list(EXPORTS),
+        },
+    )
 
 
 @staff_member_required

@@ -11,6 +11,7 @@ queries CSV and a 250 x 1,000 run in TREC and CSV form; then times, median of --
 
 Usage: .venv/bin/python bench/eval_bench.py [--queries 250] [--depth 1000] [--repeat 5]
 """
+
 import argparse
 import json
 import statistics
@@ -30,7 +31,12 @@ from evaluation.report import evaluate  # noqa: E402
 
 def generate(folder: Path, queries: int, depth: int, seed: int = 0):
     rng = np.random.default_rng(seed)
-    qrels, run_csv, run_trec, query_rows = ["query_id,image_id,image_path"], ["query_id,image_id,score"], [], [",query_id,query_text,supercategory,category,iconic_group"]
+    qrels, run_csv, run_trec, query_rows = (
+        ["query_id,image_id,image_path"],
+        ["query_id,image_id,score"],
+        [],
+        [",query_id,query_text,supercategory,category,iconic_group"],
+    )
     for query_id in range(1, queries + 1):
         positives = rng.choice(5_000_000, size=int(rng.integers(1, 1500)), replace=False)
         qrels += [f"{query_id},{image},train/x/{image}.jpg" for image in positives]
@@ -38,10 +44,21 @@ def generate(folder: Path, queries: int, depth: int, seed: int = 0):
         candidates = np.where(hits, rng.choice(positives, depth), rng.integers(5_000_000, 6_000_000, depth))
         candidates = list(dict.fromkeys(candidates.tolist()))
         scores = np.sort(rng.random(len(candidates)))[::-1]
-        run_csv += [f"{query_id},{image},{score:.8f}" for image, score in zip(candidates, scores)]
-        run_trec += [f"{query_id} Q0 {image} {rank} {score:.8f} bench" for rank, (image, score) in enumerate(zip(candidates, scores), 1)]
-        query_rows.append(f"{query_id - 1},{query_id},query {query_id},{['Appearance', 'Behavior', 'Context', 'Species'][query_id % 4]},c{query_id % 33},Birds")
-    for name, lines in (("qrels.csv", qrels), ("run.csv", run_csv), ("run.trec", run_trec), ("queries.csv", query_rows)):
+        run_csv += [f"{query_id},{image},{score:.8f}" for image, score in zip(candidates, scores, strict=True)]
+        run_trec += [
+            f"{query_id} Q0 {image} {rank} {score:.8f} bench"
+            for rank, (image, score) in enumerate(zip(candidates, scores, strict=True), 1)
+        ]
+        query_rows.append(
+            f"{query_id - 1},{query_id},query {query_id},"
+            f"{['Appearance', 'Behavior', 'Context', 'Species'][query_id % 4]},c{query_id % 33},Birds"
+        )
+    for name, lines in (
+        ("qrels.csv", qrels),
+        ("run.csv", run_csv),
+        ("run.trec", run_trec),
+        ("queries.csv", query_rows),
+    ):
         (folder / name).write_text("\n".join(lines) + "\n")
 
 
@@ -57,7 +74,11 @@ def sklearn_baseline(truth, run, k):
         R, r = len(positives), int(y_true[:k].sum())
         aps.append(average_precision_score(y_true[:k], y_score[:k]) * r / min(k, R) if r else 0.0)
         missed = R - int(y_true.sum())
-        ndcgs.append(ndcg_score([np.concatenate([y_true, np.ones(missed)])], [np.concatenate([y_score, np.full(missed, -100.0)])], k=k))
+        ndcgs.append(
+            ndcg_score(
+                [np.concatenate([y_true, np.ones(missed)])], [np.concatenate([y_score, np.full(missed, -100.0)])], k=k
+            )
+        )
     return float(np.mean(aps)), float(np.mean(ndcgs))
 
 
@@ -86,11 +107,13 @@ def main():
         timings["sklearn_baseline"].append(time.perf_counter() - started)
     overall = report.overall()
     result = {
-        "queries": args.queries, "depth": args.depth, "run_lines": sum(len(v) for v in run.ranked.values()),
+        "queries": args.queries,
+        "depth": args.depth,
+        "run_lines": sum(len(v) for v in run.ranked.values()),
         **{name: statistics.median(values) for name, values in timings.items()},
         "ap_equal_to_baseline": abs(overall["ap"]["mean"] - baseline[0]) < 1e-9,
         "ndcg_equal_to_baseline": abs(overall["ndcg"]["mean"] - baseline[1]) < 1e-9,
-    }  # fmt: skip
+    }
     print(json.dumps(result, indent=2))
 
 

@@ -13,6 +13,7 @@ Usage (PostgreSQL; the database is created if missing and its Quire tables are e
   DATABASE_URL=postgres://quire:quire@127.0.0.1:5432/quire_bench \\
       .venv/bin/python bench/import_bench.py [--images 1000000] [--taxa 10000] [--repeat 1]
 """
+
 import argparse
 import json
 import os
@@ -53,17 +54,30 @@ def generate(path: Path, images: int, taxa: int, seed: int = 0) -> None:
         out.write('], "categories": [')
         for taxon in range(taxa):
             record = {
-                "id": taxon, "name": f"Genus{taxon} species{taxon}", "common_name": f"Common {taxon}",
-                "supercategory": "Birds", "kingdom": "Animalia", "phylum": "Chordata", "class": "Aves",
-                "order": "Order", "family": "Family", "genus": f"Genus{taxon}", "specific_epithet": f"species{taxon}",
+                "id": taxon,
+                "name": f"Genus{taxon} species{taxon}",
+                "common_name": f"Common {taxon}",
+                "supercategory": "Birds",
+                "kingdom": "Animalia",
+                "phylum": "Chordata",
+                "class": "Aves",
+                "order": "Order",
+                "family": "Family",
+                "genus": f"Genus{taxon}",
+                "specific_epithet": f"species{taxon}",
                 "image_dir_name": f"{taxon:05d}_Animalia_Chordata_Aves_Order_Family_Genus{taxon}_sp",
-            }  # fmt: skip
+            }
             out.write(("," if taxon else "") + json.dumps(record))
         out.write('], "annotations": [')
         for image_id in range(images):
-            out.write(("," if image_id else "") + f'{{"id": {image_id}, "image_id": {image_id}, "category_id": {image_id % taxa}}}')
-        out.write('], "licenses": [{"id": 1, "name": "CC BY 4.0", "url": ""}, {"id": 2, "name": "CC BY-NC 4.0", "url": ""},'
-                  ' {"id": 3, "name": "CC0", "url": ""}]}')  # fmt: skip
+            out.write(
+                ("," if image_id else "")
+                + f'{{"id": {image_id}, "image_id": {image_id}, "category_id": {image_id % taxa}}}'
+            )
+        out.write(
+            '], "licenses": [{"id": 1, "name": "CC BY 4.0", "url": ""}, {"id": 2, "name": "CC BY-NC 4.0", "url": ""},'
+            ' {"id": 3, "name": "CC0", "url": ""}]}'
+        )
 
 
 def ensure_database(url: str) -> None:
@@ -72,9 +86,13 @@ def ensure_database(url: str) -> None:
 
     config = parse(url)
     admin = psycopg.connect(
-        host=config["HOST"], port=config["PORT"] or 5432, user=config["USER"], password=config["PASSWORD"],
-        dbname="postgres", autocommit=True,
-    )  # fmt: skip
+        host=config["HOST"],
+        port=config["PORT"] or 5432,
+        user=config["USER"],
+        password=config["PASSWORD"],
+        dbname="postgres",
+        autocommit=True,
+    )
     with admin:
         if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [config["NAME"]]).fetchone():
             admin.execute(f'CREATE DATABASE "{config["NAME"]}"')
@@ -132,8 +150,11 @@ def main() -> None:
         path = Path(scratch) / "bench_inat.json"
         start = time.perf_counter()
         generate(path, args.images, args.taxa)
-        print(f"generated {path.stat().st_size / 1e6:.0f} MB ({args.images} images, {args.taxa} taxa) "
-              f"in {time.perf_counter() - start:.1f} s", flush=True)  # fmt: skip
+        print(
+            f"generated {path.stat().st_size / 1e6:.0f} MB ({args.images} images, {args.taxa} taxa) "
+            f"in {time.perf_counter() - start:.1f} s",
+            flush=True,
+        )
         results: dict[str, list[dict]] = {}
         for _ in range(args.repeat):
             for mode in args.modes.split(","):
@@ -144,8 +165,11 @@ def main() -> None:
                     sys.exit(f"{mode} failed:\n{completed.stderr}")
                 result = json.loads(completed.stdout.strip().splitlines()[-1])
                 results.setdefault(mode, []).append(result)
-                print(f"  {mode:<12} {result['seconds']:8.1f} s  {result['images'] / result['seconds']:>9,.0f} images/s"
-                      f"  peak {result['peak_mb']:,.0f} MB", flush=True)  # fmt: skip
+                print(
+                    f"  {mode:<12} {result['seconds']:8.1f} s  {result['images'] / result['seconds']:>9,.0f} images/s"
+                    f"  peak {result['peak_mb']:,.0f} MB",
+                    flush=True,
+                )
     print("\n| step | median s | images/s | peak memory | vs bulk_create |")
     print("| --- | ---: | ---: | ---: | ---: |")
     baseline = statistics.median(r["seconds"] for r in results["bulk_create"]) if "bulk_create" in results else None

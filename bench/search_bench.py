@@ -20,6 +20,7 @@ Usage:
   .venv/bin/python bench/search_bench.py --embedding [--images 256] [--model ViT-B-32]
 Writes a JSON summary to stdout's last line and to bench/results/.
 """
+
 import argparse
 import gc
 import json
@@ -114,7 +115,14 @@ def percentile(values, q) -> float:
 
 
 def recall(results, truth_ids) -> float:
-    return float(np.mean([len({hit.image_id for hit in hits} & set(truth)) / len(truth) for hits, truth in zip(results, truth_ids)]))
+    return float(
+        np.mean(
+            [
+                len({hit.image_id for hit in hits} & set(truth)) / len(truth)
+                for hits, truth in zip(results, truth_ids, strict=True)
+            ]
+        )
+    )
 
 
 def index_size(folder: Path) -> int:
@@ -163,8 +171,12 @@ def bench_search(args) -> dict:
     flat = search_index.Searcher(embeddings, built["flat"])
     log("flat (exact) latency")
     flat_times, flat_results = timed(lambda q: flat.search(q, k=K), queries[: args.flat_queries])
-    result["flat"] = {"p50_ms": percentile(flat_times, 50), "p95_ms": percentile(flat_times, 95),
-                      "recall": recall(flat_results, truth_ids), "queries": len(flat_times)}  # fmt: skip
+    result["flat"] = {
+        "p50_ms": percentile(flat_times, 50),
+        "p95_ms": percentile(flat_times, 95),
+        "recall": recall(flat_results, truth_ids),
+        "queries": len(flat_times),
+    }
 
     # Species filter: whole species until about 5,000 images.
     counts = np.bincount(embeddings.taxon_ids, minlength=len(centres))
@@ -177,7 +189,9 @@ def bench_search(args) -> dict:
     rows = search_index.Searcher(embeddings, built["ivfpq"]).rows_of_taxa(chosen)
     subset_queries = draw(centres, rng.choice(chosen, size=args.queries), rng).astype(np.float32)
     subset_truth = [
-        embeddings.image_ids[rows[np.lexsort((embeddings.image_ids[rows], -(embeddings.vectors[rows].astype(np.float32) @ q)))[:K]]].tolist()
+        embeddings.image_ids[
+            rows[np.lexsort((embeddings.image_ids[rows], -(embeddings.vectors[rows].astype(np.float32) @ q)))[:K]]
+        ].tolist()
         for q in subset_queries
     ]
     selector = faiss.IDSelectorBatch(rows.astype(np.int64))
@@ -185,7 +199,14 @@ def bench_search(args) -> dict:
     base_times, base_results = timed(
         lambda q: built["flat"].search(q[None, :], K, params=parameters)[1][0], subset_queries[: args.flat_queries]
     )
-    base_recall = float(np.mean([len(set(embeddings.image_ids[r].tolist()) & set(t)) / K for r, t in zip(base_results, subset_truth)]))
+    base_recall = float(
+        np.mean(
+            [
+                len(set(embeddings.image_ids[r].tolist()) & set(t)) / K
+                for r, t in zip(base_results, subset_truth, strict=True)
+            ]
+        )
+    )
     # A deployment holds one index: the 10 GB flat one would push the store out of the page cache.
     built.pop("flat")
     flat = None  # noqa: F841  (drops the searcher's reference to the index)
@@ -194,10 +215,19 @@ def bench_search(args) -> dict:
     result["ivfpq"] = []
     for nprobe in args.nprobe:
         searcher = search_index.Searcher(embeddings, built["ivfpq"], nprobe=nprobe, rerank=args.rerank)
-        timed(lambda q: searcher.search(q, k=K), queries[:10])  # warm the pages the lists touch
-        times, results = timed(lambda q: searcher.search(q, k=K), queries)
-        entry = {"nprobe": nprobe, "rerank": args.rerank, "p50_ms": percentile(times, 50), "p95_ms": percentile(times, 95),
-                 "recall": recall(results, truth_ids)}  # fmt: skip
+
+        def one(q, searcher=searcher):
+            return searcher.search(q, k=K)
+
+        timed(one, queries[:10])  # warm the pages the lists touch
+        times, results = timed(one, queries)
+        entry = {
+            "nprobe": nprobe,
+            "rerank": args.rerank,
+            "p50_ms": percentile(times, 50),
+            "p95_ms": percentile(times, 95),
+            "recall": recall(results, truth_ids),
+        }
         result["ivfpq"].append(entry)
         log(f"ivfpq nprobe={nprobe}: {entry}")
 
@@ -205,11 +235,15 @@ def bench_search(args) -> dict:
     timed(lambda q: searcher.search(q, k=K, taxon_ids=chosen), subset_queries[:10])
     times, results = timed(lambda q: searcher.search(q, k=K, taxon_ids=chosen), subset_queries)
     result["filtered"] = {
-        "subset_images": int(len(rows)), "species": len(chosen),
-        "p50_ms": percentile(times, 50), "p95_ms": percentile(times, 95), "recall": recall(results, subset_truth),
-        "flat_idselector_p50_ms": percentile(base_times, 50), "flat_idselector_p95_ms": percentile(base_times, 95),
+        "subset_images": int(len(rows)),
+        "species": len(chosen),
+        "p50_ms": percentile(times, 50),
+        "p95_ms": percentile(times, 95),
+        "recall": recall(results, subset_truth),
+        "flat_idselector_p50_ms": percentile(base_times, 50),
+        "flat_idselector_p95_ms": percentile(base_times, 95),
         "flat_idselector_recall": base_recall,
-    }  # fmt: skip
+    }
     log(f"filtered: {result['filtered']}")
     result["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     return result
@@ -252,9 +286,16 @@ def bench_embedding(args) -> dict:
             runs[name].append(len(files) / (time.perf_counter() - started))
             log(f"{name}: {runs[name][-1]:.1f} images/s")
     bare_rate, pipeline_rate = statistics.median(runs["bare"]), statistics.median(runs["pipeline"])
-    return {"model": args.model, "images": len(files), "batch_size": batch, "loader_threads": args.loader_threads,
-            "bare_images_per_s": bare_rate, "pipeline_images_per_s": pipeline_rate,
-            "ratio": pipeline_rate / bare_rate, "runs": runs}  # fmt: skip
+    return {
+        "model": args.model,
+        "images": len(files),
+        "batch_size": batch,
+        "loader_threads": args.loader_threads,
+        "bare_images_per_s": bare_rate,
+        "pipeline_images_per_s": pipeline_rate,
+        "ratio": pipeline_rate / bare_rate,
+        "runs": runs,
+    }
 
 
 def main():
@@ -268,7 +309,9 @@ def main():
     parser.add_argument("--subset", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "quire-search-bench"))
-    parser.add_argument("--reuse-indexes", action="store_true", help="load the indexes an earlier run saved in --workdir")
+    parser.add_argument(
+        "--reuse-indexes", action="store_true", help="load the indexes an earlier run saved in --workdir"
+    )
     parser.add_argument("--embedding", action="store_true", help="benchmark the embedding pipeline instead")
     parser.add_argument("--images", type=int, default=256)
     parser.add_argument("--model", default="ViT-B-32")

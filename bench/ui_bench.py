@@ -18,6 +18,7 @@ Usage:
   DATABASE_URL=postgres://quire:quire@127.0.0.1:5432/quire_uibench \\
       .venv/bin/python bench/ui_bench.py [--images 1000000] [--queries 200] [--labels 1000] [--seconds 60]
 """
+
 import argparse
 import json
 import os
@@ -61,30 +62,37 @@ def populate(images: int, taxa: int, queries: int, labels: int, dim: int):
         return
     log(f"populating {images:,} images, {queries} queries x {labels} labels")
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE annotator_labelevent, annotator_label, annotator_query, annotator_image, annotator_taxon CASCADE")
         cursor.execute(
-            "INSERT INTO annotator_taxon (id, scientific_name, common_name, kingdom, phylum, class_name, \"order\", family, genus,"
-            " specific_epithet, image_dir_name, supercategory) SELECT g, 'Genus' || (g / 10) || ' sp' || g, 'Common ' || g,"
-            " 'Animalia', 'Chordata', 'Aves', 'Order' || (g / 1000), 'Family' || (g / 100), 'Genus' || (g / 10), 'sp' || g, '', 'Birds'"
+            "TRUNCATE annotator_labelevent, annotator_label, annotator_query, annotator_image, annotator_taxon CASCADE"
+        )
+        cursor.execute(
+            "INSERT INTO annotator_taxon (id, scientific_name, common_name, kingdom, phylum, class_name,"
+            ' "order", family, genus, specific_epithet, image_dir_name, supercategory)'
+            " SELECT g, 'Genus' || (g / 10) || ' sp' || g, 'Common ' || g, 'Animalia', 'Chordata', 'Aves',"
+            " 'Order' || (g / 1000), 'Family' || (g / 100), 'Genus' || (g / 10), 'sp' || g, '', 'Birds'"
             " FROM generate_series(0, %s) g",
             [taxa - 1],
         )
         cursor.execute(
-            "INSERT INTO annotator_image (id, file_name, width, height, taxon_id, license, rights_holder, observed_on, latitude, longitude)"
-            " SELECT g, 'train/' || (g %% %s) || '/' || g || '.jpg', 500, 375, g %% %s, 'CC BY 4.0', 'observer', DATE '2020-01-01' + (g %% 1000),"
-            " 40.0, -70.0 FROM generate_series(1, %s) g",
+            "INSERT INTO annotator_image (id, file_name, width, height, taxon_id, license, rights_holder,"
+            " observed_on, latitude, longitude)"
+            " SELECT g, 'train/' || (g %% %s) || '/' || g || '.jpg', 500, 375, g %% %s, 'CC BY 4.0', 'observer',"
+            " DATE '2020-01-01' + (g %% 1000), 40.0, -70.0 FROM generate_series(1, %s) g",
             [taxa, taxa, images],
         )
         cursor.execute(
-            "INSERT INTO annotator_query (id, text, supercategory, category, iconic_group, split, status, fully_labeled, notes, csv_index, created_at, updated_at)"
-            " SELECT g, 'bench query ' || g, 'Behavior', 'Feeding', 'Birds', 'test', 'in_progress', 'unknown', '', NULL, now(), now()"
+            "INSERT INTO annotator_query (id, text, supercategory, category, iconic_group, split, status,"
+            " fully_labeled, notes, csv_index, created_at, updated_at)"
+            " SELECT g, 'bench query ' || g, 'Behavior', 'Feeding', 'Birds', 'test', 'in_progress', 'unknown',"
+            " '', NULL, now(), now()"
             " FROM generate_series(1, %s) g",
             [queries],
         )
         user = get_user_model().objects.create_user("bench-seed")
         cursor.execute(
             "INSERT INTO annotator_label (query_id, image_id, value, annotator_id, created_at, updated_at)"
-            " SELECT q, 1 + ((q * 7919 + i * 104729) %% %s), CASE WHEN i %% 5 = 0 THEN 'relevant' ELSE 'not_relevant' END, %s, now(), now()"
+            " SELECT q, 1 + ((q * 7919 + i * 104729) %% %s),"
+            " CASE WHEN i %% 5 = 0 THEN 'relevant' ELSE 'not_relevant' END, %s, now(), now()"
             " FROM generate_series(1, %s) q, generate_series(1, %s) i ON CONFLICT DO NOTHING",
             [images, user.pk, queries, labels],
         )
@@ -102,8 +110,7 @@ def build_search(images: int, dim: int, kind: str):
 
     from catalog.models import Image
     from search import index as search_index
-    from search.spec import configured_spec
-    from search.spec import index_folder, store_root
+    from search.spec import configured_spec, index_folder, store_root
     from search.store import EmbeddingStore
     from search.tiny_model import write_tiny_model
 
@@ -116,12 +123,18 @@ def build_search(images: int, dim: int, kind: str):
     if len(store.image_ids()) != images:
         log(f"writing {images:,} x {dim} vectors")
         rng = np.random.default_rng(0)
-        ids = np.fromiter(Image.objects.order_by("id").values_list("id", flat=True).iterator(chunk_size=100_000), np.int64)
-        taxa = np.fromiter(Image.objects.order_by("id").values_list("taxon_id", flat=True).iterator(chunk_size=100_000), np.int64)
+        ids = np.fromiter(
+            Image.objects.order_by("id").values_list("id", flat=True).iterator(chunk_size=100_000), np.int64
+        )
+        taxa = np.fromiter(
+            Image.objects.order_by("id").values_list("taxon_id", flat=True).iterator(chunk_size=100_000), np.int64
+        )
         for start in range(0, images, 250_000):
             block = rng.standard_normal((min(250_000, images - start), dim), dtype=np.float32)
             block /= np.linalg.norm(block, axis=1, keepdims=True)
-            store.write_part(f"bench-{start:09d}", ids[start : start + len(block)], taxa[start : start + len(block)], block)
+            store.write_part(
+                f"bench-{start:09d}", ids[start : start + len(block)], taxa[start : start + len(block)], block
+            )
         store.consolidate()
     folder = index_folder(spec.name)
     wanted = search_index.choose_kind(images, kind)
@@ -166,10 +179,19 @@ def bench_requests(images: int, repeat: int) -> dict:
         bare_set.append(1000 * (time.perf_counter() - started))
         image_id = rng.randrange(1, images + 1)
         started = time.perf_counter()
-        response = client.post(f"/queries/{query_id}/labels", {"image": image_id, "value": value, "source": "keyboard"}, content_type="application/json")
+        response = client.post(
+            f"/queries/{query_id}/labels",
+            {"image": image_id, "value": value, "source": "keyboard"},
+            content_type="application/json",
+        )
         toggle.append(1000 * (time.perf_counter() - started))
         assert response.status_code == 200
-    return {"grid": percentiles(grid), "bare_search": percentiles(bare_search), "toggle": percentiles(toggle), "bare_set_label": percentiles(bare_set)}
+    return {
+        "grid": percentiles(grid),
+        "bare_search": percentiles(bare_search),
+        "toggle": percentiles(toggle),
+        "bare_set_label": percentiles(bare_set),
+    }
 
 
 def bench_crowd(annotators: int, seconds: float, images: int) -> dict:
@@ -200,7 +222,11 @@ def bench_crowd(annotators: int, seconds: float, images: int) -> dict:
                 image_id = rng.choice(own)
                 value = rng.choice(["relevant", "not_relevant", "unsure"])
                 started = time.perf_counter()
-                response = client.post(f"/queries/{query.pk}/labels", {"image": image_id, "value": value, "source": "keyboard"}, content_type="application/json")
+                response = client.post(
+                    f"/queries/{query.pk}/labels",
+                    {"image": image_id, "value": value, "source": "keyboard"},
+                    content_type="application/json",
+                )
                 latencies[n].append(1000 * (time.perf_counter() - started))
                 if response.status_code != 200:
                     errors.append(f"{response.status_code} {response.content[:100]!r}")
@@ -226,11 +252,19 @@ def bench_crowd(annotators: int, seconds: float, images: int) -> dict:
     events = LabelEvent.objects.filter(query=query).count() - events_before
     requests = sum(len(item) for item in latencies)
     return {
-        "annotators": annotators, "seconds": elapsed, "requests": requests, "requests_per_s": requests / elapsed,
-        "labels": len(stored), "labels_expected": len(last_sent), "labels_mismatched": mismatched,
-        "changes_sent": sum(changes), "events_written": events, "errors": len(errors), "error_examples": errors[:3],
+        "annotators": annotators,
+        "seconds": elapsed,
+        "requests": requests,
+        "requests_per_s": requests / elapsed,
+        "labels": len(stored),
+        "labels_expected": len(last_sent),
+        "labels_mismatched": mismatched,
+        "changes_sent": sum(changes),
+        "events_written": events,
+        "errors": len(errors),
+        "error_examples": errors[:3],
         **{f"toggle_{key}": value for key, value in percentiles([x for item in latencies for x in item]).items()},
-    }  # fmt: skip
+    }
 
 
 def main():
@@ -252,7 +286,13 @@ def main():
     django.setup()
     populate(args.images, args.taxa, args.queries, args.labels, args.dim)
     kind = build_search(args.images, args.dim, args.kind)
-    result = {"images": args.images, "queries": args.queries, "labels_per_query": args.labels, "dim": args.dim, "index": kind}
+    result = {
+        "images": args.images,
+        "queries": args.queries,
+        "labels_per_query": args.labels,
+        "dim": args.dim,
+        "index": kind,
+    }
     log("request timings")
     result.update(bench_requests(args.images, args.repeat))
     log(json.dumps(result))

@@ -31,7 +31,9 @@ def int_param(request, name):
 
 
 @extend_schema_view(
-    list=extend_schema(parameters=[OpenApiParameter("search", OpenApiTypes.STR, description="common or scientific name")])
+    list=extend_schema(
+        parameters=[OpenApiParameter("search", OpenApiTypes.STR, description="common or scientific name")]
+    )
 )
 class TaxonViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = TaxonSerializer
@@ -53,5 +55,3 @@ class ImageViewSet(viewsets.ReadOnlyModelViewSet):
         if (taxon := int_param(self.request, "taxon")) is not None:
             images = images.filter(taxon_id=taxon)
         return images
-
-

@@ -4,6 +4,7 @@ A name may be a taxon id, a scientific or common name, or any rank above the
 species (genus "Phoenicopterus", family "Laridae", class "Aves", ...): each
 becomes the ids of every species under it. Matching ignores case.
 """
+
 import difflib
 from dataclasses import dataclass
 
@@ -44,7 +45,9 @@ def species_for_all(names) -> set[int]:
 
 def _suggestion(name: str) -> str:
     known: set[str] = set()
-    for fields in Taxon.objects.values_list("scientific_name", "common_name", *RANKS).iterator(chunk_size=ROWS_PER_STATEMENT):
+    for fields in Taxon.objects.values_list("scientific_name", "common_name", *RANKS).iterator(
+        chunk_size=ROWS_PER_STATEMENT
+    ):
         known.update(field for field in fields if field)
     lowered = {item.lower(): item for item in known}
     close = [lowered[item] for item in difflib.get_close_matches(name.lower(), lowered, n=3, cutoff=0.6)]
@@ -57,7 +60,14 @@ class Suggestion:
     label: str  # what the annotator reads
 
 
-RANK_LABELS = {"genus": "genus", "family": "family", "order": "order", "class_name": "class", "phylum": "phylum", "kingdom": "kingdom"}
+RANK_LABELS = {
+    "genus": "genus",
+    "family": "family",
+    "order": "order",
+    "class_name": "class",
+    "phylum": "phylum",
+    "kingdom": "kingdom",
+}
 
 
 def suggest(text: str, limit: int = 12) -> list[Suggestion]:
@@ -65,12 +75,25 @@ def suggest(text: str, limit: int = 12) -> list[Suggestion]:
     text = (text or "").strip()
     if len(text) < 2:
         return []
-    species = Taxon.objects.filter(Q(common_name__icontains=text) | Q(scientific_name__icontains=text)).order_by("scientific_name")[:limit]
-    found = [Suggestion(str(taxon.pk), f"{taxon.common_name} ({taxon.scientific_name})" if taxon.common_name else taxon.scientific_name) for taxon in species]
+    species = Taxon.objects.filter(Q(common_name__icontains=text) | Q(scientific_name__icontains=text)).order_by(
+        "scientific_name"
+    )[:limit]
+    found = [
+        Suggestion(
+            str(taxon.pk),
+            f"{taxon.common_name} ({taxon.scientific_name})" if taxon.common_name else taxon.scientific_name,
+        )
+        for taxon in species
+    ]
     for rank, label in RANK_LABELS.items():
         if len(found) >= limit:
             break
-        names = Taxon.objects.filter(**{f"{rank}__istartswith": text}).values_list(rank, flat=True).distinct().order_by(rank)
+        names = (
+            Taxon.objects.filter(**{f"{rank}__istartswith": text})
+            .values_list(rank, flat=True)
+            .distinct()
+            .order_by(rank)
+        )
         found += [Suggestion(name, f"{label} {name} (all species)") for name in names[: limit - len(found)]]
     return found[:limit]
 

@@ -4,6 +4,7 @@ The URL names an image id, never a path. The path comes from the database and
 is still checked to stay inside its root, so a hostile file_name in an imported
 file ("../../etc/passwd") cannot serve anything else.
 """
+
 from pathlib import Path
 
 from django.conf import settings

@@ -8,7 +8,9 @@ MAX_UPLOAD_BYTES = 200 * 1024 * 1024  # a 5M-line run is about 150 MB
 class EvaluateForm(forms.Form):
     name = forms.CharField(max_length=200, help_text="What this run is, e.g. “ViT-H/14 zero-shot”.")
     run = forms.FileField(help_text="TREC, CSV (query_id,image_id,score) or INQUIRE-Rerank layout.")
-    qrels = forms.FileField(required=False, help_text="INQUIRE annotations or Quire labels CSV. Empty: the labels in Quire.")
+    qrels = forms.FileField(
+        required=False, help_text="INQUIRE annotations or Quire labels CSV. Empty: the labels in Quire."
+    )
     queries = forms.FileField(required=False, help_text="INQUIRE queries CSV (groups the tables by its columns).")
     protocol = forms.ChoiceField(choices=[("fullrank", "full-rank"), ("rerank", "rerank (fixed candidates)")])
     k = forms.IntegerField(min_value=1, max_value=10_000, initial=50)
@@ -19,5 +21,7 @@ class EvaluateForm(forms.Form):
         for name in ("run", "qrels", "queries"):
             upload = data.get(name)
             if upload and upload.size > MAX_UPLOAD_BYTES:
-                self.add_error(name, f"{upload.name} is {upload.size / 2**20:.0f} MB; the limit is {MAX_UPLOAD_BYTES // 2**20} MB.")
+                self.add_error(
+                    name, f"{upload.name} is {upload.size / 2**20:.0f} MB; the limit is {MAX_UPLOAD_BYTES // 2**20} MB."
+                )
         return data

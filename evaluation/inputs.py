@@ -16,6 +16,7 @@ A run's order within a query is its score, best first; equal scores keep the
 order of the file (or of the rank column when one is given). Every problem is
 reported with the file and line.
 """
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,7 +81,7 @@ def _ints(path, line, row, positions, names):
     try:
         return [int(row[position]) for position in positions]
     except (ValueError, IndexError):
-        for position, name in zip(positions, names):
+        for position, name in zip(positions, names, strict=True):
             _int(path, line, {name: row[position] if position < len(row) else ""}, name)
         raise
 
@@ -129,7 +130,13 @@ def qrels_from_database(query_ids=None) -> GroundTruth:
     if not any(positives.values()):
         raise InputError("the database", None, "has no relevant labels yet: label some images first")
     queries = {
-        q.pk: {"query_text": q.text, "supercategory": q.supercategory, "category": q.category, "iconic_group": q.iconic_group, "split": q.split}
+        q.pk: {
+            "query_text": q.text,
+            "supercategory": q.supercategory,
+            "category": q.category,
+            "iconic_group": q.iconic_group,
+            "split": q.split,
+        }
         for q in Query.objects.filter(pk__in=positives)
     }
     return GroundTruth(positives, judged, queries, source="database labels")
@@ -156,9 +163,11 @@ def read_run(path, *, score_column: str = "clip_score", queries: dict[int, dict]
     if {"query_id", "image_id", "score"} <= set(header):
         return _read_csv_run(path)
     raise InputError(
-        path, 1, "not a run: expected TREC lines (qid Q0 docid rank score tag), a CSV with query_id,image_id,score, "
+        path,
+        1,
+        "not a run: expected TREC lines (qid Q0 docid rank score tag), a CSV with query_id,image_id,score, "
         "or the INQUIRE-Rerank columns (query_id or query, inat24_image_id, relevant, clip_score)",
-    )  # fmt: skip
+    )
 
 
 def _collect(path, entries):
@@ -169,7 +178,9 @@ def _collect(path, entries):
         if images is None:
             images = by_query[query_id] = {}
         if image_id in images:
-            raise InputError(path, line, f"query {query_id}, image {image_id} is already ranked on line {images[image_id][2]}")
+            raise InputError(
+                path, line, f"query {query_id}, image {image_id} is already ranked on line {images[image_id][2]}"
+            )
         images[image_id] = (-score, order, line)
     return {
         query_id: [(image_id, -key[0]) for image_id, key in sorted(images.items(), key=lambda item: item[1])]
@@ -184,7 +195,9 @@ def _read_trec(path) -> Run:
                 continue
             fields = text.split()
             if len(fields) != 6:
-                raise InputError(path, line, f"a TREC run line has 6 fields (qid Q0 docid rank score tag), this one {len(fields)}")
+                raise InputError(
+                    path, line, f"a TREC run line has 6 fields (qid Q0 docid rank score tag), this one {len(fields)}"
+                )
             try:
                 query_id, image_id, rank = int(fields[0]), int(fields[2]), int(fields[3])
             except ValueError:
@@ -225,7 +238,9 @@ def _read_rerank(path, score_column, queries) -> Run:
             elif row.get("query", "") in by_text:
                 query_id = by_text[row["query"]]
             else:
-                raise InputError(path, line, f"query {row.get('query', '')!r} is not in the queries file (give --queries)")
+                raise InputError(
+                    path, line, f"query {row.get('query', '')!r} is not in the queries file (give --queries)"
+                )
             image_id = _int(path, line, row, "inat24_image_id")
             flag = (row["relevant"] or "").strip().lower()
             if flag not in ("0", "1", "true", "false"):

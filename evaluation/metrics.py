@@ -21,6 +21,7 @@ r = sum of rel(i) for i <= k.
   oracle@k  = the best AP@k (NF = min(k, R)) a perfect reranking of the top k could reach:
               r / min(k, R)
 """
+
 import numpy as np
 
 NORMALISERS = ("min", "r", "R")
@@ -105,7 +106,11 @@ def mean_with_uncertainty(values, *, resamples: int = 1000, seed: int = 0) -> di
     se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
     rng = np.random.default_rng(seed)
     means = values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
-    return {"mean": float(values.mean()), "se": se, "ci95": [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))]}
+    return {
+        "mean": float(values.mean()),
+        "se": se,
+        "ci95": [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))],
+    }
 
 
 def paired_permutation_test(a, b, *, resamples: int = 10000, seed: int = 0) -> float:

@@ -1,4 +1,5 @@
 """Runs uploaded through the web pages and the reports made from them, kept for later comparison."""
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone

@@ -11,6 +11,7 @@ Averages: `overall` is the macro average over queries (every query weighs the sa
 papers); each group table gives per-group macro averages over its queries, and `mean_of_groups`
 the average of the group means (each group weighs the same).
 """
+
 import csv
 import io
 from dataclasses import dataclass, field
@@ -44,7 +45,10 @@ class Report:
             for row in self.per_query:
                 values.setdefault(str(row.get(column, "")), []).append(row)
             table = {
-                value: {"queries": len(rows), **{name: float(np.mean([r[name] for r in rows])) for name in self.metrics}}
+                value: {
+                    "queries": len(rows),
+                    **{name: float(np.mean([r[name] for r in rows])) for name in self.metrics},
+                }
                 for value, rows in sorted(values.items())
             }
             table["mean_of_groups"] = {name: float(np.mean([g[name] for g in table.values()])) for name in self.metrics}
@@ -75,7 +79,9 @@ class Report:
         return out.getvalue()
 
 
-def evaluate(truth: GroundTruth, run: Run, *, protocol: str = "fullrank", k: int = 50, metrics=DEFAULT_METRICS, normaliser=None) -> Report:
+def evaluate(
+    truth: GroundTruth, run: Run, *, protocol: str = "fullrank", k: int = 50, metrics=DEFAULT_METRICS, normaliser=None
+) -> Report:
     if protocol not in PROTOCOLS:
         raise ValueError(f"the protocol is fullrank or rerank, not {protocol!r}")
     if k < 1:
@@ -91,7 +97,9 @@ def evaluate(truth: GroundTruth, run: Run, *, protocol: str = "fullrank", k: int
         query_ids = sorted(run.candidate_relevance)  # the candidate sets define the queries
     unknown = sorted(set(run.ranked) - set(query_ids))
     if unknown:
-        warnings.append(f"{len(unknown)} queries of the run are not in the ground truth and were ignored: {unknown[:10]}")
+        warnings.append(
+            f"{len(unknown)} queries of the run are not in the ground truth and were ignored: {unknown[:10]}"
+        )
     missing = [q for q in query_ids if q not in run.ranked]
     if missing:
         warnings.append(f"{len(missing)} queries have no entries in the run and score 0: {missing[:10]}")
@@ -105,12 +113,20 @@ def evaluate(truth: GroundTruth, run: Run, *, protocol: str = "fullrank", k: int
             positives = truth.positives.get(query_id, set())
         relevance = np.fromiter((image in positives for image, _ in ranked[: max(k, 1)]), dtype=np.float64)
         R = len(positives)
-        row = {"query_id": query_id, "R": R, "retrieved": len(ranked), **m.score_query(relevance, R, k, metrics, normaliser)}
+        row = {
+            "query_id": query_id,
+            "R": R,
+            "retrieved": len(ranked),
+            **m.score_query(relevance, R, k, metrics, normaliser),
+        }
         row.update({key: value for key, value in truth.queries.get(query_id, {}).items() if key})
         rows.append(row)
     if protocol == "fullrank" and truth.judged:
         unjudged = sum(
-            1 for query_id in query_ids for image, _ in run.ranked.get(query_id, [])[:k] if image not in truth.judged.get(query_id, ())
+            1
+            for query_id in query_ids
+            for image, _ in run.ranked.get(query_id, [])[:k]
+            if image not in truth.judged.get(query_id, ())
         )
         if unjudged:
             warnings.append(f"{unjudged} images in the runs' top {k} were never labeled; they count as not relevant")
@@ -132,7 +148,11 @@ def two_stage(first: Run, second: Run, top: int) -> Run:
 def compare(a: Report, b: Report, metric: str = "ap") -> dict:
     """Run A against run B on the queries both scored: per-query differences, share improved, p-value."""
     b_by_query = {row["query_id"]: row[metric] for row in b.per_query}
-    pairs = [(row["query_id"], row[metric], b_by_query[row["query_id"]]) for row in a.per_query if row["query_id"] in b_by_query]
+    pairs = [
+        (row["query_id"], row[metric], b_by_query[row["query_id"]])
+        for row in a.per_query
+        if row["query_id"] in b_by_query
+    ]
     a_values = np.array([x for _, x, _ in pairs])
     b_values = np.array([y for _, _, y in pairs])
     return {
@@ -149,11 +169,15 @@ def compare(a: Report, b: Report, metric: str = "ap") -> dict:
 
 def format_table(report: Report, group_by=()) -> str:
     """The printed tables: AP, nDCG and oracle x100, the rest as fractions."""
+
     def cell(name, value):
         return f"{100 * value:6.1f}" if name in m.PERCENT_METRICS else f"{value:6.3f}"
 
     header = " ".join(f"{name:>9}" for name in report.metrics)
-    lines = [f"{report.protocol} @ {report.k}: {len(report.per_query)} queries, run {report.run} (macro average over queries; AP, nDCG x100)"]
+    lines = [
+        f"{report.protocol} @ {report.k}: {len(report.per_query)} queries, run {report.run} "
+        "(macro average over queries; AP, nDCG x100)"
+    ]
     lines.append(f"{'':24} {header}")
     overall = report.overall()
     lines.append(f"{'overall':24} " + " ".join(f"{cell(n, overall[n]['mean']):>9}" for n in report.metrics))

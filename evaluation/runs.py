@@ -1,4 +1,5 @@
 """A run made by Quire itself: the configured CLIP model's ranking for every query of the ground truth."""
+
 from search.facade import search
 
 from .inputs import GroundTruth, Run

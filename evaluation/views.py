@@ -1,4 +1,5 @@
 """Staff pages: upload a run, score it, see the tables and plots, download them, compare two reports."""
+
 import json
 import tempfile
 from pathlib import Path
@@ -10,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from . import plots
 from .forms import EvaluateForm
-from .inputs import InputError, GroundTruth, qrels_from_database, read_qrels, read_queries, read_run
+from .inputs import GroundTruth, InputError, qrels_from_database, read_qrels, read_queries, read_run
 from .models import SavedReport, SavedRun
 from .report import compare, evaluate
 
@@ -35,44 +36,74 @@ def index(request):
                 if data["qrels"]:
                     truth = read_qrels(_saved(data["qrels"], folder), queries_path)
                 elif data["protocol"] == "rerank":
-                    truth = GroundTruth({}, {}, read_queries(queries_path) if queries_path else {}, source="rerank candidates")
+                    truth = GroundTruth(
+                        {}, {}, read_queries(queries_path) if queries_path else {}, source="rerank candidates"
+                    )
                 else:
                     truth = qrels_from_database()
                     if queries_path:
                         truth.queries = read_queries(queries_path)
                 run = read_run(_saved(data["run"], folder), queries=truth.queries)
-                report = evaluate(truth, run, protocol=data["protocol"], k=data["k"], normaliser=data["normaliser"] or None)
+                report = evaluate(
+                    truth, run, protocol=data["protocol"], k=data["k"], normaliser=data["normaliser"] or None
+                )
             except (InputError, ValueError) as error:
                 form.add_error(None, str(error).replace(str(folder) + "/", ""))
             else:
                 data["run"].seek(0)
                 saved_run = SavedRun.objects.create(name=data["name"], file=data["run"], uploaded_by=request.user)
-                group_by = [c for c in ("supercategory", "category", "iconic_group") if any(c in q for q in truth.queries.values())]
+                group_by = [
+                    c
+                    for c in ("supercategory", "category", "iconic_group")
+                    if any(c in q for q in truth.queries.values())
+                ]
                 saved = SavedReport.objects.create(
-                    run=saved_run, protocol=report.protocol, k=report.k,
-                    ground_truth=data["qrels"].name if data["qrels"] else truth.source, result=report.as_json(group_by),
-                )  # fmt: skip
+                    run=saved_run,
+                    protocol=report.protocol,
+                    k=report.k,
+                    ground_truth=data["qrels"].name if data["qrels"] else truth.source,
+                    result=report.as_json(group_by),
+                )
                 messages.success(request, f"Scored {saved_run.name}: {len(report.per_query)} queries.")
                 return redirect("evaluation:report", report_id=saved.pk)
-    return render(request, "evaluation/index.html", {"form": form, "reports": SavedReport.objects.select_related("run")[:50]})
+    return render(
+        request, "evaluation/index.html", {"form": form, "reports": SavedReport.objects.select_related("run")[:50]}
+    )
 
 
 @staff_member_required
 def report(request, report_id):
     saved = get_object_or_404(SavedReport.objects.select_related("run"), pk=report_id)
     result = saved.result
-    other = SavedReport.objects.filter(pk=request.GET.get("compare") or 0).first() if request.GET.get("compare", "").isdigit() else None
+    other = (
+        SavedReport.objects.filter(pk=request.GET.get("compare") or 0).first()
+        if request.GET.get("compare", "").isdigit()
+        else None
+    )
     comparison = scatter = None
     if other:
         comparison = compare(_as_report(result), _as_report(other.result), "ap")
-        scatter = plots.scatter([(row["b"], row["a"]) for row in comparison["per_query"]], x_label=str(other.run), y_label=str(saved.run))
-    bars = {column: plots.bars({value: scores["ap"] for value, scores in table.items() if value != "mean_of_groups"})
-            for column, table in result["groups"].items()}  # fmt: skip
-    return render(request, "evaluation/report.html", {
-        "saved": saved, "result": result, "bars": bars, "comparison": comparison, "scatter": scatter, "other": other,
-        "others": SavedReport.objects.exclude(pk=saved.pk).select_related("run")[:50],
-        "metrics": [name for name in result["overall"]],
-    })  # fmt: skip
+        scatter = plots.scatter(
+            [(row["b"], row["a"]) for row in comparison["per_query"]], x_label=str(other.run), y_label=str(saved.run)
+        )
+    bars = {
+        column: plots.bars({value: scores["ap"] for value, scores in table.items() if value != "mean_of_groups"})
+        for column, table in result["groups"].items()
+    }
+    return render(
+        request,
+        "evaluation/report.html",
+        {
+            "saved": saved,
+            "result": result,
+            "bars": bars,
+            "comparison": comparison,
+            "scatter": scatter,
+            "other": other,
+            "others": SavedReport.objects.exclude(pk=saved.pk).select_related("run")[:50],
+            "metrics": [name for name in result["overall"]],
+        },
+    )
 
 
 @staff_member_required
@@ -92,4 +123,6 @@ def _as_report(result):
     from .report import Report
 
     metrics = tuple(result["overall"])
-    return Report(result["protocol"], result["k"], metrics, result["per_query"], result["warnings"], result.get("run", ""))
+    return Report(
+        result["protocol"], result["k"], metrics, result["per_query"], result["warnings"], result.get("run", "")
+    )

@@ -5,6 +5,7 @@ laptop), tasks run eagerly in the calling process: no Redis is needed and a
 job still goes through the same task code. With it set, tasks go through the
 broker to separate `celery -A quire worker` processes.
 """
+
 import os
 
 from celery import Celery

@@ -19,6 +19,7 @@ The environment always wins.
 QUIRE_EMBED_CHUNK_SIZE (5000), QUIRE_EMBED_BATCH_SIZE (64), QUIRE_EMBED_LOADER_THREADS (cores, at most 8)
                     images per embedding task, per forward pass, decoding threads.
 """
+
 import json
 import os
 from pathlib import Path
@@ -46,8 +47,7 @@ SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
-            "SECRET_KEY is not set. Set SECRET_KEY to a long random string, "
-            "or set DEBUG=1 for local development."
+            "SECRET_KEY is not set. Set SECRET_KEY to a long random string, or set DEBUG=1 for local development."
         )
     SECRET_KEY = "insecure-development-key-do-not-use-in-production"
 

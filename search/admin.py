@@ -1,4 +1,5 @@
 """Admin pages for embedding jobs and index builds: progress, rate, ETA, failures, and the buttons that start them."""
+
 import datetime
 
 from django.conf import settings
@@ -8,8 +9,8 @@ from django.urls import path
 
 from . import jobs
 from .exceptions import WeightsUnavailable
-from .spec import configured_spec
 from .models import EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild
+from .spec import configured_spec
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -24,7 +25,18 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 class ChunkInline(admin.TabularInline):
     model = EmbeddingChunk
-    fields = ["number", "first_image_id", "last_image_id", "size", "status", "attempts", "done", "failed", "worker", "finished_at"]
+    fields = [
+        "number",
+        "first_image_id",
+        "last_image_id",
+        "size",
+        "status",
+        "attempts",
+        "done",
+        "failed",
+        "worker",
+        "finished_at",
+    ]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -36,7 +48,18 @@ class ChunkInline(admin.TabularInline):
 class EmbeddingJobAdmin(ReadOnlyAdmin):
     list_display = ["id", "model_name", "status", "progress", "failed", "images_per_second", "eta", "created_at"]
     list_filter = ["status", "model_name"]
-    readonly_fields = ["model_name", "status", "total", "done", "failed", "chunk_size", "created_at", "started_at", "finished_at", "error"]
+    readonly_fields = [
+        "model_name",
+        "status",
+        "total",
+        "done",
+        "failed",
+        "chunk_size",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "error",
+    ]
     inlines = [ChunkInline]
     change_list_template = "admin/search/embeddingjob/change_list.html"
 
@@ -57,7 +80,11 @@ class EmbeddingJobAdmin(ReadOnlyAdmin):
     def get_urls(self):
         return [
             path("start/", self.admin_site.admin_view(self.start_view), name="search_embeddingjob_start"),
-            path("build-index/", self.admin_site.admin_view(self.build_index_view), name="search_embeddingjob_build_index"),
+            path(
+                "build-index/",
+                self.admin_site.admin_view(self.build_index_view),
+                name="search_embeddingjob_build_index",
+            ),
         ] + super().get_urls()
 
     def changelist_view(self, request, extra_context=None):
@@ -118,4 +145,14 @@ class EmbeddingFailureAdmin(ReadOnlyAdmin):
 class IndexBuildAdmin(ReadOnlyAdmin):
     list_display = ["id", "model_name", "kind", "built_kind", "status", "vectors", "created_at", "finished_at"]
     list_filter = ["status", "built_kind"]
-    readonly_fields = ["model_name", "kind", "built_kind", "status", "vectors", "created_at", "started_at", "finished_at", "error"]
+    readonly_fields = [
+        "model_name",
+        "kind",
+        "built_kind",
+        "status",
+        "vectors",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "error",
+    ]

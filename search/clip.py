@@ -3,6 +3,7 @@
 This module imports torch and open_clip (about 3 s): import it only where a model runs.
 Which model is configured is search.spec's business (no torch there).
 """
+
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -10,11 +11,13 @@ from pathlib import Path
 import numpy as np
 
 from . import torchvision_ops  # noqa: F401  (must run before open_clip imports torchvision)
+
+# isort: split
+import open_clip
+import torch
+
 from .exceptions import WeightsUnavailable
 from .spec import ClipSpec, configured_spec
-
-import open_clip  # noqa: E402
-import torch  # noqa: E402
 
 
 def best_device() -> str:
@@ -58,7 +61,7 @@ class ClipEmbedder:
             tokens = self.tokenizer(missing).to(self.device)
             vectors = _normalise(self.model.encode_text(tokens).float().cpu().numpy())
             with self._lock:
-                for text, vector in zip(missing, vectors):
+                for text, vector in zip(missing, vectors, strict=True):
                     self._text_cache[text] = vector
                     while len(self._text_cache) > self._text_cache_size:
                         self._text_cache.popitem(last=False)
@@ -77,7 +80,8 @@ class ClipEmbedder:
 
 
 def check_weights(spec: ClipSpec) -> None:
-    """Raise WeightsUnavailable, before building the model (ViT-H/14 takes seconds and gigabytes), when its weights are not here."""
+    """Raise WeightsUnavailable when the weights of `spec` are not here, before building the model
+    (ViT-H/14 takes seconds and gigabytes to build)."""
     model_name, pretrained = spec.open_clip_arguments()
     if model_name.startswith("local-dir:"):
         # open_clip only warns when a local-dir holds no weights and goes on with

@@ -1,4 +1,5 @@
 """Template context every page gets from the search engine."""
+
 from functools import lru_cache
 
 from .spec import ClipSpec, configured_spec
@@ -8,7 +9,10 @@ def model_warning(request):
     """A banner when the configured model has random weights (the offline demo's): its rankings mean nothing."""
     spec = configured_spec()
     if _is_random(spec):
-        return {"model_warning": f"The CLIP model ({spec.name}) has random weights: rankings are meaningless until real weights are configured (QUIRE_CLIP_PRETRAINED)."}
+        return {
+            "model_warning": f"The CLIP model ({spec.name}) has random weights: rankings are meaningless "
+            "until real weights are configured (QUIRE_CLIP_PRETRAINED)."
+        }
     return {}
 
 

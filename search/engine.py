@@ -6,6 +6,7 @@ taxon names into ids and a query's labels into ids to exclude.
 The index and the store are loaded once per process and swapped when a rebuild
 moves `current.json` (checked with one stat per search).
 """
+
 import os
 import threading
 from dataclasses import dataclass
@@ -92,7 +93,11 @@ def search(
     the ranking to those images and ranks them all exactly. Returns hits
     offset .. offset+k-1, best first, ties broken by image id.
     """
-    given = [name for name, value in (("text", text), ("image_id", image_id), ("image", image), ("vector", vector)) if value is not None]
+    given = [
+        name
+        for name, value in (("text", text), ("image_id", image_id), ("image", image), ("vector", vector))
+        if value is not None
+    ]
     if len(given) != 1:
         raise SearchError("Search by exactly one of: a text, an image id, an uploaded image, or a vector.")
     if text is not None and not text.strip():

@@ -8,10 +8,11 @@ Files are paired by their number. Paths are matched to the collection's
 machine that embedded them had another images root). Everything is checked
 before anything is written, so a bad directory leaves the store as it was.
 """
+
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -39,11 +40,15 @@ def _numbered(folder: Path, pattern: str, where: Path) -> dict[int, Path]:
         if number:
             found[int(number.group(1))] = path
     if not found:
-        raise InputError(where, None, f"no {folder.name}/{pattern} files: expected the clip-retrieval layout (img_emb/, metadata/)")
+        raise InputError(
+            where, None, f"no {folder.name}/{pattern} files: expected the clip-retrieval layout (img_emb/, metadata/)"
+        )
     return found
 
 
-def import_clip_retrieval(folder: Path, root: Path, model_name: str, *, progress: Callable[[int, int], None] | None = None) -> EmbeddingsImported:
+def import_clip_retrieval(
+    folder: Path, root: Path, model_name: str, *, progress: Callable[[int, int], None] | None = None
+) -> EmbeddingsImported:
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(folder, None, "not a folder")
@@ -51,7 +56,9 @@ def import_clip_retrieval(folder: Path, root: Path, model_name: str, *, progress
     metadata_files = _numbered(folder / "metadata", "metadata_*.parquet", folder)
     if set(vectors_files) != set(metadata_files):
         raise InputError(
-            folder, None, f"img_emb files {sorted(vectors_files)} and metadata files {sorted(metadata_files)} are not numbered alike"
+            folder,
+            None,
+            f"img_emb files {sorted(vectors_files)} and metadata files {sorted(metadata_files)} are not numbered alike",
         )
 
     # Pass 1: read and check everything, map every path to an image.
@@ -72,10 +79,14 @@ def import_clip_retrieval(folder: Path, root: Path, model_name: str, *, progress
         try:
             table = pq.read_table(metadata_path, columns=["image_path"])
         except Exception as error:  # pyarrow raises ArrowInvalid, KeyError...: all mean "not the expected parquet"
-            raise InputError(metadata_path, None, f"cannot read an image_path column: {str(error).splitlines()[0]}") from None
+            raise InputError(
+                metadata_path, None, f"cannot read an image_path column: {str(error).splitlines()[0]}"
+            ) from None
         paths = table.column("image_path").to_pylist()
         if len(paths) != len(vectors):
-            raise InputError(metadata_path, None, f"{len(paths)} rows, but {vectors_path.name} has {len(vectors)} vectors")
+            raise InputError(
+                metadata_path, None, f"{len(paths)} rows, but {vectors_path.name} has {len(vectors)} vectors"
+            )
         if prefix is None and paths:
             prefix = _shared_prefix(paths[0], metadata_path)
         image_ids, taxon_ids = _match(paths, prefix, metadata_path)
@@ -113,16 +124,22 @@ def _shared_prefix(path: str, where: Path) -> str:
         candidate = str(Path(*parts[start:]))
         if Image.objects.filter(file_name=candidate).exists():
             return path[: len(path) - len(candidate)]
-    raise InputError(where, "row 1", f"image_path {path!r} matches no image of the collection: import the collection first")
+    raise InputError(
+        where, "row 1", f"image_path {path!r} matches no image of the collection: import the collection first"
+    )
 
 
 def _match(paths: list[str], prefix: str, where: Path) -> tuple[np.ndarray, np.ndarray]:
     names = [path[len(prefix) :] if path.startswith(prefix) else path for path in paths]
     found: dict[str, tuple[int, int]] = {}
     for start in range(0, len(names), 10_000):
-        rows = Image.objects.filter(file_name__in=names[start : start + 10_000]).values_list("file_name", "id", "taxon_id")
+        rows = Image.objects.filter(file_name__in=names[start : start + 10_000]).values_list(
+            "file_name", "id", "taxon_id"
+        )
         found.update((name, (image_id, taxon_id)) for name, image_id, taxon_id in rows)
-    missing = [(row, path) for row, (path, name) in enumerate(zip(paths, names), start=1) if name not in found]
+    missing = [
+        (row, path) for row, (path, name) in enumerate(zip(paths, names, strict=True), start=1) if name not in found
+    ]
     if missing:
         row, path = missing[0]
         raise InputError(

@@ -12,9 +12,9 @@ A species (or any taxon set) filter never goes through the approximate index: th
 whole subset is ranked exactly, using the store's aligned taxon-id array
 (INQUIRE labeled comprehensively inside species filters).
 """
+
 import json
 import math
-import os
 import threading
 from pathlib import Path
 
@@ -203,7 +203,7 @@ class Searcher:
         ends = np.searchsorted(self._taxa_sorted, wanted, side="right")
         if not len(wanted):
             return np.empty(0, dtype=np.int64)
-        return np.concatenate([self._taxon_order[a:b] for a, b in zip(starts, ends)])
+        return np.concatenate([self._taxon_order[a:b] for a, b in zip(starts, ends, strict=True)])
 
     def _scores(self, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
         """Exact scores of sorted `rows`. Runs of consecutive rows (a species in the taxon-ordered
@@ -213,7 +213,10 @@ class Searcher:
             starts = np.concatenate([[0], breaks])
             ends = np.concatenate([breaks, [len(rows)]])
             return np.concatenate(
-                [inner_products(self.embeddings.vectors[rows[a] : rows[b - 1] + 1], vector) for a, b in zip(starts, ends)]
+                [
+                    inner_products(self.embeddings.vectors[rows[a] : rows[b - 1] + 1], vector)
+                    for a, b in zip(starts, ends, strict=True)
+                ]
             )
         scores = np.empty(len(rows), dtype=np.float32)
         for start in range(0, len(rows), 200_000):

@@ -7,9 +7,10 @@ file of the store, so a chunk that is done twice (a killed worker, a resumed
 job) just replaces its part. The worker that finishes the last chunk
 consolidates the store and queues an index build.
 """
+
 import socket
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from django.conf import settings
@@ -49,7 +50,9 @@ def start_embedding(*, spec: ClipSpec | None = None, chunk_size: int | None = No
     unfinished = EmbeddingJob.objects.filter(model_name=spec.name, status__in=UNFINISHED).first()
     if unfinished:
         return unfinished
-    all_ids = np.fromiter(Image.objects.order_by("id").values_list("id", flat=True).iterator(chunk_size=50_000), dtype=np.int64)
+    all_ids = np.fromiter(
+        Image.objects.order_by("id").values_list("id", flat=True).iterator(chunk_size=50_000), dtype=np.int64
+    )
     skip = [embedded_image_ids(spec.name)]
     failures = EmbeddingFailure.objects.filter(model_name=spec.name)
     if retry_failed:
@@ -118,20 +121,20 @@ def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -
         [
             stored[(stored >= id_range[0]) & (stored <= id_range[1])],
             np.fromiter(
-                EmbeddingFailure.objects.filter(model_name=job.model_name, image_id__range=id_range).values_list("image_id", flat=True),
+                EmbeddingFailure.objects.filter(model_name=job.model_name, image_id__range=id_range).values_list(
+                    "image_id", flat=True
+                ),
                 dtype=np.int64,
             ),
         ]
     )
     rows = list(
-        Image.objects.filter(id__range=id_range)
-        .order_by("id")
-        .values_list("id", "root__path", "file_name", "taxon_id")
+        Image.objects.filter(id__range=id_range).order_by("id").values_list("id", "root__path", "file_name", "taxon_id")
     )
     wanted = ~np.isin(np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)), skip)
     files = [
         ImageFile(image_id, Path(root or "") / file_name, NO_TAXON if taxon_id is None else taxon_id)
-        for (image_id, root, file_name, taxon_id), keep in zip(rows, wanted)
+        for (image_id, root, file_name, taxon_id), keep in zip(rows, wanted, strict=True)
         if keep
     ]
     result = embed_files(
@@ -144,7 +147,10 @@ def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -
     store.write_part(chunk.part_name, result.image_ids, result.taxon_ids, result.vectors)
     with transaction.atomic():
         EmbeddingFailure.objects.bulk_create(
-            [EmbeddingFailure(model_name=job.model_name, image_id=f.image_id, job=job, reason=f.reason[:2000]) for f in result.failures],
+            [
+                EmbeddingFailure(model_name=job.model_name, image_id=f.image_id, job=job, reason=f.reason[:2000])
+                for f in result.failures
+            ],
             ignore_conflicts=True,
         )
         EmbeddingChunk.objects.filter(pk=chunk.pk).update(
@@ -209,7 +215,9 @@ def run_index_build(build_id: int) -> IndexBuild:
         built = faiss_index.build(embeddings, kind)
         faiss_index.save(built, index_folder(build.model_name), kind=kind, count=len(embeddings))
     except Exception as error:
-        IndexBuild.objects.filter(pk=build.pk).update(status=JobStatus.FAILED, error=str(error), finished_at=timezone.now())
+        IndexBuild.objects.filter(pk=build.pk).update(
+            status=JobStatus.FAILED, error=str(error), finished_at=timezone.now()
+        )
         raise
     IndexBuild.objects.filter(pk=build.pk).update(
         status=JobStatus.DONE, built_kind=kind, vectors=len(embeddings), finished_at=timezone.now()

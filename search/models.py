@@ -4,6 +4,7 @@ An embedding job is cut into chunks of consecutive image ids. A chunk is the
 unit a Celery task does, retries and resumes: its vectors go to one part file
 of the embedding store, written atomically, so doing a chunk twice is harmless.
 """
+
 from django.db import models
 from django.utils import timezone
 

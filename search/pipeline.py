@@ -8,11 +8,12 @@ current one is in the model, so the model, not the decoding, sets the pace.
 
 A missing or unreadable image never stops the work: it comes back as a Failure.
 """
+
 from collections import deque
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 import torch

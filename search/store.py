@@ -13,10 +13,10 @@ Layout under QUIRE_DATA_DIR/embeddings/<model slug>/:
 Many workers on many machines can write parts at once (they share only the
 folder); consolidation happens once, at the end of a job.
 """
+
 import io
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,7 +119,7 @@ class EmbeddingStore:
         vectors_tmp = self.directory / f"vectors.npy{tag}"
         out = np.lib.format.open_memmap(vectors_tmp, mode="w+", dtype=np.float16, shape=(total, self.dim))
         offsets = np.cumsum([0] + [len(ids) for ids, _, _ in sources])
-        for (ids, _, vectors), start in zip(sources, offsets[:-1]):
+        for (ids, _, vectors), start in zip(sources, offsets[:-1], strict=True):
             rows = np.flatnonzero(destination[start : start + len(ids)] >= 0)
             for begin in range(0, len(rows), batch_rows):
                 chunk = rows[begin : begin + batch_rows]
@@ -164,4 +164,3 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, array, allow_pickle=False)
     return buffer.getvalue()
-

@@ -3,6 +3,7 @@
 acks_late (set for all tasks in settings) returns the message of a killed
 worker to the queue; a chunk done twice only replaces its own part file.
 """
+
 from celery import shared_task
 
 from . import jobs

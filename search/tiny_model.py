@@ -5,15 +5,18 @@ path users' checkpoints take) and the offline demo (which says loudly that its
 rankings are meaningless). Random weights, seeded, so the same seed gives the
 same model.
 """
+
 import json
 from pathlib import Path
 
-from . import torchvision_ops  # noqa: F401
-from .spec import RANDOM_WEIGHTS_MARKER
+from . import torchvision_ops  # noqa: F401  (must run before open_clip imports torchvision)
 
-import open_clip  # noqa: E402
-import torch  # noqa: E402
-from safetensors.torch import save_file  # noqa: E402
+# isort: split
+import open_clip
+import torch
+from safetensors.torch import save_file
+
+from .spec import RANDOM_WEIGHTS_MARKER
 
 TINY_CONFIG = {
     "embed_dim": 64,
@@ -34,7 +37,10 @@ def write_tiny_model(folder: Path, *, seed: int = 0, embed_dim: int = TINY_CONFI
         "preprocess_cfg": {"mean": [0.48145466, 0.4578275, 0.40821073], "std": [0.26862954, 0.26130258, 0.27577711]},
     }
     (folder / "open_clip_config.json").write_text(json.dumps(config, indent=2))
-    save_file({name: tensor.contiguous() for name, tensor in model.state_dict().items()}, folder / "open_clip_model.safetensors")
+    save_file(
+        {name: tensor.contiguous() for name, tensor in model.state_dict().items()},
+        folder / "open_clip_model.safetensors",
+    )
     # Whoever configures this folder gets the "rankings are meaningless" banner.
     (folder / RANDOM_WEIGHTS_MARKER).write_text("Random weights: rankings made with this model mean nothing.\n")
     return f"local-dir:{folder}"

@@ -10,6 +10,7 @@ load (a matching GPU install), it is used and nothing is declared.
 
 Import this module before anything imports torchvision.
 """
+
 import importlib.util
 from pathlib import Path
 

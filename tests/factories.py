@@ -87,7 +87,14 @@ def make_collection(folder, count: int, *, first_id: int = 1, broken: dict | Non
     for taxon_id, scientific, common, genus, family in TAXA:
         Taxon.objects.get_or_create(
             id=taxon_id,
-            defaults=dict(scientific_name=scientific, common_name=common, genus=genus, family=family, class_name="Aves", kingdom="Animalia"),
+            defaults=dict(
+                scientific_name=scientific,
+                common_name=common,
+                genus=genus,
+                family=family,
+                class_name="Aves",
+                kingdom="Animalia",
+            ),
         )
     rng = np.random.default_rng(first_id)
     ids = list(range(first_id, first_id + count))
@@ -101,5 +108,7 @@ def make_collection(folder, count: int, *, first_id: int = 1, broken: dict | Non
             base = np.array([(200, 40, 40), (40, 200, 40), (40, 40, 200)][image_id % 3], dtype=np.int16)
             pixels = np.clip(base + rng.integers(-40, 40, size=(48, 64, 3)), 0, 255).astype(np.uint8)
             PILImage.fromarray(pixels).save(path, quality=90)
-        Image.objects.create(id=image_id, root=root, file_name=f"{taxon}/{image_id}.jpg", taxon_id=taxon, width=64, height=48)
+        Image.objects.create(
+            id=image_id, root=root, file_name=f"{taxon}/{image_id}.jpg", taxon_id=taxon, width=64, height=48
+        )
     return ids

@@ -3,6 +3,7 @@
 Not a second home for settings: only values the environment would otherwise
 have to supply (a secret key, a scratch data directory).
 """
+
 import os
 import tempfile
 

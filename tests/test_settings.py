@@ -9,7 +9,9 @@ def settings_of(**env):
         "import django; from django.conf import settings; "
         "print(settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER, settings.DEBUG)"
     )
-    base = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DEBUG"}}
+    base = {
+        k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DEBUG"}
+    }
     completed = subprocess.run(
         [sys.executable, "-c", program],
         env={**base, "DJANGO_SETTINGS_MODULE": "quire.settings", **env},

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,109 +14,205 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='ImageRoot',
+            name="ImageRoot",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('path', models.CharField(max_length=1024, unique=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("path", models.CharField(max_length=1024, unique=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Query',
+            name="Query",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.TextField()),
-                ('supercategory', models.CharField(blank=True, max_length=100)),
-                ('category', models.CharField(blank=True, max_length=255)),
-                ('iconic_group', models.CharField(blank=True, max_length=100)),
-                ('split', models.CharField(choices=[('val', 'val'), ('test', 'test'), ('other', 'other')], default='other', max_length=10)),
-                ('status', models.CharField(choices=[('open', 'open'), ('in_progress', 'in progress'), ('done', 'done')], default='open', max_length=20)),
-                ('fully_labeled', models.CharField(choices=[('yes', 'yes'), ('no', 'no'), ('unknown', 'unknown')], default='unknown', max_length=10)),
-                ('notes', models.TextField(blank=True)),
-                ('csv_index', models.IntegerField(blank=True, editable=False, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("text", models.TextField()),
+                ("supercategory", models.CharField(blank=True, max_length=100)),
+                ("category", models.CharField(blank=True, max_length=255)),
+                ("iconic_group", models.CharField(blank=True, max_length=100)),
+                (
+                    "split",
+                    models.CharField(
+                        choices=[("val", "val"), ("test", "test"), ("other", "other")], default="other", max_length=10
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("open", "open"), ("in_progress", "in progress"), ("done", "done")],
+                        default="open",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "fully_labeled",
+                    models.CharField(
+                        choices=[("yes", "yes"), ("no", "no"), ("unknown", "unknown")], default="unknown", max_length=10
+                    ),
+                ),
+                ("notes", models.TextField(blank=True)),
+                ("csv_index", models.IntegerField(blank=True, editable=False, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'verbose_name_plural': 'queries',
-                'ordering': ['id'],
+                "verbose_name_plural": "queries",
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='Taxon',
+            name="Taxon",
             fields=[
-                ('id', models.IntegerField(primary_key=True, serialize=False)),
-                ('scientific_name', models.CharField(db_index=True, max_length=255)),
-                ('common_name', models.CharField(blank=True, db_index=True, max_length=255)),
-                ('kingdom', models.CharField(blank=True, max_length=100)),
-                ('phylum', models.CharField(blank=True, max_length=100)),
-                ('class_name', models.CharField(blank=True, max_length=100, verbose_name='class')),
-                ('order', models.CharField(blank=True, max_length=100)),
-                ('family', models.CharField(blank=True, max_length=100)),
-                ('genus', models.CharField(blank=True, max_length=100)),
-                ('specific_epithet', models.CharField(blank=True, max_length=100)),
-                ('image_dir_name', models.CharField(blank=True, db_index=True, max_length=255)),
-                ('supercategory', models.CharField(blank=True, max_length=100)),
+                ("id", models.IntegerField(primary_key=True, serialize=False)),
+                ("scientific_name", models.CharField(db_index=True, max_length=255)),
+                ("common_name", models.CharField(blank=True, db_index=True, max_length=255)),
+                ("kingdom", models.CharField(blank=True, max_length=100)),
+                ("phylum", models.CharField(blank=True, max_length=100)),
+                ("class_name", models.CharField(blank=True, max_length=100, verbose_name="class")),
+                ("order", models.CharField(blank=True, max_length=100)),
+                ("family", models.CharField(blank=True, max_length=100)),
+                ("genus", models.CharField(blank=True, max_length=100)),
+                ("specific_epithet", models.CharField(blank=True, max_length=100)),
+                ("image_dir_name", models.CharField(blank=True, db_index=True, max_length=255)),
+                ("supercategory", models.CharField(blank=True, max_length=100)),
             ],
             options={
-                'verbose_name_plural': 'taxa',
-                'ordering': ['id'],
+                "verbose_name_plural": "taxa",
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='Image',
+            name="Image",
             fields=[
-                ('id', models.BigIntegerField(primary_key=True, serialize=False)),
-                ('file_name', models.CharField(help_text='Path relative to the images root.', max_length=1024)),
-                ('width', models.PositiveIntegerField(blank=True, null=True)),
-                ('height', models.PositiveIntegerField(blank=True, null=True)),
-                ('latitude', models.FloatField(blank=True, null=True)),
-                ('longitude', models.FloatField(blank=True, null=True)),
-                ('location_uncertainty', models.FloatField(blank=True, help_text='Metres.', null=True)),
-                ('observed_on', models.DateField(blank=True, null=True)),
-                ('license', models.CharField(blank=True, max_length=255)),
-                ('rights_holder', models.CharField(blank=True, max_length=255)),
-                ('root', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to='annotator.imageroot')),
-                ('taxon', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='images', to='annotator.taxon')),
+                ("id", models.BigIntegerField(primary_key=True, serialize=False)),
+                ("file_name", models.CharField(help_text="Path relative to the images root.", max_length=1024)),
+                ("width", models.PositiveIntegerField(blank=True, null=True)),
+                ("height", models.PositiveIntegerField(blank=True, null=True)),
+                ("latitude", models.FloatField(blank=True, null=True)),
+                ("longitude", models.FloatField(blank=True, null=True)),
+                ("location_uncertainty", models.FloatField(blank=True, help_text="Metres.", null=True)),
+                ("observed_on", models.DateField(blank=True, null=True)),
+                ("license", models.CharField(blank=True, max_length=255)),
+                ("rights_holder", models.CharField(blank=True, max_length=255)),
+                (
+                    "root",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to="annotator.imageroot"
+                    ),
+                ),
+                (
+                    "taxon",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="images",
+                        to="annotator.taxon",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='LabelEvent',
+            name="LabelEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('old_value', models.CharField(blank=True, choices=[('relevant', 'Relevant'), ('not_relevant', 'Not relevant'), ('unsure', 'Unsure')], max_length=16)),
-                ('new_value', models.CharField(blank=True, choices=[('relevant', 'Relevant'), ('not_relevant', 'Not relevant'), ('unsure', 'Unsure')], max_length=16)),
-                ('source', models.CharField(choices=[('click', 'click'), ('keyboard', 'keyboard'), ('submit', 'submit'), ('import', 'import'), ('api', 'api')], max_length=16)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('image', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='label_events', to='annotator.image')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('query', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='label_events', to='annotator.query')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "old_value",
+                    models.CharField(
+                        blank=True,
+                        choices=[("relevant", "Relevant"), ("not_relevant", "Not relevant"), ("unsure", "Unsure")],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "new_value",
+                    models.CharField(
+                        blank=True,
+                        choices=[("relevant", "Relevant"), ("not_relevant", "Not relevant"), ("unsure", "Unsure")],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("click", "click"),
+                            ("keyboard", "keyboard"),
+                            ("submit", "submit"),
+                            ("import", "import"),
+                            ("api", "api"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "image",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="label_events", to="annotator.image"
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "query",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="label_events", to="annotator.query"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
-                'indexes': [models.Index(fields=['query', 'image'], name='labelevent_query_image')],
+                "ordering": ["id"],
+                "indexes": [models.Index(fields=["query", "image"], name="labelevent_query_image")],
             },
         ),
         migrations.CreateModel(
-            name='Label',
+            name="Label",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('value', models.CharField(choices=[('relevant', 'Relevant'), ('not_relevant', 'Not relevant'), ('unsure', 'Unsure')], max_length=16)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('annotator', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('image', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='labels', to='annotator.image')),
-                ('query', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='labels', to='annotator.query')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "value",
+                    models.CharField(
+                        choices=[("relevant", "Relevant"), ("not_relevant", "Not relevant"), ("unsure", "Unsure")],
+                        max_length=16,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "image",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="labels", to="annotator.image"
+                    ),
+                ),
+                (
+                    "query",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="labels", to="annotator.query"
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['query', 'value'], name='label_query_value'), models.Index(fields=['query', 'updated_at'], name='label_query_updated')],
-                'constraints': [models.UniqueConstraint(fields=('query', 'image'), name='label_one_per_query_image')],
+                "indexes": [
+                    models.Index(fields=["query", "value"], name="label_query_value"),
+                    models.Index(fields=["query", "updated_at"], name="label_query_updated"),
+                ],
+                "constraints": [models.UniqueConstraint(fields=("query", "image"), name="label_one_per_query_image")],
             },
         ),
         migrations.AddIndex(
-            model_name='image',
-            index=models.Index(fields=['file_name'], name='image_file_name'),
+            model_name="image",
+            index=models.Index(fields=["file_name"], name="image_file_name"),
         ),
     ]

@@ -6,57 +6,87 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotator', '0002_catalog_moved_out'),
+        ("annotator", "0002_catalog_moved_out"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='labelevent',
-            name='lead_time_ms',
-            field=models.PositiveIntegerField(blank=True, help_text='How long the annotator looked at the image before deciding (from the page).', null=True),
+            model_name="labelevent",
+            name="lead_time_ms",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="How long the annotator looked at the image before deciding (from the page).",
+                null=True,
+            ),
         ),
         migrations.AlterField(
-            model_name='label',
-            name='query',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='labels', to='annotator.query'),
+            model_name="label",
+            name="query",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="labels", to="annotator.query"
+            ),
         ),
         migrations.AlterField(
-            model_name='labelevent',
-            name='query',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='label_events', to='annotator.query'),
+            model_name="labelevent",
+            name="query",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="label_events", to="annotator.query"
+            ),
         ),
         migrations.AlterField(
-            model_name='labelevent',
-            name='source',
-            field=models.CharField(choices=[('click', 'click'), ('keyboard', 'keyboard'), ('submit', 'submit'), ('import', 'import'), ('api', 'api'), ('admin', 'admin')], max_length=16),
+            model_name="labelevent",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("click", "click"),
+                    ("keyboard", "keyboard"),
+                    ("submit", "submit"),
+                    ("import", "import"),
+                    ("api", "api"),
+                    ("admin", "admin"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='labelevent',
-            name='user',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL),
+            model_name="labelevent",
+            name="user",
+            field=models.ForeignKey(
+                blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.CreateModel(
-            name='ImportBatch',
+            name="ImportBatch",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('file_name', models.CharField(max_length=1024)),
-                ('kind', models.CharField(help_text='What was imported, e.g. inquire_annotations.', max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('rows', models.PositiveIntegerField(default=0)),
-                ('labels_changed', models.PositiveIntegerField(default=0)),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("file_name", models.CharField(max_length=1024)),
+                ("kind", models.CharField(help_text="What was imported, e.g. inquire_annotations.", max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("rows", models.PositiveIntegerField(default=0)),
+                ("labels_changed", models.PositiveIntegerField(default=0)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'import batches',
-                'ordering': ['-created_at'],
+                "verbose_name_plural": "import batches",
+                "ordering": ["-created_at"],
             },
         ),
         migrations.AddField(
-            model_name='labelevent',
-            name='import_batch',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='events', to='annotator.importbatch'),
+            model_name="labelevent",
+            name="import_batch",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="events",
+                to="annotator.importbatch",
+            ),
         ),
     ]

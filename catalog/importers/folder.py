@@ -6,6 +6,7 @@ matches a known taxon's iNat image_dir_name or scientific name
 "Rynchops niger" or "Rynchops_niger"). Images get new ids after the largest
 id in the collection; a file already imported from the same root keeps its id.
 """
+
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,8 +15,8 @@ import PIL.Image
 from django.db import transaction
 from django.db.models import Max
 
-from ..models import ROWS_PER_STATEMENT, Image, ImageRoot, Taxon
 from ..inputs import InputError
+from ..models import ROWS_PER_STATEMENT, Image, ImageRoot, Taxon
 
 EXTENSIONS = {".jpg", ".jpeg", ".png"}
 

@@ -13,6 +13,7 @@ and images are written in batches.
     annotations: image_id, category_id
     licenses:    id, name, url
 """
+
 import gzip
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,24 +23,53 @@ import ijson
 import numpy as np
 from django.db import transaction
 
-from ..models import Image, ImageRoot, Taxon
 from ..inputs import InputError
+from ..models import Image, ImageRoot, Taxon
 from .values import BadValue, optional_date, optional_float, optional_int, optional_text, required_int, required_text
 from .writers import UpsertWriter
 
 TAXON_FIELDS = [
-    "id", "scientific_name", "common_name", "kingdom", "phylum", "class_name", "order", "family", "genus",
-    "specific_epithet", "image_dir_name", "supercategory",
-]  # fmt: skip
+    "id",
+    "scientific_name",
+    "common_name",
+    "kingdom",
+    "phylum",
+    "class_name",
+    "order",
+    "family",
+    "genus",
+    "specific_epithet",
+    "image_dir_name",
+    "supercategory",
+]
 IMAGE_FIELDS = [
-    "id", "root", "file_name", "width", "height", "taxon", "latitude", "longitude", "location_uncertainty",
-    "observed_on", "license", "rights_holder",
-]  # fmt: skip
+    "id",
+    "root",
+    "file_name",
+    "width",
+    "height",
+    "taxon",
+    "latitude",
+    "longitude",
+    "location_uncertainty",
+    "observed_on",
+    "license",
+    "rights_holder",
+]
 # iNat's category keys, in the order of TAXON_FIELDS after id.
 CATEGORY_KEYS = [
-    "name", "common_name", "kingdom", "phylum", "class", "order", "family", "genus", "specific_epithet",
-    "image_dir_name", "supercategory",
-]  # fmt: skip
+    "name",
+    "common_name",
+    "kingdom",
+    "phylum",
+    "class",
+    "order",
+    "family",
+    "genus",
+    "specific_epithet",
+    "image_dir_name",
+    "supercategory",
+]
 
 
 @dataclass
@@ -180,7 +210,10 @@ def _taxa(path: Path) -> Iterator[tuple]:
             row = (
                 taxon_id,
                 required_text(record.get("name"), "name", 255),
-                *(optional_text(record.get(key), key, 255 if key.endswith("name") else 100) for key in CATEGORY_KEYS[1:]),
+                *(
+                    optional_text(record.get(key), key, 255 if key.endswith("name") else 100)
+                    for key in CATEGORY_KEYS[1:]
+                ),
             )
         except BadValue as error:
             raise InputError(path, f"categories[{index}]", str(error)) from None

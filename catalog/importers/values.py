@@ -1,4 +1,5 @@
 """Parsing one field of an imported record, with an error that names the field."""
+
 import datetime
 import math
 

@@ -5,6 +5,7 @@ INSERT ... ON CONFLICT per batch; that is what lets the iNat24 metadata (4.8M
 images) import at tens of thousands of rows a second. Other databases (the
 embedded SQLite) use Django's bulk_create with update_conflicts.
 """
+
 from collections.abc import Sequence
 
 from django.db import connection
@@ -35,7 +36,7 @@ class UpsertWriter:
         existing = self.model.objects.in_bulk([row[0] for row in rows])
         objects, changed = [], 0
         for row in rows:
-            values = dict(zip(self.fields, row))
+            values = dict(zip(self.fields, row, strict=True))
             old = existing.get(row[0])
             if old is not None and all(getattr(old, name) == value for name, value in values.items()):
                 continue

@@ -55,7 +55,12 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="ImageRoot",
                     fields=[
-                        ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
                         ("path", models.CharField(max_length=1024, unique=True)),
                     ],
                     options={"db_table": "annotator_imageroot"},

@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,31 +15,41 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='SavedRun',
+            name="SavedRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('file', models.FileField(upload_to='runs/%Y/%m/')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('uploaded_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                ("file", models.FileField(upload_to="runs/%Y/%m/")),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "uploaded_by",
+                    models.ForeignKey(
+                        null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='SavedReport',
+            name="SavedReport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('protocol', models.CharField(max_length=16)),
-                ('k', models.PositiveIntegerField()),
-                ('ground_truth', models.CharField(help_text='Where the relevance labels came from.', max_length=200)),
-                ('result', models.JSONField(help_text='The report as `manage.py evaluate --json` writes it.')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reports', to='evaluation.savedrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("protocol", models.CharField(max_length=16)),
+                ("k", models.PositiveIntegerField()),
+                ("ground_truth", models.CharField(help_text="Where the relevance labels came from.", max_length=200)),
+                ("result", models.JSONField(help_text="The report as `manage.py evaluate --json` writes it.")),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="reports", to="evaluation.savedrun"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

@@ -6,86 +6,133 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='EmbeddingJob',
+            name="EmbeddingJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('model_name', models.CharField(help_text='The CLIP model (ClipSpec.name) the vectors come from.', max_length=1024)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=16)),
-                ('total', models.PositiveIntegerField(default=0, help_text='Images to embed when the job started.')),
-                ('done', models.PositiveIntegerField(default=0, help_text='Images embedded so far.')),
-                ('failed', models.PositiveIntegerField(default=0, help_text='Images skipped: missing or unreadable.')),
-                ('chunk_size', models.PositiveIntegerField(default=5000)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "model_name",
+                    models.CharField(
+                        help_text="The CLIP model (ClipSpec.name) the vectors come from.", max_length=1024
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("queued", "Queued"), ("running", "Running"), ("done", "Done"), ("failed", "Failed")],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("total", models.PositiveIntegerField(default=0, help_text="Images to embed when the job started.")),
+                ("done", models.PositiveIntegerField(default=0, help_text="Images embedded so far.")),
+                ("failed", models.PositiveIntegerField(default=0, help_text="Images skipped: missing or unreadable.")),
+                ("chunk_size", models.PositiveIntegerField(default=5000)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='IndexBuild',
+            name="IndexBuild",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('model_name', models.CharField(max_length=1024)),
-                ('kind', models.CharField(help_text='auto, flat or ivfpq as asked; the built kind is in `built_kind`.', max_length=16)),
-                ('built_kind', models.CharField(blank=True, max_length=16)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=16)),
-                ('vectors', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("model_name", models.CharField(max_length=1024)),
+                (
+                    "kind",
+                    models.CharField(
+                        help_text="auto, flat or ivfpq as asked; the built kind is in `built_kind`.", max_length=16
+                    ),
+                ),
+                ("built_kind", models.CharField(blank=True, max_length=16)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("queued", "Queued"), ("running", "Running"), ("done", "Done"), ("failed", "Failed")],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("vectors", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='EmbeddingFailure',
+            name="EmbeddingFailure",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('model_name', models.CharField(max_length=1024)),
-                ('image_id', models.BigIntegerField()),
-                ('reason', models.TextField()),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('job', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='failures', to='search.embeddingjob')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("model_name", models.CharField(max_length=1024)),
+                ("image_id", models.BigIntegerField()),
+                ("reason", models.TextField()),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "job",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="failures",
+                        to="search.embeddingjob",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['image_id'],
-                'constraints': [models.UniqueConstraint(fields=('model_name', 'image_id'), name='embedding_failure_once')],
+                "ordering": ["image_id"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("model_name", "image_id"), name="embedding_failure_once")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='EmbeddingChunk',
+            name="EmbeddingChunk",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('first_image_id', models.BigIntegerField()),
-                ('last_image_id', models.BigIntegerField()),
-                ('size', models.PositiveIntegerField(help_text='Images to embed in this id range when the job started.')),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('done', 'Done')], default='pending', max_length=16)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('done', models.PositiveIntegerField(default=0)),
-                ('failed', models.PositiveIntegerField(default=0)),
-                ('worker', models.CharField(blank=True, max_length=255)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='search.embeddingjob')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveIntegerField()),
+                ("first_image_id", models.BigIntegerField()),
+                ("last_image_id", models.BigIntegerField()),
+                (
+                    "size",
+                    models.PositiveIntegerField(help_text="Images to embed in this id range when the job started."),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("pending", "Pending"), ("running", "Running"), ("done", "Done")],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("done", models.PositiveIntegerField(default=0)),
+                ("failed", models.PositiveIntegerField(default=0)),
+                ("worker", models.CharField(blank=True, max_length=255)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "job",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="chunks", to="search.embeddingjob"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['job', 'number'],
-                'indexes': [models.Index(fields=['job', 'status'], name='embedding_chunk_status')],
-                'constraints': [models.UniqueConstraint(fields=('job', 'number'), name='embedding_chunk_number')],
+                "ordering": ["job", "number"],
+                "indexes": [models.Index(fields=["job", "status"], name="embedding_chunk_status")],
+                "constraints": [models.UniqueConstraint(fields=("job", "number"), name="embedding_chunk_number")],
             },
         ),
     ]

@@ -15,6 +15,7 @@
   const NAMES = { relevant: "Relevant", not_relevant: "Not relevant", unsure: "Unsure", "": "Not relevant (not saved yet)" };
   const tiles = () => Array.from(grid.querySelectorAll(".tile"));
   let selected = 0;
+  let lookingSince = performance.now(); // when the selected image was shown: its lead time starts here
   const undo = [];            // [{id, before}] newest last
   const wanted = new Map();   // image id -> label the server must end up with
   const inFlight = new Set();
@@ -25,7 +26,9 @@
   function select(index, scroll = true) {
     const all = tiles();
     if (!all.length) return;
-    selected = Math.max(0, Math.min(index, all.length - 1));
+    const next = Math.max(0, Math.min(index, all.length - 1));
+    if (next !== selected) lookingSince = performance.now();
+    selected = next;
     all.forEach((t, i) => t.classList.toggle("selected", i === selected));
     const tile = all[selected];
     if (scroll) tile.scrollIntoView({ block: "nearest" });
@@ -58,7 +61,10 @@
     const id = tile.dataset.imageId;
     if (record) undo.push({ id, before: tile.dataset.label });
     tile.dataset.label = value;
-    wanted.set(id, { value, source });
+    // How long the annotator looked before deciding (an undo is no decision): kept with the event.
+    const leadTime = record ? Math.round(performance.now() - lookingSince) : null;
+    lookingSince = performance.now();
+    wanted.set(id, { value, source, leadTime });
     save(id);
     refresh();
     if (tiles()[selected] === tile) showDetail(tile);
@@ -70,7 +76,7 @@
 
   async function save(id) {
     if (inFlight.has(id) || !wanted.has(id)) return;
-    const { value, source } = wanted.get(id);
+    const { value, source, leadTime } = wanted.get(id);
     inFlight.add(id);
     refresh();
     let retry = false;
@@ -78,7 +84,7 @@
       const response = await fetch(page.dataset.saveUrl, {
         method: "POST",
         headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
-        body: JSON.stringify({ image: Number(id), value, source }),
+        body: JSON.stringify({ image: Number(id), value, source, lead_time_ms: leadTime }),
       });
       if (response.ok) {
         if (wanted.get(id)?.value === value) wanted.delete(id);

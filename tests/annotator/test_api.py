@@ -2,9 +2,9 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from catalog.importers import import_inat
 from annotator.labels import set_label
 from annotator.models import LabelEvent, Query
+from catalog.importers import import_inat
 from tests.factories import inat_document
 
 pytestmark = pytest.mark.django_db
@@ -79,7 +79,10 @@ def test_posting_a_label_creates_then_changes_it(api):
 
 def test_patch_and_delete_a_label(api):
     label, _ = set_label(query_id=7, image_id=1001, value="relevant", source="click")
-    assert api.patch(f"/api/labels/{label.id}/", {"value": "not_relevant"}, format="json").json()["value"] == "not_relevant"
+    assert (
+        api.patch(f"/api/labels/{label.id}/", {"value": "not_relevant"}, format="json").json()["value"]
+        == "not_relevant"
+    )
     assert api.delete(f"/api/labels/{label.id}/").status_code == 204
     assert api.get(f"/api/labels/{label.id}/").status_code == 404
     assert list(LabelEvent.objects.values_list("new_value", flat=True)) == ["relevant", "not_relevant", ""]

@@ -8,9 +8,9 @@ from django.http import StreamingHttpResponse
 
 from annotator.exporters import export_inquire
 from annotator.importers import import_annotations, import_queries
-from catalog.importers import import_inat
 from annotator.labels import set_label
 from annotator.models import Label, LabelEvent, Query
+from catalog.importers import import_inat
 from catalog.models import Image
 from tests.factories import inat_document
 
@@ -63,7 +63,12 @@ def test_the_three_files_have_the_inquire_layout(tmp_path, labeled):
     ]
     annotations = read(tmp_path / "out/inquire_annotations.csv")
     assert annotations[0] == ["query_id", "image_id", "image_path"]
-    assert [row[:2] for row in annotations[1:]] == [["3", "1004"], ["7", "1000"], ["7", "1002"], [str(labeled.id), "1005"]]
+    assert [row[:2] for row in annotations[1:]] == [
+        ["3", "1004"],
+        ["7", "1000"],
+        ["7", "1002"],
+        [str(labeled.id), "1005"],
+    ]
     assert annotations[2][2] == Image.objects.get(id=1000).file_name
     labels = read(tmp_path / "out/inquire_labels.csv")
     assert labels[0] == ["query_id", "image_id", "image_path", "label", "annotator", "updated_at"]
@@ -149,9 +154,10 @@ def test_staff_download_streams_the_same_bytes_as_the_command(client, tmp_path, 
 
     assert isinstance(response, StreamingHttpResponse)
     assert response["Content-Disposition"] == f'attachment; filename="{name}"'
-    assert b"".join(chunk if isinstance(chunk, bytes) else chunk.encode() for chunk in response.streaming_content) == (
-        tmp_path / name
-    ).read_bytes()
+    assert (
+        b"".join(chunk if isinstance(chunk, bytes) else chunk.encode() for chunk in response.streaming_content)
+        == (tmp_path / name).read_bytes()
+    )
 
 
 def test_downloads_are_for_staff_and_check_their_input(client, labeled):

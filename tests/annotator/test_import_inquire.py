@@ -4,9 +4,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotator.importers import import_annotations, import_queries
-from catalog.importers import InputError, import_inat
 from annotator.labels import set_label
 from annotator.models import Label, LabelEvent, LabelSource, Query
+from catalog.importers import InputError, import_inat
 from catalog.models import Image
 from tests.factories import database_snapshot, inat_document
 
@@ -52,7 +52,11 @@ def test_queries_get_fields_and_split_from_the_file_name(queries_csv):
     assert (result.created, result.updated, result.unchanged) == (3, 0, 0)
     skimmer = Query.objects.get(id=7)
     assert skimmer.text == "Black Skimmer performing skimming, low over water"
-    assert (skimmer.supercategory, skimmer.category, skimmer.iconic_group) == ("Behavior", "Feeding and Hydration", "Birds")
+    assert (skimmer.supercategory, skimmer.category, skimmer.iconic_group) == (
+        "Behavior",
+        "Feeding and Hydration",
+        "Birds",
+    )
     assert (skimmer.split, skimmer.csv_index, skimmer.status, skimmer.fully_labeled) == ("val", 4, "open", "unknown")
     assert Query.objects.get(id=12).iconic_group == ""
 
@@ -80,7 +84,11 @@ def test_queries_created_later_get_ids_after_imported_ones(queries_csv):
 
 BAD_QUERY_FILES = {
     "missing column": (QUERIES_HEADER.replace(",iconic_group", ""), "line 1", "missing column(s) iconic_group"),
-    "bad query_id": (QUERIES_HEADER + "0,3,ok,a,b,c\n1,three,bad,a,b,c\n", "line 3", "query_id must be a whole number, not 'three'"),
+    "bad query_id": (
+        QUERIES_HEADER + "0,3,ok,a,b,c\n1,three,bad,a,b,c\n",
+        "line 3",
+        "query_id must be a whole number, not 'three'",
+    ),
     "zero query_id": (QUERIES_HEADER + "0,0,bad,a,b,c\n", "line 2", "query_id must be a positive whole number"),
     "duplicate query_id": (QUERIES_HEADER + "0,3,ok,a,b,c\n1,3,again,a,b,c\n", "line 3", "query_id 3 appears twice"),
     "empty text": (QUERIES_HEADER + "0,3,  ,a,b,c\n", "line 2", "query_text is missing"),

@@ -1,4 +1,5 @@
 """The labeling endpoints through Django's test client (the browser flow is in test_browser.py)."""
+
 import re
 
 import pytest
@@ -65,10 +66,19 @@ def test_saving_clearing_and_bad_saves(ann, labeling):
     assert LabelEvent.objects.filter(image_id=5).count() == 1
     ann.post(url, {"image": 5, "value": "", "source": "keyboard"}, content_type="application/json")
     assert not Label.objects.exists() and LabelEvent.objects.filter(image_id=5).count() == 2
-    for body, status in [({"image": "x", "value": "relevant"}, 400), ({"image": 5, "value": "maybe"}, 400),
-                         ({"image": 99999, "value": "relevant"}, 404), ({"image": 5, "value": "relevant", "source": "import"}, 400)]:  # fmt: skip
+    for body, status in [
+        ({"image": "x", "value": "relevant"}, 400),
+        ({"image": 5, "value": "maybe"}, 400),
+        ({"image": 99999, "value": "relevant"}, 404),
+        ({"image": 5, "value": "relevant", "source": "import"}, 400),
+    ]:
         assert ann.post(url, body, content_type="application/json").status_code == status
-    assert ann.post(reverse("save-label", args=[9999]), {"image": 5, "value": "relevant"}, content_type="application/json").status_code == 404
+    assert (
+        ann.post(
+            reverse("save-label", args=[9999]), {"image": 5, "value": "relevant"}, content_type="application/json"
+        ).status_code
+        == 404
+    )
     assert not Label.objects.exists()
 
 
@@ -119,21 +129,53 @@ def test_dashboard_counts_run_and_tracking(client, labeling):
     query = labeling["query"]
     client.force_login(labeling["admin"])
     ranked = tile_ids(client.get(reverse("label", args=[query.pk]), {"size": "200"}).content.decode())
-    set_label(query_id=query.pk, image_id=ranked[0], value=LabelValue.RELEVANT, user=labeling["annotator"], source=LabelSource.CLICK)
+    set_label(
+        query_id=query.pk,
+        image_id=ranked[0],
+        value=LabelValue.RELEVANT,
+        user=labeling["annotator"],
+        source=LabelSource.CLICK,
+    )
     for image_id in ranked[1:4]:
-        set_label(query_id=query.pk, image_id=image_id, value=LabelValue.NOT_RELEVANT, user=labeling["admin"], source=LabelSource.CLICK)
-    set_label(query_id=query.pk, image_id=ranked[10], value=LabelValue.UNSURE, user=labeling["admin"], source=LabelSource.CLICK)
+        set_label(
+            query_id=query.pk,
+            image_id=image_id,
+            value=LabelValue.NOT_RELEVANT,
+            user=labeling["admin"],
+            source=LabelSource.CLICK,
+        )
+    set_label(
+        query_id=query.pk,
+        image_id=ranked[10],
+        value=LabelValue.UNSURE,
+        user=labeling["admin"],
+        source=LabelSource.CLICK,
+    )
     html = client.get(reverse("dashboard")).content.decode()
     row = re.search(rf'<tr data-query-id="{query.pk}">(.*?)</tr>', html, re.S).group(1)
-    assert '<td class="num labeled">5</td>' in row and '<td class="num relevant">1</td>' in row and '<td class="num unsure">1</td>' in row
+    assert (
+        '<td class="num labeled">5</td>' in row
+        and '<td class="num relevant">1</td>' in row
+        and '<td class="num unsure">1</td>' in row
+    )
     assert "ann, boss" in row
     assert re.search(r'<td class="num ">0</td>', row)  # the deepest labeled rank is unsure: the run is 0
-    set_label(query_id=query.pk, image_id=ranked[10], value=LabelValue.NOT_RELEVANT, user=labeling["admin"], source=LabelSource.CLICK)
-    row = re.search(rf'<tr data-query-id="{query.pk}">(.*?)</tr>', client.get(reverse("dashboard")).content.decode(), re.S).group(1)
+    set_label(
+        query_id=query.pk,
+        image_id=ranked[10],
+        value=LabelValue.NOT_RELEVANT,
+        user=labeling["admin"],
+        source=LabelSource.CLICK,
+    )
+    row = re.search(
+        rf'<tr data-query-id="{query.pk}">(.*?)</tr>', client.get(reverse("dashboard")).content.decode(), re.S
+    ).group(1)
     assert re.search(r'<td class="num ">4</td>', row)
     page = client.get(reverse("dashboard-query", args=[query.pk])).content.decode()
     assert "Labels per annotator" in page and "boss" in page and f"?query={query.pk}" in page
-    client.post(reverse("dashboard-query", args=[query.pk]), {"status": "done", "fully_labeled": "yes", "notes": "checked"})
+    client.post(
+        reverse("dashboard-query", args=[query.pk]), {"status": "done", "fully_labeled": "yes", "notes": "checked"}
+    )
     query.refresh_from_db()
     assert (query.status, query.fully_labeled, query.notes) == ("done", "yes", "checked")
 

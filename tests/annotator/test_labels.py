@@ -1,9 +1,9 @@
 import pytest
 from django.contrib.auth.models import User
 
-from catalog.importers import import_inat
 from annotator.labels import clear_label, set_label, set_labels_in_bulk
 from annotator.models import Label, LabelEvent, Query
+from catalog.importers import import_inat
 from tests.factories import inat_document
 
 pytestmark = pytest.mark.django_db
@@ -70,7 +70,8 @@ def test_bulk_update_moves_updated_at(query):
 
 
 @pytest.mark.parametrize(
-    "value, source, problem", [("maybe", "click", "'maybe' is not a label"), ("relevant", "magic", "'magic' is not a label source")]
+    "value, source, problem",
+    [("maybe", "click", "'maybe' is not a label"), ("relevant", "magic", "'magic' is not a label source")],
 )
 def test_unknown_values_and_sources_are_refused(query, value, source, problem):
     with pytest.raises(ValueError, match=problem):

@@ -1,9 +1,9 @@
 import pytest
 from django.contrib.auth.models import User
 
-from catalog.importers import import_inat
 from annotator.labels import set_label
 from annotator.models import Query
+from catalog.importers import import_inat
 from tests.factories import inat_document
 
 pytestmark = pytest.mark.django_db

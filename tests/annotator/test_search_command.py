@@ -12,7 +12,6 @@ from search.exceptions import SearchError
 from search.facade import search
 from search.spec import store_root
 from search.store import EmbeddingStore
-
 from tests.factories import make_collection
 
 pytestmark = pytest.mark.django_db
@@ -61,7 +60,11 @@ def test_taxon_filters_at_any_rank_rank_the_whole_subset(embedded, tiny_spec):
 def test_paging_and_more_like_this(embedded):
     everything = [row["image_id"] for row in run("--image", "5", "-k", "30")]
     assert everything[0] == 5
-    pages = [row["image_id"] for offset in (0, 7, 14, 21, 28) for row in run("--image", "5", "-k", "7", "--offset", str(offset))]
+    pages = [
+        row["image_id"]
+        for offset in (0, 7, 14, 21, 28)
+        for row in run("--image", "5", "-k", "7", "--offset", str(offset))
+    ]
     assert pages == everything
 
 

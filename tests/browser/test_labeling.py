@@ -1,6 +1,8 @@
 """The annotator's whole day in a real Chromium: Playwright drives Debian's chromium against a live server."""
+
 import csv
 import io
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -39,7 +41,10 @@ def test_the_whole_labeling_flow(page, live_server, labeling, artifacts):
     page.wait_for_url("**q=skimmer+skimming+over+water**")
     expect(page.locator(".tile")).to_have_count(50)
 
-    for typed, choice in (("puff", "Atlantic Puffin (Fratercula arctica)"), ("laugh", "Laughing Gull (Leucophaeus atricilla)")):
+    for typed, choice in (
+        ("puff", "Atlantic Puffin (Fratercula arctica)"),
+        ("laugh", "Laughing Gull (Leucophaeus atricilla)"),
+    ):
         if page.locator("details.filters").get_attribute("open") is None:
             page.click("details.filters summary")
         page.locator('input[type="text"][name="taxon"]').press_sequentially(typed, delay=30)
@@ -84,7 +89,9 @@ def test_the_whole_labeling_flow(page, live_server, labeling, artifacts):
 
     page.reload()
     labels_shown = page.locator(".tile").evaluate_all("tiles => tiles.map(t => [t.dataset.imageId, t.dataset.label])")
-    assert {int(i): v for i, v in labels_shown} == {i: v for i, v in Label.objects.filter(image_id__in=shown[:50]).values_list("image_id", "value")}
+    assert {int(i): v for i, v in labels_shown} == {
+        i: v for i, v in Label.objects.filter(image_id__in=shown[:50]).values_list("image_id", "value")
+    }
     assert labels_shown[2][1] == "relevant" and len(labels_shown) == 50
 
     page.goto(f"{live_server.url}/dashboard/")
@@ -96,7 +103,7 @@ def test_the_whole_labeling_flow(page, live_server, labeling, artifacts):
     page.click(f'a[href="/dashboard/{query.pk}/"]')
     with page.expect_download() as download:
         page.click(f'a[href="/exports/inquire_labels.csv?query={query.pk}"]')
-    rows = list(csv.DictReader(io.StringIO(open(download.value.path(), encoding="utf-8").read())))
+    rows = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text(encoding="utf-8"))))
     assert len(rows) == 80
     assert {int(r["image_id"]) for r in rows if r["label"] == "relevant"} == {shown[2], shown[3]}
     assert {r["annotator"] for r in rows} == {"ann"}

@@ -8,7 +8,12 @@ from evaluation import metrics as m
 from evaluation.inputs import InputError, read_qrels, read_run
 from evaluation.report import evaluate, two_stage
 
-QUERIES = ",query_id,query_text,supercategory,category,iconic_group\n0,1,red birds,Appearance,Color,Birds\n1,2,eating fish,Behavior,Feeding,Birds\n2,3,tall cactus,Context,Habitat,Plants\n"
+QUERIES = (
+    ",query_id,query_text,supercategory,category,iconic_group\n"
+    "0,1,red birds,Appearance,Color,Birds\n"
+    "1,2,eating fish,Behavior,Feeding,Birds\n"
+    "2,3,tall cactus,Context,Habitat,Plants\n"
+)
 QRELS = "query_id,image_id,image_path\n1,10,a\n1,11,b\n2,20,c\n3,30,d\n3,31,e\n3,32,f\n"
 # Query 1: 10 at rank 1, 11 at rank 4. Query 2: 20 at rank 2. Query 3: nothing in the run.
 RANKING = {1: [10, 99, 98, 11], 2: [97, 20, 96]}
@@ -18,7 +23,11 @@ RANKING = {1: [10, 99, 98, 11], 2: [97, 20, 96]}
 def files(tmp_path):
     (tmp_path / "queries.csv").write_text(QUERIES)
     (tmp_path / "qrels.csv").write_text(QRELS)
-    trec = [f"{q} Q0 {image} {rank} {10 - rank} mine" for q, images in RANKING.items() for rank, image in enumerate(images, 1)]
+    trec = [
+        f"{q} Q0 {image} {rank} {10 - rank} mine"
+        for q, images in RANKING.items()
+        for rank, image in enumerate(images, 1)
+    ]
     (tmp_path / "run.trec").write_text("\n".join(trec) + "\n")
     rows = [f"{q},{image},{10 - rank}" for q, images in RANKING.items() for rank, image in enumerate(images, 1)]
     (tmp_path / "run.csv").write_text("query_id,image_id,score\n" + "\n".join(reversed(rows)) + "\n")
@@ -50,8 +59,24 @@ def test_ties_follow_the_rank_column_then_the_file_order(tmp_path, files):
 
 def test_the_command_prints_tables_and_writes_json_and_csv(files):
     out = StringIO()
-    call_command("evaluate", "--qrels", files / "qrels.csv", "--queries", files / "queries.csv", "--run", files / "run.trec",
-                 "--k", "5", "--group-by", "supercategory", "--json", files / "report.json", "--csv", files / "report.csv", stdout=out)  # fmt: skip
+    call_command(
+        "evaluate",
+        "--qrels",
+        files / "qrels.csv",
+        "--queries",
+        files / "queries.csv",
+        "--run",
+        files / "run.trec",
+        "--k",
+        "5",
+        "--group-by",
+        "supercategory",
+        "--json",
+        files / "report.json",
+        "--csv",
+        files / "report.csv",
+        stdout=out,
+    )
     text = out.getvalue()
     assert f"{100 * expected_ap():6.1f}" in text and "by supercategory:" in text and "Behavior (1)" in text
     report = json.loads((files / "report.json").read_text())
@@ -68,12 +93,35 @@ def test_rerank_protocol_uses_the_candidate_sets(tmp_path):
         "1,10,1,0.9,0.1\n1,11,0,0.8,0.9\n1,12,1,0.7,0.8\n2,20,0,0.5,0.5\n2,21,1,0.4,0.6\n"
     )
     out = StringIO()
-    call_command("evaluate", "--run", tmp_path / "rerank.csv", "--protocol", "rerank", "--k", "100", "--json", tmp_path / "r.json", stdout=out)
+    call_command(
+        "evaluate",
+        "--run",
+        tmp_path / "rerank.csv",
+        "--protocol",
+        "rerank",
+        "--k",
+        "100",
+        "--json",
+        tmp_path / "r.json",
+        stdout=out,
+    )
     report = json.loads((tmp_path / "r.json").read_text())
     clip_ap = (m.average_precision([1, 0, 1], 2, 100, "r") + m.average_precision([0, 1], 1, 100, "r")) / 2
     assert report["overall"]["ap"] == pytest.approx(clip_ap)
-    call_command("evaluate", "--run", tmp_path / "rerank.csv", "--protocol", "rerank", "--score-column", "my_score",
-                 "--json", tmp_path / "mine.json", "--compare", tmp_path / "rerank.csv", stdout=out)  # fmt: skip
+    call_command(
+        "evaluate",
+        "--run",
+        tmp_path / "rerank.csv",
+        "--protocol",
+        "rerank",
+        "--score-column",
+        "my_score",
+        "--json",
+        tmp_path / "mine.json",
+        "--compare",
+        tmp_path / "rerank.csv",
+        stdout=out,
+    )
     mine = json.loads((tmp_path / "mine.json").read_text())
     assert mine["overall"]["ap"] == pytest.approx((m.average_precision([0, 1, 1], 2, 50, "r") + 1.0) / 2)
     assert mine["comparison"]["queries"] == 2
@@ -91,7 +139,11 @@ def test_two_stage_reranks_the_first_runs_top(files, tmp_path):
     "name, content, message",
     [
         ("bad.trec", "1 Q0 10 1 0.5\n", "line 1: a TREC run line has 6 fields"),
-        ("dup.csv", "query_id,image_id,score\n1,10,0.5\n1,10,0.4\n", "line 3: query 1, image 10 is already ranked on line 2"),
+        (
+            "dup.csv",
+            "query_id,image_id,score\n1,10,0.5\n1,10,0.4\n",
+            "line 3: query 1, image 10 is already ranked on line 2",
+        ),
         ("nan.csv", "query_id,image_id,score\n1,10,abc\n", "line 2: score must be a number, not 'abc'"),
         ("what.csv", "a,b\n1,2\n", "not a run"),
         ("empty.csv", "", "is empty"),
@@ -134,12 +186,15 @@ def test_quire_labels_csv_keeps_negatives_and_reports_unjudged_images(tmp_path):
 def test_grouping_the_released_inquire_queries(inquire_dir, tmp_path):
     import csv
 
-    queries = list(csv.DictReader(open(inquire_dir / "inquire_queries_test.csv", encoding="utf-8")))
+    with (inquire_dir / "inquire_queries_test.csv").open(encoding="utf-8") as handle:
+        queries = list(csv.DictReader(handle))
     qrels = "query_id,image_id,image_path\n" + "".join(f"{q['query_id']},{i},x\n" for q in queries for i in range(3))
     (tmp_path / "qrels.csv").write_text(qrels)
     run = "query_id,image_id,score\n" + "".join(f"{q['query_id']},{n},{-n}\n" for q in queries for n in range(1, 6))
     (tmp_path / "run.csv").write_text(run)
-    report = evaluate(read_qrels(tmp_path / "qrels.csv", inquire_dir / "inquire_queries_test.csv"), read_run(tmp_path / "run.csv"))
+    report = evaluate(
+        read_qrels(tmp_path / "qrels.csv", inquire_dir / "inquire_queries_test.csv"), read_run(tmp_path / "run.csv")
+    )
     groups = report.groups(["supercategory"])["supercategory"]
     assert sum(g["queries"] for name, g in groups.items() if name != "mean_of_groups") == len(queries) == 200
     assert {"Appearance", "Behavior", "Context", "Species"} <= set(groups)

@@ -22,9 +22,16 @@ def staff(client):
 
 
 def upload(client, name, run, **extra):
-    data = {"name": name, "protocol": "fullrank", "k": 50, "normaliser": "",
-            "run": SimpleUploadedFile("run.csv", run.encode()), "qrels": SimpleUploadedFile("qrels.csv", QRELS.encode()),
-            "queries": SimpleUploadedFile("queries.csv", QUERIES.encode()), **extra}  # fmt: skip
+    data = {
+        "name": name,
+        "protocol": "fullrank",
+        "k": 50,
+        "normaliser": "",
+        "run": SimpleUploadedFile("run.csv", run.encode()),
+        "qrels": SimpleUploadedFile("qrels.csv", QRELS.encode()),
+        "queries": SimpleUploadedFile("queries.csv", QUERIES.encode()),
+        **extra,
+    }
     return client.post("/evaluation/", data, follow=True)
 
 

@@ -2,7 +2,6 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from search.models import EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
-
 from tests.factories import make_collection
 
 pytestmark = pytest.mark.django_db
@@ -50,7 +49,13 @@ def test_eta_and_rate_come_from_the_job_clock(tiny_spec):
 
     from django.utils import timezone
 
-    job = EmbeddingJob(total=1000, done=250, failed=0, status=JobStatus.RUNNING, started_at=timezone.now() - datetime.timedelta(seconds=50))
+    job = EmbeddingJob(
+        total=1000,
+        done=250,
+        failed=0,
+        status=JobStatus.RUNNING,
+        started_at=timezone.now() - datetime.timedelta(seconds=50),
+    )
     assert job.rate == pytest.approx(5, rel=0.05)
     assert job.eta_seconds == pytest.approx(150, rel=0.05)
     job.status = JobStatus.DONE

@@ -5,6 +5,7 @@ database (PostgreSQL: SQLite test databases live in memory) and the data
 directory, as workers on other machines share them in production. In CI
 (QUIRE_REQUIRE_SERVICES=1) a missing Redis or PostgreSQL fails instead of skipping.
 """
+
 import os
 import subprocess
 import sys
@@ -19,7 +20,6 @@ from django.db import connection
 
 from search.facade import search
 from search.models import EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
-
 from tests.factories import make_collection
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -77,10 +77,27 @@ def worker(broker, tiny_settings, tmp_path):
     log_path = tmp_path / "worker.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "quire", "worker", "--pool", "solo", "--loglevel", "info",
-             "--without-gossip", "--without-mingle", "--hostname", f"test-{uuid.uuid4().hex[:8]}@%h"],
-            cwd=Path(__file__).resolve().parents[2], env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "quire",
+                "worker",
+                "--pool",
+                "solo",
+                "--loglevel",
+                "info",
+                "--without-gossip",
+                "--without-mingle",
+                "--hostname",
+                f"test-{uuid.uuid4().hex[:8]}@%h",
+            ],
+            cwd=Path(__file__).resolve().parents[2],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     process.log_path = log_path
     yield process
     process.terminate()

@@ -1,4 +1,5 @@
 """Embedding jobs in embedded mode (no broker): the same task code a Celery worker runs."""
+
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
@@ -7,10 +8,9 @@ from PIL import Image as PILImage
 from search import jobs
 from search.clip import get_embedder
 from search.facade import search
-from search.spec import store_root
 from search.models import ChunkStatus, EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
+from search.spec import store_root
 from search.store import EmbeddingStore
-
 from tests.factories import make_collection
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,6 @@ from django.core.management import CommandError, call_command
 from search.facade import search
 from search.spec import store_root
 from search.store import EmbeddingStore
-
 from tests.factories import make_collection
 
 pytestmark = pytest.mark.django_db
@@ -24,9 +23,11 @@ def write_layout(folder, groups, dim=16, seed=0):
     for number, names in enumerate(groups):
         block = rng.normal(size=(len(names), dim)).astype(np.float16)
         np.save(folder / "img_emb" / f"img_emb_{number}.npy", block)
-        pq.write_table(pa.table({"image_path": [PREFIX + name for name in names], "caption": [""] * len(names)}),
-                       folder / "metadata" / f"metadata_{number}.parquet")
-        vectors.update(zip(names, block.astype(np.float32)))
+        pq.write_table(
+            pa.table({"image_path": [PREFIX + name for name in names], "caption": [""] * len(names)}),
+            folder / "metadata" / f"metadata_{number}.parquet",
+        )
+        vectors.update(zip(names, block.astype(np.float32), strict=True))
     return vectors
 
 

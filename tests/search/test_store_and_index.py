@@ -20,7 +20,9 @@ def store(tmp_path):
     ids = np.arange(10_000, 13_000)
     taxa = ids % 7
     for start in range(0, 3000, 1000):
-        store.write_part(f"chunk-{start}", ids[start : start + 1000], taxa[start : start + 1000], vectors[start : start + 1000])
+        store.write_part(
+            f"chunk-{start}", ids[start : start + 1000], taxa[start : start + 1000], vectors[start : start + 1000]
+        )
     store.consolidate()
     return store
 
@@ -119,7 +121,9 @@ def test_ivfpq_candidates_are_rescored_exactly(store):
     assert len(set(hit.image_id for hit in hits) & set(truth)) / 50 >= 0.9
     rows = {int(i): r for r, i in enumerate(embeddings.image_ids)}
     for hit in hits[:5]:  # scores are exact inner products, not PQ estimates
-        assert hit.score == pytest.approx(float(embeddings.vectors[rows[hit.image_id]].astype(np.float32) @ query), abs=1e-5)
+        assert hit.score == pytest.approx(
+            float(embeddings.vectors[rows[hit.image_id]].astype(np.float32) @ query), abs=1e-5
+        )
 
 
 def test_index_is_saved_swapped_and_checked_against_the_store(store, tmp_path):

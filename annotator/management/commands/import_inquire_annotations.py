@@ -3,12 +3,13 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 
 from annotator.importers import import_annotations
-
 from catalog.cli import input_errors_as_command_errors
 
 
 class Command(BaseCommand):
-    help = "Import a released INQUIRE annotations CSV (query_id,image_id,image_path): each row becomes a relevant label."
+    help = (
+        "Import a released INQUIRE annotations CSV (query_id,image_id,image_path): each row becomes a relevant label."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("csv_file", type=Path)

@@ -4,12 +4,14 @@ from django.core.management.base import BaseCommand
 
 from annotator.importers import import_queries
 from annotator.models import Query
-
 from catalog.cli import input_errors_as_command_errors
 
 
 class Command(BaseCommand):
-    help = "Import the queries of a released INQUIRE queries CSV (,query_id,query_text,supercategory,category,iconic_group)."
+    help = (
+        "Import the queries of a released INQUIRE queries CSV "
+        "(,query_id,query_text,supercategory,category,iconic_group)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("csv_file", type=Path)

@@ -2,9 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from catalog.importers import import_inat
-
 from catalog.cli import input_errors_as_command_errors, progress_bar
+from catalog.importers import import_inat
 
 
 class Command(BaseCommand):

@@ -4,28 +4,40 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import metrics as m
-from evaluation.inputs import InputError, GroundTruth, qrels_from_database, read_qrels, read_queries, read_run
+from evaluation.inputs import GroundTruth, InputError, qrels_from_database, read_qrels, read_queries, read_run
+from evaluation.report import DEFAULT_METRICS, compare, evaluate, format_table, two_stage
 from evaluation.runs import run_from_model
 from search.facade import SearchUnavailable
-from evaluation.report import DEFAULT_METRICS, compare, evaluate, format_table, two_stage
 
 
 class Command(BaseCommand):
     help = "Score a ranked run against relevance labels with the INQUIRE metrics (AP@k, nDCG@k, MRR, ...)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--qrels", type=Path, help="INQUIRE annotations CSV or Quire labels CSV (default: the database's labels)")
+        parser.add_argument(
+            "--qrels", type=Path, help="INQUIRE annotations CSV or Quire labels CSV (default: the database's labels)"
+        )
         parser.add_argument("--queries", type=Path, help="INQUIRE queries CSV: the query set and the grouping columns")
         parser.add_argument("--run", type=Path, help="TREC, CSV (query_id,image_id,score) or INQUIRE-Rerank file")
-        parser.add_argument("--from-model", action="store_true", help="make the run with the configured CLIP model's search")
+        parser.add_argument(
+            "--from-model", action="store_true", help="make the run with the configured CLIP model's search"
+        )
         parser.add_argument("--first-stage", type=Path, help="two-stage: rerank this run's top --top by --run's scores")
         parser.add_argument("--top", type=int, default=100, help="two-stage depth (default 100)")
-        parser.add_argument("--compare", type=Path, help="a second run to compare with (per-query differences, p-value)")
+        parser.add_argument(
+            "--compare", type=Path, help="a second run to compare with (per-query differences, p-value)"
+        )
         parser.add_argument("--protocol", choices=["fullrank", "rerank"], default="fullrank")
         parser.add_argument("--k", type=int, default=50)
-        parser.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help=f"comma-separated, from {', '.join(m.METRICS)}")
-        parser.add_argument("--normaliser", choices=m.NORMALISERS, help="AP normaliser (default min for fullrank, r for rerank)")
-        parser.add_argument("--group-by", action="append", default=[], help="a queries-file column (repeatable), e.g. category")
+        parser.add_argument(
+            "--metrics", default=",".join(DEFAULT_METRICS), help=f"comma-separated, from {', '.join(m.METRICS)}"
+        )
+        parser.add_argument(
+            "--normaliser", choices=m.NORMALISERS, help="AP normaliser (default min for fullrank, r for rerank)"
+        )
+        parser.add_argument(
+            "--group-by", action="append", default=[], help="a queries-file column (repeatable), e.g. category"
+        )
         parser.add_argument("--score-column", default="clip_score", help="score column of an INQUIRE-Rerank run")
         parser.add_argument("--json", type=Path, help="write the report as JSON (raw fractions in [0, 1])")
         parser.add_argument("--csv", type=Path, help="write the per-query table as CSV")
@@ -34,11 +46,26 @@ class Command(BaseCommand):
         try:
             truth = self._truth(options)
             run = self._run(options["run"], options, truth)
-            report = evaluate(truth, run, protocol=options["protocol"], k=options["k"],
-                              metrics=[name.strip() for name in options["metrics"].split(",") if name.strip()],
-                              normaliser=options["normaliser"])  # fmt: skip
-            other = evaluate(truth, self._run(options["compare"], options, truth), protocol=options["protocol"], k=options["k"],
-                             metrics=report.metrics, normaliser=options["normaliser"]) if options["compare"] else None  # fmt: skip
+            report = evaluate(
+                truth,
+                run,
+                protocol=options["protocol"],
+                k=options["k"],
+                metrics=[name.strip() for name in options["metrics"].split(",") if name.strip()],
+                normaliser=options["normaliser"],
+            )
+            other = (
+                evaluate(
+                    truth,
+                    self._run(options["compare"], options, truth),
+                    protocol=options["protocol"],
+                    k=options["k"],
+                    metrics=report.metrics,
+                    normaliser=options["normaliser"],
+                )
+                if options["compare"]
+                else None
+            )
         except (InputError, ValueError) as error:
             raise CommandError(str(error)) from None
         self.stdout.write(format_table(report, options["group_by"]))
@@ -47,7 +74,8 @@ class Command(BaseCommand):
             comparison = compare(report, other, "ap" if "ap" in report.metrics else report.metrics[0])
             result["comparison"] = comparison
             self.stdout.write(
-                f"\nvs {other.run}: {comparison['metric']} {100 * comparison['mean_a']:.1f} vs {100 * comparison['mean_b']:.1f}, "
+                f"\nvs {other.run}: {comparison['metric']} "
+                f"{100 * comparison['mean_a']:.1f} vs {100 * comparison['mean_b']:.1f}, "
                 f"better on {100 * comparison['improved']:.0f}% of {comparison['queries']} queries, worse on "
                 f"{100 * comparison['worse']:.0f}%, paired permutation p = {comparison['p_value']:.4f}"
             )
@@ -60,7 +88,9 @@ class Command(BaseCommand):
         if options["qrels"]:
             return read_qrels(options["qrels"], options["queries"])
         if options["protocol"] == "rerank":
-            return GroundTruth({}, {}, read_queries(options["queries"]) if options["queries"] else {}, source="rerank candidates")
+            return GroundTruth(
+                {}, {}, read_queries(options["queries"]) if options["queries"] else {}, source="rerank candidates"
+            )
         truth = qrels_from_database()
         if options["queries"]:
             truth.queries = read_queries(options["queries"])

@@ -3,8 +3,8 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from search import jobs
-from search.spec import configured_spec
 from search.models import IndexBuild, JobStatus
+from search.spec import configured_spec
 
 
 class Command(BaseCommand):

@@ -6,8 +6,8 @@ from tqdm import tqdm
 
 from search import jobs
 from search.exceptions import WeightsUnavailable
-from search.spec import ClipSpec, configured_spec
 from search.models import EmbeddingFailure, EmbeddingJob, JobStatus
+from search.spec import ClipSpec, configured_spec
 
 
 class Command(BaseCommand):
@@ -18,8 +18,12 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--chunk-size", type=int, help=f"images per task (default {settings.QUIRE_EMBED_CHUNK_SIZE})")
-        parser.add_argument("--retry-failed", action="store_true", help="try again the images earlier jobs could not read")
+        parser.add_argument(
+            "--chunk-size", type=int, help=f"images per task (default {settings.QUIRE_EMBED_CHUNK_SIZE})"
+        )
+        parser.add_argument(
+            "--retry-failed", action="store_true", help="try again the images earlier jobs could not read"
+        )
         parser.add_argument("--detach", action="store_true", help="queue the chunks and return without waiting")
         parser.add_argument(
             "--model",
@@ -33,7 +37,11 @@ class Command(BaseCommand):
 
         spec = ClipSpec.from_name(model) if model else configured_spec()
         if spec.random_weights:
-            self.stderr.write(self.style.WARNING(f"{spec.name} has random weights: rankings are meaningless until real weights are configured."))
+            self.stderr.write(
+                self.style.WARNING(
+                    f"{spec.name} has random weights: rankings are meaningless until real weights are configured."
+                )
+            )
         try:
             check_weights(spec)
             job = jobs.start_embedding(spec=spec, chunk_size=chunk_size, retry_failed=retry_failed)
@@ -45,7 +53,9 @@ class Command(BaseCommand):
             self.stdout.write(self.style.SUCCESS(f"Nothing to embed: every image has a {spec.name} vector{note}."))
             return
         resumed = job.processed > 0 or job.status == JobStatus.RUNNING
-        self.stdout.write(f"{'Resuming' if resumed else 'Started'} embedding job {job.pk}: {job.total:,} images, model {spec.name}.")
+        self.stdout.write(
+            f"{'Resuming' if resumed else 'Started'} embedding job {job.pk}: {job.total:,} images, model {spec.name}."
+        )
         bar = tqdm(total=job.total, initial=job.processed, desc="embedding", unit="img", unit_scale=True, disable=None)
         try:
             if settings.CELERY_TASK_ALWAYS_EAGER:
@@ -57,7 +67,9 @@ class Command(BaseCommand):
                     return
                 self._follow(job, bar)
         except KeyboardInterrupt:
-            raise CommandError(f"Interrupted. Job {job.pk} keeps its finished chunks: run `manage.py embed` again to resume.") from None
+            raise CommandError(
+                f"Interrupted. Job {job.pk} keeps its finished chunks: run `manage.py embed` again to resume."
+            ) from None
         finally:
             bar.close()
         self._report(job.pk)
@@ -79,8 +91,14 @@ class Command(BaseCommand):
         if job.status == JobStatus.FAILED:
             raise CommandError(f"Embedding job {job.pk} failed: {job.error}")
         rate = f" at {job.rate:,.1f} images/s" if job.rate else ""
-        self.stdout.write(self.style.SUCCESS(f"Embedding job {job.pk} {job.get_status_display().lower()}: {job.done:,} embedded{rate}."))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Embedding job {job.pk} {job.get_status_display().lower()}: {job.done:,} embedded{rate}."
+            )
+        )
         if job.failed:
-            self.stdout.write(self.style.WARNING(f"{job.failed:,} images were skipped (missing or unreadable), for example:"))
+            self.stdout.write(
+                self.style.WARNING(f"{job.failed:,} images were skipped (missing or unreadable), for example:")
+            )
             for failure in job.failures.all()[:5]:
                 self.stdout.write(f"  image {failure.image_id}: {failure.reason}")

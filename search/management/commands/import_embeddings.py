@@ -4,19 +4,22 @@ from django.core.management.base import BaseCommand
 
 from catalog.cli import input_errors_as_command_errors, progress_bar
 from search import jobs
-from search.spec import configured_spec, store_root
 from search.importers import import_clip_retrieval
+from search.spec import configured_spec, store_root
 
 
 class Command(BaseCommand):
     help = (
-        "Import precomputed embeddings in the clip-retrieval layout (img_emb/img_emb_N.npy + metadata/metadata_N.parquet "
+        "Import precomputed embeddings in the clip-retrieval layout "
+        "(img_emb/img_emb_N.npy + metadata/metadata_N.parquet "
         "with an image_path column), e.g. INQUIRE's iNat24 ViT-H/14 embeddings, then build the index."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("folder", type=Path)
-        parser.add_argument("--model", help="the model the vectors come from (default: the configured one, %(default)s)")
+        parser.add_argument(
+            "--model", help="the model the vectors come from (default: the configured one, %(default)s)"
+        )
         parser.add_argument("--no-index", action="store_true", help="do not build the index afterwards")
 
     def handle(self, folder, model, no_index, **options):

@@ -1,0 +1,89 @@
+"""The catalog move migrates an existing, populated database in place (run on PostgreSQL in CI).
+
+The database is taken back to the schema before the move (annotator 0001), filled through that
+schema's own models, then migrated forward; every row must be where it was, under the new models,
+with no table copied and the permissions granted on the moved models kept.
+"""
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+BEFORE_THE_MOVE = ("annotator", "0001_initial")
+
+
+def migrate(targets):
+    """Migrate the test database to `targets` (None for an app: none of its migrations), the other
+    apps staying at their latest; return the models of that state."""
+    executor = MigrationExecutor(connection)
+    executor.migrate(targets)
+    named = {app for app, _ in targets}
+    others = [node for node in executor.loader.graph.leaf_nodes() if node[0] not in named]
+    return executor.loader.project_state(others + [target for target in targets if target[1] is not None]).apps
+
+
+def latest():
+    executor = MigrationExecutor(connection)
+    return executor.loader.graph.leaf_nodes()
+
+
+def table_names() -> set[str]:
+    with connection.cursor() as cursor:
+        return set(connection.introspection.table_names(cursor))
+
+
+@pytest.fixture
+def back_to_latest():
+    """Whatever happens in the test, the database ends at the latest migrations for the tests after it."""
+    yield
+    migrate(latest())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_populated_database_migrates_in_place(back_to_latest):
+    old = migrate([BEFORE_THE_MOVE, ("catalog", None)])
+    Taxon, ImageRoot, Image = (old.get_model("annotator", name) for name in ("Taxon", "ImageRoot", "Image"))
+    Query, Label, LabelEvent = (old.get_model("annotator", name) for name in ("Query", "Label", "LabelEvent"))
+    ContentType, Permission = old.get_model("contenttypes", "ContentType"), old.get_model("auth", "Permission")
+    Group, User = old.get_model("auth", "Group"), old.get_model("auth", "User")
+
+    skimmer = Taxon.objects.create(id=3111, scientific_name="Rynchops niger", common_name="Black Skimmer")
+    root = ImageRoot.objects.create(path="/data/inat24")
+    for image_id in (2716321, 2716322, 2716323):
+        Image.objects.create(id=image_id, root=root, file_name=f"train/skimmer/{image_id}.jpg", taxon=skimmer)
+    query = Query.objects.create(id=7, text="Black Skimmer performing skimming")
+    ann = User.objects.create(username="ann")
+    Label.objects.create(query=query, image_id=2716321, value="relevant", annotator=ann)
+    LabelEvent.objects.create(
+        query=query, image_id=2716321, old_value="", new_value="relevant", source="click", user=ann
+    )
+    # Permissions granted on the old models, as an admin would have.
+    image_type = ContentType.objects.get_or_create(app_label="annotator", model="image")[0]
+    can_view = Permission.objects.get_or_create(content_type=image_type, codename="view_image", name="Can view image")[
+        0
+    ]
+    Group.objects.create(name="curators").permissions.add(can_view)
+    tables_before = table_names()
+
+    migrate(latest())
+
+    from django.contrib.auth.models import Group as CurrentGroup
+
+    from annotator.models import Label as CurrentLabel
+    from annotator.models import LabelEvent as CurrentLabelEvent
+    from catalog.models import Image as CurrentImage
+    from catalog.models import Taxon as CurrentTaxon
+
+    assert table_names() == tables_before | {"annotator_importbatch"}  # nothing copied, nothing renamed
+    assert list(CurrentImage.objects.order_by("id").values_list("id", "file_name", "taxon_id", "root__path")) == [
+        (2716321, "train/skimmer/2716321.jpg", 3111, "/data/inat24"),
+        (2716322, "train/skimmer/2716322.jpg", 3111, "/data/inat24"),
+        (2716323, "train/skimmer/2716323.jpg", 3111, "/data/inat24"),
+    ]
+    assert CurrentTaxon.objects.get().common_name == "Black Skimmer"
+    label = CurrentLabel.objects.select_related("image__taxon").get()
+    assert (label.query_id, label.image.taxon.scientific_name, label.value) == (7, "Rynchops niger", "relevant")
+    event = CurrentLabelEvent.objects.get()
+    assert (event.new_value, event.lead_time_ms, event.import_batch_id) == ("relevant", None, None)
+    permission = CurrentGroup.objects.get(name="curators").permissions.get()
+    assert (permission.content_type.app_label, permission.codename) == ("catalog", "view_image")
