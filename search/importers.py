@@ -49,6 +49,14 @@ def _numbered(folder: Path, pattern: str, where: Path) -> dict[int, Path]:
 def import_clip_retrieval(
     folder: Path, root: Path, model_name: str, *, progress: Callable[[int, int], None] | None = None
 ) -> EmbeddingsImported:
+    """Import the vectors of `folder` (clip-retrieval layout) into the store of `model_name` under `root`.
+
+    Row i of img_emb_N.npy is the image named by row i of metadata_N.parquet's `image_path`,
+    matched to the collection's file names. Vectors (float16 or float32, any scale) are stored
+    L2-normalised as float16. `progress(done, total)` is called in vectors after each file.
+    Returns the files, vectors and dimension imported. Everything is checked before anything is
+    written: InputError (file, row, problem) leaves the store as it was.
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(folder, None, "not a folder")
