@@ -2,6 +2,10 @@
 
 Labels belong to the query, not to the text typed in the box: an annotator can
 refine the search text or the taxon filters and keep every label.
+
+Pages are positions in the true ranking. With "hide labeled" a page skips the labeled images
+it meets but keeps counting positions, so the next page starts right after the last position
+looked at, and every tile shows its true rank: nothing is skipped, nothing renumbered.
 """
 
 from dataclasses import dataclass
@@ -12,11 +16,13 @@ from search.facade import SearchUnavailable, search
 from .models import Label, Query
 
 PAGE_SIZES = (50, 200, 500)
+# "Labeled down to rank N" looks this far down the ranking at most (a few searches).
+LABELED_DOWN_TO_LIMIT = 10_000
 
 
 @dataclass
 class Tile:
-    rank: int
+    rank: int  # 1-based position in the ranking
     score: float
     image: Image
     label: str  # a LabelValue, or "" when not labeled yet
@@ -25,31 +31,69 @@ class Tile:
 @dataclass
 class ResultsPage:
     tiles: list[Tile]
-    offset: int
+    offset: int  # position (0-based) of the first ranking entry looked at
     limit: int
     error: str = ""
-
-    @property
-    def next_offset(self) -> int | None:
-        return self.offset + self.limit if len(self.tiles) == self.limit else None
+    next_offset: int | None = None  # where the next page starts; None at the end of the ranking
 
 
 def results(query: Query, *, text: str, taxon_ids=None, hide_labeled=False, offset=0, limit=50) -> ResultsPage:
-    """Rank the collection for `text` (within `taxon_ids` when given); never raises for the user's input."""
+    """Up to `limit` tiles of the ranking for `text` (within `taxon_ids` when given) from position
+    `offset` on; with `hide_labeled`, labeled images are passed over. Never raises for the user's
+    input: a search that cannot run comes back as the page's error."""
     if limit not in PAGE_SIZES:
         limit = PAGE_SIZES[0]
-    excluded = Label.objects.filter(query=query).values_list("image_id", flat=True) if hide_labeled else None
+    offset = max(0, offset)
+    tiles: list[Tile] = []
+    position = offset  # the next ranking position to look at
     try:
-        hits = search(text=text, k=limit, offset=max(0, offset), taxon_ids=taxon_ids, exclude_image_ids=excluded)
+        while len(tiles) < limit:
+            # With nothing hidden one search fills the page; hiding reads ahead in larger steps.
+            want = 2 * limit if hide_labeled else limit
+            hits = search(text=text, k=want, offset=position, taxon_ids=taxon_ids)
+            found = {tile.image.pk: tile for tile in _tiles(query, hits, position)}
+            for index, hit in enumerate(hits):
+                tile = found.get(hit.image_id)
+                if tile is not None and not (hide_labeled and tile.label):
+                    tiles.append(tile)
+                    if len(tiles) == limit:
+                        return ResultsPage(tiles, offset, limit, next_offset=position + index + 1)
+            position += len(hits)
+            if len(hits) < want:  # the end of the ranking
+                return ResultsPage(tiles, offset, limit, next_offset=None)
     except SearchUnavailable as error:
         return ResultsPage([], offset, limit, str(error))
+    return ResultsPage(tiles, offset, limit, next_offset=position)
+
+
+def _tiles(query: Query, hits, offset: int) -> list[Tile]:
     images = Image.objects.select_related("taxon").in_bulk([hit.image_id for hit in hits])
     labels = dict(Label.objects.filter(query=query, image_id__in=images).values_list("image_id", "value"))
-    tiles = [
+    return [
         Tile(
             rank=offset + position + 1, score=hit.score, image=images[hit.image_id], label=labels.get(hit.image_id, "")
         )
         for position, hit in enumerate(hits)
         if hit.image_id in images  # an image deleted since the index was built
     ]
-    return ResultsPage(tiles, offset, limit)
+
+
+def labeled_down_to(query: Query, *, text: str, taxon_ids=None) -> int | None:
+    """N such that ranks 1..N of this ranking are all labeled (INQUIRE's annotators labeled down a
+    ranking); None when the search cannot run. Looks at most LABELED_DOWN_TO_LIMIT ranks deep."""
+    labeled = set(Label.objects.filter(query=query).values_list("image_id", flat=True))
+    if not labeled:
+        return 0
+    position, step = 0, 500
+    try:
+        while position < LABELED_DOWN_TO_LIMIT:
+            hits = search(text=text, k=step, offset=position, taxon_ids=taxon_ids)
+            for hit in hits:
+                if hit.image_id not in labeled:
+                    return position
+                position += 1
+            if len(hits) < step:
+                return position
+    except SearchUnavailable:
+        return None
+    return position

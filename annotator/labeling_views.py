@@ -5,49 +5,80 @@ Taxon suggestions and image files are the catalog's (catalog/views.py).
 """
 
 import json
+from functools import wraps
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponseBadRequest, JsonResponse
+from django.db import transaction
+from django.http import HttpResponseBadRequest, HttpResponseForbidden, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
 from catalog import taxa
 from catalog.models import Image
 
-from . import labeling, labels, selectors
+from . import labeling, labels, progress, selectors
+from .forms import TrackingForm
 from .models import LabelSource, LabelValue, Query
+
+MAX_LABELS_PER_SAVE = 1000  # a range selection or the undo of a Submit of 500 fits; more is a wrong client
+
+
+def json_login_required(view):
+    """For the page's fetch() calls: an ended session answers 401 with a sentence, not a redirect to
+    the login page (which fetch would follow and read as a success)."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return JsonResponse(
+                {"error": "Your session ended: log in again.", "login_url": settings.LOGIN_URL}, status=401
+            )
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _locked_for(request, query: Query) -> bool:
+    return query.locked and not request.user.is_staff
+
+
+LOCKED_MESSAGE = "Query {id} is marked done and locked by staff: ask them to reopen it."
 
 
 def _search_state(request, query: Query) -> dict:
-    """The page's search as the annotator set it: text, filters, hide-labeled, page size."""
+    """The page's search as the annotator set it: text, filters (each with its species ids or its
+    error), hide-labeled, page size."""
     text = request.GET.get("q", query.text).strip() or query.text
-    filters = [value.strip() for value in request.GET.getlist("taxon") if value.strip()]
+    filters = []
+    for value in dict.fromkeys(v.strip() for v in request.GET.getlist("taxon") if v.strip()):
+        try:
+            filters.append({"value": value, "label": taxa.describe(value), "ids": taxa.species_for(value)})
+        except taxa.UnknownTaxon as error:
+            filters.append({"value": value, "label": value, "error": f"{error} This filter is left out."})
     try:
         size = int(request.GET.get("size", labeling.PAGE_SIZES[0]))
     except ValueError:
         size = labeling.PAGE_SIZES[0]
     params = request.GET.copy()
     params.pop("offset", None)
+    valid = [item["ids"] for item in filters if "ids" in item]
     return {
         "querystring": params.urlencode(),
         "q": text,
-        "filters": [{"value": value, "label": taxa.describe(value)} for value in dict.fromkeys(filters)],
+        "filters": filters,
+        "taxon_ids": set().union(*valid) if valid else None,
+        "filter_errors": [item["error"] for item in filters if "error" in item],
         "hide_labeled": request.GET.get("hide") == "1",
         "size": size if size in labeling.PAGE_SIZES else labeling.PAGE_SIZES[0],
     }
 
 
 def _results(query: Query, state: dict, offset: int) -> labeling.ResultsPage:
-    taxon_ids = None
-    if state["filters"]:
-        try:
-            taxon_ids = taxa.species_for_all(item["value"] for item in state["filters"])
-        except taxa.UnknownTaxon as error:
-            return labeling.ResultsPage([], offset, state["size"], str(error))
     return labeling.results(
         query,
         text=state["q"],
-        taxon_ids=taxon_ids,
+        taxon_ids=state["taxon_ids"],
         hide_labeled=state["hide_labeled"],
         offset=offset,
         limit=state["size"],
@@ -69,6 +100,12 @@ def label_page(request, query_id):
             "page": page,
             "counts": selectors.label_counts(query),
             "page_sizes": labeling.PAGE_SIZES,
+            "labeled_down_to": labeling.labeled_down_to(query, text=state["q"], taxon_ids=state["taxon_ids"]),
+            "run": progress.not_relevant_run(query),
+            "run_goal": progress.RUN_GOAL,
+            "examples": query.examples.select_related("image"),
+            "tracking": TrackingForm(instance=query, staff=request.user.is_staff),
+            "locked": _locked_for(request, query),
         },
     )
 
@@ -88,6 +125,25 @@ def results_fragment(request, query_id):
     )
 
 
+@login_required
+@require_POST
+def save_tracking(request, query_id):
+    """The tracking sheet on the labeling page: status, fully labeled?, notes (and for staff, the lock)."""
+    query = get_object_or_404(Query, pk=query_id)
+    if _locked_for(request, query):
+        return HttpResponseForbidden(LOCKED_MESSAGE.format(id=query.pk))
+    form = TrackingForm(request.POST, instance=query, staff=request.user.is_staff)
+    saved = form.is_valid()
+    if saved:
+        form.save()
+    return render(
+        request,
+        "annotator/_tracking.html",
+        {"query": query, "tracking": form, "saved": saved, "locked": _locked_for(request, query)},
+        status=200 if saved else 400,
+    )
+
+
 def _json_body(request) -> dict:
     if request.content_type == "application/json":
         try:
@@ -98,56 +154,90 @@ def _json_body(request) -> dict:
     return request.POST
 
 
-@login_required
-@require_POST
-def save_label(request, query_id):
-    """Set (or with value "" clear) one image's label. Idempotent: the page retries it freely."""
-    query = get_object_or_404(Query, pk=query_id)
-    body = _json_body(request)
-    value = body.get("value", None)
-    source = body.get("source", LabelSource.CLICK)
-    try:
-        image_id = int(body.get("image"))
-    except (TypeError, ValueError):
-        return JsonResponse({"error": "image must be an image id (a whole number)."}, status=400)
-    if value not in (*LabelValue.values, "") or source not in (LabelSource.CLICK, LabelSource.KEYBOARD):
-        return JsonResponse(
-            {"error": f"value must be one of {', '.join(LabelValue.values)} or empty; source click or keyboard."},
-            status=400,
-        )
-    lead_time_ms = body.get("lead_time_ms")
+class BadSave(ValueError):
+    """A save the page sent wrongly; the text says what is wrong."""
+
+
+def _image_id(value) -> int:
+    """A JSON whole number or a string of digits (form posts); never a float or a boolean."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise BadSave(f"image must be an image id (a whole number), not {value!r}.")
+    return value
+
+
+def _parse_change(item, source: str) -> tuple[int, str, int | None]:
+    if not isinstance(item, dict):
+        raise BadSave("each label must be an object with image and value.")
+    value = item.get("value")
+    if value not in (*LabelValue.values, ""):
+        raise BadSave(f"value must be one of {', '.join(LabelValue.values)} or empty (to clear), not {value!r}.")
+    lead_time_ms = item.get("lead_time_ms")
     if lead_time_ms is not None and (
         isinstance(lead_time_ms, bool) or not isinstance(lead_time_ms, int) or not 0 <= lead_time_ms < 2**31
     ):
-        return JsonResponse({"error": "lead_time_ms must be a whole number of milliseconds."}, status=400)
-    if not Image.objects.filter(pk=image_id).exists():
-        return JsonResponse({"error": f"No image {image_id}."}, status=404)
-    if value:
-        labels.set_label(
-            query_id=query.pk,
-            image_id=image_id,
-            value=value,
-            user=request.user,
-            source=source,
-            lead_time_ms=lead_time_ms,
-        )
-    else:
-        labels.clear_label(query_id=query.pk, image_id=image_id, user=request.user, source=source)
-    return JsonResponse({"image": image_id, "label": value, "counts": selectors.label_counts(query)})
+        raise BadSave("lead_time_ms must be a whole number of milliseconds.")
+    return _image_id(item.get("image")), value, lead_time_ms
 
 
-@login_required
+@json_login_required
+@require_POST
+def save_label(request, query_id):
+    """Set (or with value "" clear) labels: one, {"image", "value", "source", "lead_time_ms"}, or several,
+    {"labels": [{"image", "value", "lead_time_ms"}...], "source"}, all in one transaction.
+    Idempotent: the page retries it freely."""
+    query = get_object_or_404(Query, pk=query_id)
+    if _locked_for(request, query):
+        return JsonResponse({"error": LOCKED_MESSAGE.format(id=query.pk)}, status=403)
+    body = _json_body(request)
+    source = body.get("source", LabelSource.CLICK)
+    if source not in (LabelSource.CLICK, LabelSource.KEYBOARD):
+        return JsonResponse({"error": "source must be click or keyboard."}, status=400)
+    items = body.get("labels", [body])
+    try:
+        if not isinstance(items, list) or not items:
+            raise BadSave("labels must be a non-empty list of {image, value} objects.")
+        if len(items) > MAX_LABELS_PER_SAVE:
+            raise BadSave(f"at most {MAX_LABELS_PER_SAVE} labels per request; send the rest in another.")
+        changes = [_parse_change(item, source) for item in items]
+    except BadSave as error:
+        return JsonResponse({"error": str(error)}, status=400)
+    wanted = {image_id for image_id, _, _ in changes}
+    if missing := sorted(wanted - set(Image.objects.filter(pk__in=wanted).values_list("id", flat=True))):
+        return JsonResponse({"error": f"No image {', '.join(map(str, missing[:5]))}."}, status=404)
+    with transaction.atomic():
+        for image_id, value, lead_time_ms in changes:
+            if value:
+                labels.set_label(
+                    query_id=query.pk,
+                    image_id=image_id,
+                    value=value,
+                    user=request.user,
+                    source=source,
+                    lead_time_ms=lead_time_ms,
+                )
+            else:
+                labels.clear_label(query_id=query.pk, image_id=image_id, user=request.user, source=source)
+    saved = [{"image": image_id, "label": value} for image_id, value, _ in changes]
+    return JsonResponse({**saved[0], "saved": saved, "counts": selectors.label_counts(query)})
+
+
+@json_login_required
 @require_POST
 def submit(request, query_id):
-    """Every image shown and not yet labeled becomes not relevant, in one transaction."""
+    """Every image shown and not yet labeled becomes not relevant, in one transaction. Images are
+    checked to be in the collection (not to be the ones shown: the page sends what it showed)."""
     query = get_object_or_404(Query, pk=query_id)
+    if _locked_for(request, query):
+        return JsonResponse({"error": LOCKED_MESSAGE.format(id=query.pk)}, status=403)
     body = _json_body(request)
     raw = body.getlist("images") if hasattr(body, "getlist") else body.get("images", [])  # a form, or JSON
     try:
         if not isinstance(raw, list):
-            raise TypeError
-        image_ids = [int(value) for value in raw]
-    except (TypeError, ValueError):
+            raise BadSave("images must be a list of image ids.")
+        image_ids = [_image_id(value) for value in raw]
+    except BadSave:
         return JsonResponse({"error": "images must be a list of image ids."}, status=400)
     known = set(Image.objects.filter(pk__in=image_ids).values_list("id", flat=True))
     if unknown := [image_id for image_id in image_ids if image_id not in known]:
@@ -155,4 +245,4 @@ def submit(request, query_id):
     written = labels.label_unlabeled(
         query.pk, image_ids, value=LabelValue.NOT_RELEVANT, user=request.user, source=LabelSource.SUBMIT
     )
-    return JsonResponse({"written": written, "counts": selectors.label_counts(query)})
+    return JsonResponse({"written": len(written), "labeled": written, "counts": selectors.label_counts(query)})

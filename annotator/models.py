@@ -47,6 +47,12 @@ class Query(models.Model):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
     fully_labeled = models.CharField(max_length=10, choices=FullyLabeled.choices, default=FullyLabeled.UNKNOWN)
     notes = models.TextField(blank=True)
+    locked = models.BooleanField(
+        default=False, help_text="Marked done by staff: only staff may change its labels or tracking fields."
+    )
+    guidelines = models.TextField(
+        blank=True, help_text="What counts as relevant, shown to annotators beside the grid (with the examples)."
+    )
     # The unnamed first column of the released INQUIRE CSVs (a pandas index),
     # kept so that an export reproduces the released files row for row.
     csv_index = models.IntegerField(null=True, blank=True, editable=False)
@@ -59,6 +65,30 @@ class Query(models.Model):
 
     def __str__(self):
         return f"{self.id}: {self.text}"
+
+
+MAX_QUERY_TEXT = 1000  # characters: the longest INQUIRE query is under 200
+
+
+def normalised_text(text: str) -> str:
+    """What makes two query texts the same query: surrounding spaces, runs of spaces and case do not count."""
+    return " ".join(text.split()).casefold()
+
+
+class QueryExample(models.Model):
+    """An image staff attach to a query's guidelines as an example of relevant or not relevant."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="examples")
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="+")
+    relevant = models.BooleanField(help_text="An example of a relevant image (else of a not relevant one).")
+    note = models.CharField(max_length=500, blank=True, help_text="Why, in a few words.")
+
+    class Meta:
+        ordering = ["-relevant", "id"]
+        constraints = [models.UniqueConstraint(fields=["query", "image"], name="query_example_once")]
+
+    def __str__(self):
+        return f"{'relevant' if self.relevant else 'not relevant'} example {self.image_id} of query {self.query_id}"
 
 
 class LabelValue(models.TextChoices):

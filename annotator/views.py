@@ -1,3 +1,4 @@
+from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
@@ -55,9 +56,10 @@ def dashboard(request):
 def dashboard_query(request, query_id):
     """One query: its tracking fields (editable), charts of its labeling, and its exports."""
     query = get_object_or_404(Query, pk=query_id)
-    form = TrackingForm(request.POST or None, instance=query)
+    form = TrackingForm(request.POST or None, instance=query, staff=True)
     if request.method == "POST" and form.is_valid():
         form.save()
+        messages.success(request, f"Saved the tracking fields of query {query.pk}.")
         return redirect("dashboard-query", query_id=query.pk)
     return render(
         request,
@@ -81,10 +83,19 @@ def download_export(request, name):
         raise Http404(f"No export named {name}; the exports are {', '.join(EXPORTS)}.")
     query_ids = None
     if raw := request.GET.getlist("query"):
-        try:
-            query_ids = [int(value) for value in raw]
-        except ValueError:
+        if not all(value.isascii() and value.isdigit() and int(value) < 2**63 for value in raw):
             return HttpResponseBadRequest("query must be a query id (a whole number).")
+        query_ids = sorted({int(value) for value in raw})
     response = StreamingHttpResponse(csv_lines(EXPORTS[name](query_ids)), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    response["Content-Disposition"] = f'attachment; filename="{export_file_name(name, query_ids)}"'
     return response
+
+
+def export_file_name(name: str, query_ids) -> str:
+    """inquire_labels.csv for every query; inquire_labels_q7.csv (or _q7_q12) for some, so that
+    downloads of different queries never overwrite each other."""
+    if not query_ids:
+        return name
+    stem, suffix = name.rsplit(".", 1)
+    ids = "_".join(f"q{query_id}" for query_id in query_ids[:5]) + ("_more" if len(query_ids) > 5 else "")
+    return f"{stem}_{ids}.{suffix}"

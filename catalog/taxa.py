@@ -24,8 +24,9 @@ def species_for(name: str) -> set[int]:
     name = (name or "").strip()
     if not name:
         raise UnknownTaxon("A taxon name is empty.")
-    if name.isdigit():
-        ids = set(Taxon.objects.filter(pk=int(name)).values_list("id", flat=True))
+    if name.isascii() and name.isdigit():
+        taxon_id = int(name)  # ids are 32-bit: a longer number names no taxon (and must not reach the database)
+        ids = set(Taxon.objects.filter(pk=taxon_id).values_list("id", flat=True)) if taxon_id < 2**31 else set()
     else:
         match = Q(scientific_name__iexact=name) | Q(common_name__iexact=name)
         for rank in RANKS:
@@ -100,7 +101,7 @@ def suggest(text: str, limit: int = 12) -> list[Suggestion]:
 
 def describe(value: str) -> str:
     """How a filter value reads on its chip."""
-    if value.isdigit():
+    if value.isascii() and value.isdigit() and int(value) < 2**31:
         taxon = Taxon.objects.filter(pk=int(value)).first()
         if taxon:
             return f"{taxon.common_name} ({taxon.scientific_name})" if taxon.common_name else taxon.scientific_name

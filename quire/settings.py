@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "catalog",
     "annotator",
@@ -105,6 +106,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -144,8 +146,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
     # Labeling is many small writes from several browser tabs: WAL mode and a
     # busy timeout keep SQLite from answering "database is locked".
+    # IMMEDIATE transactions take the write lock when they begin: a transaction that read
+    # first and wrote later could otherwise fail at once with "database is locked" when
+    # another writer got there in between, busy timeout or not.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 
@@ -162,8 +171,14 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
+# WhiteNoise serves static files from the app server (runserver with DEBUG off, gunicorn). Finders
+# let it serve straight from the apps and static/ without a collectstatic step; a deployment may
+# still run collectstatic into STATIC_ROOT.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = QUIRE_DATA_DIR / "static"
+STATIC_ROOT = QUIRE_DATA_DIR / "static"  # collectstatic's target; WhiteNoise serves it when filled
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 MEDIA_ROOT = QUIRE_DATA_DIR / "media"  # uploaded evaluation runs
 
 LOGIN_URL = "/accounts/login/"
@@ -190,6 +205,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # The docs pages' JavaScript comes from drf-spectacular-sidecar, served with Quire's static files.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")

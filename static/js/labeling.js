@@ -1,114 +1,243 @@
-// The labeling page's keyboard and saving. One small script, no framework.
-//
-// Every label change is shown at once (optimistic) and saved with one POST. A save that
-// cannot reach the server is retried with back-off until it succeeds; its tile is flagged
-// "unsaved" meanwhile and the page warns before it is closed. Saves are idempotent (they
-// send the wanted value, not a toggle), so a retry can never flip a label twice.
+// The labeling page: keys, clicks and range selection label the grid; every change is kept in a
+// pending map (also in localStorage, so that a reload or a login keeps it) until the server has
+// stored it. The status line is computed from that map alone: it never says "saved" while a label
+// is not stored.
 (() => {
-  const page = document.querySelector(".label-page");
+  const page = document.getElementById("label-page");
   if (!page) return;
   const grid = document.getElementById("grid");
   const detail = document.getElementById("detail");
   const status = document.getElementById("save-status");
   const help = document.getElementById("help");
-  const csrf = document.cookie.split("; ").find((c) => c.startsWith("csrftoken="))?.split("=")[1] || "";
-  const NAMES = { relevant: "Relevant", not_relevant: "Not relevant", unsure: "Unsure", "": "Not relevant (not saved yet)" };
-  const tiles = () => Array.from(grid.querySelectorAll(".tile"));
-  let selected = 0;
+  const lightbox = document.getElementById("lightbox");
+  const submitButton = document.getElementById("submit");
+  const locked = page.dataset.locked === "1";
+  const NAMES = { relevant: "Relevant", not_relevant: "Not relevant", unsure: "Unsure", "": "Not labeled yet" };
+  const STORE_KEY = `quire:pending:${page.dataset.queryId}`;
+  const BATCH = 200; // labels per request at most
+
+  let tiles = [];             // the grid's tiles, in order (refreshed after each htmx swap)
+  let indexOf = new Map();    // tile -> its index
+  let selected = -1;
+  let anchor = null;          // start of a shift-range, or null
   let lookingSince = performance.now(); // when the selected image was shown: its lead time starts here
-  const undo = [];            // [{id, before}] newest last
-  const wanted = new Map();   // image id -> label the server must end up with
-  const inFlight = new Set();
-  const failures = new Map(); // image id -> failed attempts so far
+  let columnsCache = 0;
+  const undo = [];            // batches [{id, before}], newest last; a Submit or a range is one batch
+  // image id -> {value, source, leadTime, state: "queued" | "sending" | "retry" | "refused", error, attempts}
+  const pending = new Map();
+  let sessionEnded = false;
+  let retryTimer = null;
 
-  function tileOf(id) { return grid.querySelector(`.tile[data-image-id="${id}"]`); }
+  // --- the grid -------------------------------------------------------------------------------
 
-  function select(index, scroll = true) {
-    const all = tiles();
-    if (!all.length) return;
-    const next = Math.max(0, Math.min(index, all.length - 1));
-    if (next !== selected) lookingSince = performance.now();
+  function collect() {
+    tiles = Array.from(grid.querySelectorAll(".tile"));
+    indexOf = new Map(tiles.map((tile, index) => [tile, index]));
+    columnsCache = 0;
+    for (const tile of tiles) markUnsaved(tile);
+  }
+
+  function tileOf(id) { return grid.querySelector(`.tile[data-image-id="${CSS.escape(String(id))}"]`); }
+
+  function columns() {
+    // One style read, cached until the grid changes or the window resizes (no layout per key).
+    if (!columnsCache) {
+      columnsCache = getComputedStyle(grid).gridTemplateColumns.split(" ").filter(Boolean).length || 1;
+    }
+    return columnsCache;
+  }
+
+  function select(index, { scroll = true, extend = false } = {}) {
+    if (!tiles.length) return;
+    const next = Math.max(0, Math.min(index, tiles.length - 1));
+    if (extend) {
+      if (anchor === null) anchor = selected < 0 ? next : selected;
+    } else if (anchor !== null) {
+      anchor = null;
+      clearRange();
+    }
+    if (next !== selected) {
+      tiles[selected]?.classList.remove("selected");
+      lookingSince = performance.now();
+    }
     selected = next;
-    all.forEach((t, i) => t.classList.toggle("selected", i === selected));
-    const tile = all[selected];
+    const tile = tiles[selected];
+    tile.classList.add("selected");
+    if (anchor !== null) drawRange();
     if (scroll) tile.scrollIntoView({ block: "nearest" });
     showDetail(tile);
+  }
+
+  function rangeIndices() {
+    if (anchor === null) return [selected];
+    const [a, b] = anchor < selected ? [anchor, selected] : [selected, anchor];
+    return Array.from({ length: b - a + 1 }, (_, i) => a + i);
+  }
+
+  let drawn = [];
+  function clearRange() { drawn.forEach((tile) => tile.classList.remove("in-range")); drawn = []; }
+  function drawRange() {
+    clearRange();
+    drawn = rangeIndices().map((i) => tiles[i]);
+    drawn.forEach((tile) => tile.classList.add("in-range"));
   }
 
   function showDetail(tile) {
     const d = tile.dataset;
     const row = (name, value) => (value ? `<dt>${name}</dt><dd>${escape(value)}</dd>` : "");
-    detail.innerHTML = `<img src="${d.full}" alt="image ${d.imageId}">
-      <p class="label-name label-${d.label || "none"}">${NAMES[d.label]}</p>
+    const state = pending.get(d.imageId);
+    const note = state ? ` <span class="muted">(${state.state === "refused" ? "not saved" : "saving"})</span>` : "";
+    detail.innerHTML = `<img src="${d.full}" alt="image ${escape(d.imageId)}">
+      <p class="label-name label-${d.label || "none"}">${NAMES[d.label] ?? ""}${note}</p>
       <dl>${row("Species", d.common)}${row("Scientific name", d.scientific)}${row("Observed", d.date)}
       ${row("Place", d.place)}${row("License", d.license)}${row("Rights holder", d.rights)}
-      ${row("Rank", d.rank)}${row("Score", d.score)}${row("Image id", d.imageId)}</dl>`;
+      ${row("Rank", d.rank)}${row("Score", d.score)}${row("Image id", d.imageId)}</dl>
+      <p class="muted">f: the whole image</p>`;
   }
 
   function escape(text) {
     return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
   }
 
-  function columns() {
-    const all = tiles();
-    if (all.length < 2) return 1;
-    const top = all[0].offsetTop;
-    const index = all.findIndex((t) => t.offsetTop !== top);
-    return index === -1 ? all.length : index;
-  }
+  // --- labeling -------------------------------------------------------------------------------
 
-  function setLabel(tile, value, source, record = true) {
-    const id = tile.dataset.imageId;
-    if (record) undo.push({ id, before: tile.dataset.label });
-    tile.dataset.label = value;
-    // How long the annotator looked before deciding (an undo is no decision): kept with the event.
-    const leadTime = record ? Math.round(performance.now() - lookingSince) : null;
+  function label(targets, value, source) {
+    if (locked) return say("This query is locked by staff: labels cannot change.", "error");
+    const batch = [];
+    const leadTime = Math.round(performance.now() - lookingSince);
     lookingSince = performance.now();
-    wanted.set(id, { value, source, leadTime });
-    save(id);
-    refresh();
-    if (tiles()[selected] === tile) showDetail(tile);
+    for (const tile of targets) {
+      batch.push({ id: tile.dataset.imageId, before: tile.dataset.label });
+      apply(tile, value);
+      want(tile.dataset.imageId, value, source, targets.length === 1 ? leadTime : null);
+    }
+    undo.push(batch);
+    afterChange();
   }
 
-  function toggle(tile, source) {
-    setLabel(tile, tile.dataset.label === "relevant" ? "not_relevant" : "relevant", source);
+  function apply(tile, value) {
+    tile.dataset.label = value;
+    if (tiles[selected] === tile) showDetail(tile);
   }
 
-  async function save(id) {
-    if (inFlight.has(id) || !wanted.has(id)) return;
-    const { value, source, leadTime } = wanted.get(id);
-    inFlight.add(id);
+  function want(id, value, source, leadTime) {
+    pending.set(id, { value, source, leadTime, state: "queued", attempts: 0 });
+  }
+
+  function undoLast() {
+    const batch = undo.pop();
+    if (!batch) return;
+    for (const { id, before } of batch) {
+      const tile = tileOf(id);
+      if (tile) apply(tile, before);
+      want(id, before, "keyboard", null); // an undo is no decision: no lead time
+    }
+    const first = tileOf(batch[0].id);
+    if (first) select(indexOf.get(first));
+    afterChange();
+  }
+
+  function afterChange() {
+    remember();
+    flush();
     refresh();
-    let retry = false;
+  }
+
+  // --- saving ---------------------------------------------------------------------------------
+
+  function csrfToken() {
+    // Read fresh for every request: logging in again in another tab rotates it.
+    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  async function post(url, body) {
+    return fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
+      body: JSON.stringify(body),
+    });
+  }
+
+  async function flush() {
+    const ready = [...pending].filter(([, p]) => p.state === "queued").slice(0, BATCH);
+    if (!ready.length) return;
+    for (const [, p] of ready) p.state = "sending";
+    refresh();
+    const sent = ready.map(([id, p]) => ({ id, p }));
+    let response = null;
     try {
-      const response = await fetch(page.dataset.saveUrl, {
-        method: "POST",
-        headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
-        body: JSON.stringify({ image: Number(id), value, source, lead_time_ms: leadTime }),
+      const token = csrfToken();
+      response = await post(page.dataset.saveUrl, {
+        source: sent[0].p.source === "click" ? "click" : "keyboard",
+        labels: sent.map(({ id, p }) => ({ image: Number(id), value: p.value, lead_time_ms: p.leadTime })),
       });
-      if (response.ok) {
-        if (wanted.get(id)?.value === value) wanted.delete(id);
-        failures.delete(id);
-        showCounts((await response.json()).counts);
-      } else if (response.status >= 500 || response.status === 429) {
-        retry = true;
-      } else {
-        wanted.delete(id); // the server refused it for good: say so, do not retry
-        status.textContent = `Not saved: ${(await response.json().catch(() => ({}))).error || response.statusText}`;
-        status.className = "error";
+      if (response.status === 403 && csrfToken() !== token) {
+        response = await post(page.dataset.saveUrl, {
+          source: "keyboard",
+          labels: sent.map(({ id, p }) => ({ image: Number(id), value: p.value, lead_time_ms: p.leadTime })),
+        });
       }
     } catch (error) {
-      retry = true; // the server could not be reached
+      response = null; // the server could not be reached
     }
-    inFlight.delete(id);
-    if (retry) {
-      const attempts = (failures.get(id) || 0) + 1;
-      failures.set(id, attempts);
-      setTimeout(() => save(id), Math.min(10000, 500 * 2 ** attempts));
-    } else if (wanted.has(id)) {
-      save(id); // changed again while the request was out
+    const answer = response ? await response.json().catch(() => ({})) : {};
+    for (const { id, p } of sent) {
+      if (pending.get(id) !== p) continue; // changed again meanwhile: the newer value goes next
+      if (response && response.ok) {
+        pending.delete(id);
+      } else if (response && response.status === 401) {
+        sessionEnded = true;
+        p.state = "retry";
+      } else if (!response || response.status >= 500 || response.status === 429 || response.status === 403) {
+        p.state = "retry"; // may succeed later (server back, token renewed): keep trying, slower each time
+        p.error = answer.error || (response ? `the server answered ${response.status}` : "the server cannot be reached");
+        p.attempts += 1;
+      } else {
+        p.state = "refused"; // the server refused this value for good: keep it and say so
+        p.error = answer.error || `the server answered ${response.status}`;
+      }
     }
+    if (response && response.ok) {
+      sessionEnded = false;
+      showCounts(answer.counts);
+    }
+    remember();
     refresh();
+    if ([...pending.values()].some((p) => p.state === "queued")) flush();
+    scheduleRetry();
+  }
+
+  function scheduleRetry() {
+    if (retryTimer) return;
+    const waiting = [...pending.values()].filter((p) => p.state === "retry");
+    if (!waiting.length) return;
+    const attempts = Math.max(...waiting.map((p) => p.attempts));
+    retryTimer = setTimeout(() => {
+      retryTimer = null;
+      for (const p of pending.values()) if (p.state === "retry") p.state = "queued";
+      flush();
+    }, Math.min(10000, 500 * 2 ** attempts));
+  }
+
+  function remember() {
+    const entries = [...pending].map(([id, p]) => [id, { value: p.value, source: p.source, leadTime: p.leadTime }]);
+    try {
+      if (entries.length) localStorage.setItem(STORE_KEY, JSON.stringify(entries));
+      else localStorage.removeItem(STORE_KEY);
+    } catch (error) { /* storage full or off: the page still warns before it closes */ }
+  }
+
+  function restore() {
+    let entries = [];
+    try { entries = JSON.parse(localStorage.getItem(STORE_KEY) || "[]"); } catch (error) { entries = []; }
+    for (const [id, p] of entries) {
+      pending.set(id, { ...p, state: "queued", attempts: 0 });
+      const tile = tileOf(id);
+      if (tile) tile.dataset.label = p.value;
+    }
+    if (entries.length) flush();
   }
 
   function showCounts(counts) {
@@ -117,109 +246,240 @@
       `${counts.labeled} labeled, ${counts.relevant} relevant, ${counts.unsure} unsure`;
   }
 
+  function say(text, kind) {
+    status.textContent = text;
+    status.className = kind;
+  }
+
+  function markUnsaved(tile) {
+    const p = pending.get(tile.dataset.imageId);
+    tile.classList.toggle("unsaved", Boolean(p && (p.state === "retry" || p.state === "refused")));
+  }
+
+  let lastMarked = new Set();
   function refresh() {
-    const all = tiles();
-    const relevant = all.filter((t) => t.dataset.label === "relevant").length;
-    document.getElementById("selected-count").textContent = `Selected ${relevant} of ${all.length}`;
-    all.forEach((t) => t.classList.toggle("unsaved", failures.has(t.dataset.imageId)));
-    const pending = wanted.size;
-    if (failures.size) {
-      status.textContent = `${failures.size} unsaved, retrying…`;
+    const relevant = tiles.reduce((n, t) => n + (t.dataset.label === "relevant"), 0);
+    document.getElementById("shown-count").textContent = `${relevant} relevant of ${tiles.length} shown`;
+    // Only tiles whose unsaved mark may have changed are touched: pending ones and last time's.
+    const now = new Set(pending.keys());
+    for (const id of new Set([...now, ...lastMarked])) { const tile = tileOf(id); if (tile) markUnsaved(tile); }
+    lastMarked = now;
+    updateLabeledDownTo();
+    const all = [...pending.values()];
+    const refused = all.filter((p) => p.state === "refused");
+    const waiting = all.filter((p) => p.state === "retry");
+    if (sessionEnded) {
+      status.innerHTML = `Your session ended: <a href="${page.dataset.loginUrl}">log in again</a>; ${all.length} label${all.length === 1 ? " is" : "s are"} waiting and will be saved after you log in.`;
       status.className = "error";
-    } else if (!status.classList.contains("error") || pending === 0) {
-      status.textContent = pending ? "Saving…" : "All changes saved";
-      status.className = pending ? "saving" : "saved";
+    } else if (refused.length) {
+      say(`${refused.length} label${refused.length === 1 ? "" : "s"} not saved: ${refused[0].error}`, "error");
+    } else if (waiting.length) {
+      say(`${waiting.length} unsaved (${waiting[0].error}); retrying…`, "error");
+    } else if (all.length) {
+      say("Saving…", "saving");
+    } else {
+      say("All changes saved", "saved");
     }
   }
+
+  function updateLabeledDownTo() {
+    // Ranks 1..N all labeled, from the tiles shown; the server's figure counts when they go deeper.
+    const box = document.getElementById("labeled-down-to");
+    if (!box || !tiles.length || tiles[0].dataset.rank !== "1") return;
+    const firstUnlabeled = tiles.find((t) => !t.dataset.label);
+    const shown = firstUnlabeled ? Number(firstUnlabeled.dataset.rank) - 1 : Number(tiles[tiles.length - 1].dataset.rank);
+    const server = Number(page.dataset.labeledDownTo || 0);
+    box.textContent = String(firstUnlabeled ? shown : Math.max(shown, server));
+  }
+
+  // --- Submit, load more, zoom ------------------------------------------------------------------
 
   async function submitShown() {
-    const unlabeled = tiles().filter((t) => !t.dataset.label && !wanted.has(t.dataset.imageId));
-    const response = await fetch(page.dataset.submitUrl, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
-      body: JSON.stringify({ images: unlabeled.map((t) => Number(t.dataset.imageId)) }),
-    });
-    if (!response.ok) {
-      status.textContent = "Submit failed: nothing was changed. Try again.";
-      status.className = "error";
-      return;
+    if (locked || submitButton.disabled) return;
+    const unlabeled = tiles.filter((t) => !t.dataset.label && !pending.has(t.dataset.imageId));
+    if (!unlabeled.length) return say("Nothing to submit: every image shown is labeled.", "saved");
+    submitButton.disabled = true;
+    say("Submitting…", "saving");
+    let response = null;
+    try {
+      response = await post(page.dataset.submitUrl, { images: unlabeled.map((t) => Number(t.dataset.imageId)) });
+    } catch (error) {
+      response = null;
     }
-    unlabeled.forEach((t) => (t.dataset.label = "not_relevant"));
-    showCounts((await response.json()).counts);
-    status.textContent = `Submitted: ${unlabeled.length} images marked not relevant`;
-    status.className = "saved";
-    document.getElementById("selected-count").textContent =
-      `Selected ${tiles().filter((t) => t.dataset.label === "relevant").length} of ${tiles().length}`;
+    submitButton.disabled = false;
+    const answer = response ? await response.json().catch(() => ({})) : {};
+    if (!response) {
+      return say("Submit did not reach the server: nothing is marked. Try again.", "error");
+    }
+    if (response.status === 401) {
+      sessionEnded = true;
+      return refresh();
+    }
+    if (!response.ok) {
+      return say(`Submit refused, nothing was changed: ${answer.error || response.status}`, "error");
+    }
+    const written = new Set((answer.labeled || []).map(String));
+    const batch = [];
+    for (const tile of unlabeled) {
+      if (!written.has(tile.dataset.imageId)) continue; // labeled meanwhile by someone else: theirs stands
+      batch.push({ id: tile.dataset.imageId, before: "" });
+      apply(tile, "not_relevant");
+    }
+    if (batch.length) undo.push(batch);
+    showCounts(answer.counts);
+    refresh();
+    if (tiles[selected]) showDetail(tiles[selected]);
+    say(`Submitted: ${written.size} image${written.size === 1 ? "" : "s"} marked not relevant (z undoes it)`, "saved");
   }
 
+  let selectFirstNew = null;
+  function loadMore() {
+    const button = document.querySelector('#more [data-action="load-more"]');
+    if (!button) return false;
+    selectFirstNew = tiles.length;
+    button.click();
+    return true;
+  }
+
+  function zoom(tile) {
+    const img = lightbox.querySelector("img");
+    img.src = tile.dataset.full;
+    img.alt = `image ${tile.dataset.imageId}, full size`;
+    lightbox.querySelector("figcaption").textContent =
+      `#${tile.dataset.rank} · ${tile.dataset.common || tile.dataset.scientific || "no taxon"} · ${NAMES[tile.dataset.label]}`;
+    lightbox.hidden = false;
+  }
+
+  function nextUnlabeled() {
+    for (let i = selected + 1; i < tiles.length; i += 1) {
+      if (!tiles[i].dataset.label) return select(i);
+    }
+    if (!loadMore()) say("No unlabeled image below this one.", "saved");
+  }
+
+  // --- keys and clicks ------------------------------------------------------------------------
+
+  const CONTROLS = "input, select, textarea, button, a[href], summary, [contenteditable]";
+
   document.addEventListener("keydown", (event) => {
-    if (event.target.closest("input, select, textarea") || event.ctrlKey || event.metaKey || event.altKey) return;
-    if (!help.hidden) {
-      if (event.key === "Escape" || event.key === "?") help.hidden = true;
-      event.preventDefault();
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    for (const overlay of [help, lightbox]) {
+      if (!overlay.hidden) {
+        // An open overlay takes every key, wherever the focus was left; Esc closes it.
+        if (event.key === "Escape" || event.key === "?" || event.key === "f") overlay.hidden = true;
+        event.preventDefault();
+        return;
+      }
+    }
+    if (event.target.closest(CONTROLS)) {
+      // Keys belong to the control; Esc leaves a text box for the grid.
+      if (event.key === "Escape" && event.target.matches("input, textarea, select")) {
+        event.preventDefault(); // a search box would otherwise empty itself
+        event.target.blur();
+      }
       return;
     }
-    const all = tiles();
-    const tile = all[selected];
+    const tile = tiles[selected];
+    const targets = () => rangeIndices().map((i) => tiles[i]).filter(Boolean);
+    const extend = event.shiftKey;
     const actions = {
-      ArrowRight: () => select(selected + 1),
-      ArrowLeft: () => select(selected - 1),
-      ArrowDown: () => select(selected + columns()),
-      ArrowUp: () => select(selected - columns()),
-      Enter: () => tile && toggle(tile, "keyboard"),
-      " ": () => tile && toggle(tile, "keyboard"),
-      1: () => tile && setLabel(tile, "relevant", "keyboard"),
-      0: () => tile && setLabel(tile, "not_relevant", "keyboard"),
-      u: () => tile && setLabel(tile, "unsure", "keyboard"),
-      z: () => {
-        const last = undo.pop();
-        const target = last && tileOf(last.id);
-        if (target) {
-          setLabel(target, last.before, "keyboard", false);
-          select(tiles().indexOf(target));
-        }
-      },
+      ArrowRight: () => (selected === tiles.length - 1 && !extend ? loadMore() : select(selected + 1, { extend })),
+      ArrowLeft: () => select(selected - 1, { extend }),
+      ArrowDown: () => select(selected + columns(), { extend }),
+      ArrowUp: () => select(selected - columns(), { extend }),
+      Enter: () => tile && label(targets(), tile.dataset.label === "relevant" ? "not_relevant" : "relevant", "keyboard"),
+      " ": () => tile && label(targets(), tile.dataset.label === "relevant" ? "not_relevant" : "relevant", "keyboard"),
+      1: () => tile && label(targets(), "relevant", "keyboard"),
+      0: () => tile && label(targets(), "not_relevant", "keyboard"),
+      u: () => tile && label(targets(), "unsure", "keyboard"),
+      z: undoLast,
+      n: nextUnlabeled,
+      f: () => tile && zoom(tile),
+      m: loadMore,
+      s: submitShown,
       "?": () => (help.hidden = false),
+      Escape: () => select(selected),
     };
-    if (actions[event.key]) {
+    const action = actions[event.key.length === 1 ? event.key.toLowerCase() : event.key];
+    if (action && !(event.key.length === 1 && event.shiftKey && event.key !== "?")) {
       event.preventDefault();
-      actions[event.key]();
+      action();
     }
   });
 
   grid.addEventListener("click", (event) => {
     const tile = event.target.closest(".tile");
     if (!tile) return;
-    select(tiles().indexOf(tile), false);
-    toggle(tile, "click");
+    const index = indexOf.get(tile);
+    if (event.shiftKey) {
+      select(index, { scroll: false, extend: true });
+      return;
+    }
+    select(index, { scroll: false });
+    label([tile], tile.dataset.label === "relevant" ? "not_relevant" : "relevant", "click");
   });
-  document.getElementById("submit").addEventListener("click", submitShown);
+  submitButton.addEventListener("click", submitShown);
   document.getElementById("help-button").addEventListener("click", () => (help.hidden = false));
   help.addEventListener("click", () => (help.hidden = true));
+  lightbox.addEventListener("click", () => (lightbox.hidden = true));
+
+  // Tile size, remembered in this browser.
+  const size = document.getElementById("tile-size");
+  const setSize = (px) => { grid.style.setProperty("--tile", `${px}px`); columnsCache = 0; };
+  size.value = localStorage.getItem("quire:tile-size") || size.value;
+  setSize(size.value);
+  size.addEventListener("input", () => { setSize(size.value); localStorage.setItem("quire:tile-size", size.value); });
+  window.addEventListener("resize", () => (columnsCache = 0));
 
   // Taxon filters: a suggestion becomes a chip and the search runs again; × removes one.
   const form = document.getElementById("search");
   const taxonBox = form.querySelector('input[type="text"][name="taxon"]');
-  document.getElementById("suggestions").addEventListener("click", (event) => {
-    const choice = event.target.closest(".suggestion");
-    if (!choice) return;
+  const chooseSuggestion = (choice) => {
     const chip = document.createElement("input");
     Object.assign(chip, { type: "hidden", name: "taxon", value: choice.dataset.value });
     form.querySelector(".chips").append(chip);
     taxonBox.value = "";
-    form.submit();
+    form.requestSubmit();
+  };
+  document.getElementById("suggestions").addEventListener("click", (event) => {
+    const choice = event.target.closest(".suggestion");
+    if (choice) chooseSuggestion(choice);
+  });
+  taxonBox.addEventListener("keydown", (event) => {
+    // ↓ from the box moves into the suggestions; Enter there picks one (a button's own action).
+    if (event.key === "ArrowDown") {
+      const first = document.querySelector("#suggestions .suggestion");
+      if (first) { event.preventDefault(); first.focus(); }
+    }
+  });
+  document.getElementById("suggestions").addEventListener("keydown", (event) => {
+    const items = Array.from(document.querySelectorAll("#suggestions .suggestion"));
+    const at = items.indexOf(event.target);
+    if (event.key === "ArrowDown" && at >= 0) { event.preventDefault(); items[Math.min(at + 1, items.length - 1)].focus(); }
+    if (event.key === "ArrowUp" && at >= 0) { event.preventDefault(); (at ? items[at - 1] : taxonBox).focus(); }
   });
   form.querySelector(".chips").addEventListener("click", (event) => {
     if (!event.target.classList.contains("remove")) return;
     event.target.closest(".chip").remove();
-    form.submit();
+    form.requestSubmit();
   });
   form.addEventListener("submit", () => { if (!taxonBox.value.trim()) taxonBox.disabled = true; });
+  // hide labeled and the page size apply when changed.
+  form.querySelectorAll("[data-apply]").forEach((control) => control.addEventListener("change", () => form.requestSubmit()));
 
   window.addEventListener("beforeunload", (event) => {
-    if (wanted.size) { event.preventDefault(); event.returnValue = ""; }
+    if (pending.size) { event.preventDefault(); event.returnValue = ""; }
   });
-  document.body.addEventListener("htmx:afterSwap", refresh);
-  select(0, false);
+  document.body.addEventListener("htmx:afterSwap", (event) => {
+    if (event.detail.target !== grid) return;
+    collect();
+    refresh();
+    if (selectFirstNew !== null && selectFirstNew < tiles.length) select(selectFirstNew);
+    selectFirstNew = null;
+  });
+
+  collect();
+  restore();
+  if (tiles.length) select(0, { scroll: false });
   refresh();
 })();

@@ -111,7 +111,11 @@ def test_thumbnails_are_cached_and_paths_never_leave_the_root(ann, labeling, tmp
 def test_pages_need_a_login(client, labeling):
     query = labeling["query"]
     assert client.get(reverse("label", args=[query.pk])).status_code == 302
-    assert client.post(reverse("save-label", args=[query.pk]), {"image": 5, "value": "relevant"}).status_code == 302
+    # The page's saves get a sentence and 401, not a redirect to the login form that fetch would follow.
+    refused = client.post(reverse("save-label", args=[query.pk]), {"image": 5, "value": "relevant"})
+    assert refused.status_code == 401 and refused.json()["error"] == "Your session ended: log in again."
+    assert client.post(reverse("submit", args=[query.pk]), {"images": [5]}).status_code == 401
+    assert not Label.objects.exists()
     assert client.get(reverse("dashboard")).status_code == 302
 
 

@@ -82,9 +82,9 @@ def test_the_whole_labeling_flow(page, live_server, labeling, artifacts):
 
     page.click('[data-action="load-more"]')
     expect(page.locator(".tile")).to_have_count(80)  # the two species have 80 images
-    expect(page.locator("#selected-count")).to_have_text("Selected 2 of 80")
+    expect(page.locator("#shown-count")).to_have_text("2 relevant of 80 shown")
     page.click("#submit")
-    expect(page.locator("#save-status")).to_have_text("Submitted: 78 images marked not relevant")
+    expect(page.locator("#save-status")).to_contain_text("Submitted: 78 images marked not relevant")
     assert Label.objects.filter(value=LabelValue.NOT_RELEVANT).count() == 78
 
     page.reload()
@@ -126,7 +126,7 @@ def test_a_failed_save_is_flagged_retried_and_not_lost(page, live_server, labeli
     page.keyboard.press("Enter")
     expect(tile(page, 0)).to_have_attribute("data-label", "relevant")  # shown at once
     expect(page.locator(".tile.unsaved")).to_have_count(1)
-    expect(page.locator("#save-status")).to_contain_text("unsaved, retrying")
+    expect(page.locator("#save-status")).to_contain_text("retrying")
     saved(page)
     expect(page.locator(".tile.unsaved")).to_have_count(0)
     assert len(refused) == 2
