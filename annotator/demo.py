@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
+from django.core.management.utils import get_random_secret_key
 from django.db import transaction
 from PIL import Image as PILImage
 from PIL import ImageDraw
@@ -250,24 +251,29 @@ def build_demo(data_dir: Path, *, images: int = 3000, seed: int = 7) -> DemoResu
     result = import_inat(metadata, images_root)
     with transaction.atomic():
         for text, supercategory, category, iconic_group in QUERIES:
-            Query.objects.get_or_create(
-                text=text,
-                defaults={"supercategory": supercategory, "category": category, "iconic_group": iconic_group},
-            )
+            # filter().exists(), not get_or_create: a query added twice by hand must not stop the demo.
+            if not Query.objects.filter(text=text).exists():
+                Query.objects.create(
+                    text=text, supercategory=supercategory, category=category, iconic_group=iconic_group
+                )
         admin_created = _ensure_user(*DEMO_ADMIN, staff=True)
         _ensure_user(*DEMO_ANNOTATOR, staff=False)
     return DemoResult(images=result.images, taxa=result.taxa, queries=len(QUERIES), admin_created=admin_created)
 
 
-def remember_model(data_dir: Path, spec) -> Path:
-    """Record the demo's model in the data directory's settings file (read by quire/settings.py at
-    start-up, after the environment), keeping anything else the file holds. Returns the file."""
+def remember_settings(data_dir: Path, spec=None) -> Path:
+    """Record in the data directory's settings file (read by quire/settings.py at start-up, after the
+    environment) what every later command run against the demo needs: DEBUG on, a secret key made
+    once, and `spec`, the model, when given. Anything else the file holds is kept. Returns the file."""
     path = Path(data_dir) / "settings.json"
     try:
         values = json.loads(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
         values = {}
-    values.update({"QUIRE_CLIP_MODEL": spec.model, "QUIRE_CLIP_PRETRAINED": spec.pretrained})
+    values.setdefault("SECRET_KEY", get_random_secret_key())
+    values["DEBUG"] = "1"
+    if spec is not None:
+        values.update({"QUIRE_CLIP_MODEL": spec.model, "QUIRE_CLIP_PRETRAINED": spec.pretrained})
     write_atomically(path, json.dumps(values, indent=2) + "\n")
     return path
 

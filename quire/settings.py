@@ -41,18 +41,6 @@ def env_list(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
-DEBUG = env_bool("DEBUG")
-
-SECRET_KEY = os.environ.get("SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured(
-            "SECRET_KEY is not set. Set SECRET_KEY to a long random string, or set DEBUG=1 for local development."
-        )
-    SECRET_KEY = "insecure-development-key-do-not-use-in-production"
-
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1")
-
 QUIRE_DATA_DIR = Path(os.environ.get("QUIRE_DATA_DIR", BASE_DIR / "var")).resolve()
 DATA_DIR_SETTINGS_FILE = QUIRE_DATA_DIR / "settings.json"
 
@@ -77,6 +65,21 @@ def env_or_file(name: str, default: str) -> str:
     value = os.environ.get(name)
     return value if value not in (None, "") else _FROM_FILE.get(name, default)
 
+
+# DEBUG and SECRET_KEY (file): the demo's data directory records both, so that every command run
+# against the demo works with no environment; a deployment sets them in the environment.
+DEBUG = env_bool("DEBUG", _FROM_FILE.get("DEBUG", "").lower() in {"1", "true", "yes", "on"})
+
+SECRET_KEY = env_or_file("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. Set SECRET_KEY to a long random string, or set DEBUG=1 for local development "
+            "(or run ./dev demo, whose data directory records both)."
+        )
+    SECRET_KEY = "insecure-development-key-do-not-use-in-production"
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1")
 
 # The CLIP model (file) (see search/spec.py). Default: the ViT-H/14 INQUIRE evaluated.
 QUIRE_CLIP_MODEL = env_or_file("QUIRE_CLIP_MODEL", "ViT-H-14-378-quickgelu")

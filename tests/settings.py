@@ -6,6 +6,7 @@ have to supply (a secret key, a scratch data directory).
 
 import os
 import tempfile
+from pathlib import Path
 
 os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
 os.environ.setdefault("QUIRE_DATA_DIR", tempfile.mkdtemp(prefix="quire-tests-"))
@@ -14,3 +15,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from quire.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    # A file, not the in-memory default: concurrency tests then meet SQLite as the demo does
+    # (WAL, busy timeout, immediate transactions), not its shared-cache table locks.
+    DATABASES["default"]["TEST"] = {"NAME": str(Path(QUIRE_DATA_DIR) / "test.sqlite3")}  # noqa: F405

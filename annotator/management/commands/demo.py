@@ -9,7 +9,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.core.management.base import BaseCommand  # noqa: E402
 
-from annotator.demo import DEMO_ADMIN, DEMO_ANNOTATOR, build_demo, remember_model  # noqa: E402
+from annotator.demo import DEMO_ADMIN, DEMO_ANNOTATOR, build_demo, remember_settings  # noqa: E402
 from annotator.models import Query  # noqa: E402
 from search.facade import configured_spec, has_index, prepare_demo_model  # noqa: E402
 
@@ -40,10 +40,9 @@ class Command(BaseCommand):
                     "rankings are meaningless until real weights are configured."
                 )
             )
-        if spec != configured_spec():
-            # Recorded in the data directory, where every later command and the server read it.
-            path = remember_model(settings.QUIRE_DATA_DIR, spec)
-            self.stdout.write(f"The demo's model is recorded in {path}; the environment still takes precedence.")
+        # Recorded in the data directory, where every later command and the server read it.
+        path = remember_settings(settings.QUIRE_DATA_DIR, spec if spec != configured_spec() else None)
+        self.stdout.write(f"The demo's settings are recorded in {path}; the environment still takes precedence.")
         call_command("embed", model=spec.name, stdout=self.stdout, stderr=self.stderr)
         if not has_index(spec):
             call_command("build_index", model=spec.name, stdout=self.stdout)
@@ -53,8 +52,9 @@ class Command(BaseCommand):
         start = f"http://{addrport}/queries/{first.pk}/" if first else f"http://{addrport}/"
         if no_serve:
             self.stdout.write(
-                f"The demo is ready. Serve it with `./dev demo` and open {start}; run any command against it "
-                'from this folder, e.g. `DEBUG=1 .venv/bin/python manage.py search "flamingo standing on one leg"`.'
+                f"The demo is ready. Serve it with `./dev demo` (or `.venv/bin/python manage.py runserver`) and "
+                f"open {start}; run any command against it from this folder, e.g. "
+                '`.venv/bin/python manage.py search "flamingo standing on one leg"`.'
             )
             return
         self.stdout.write(self.style.SUCCESS(f"Serving Quire: open {start} (Ctrl+C stops it)."))

@@ -1,0 +1,107 @@
+"""Parallel Submits and clicks on the same images: no 500, and a history that explains every final label.
+
+Real threads, each with its own database connection and its own logged-in client, started
+together by a barrier. Run on SQLite by `./dev test` and on PostgreSQL by CI (.ci/run runs this
+module on both).
+"""
+
+import threading
+from collections import Counter
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test import Client
+
+from annotator.models import Label, LabelEvent, Query
+from catalog.importers import import_inat
+from tests.factories import inat_document
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+IMAGES = list(range(1000, 1040))
+
+
+@pytest.fixture
+def clients(write_json):
+    import_inat(write_json(inat_document(images=len(IMAGES))))
+    query = Query.objects.create(text="Black Skimmer performing skimming")
+    users = [get_user_model().objects.create_user(f"ann{n}", password="pw") for n in range(6)]
+    made = []
+    for user in users:
+        client = Client()
+        client.force_login(user)
+        made.append(client)
+    return query, made
+
+
+def run_together(work) -> list:
+    """Run each callable in its own thread, all released at once; return their results (or exceptions)."""
+    barrier = threading.Barrier(len(work))
+    results: list = [None] * len(work)
+
+    def run(index, job):
+        try:
+            barrier.wait(timeout=30)
+            results[index] = job()
+        except Exception as error:  # reported by the test, not lost in the thread
+            results[index] = error
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i, job)) for i, job in enumerate(work)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return results
+
+
+def explained_by_history(query) -> bool:
+    state: dict[int, str] = {}
+    for event in LabelEvent.objects.filter(query=query).order_by("id"):
+        assert state.get(event.image_id, "") == event.old_value, f"event {event.pk} does not follow the one before"
+        state[event.image_id] = event.new_value
+    final = {image_id: value for image_id, value in state.items() if value}
+    return final == dict(Label.objects.filter(query=query).values_list("image_id", "value"))
+
+
+def test_parallel_submits_and_clicks_on_the_same_images(clients):
+    query, made = clients
+    submit_url, save_url = f"/queries/{query.pk}/submit", f"/queries/{query.pk}/labels"
+
+    def submit(client):
+        return lambda: client.post(submit_url, {"images": IMAGES}, content_type="application/json")
+
+    def click(client, image_id, value):
+        body = {"image": image_id, "value": value, "source": "click"}
+        return lambda: client.post(save_url, body, content_type="application/json")
+
+    for round_ in range(3):
+        work = [submit(made[0]), submit(made[1]), submit(made[2])]
+        for n, image_id in enumerate(IMAGES[round_ :: 4]):
+            work.append(click(made[3 + n % 3], image_id, ["relevant", "unsure", "not_relevant"][(n + round_) % 3]))
+        responses = run_together(work)
+        errors = [r for r in responses if isinstance(r, Exception) or r.status_code != 200]
+        assert not errors, [r if isinstance(r, Exception) else (r.status_code, r.content[:200]) for r in errors]
+        submitted = Counter(image_id for r in responses[:3] for image_id in r.json()["labeled"])
+        assert all(count == 1 for count in submitted.values()), "an image was inserted by two Submits"
+        if round_ == 0:  # every image was unlabeled: each one went to exactly one writer
+            clicked = {image_id for r in responses[3:] for image_id in [r.json()["image"]]}
+            assert set(submitted) | clicked == set(IMAGES)
+
+    assert Label.objects.filter(query=query).count() == len(IMAGES)
+    assert explained_by_history(query)
+
+
+def test_a_double_clicked_submit_reports_what_it_wrote(clients):
+    query, made = clients
+    url = f"/queries/{query.pk}/submit"
+    first, second = run_together(
+        [lambda: made[0].post(url, {"images": IMAGES}, content_type="application/json")] * 2
+    )
+    assert first.status_code == second.status_code == 200
+    assert sorted(first.json()["labeled"] + second.json()["labeled"]) == IMAGES
+    assert first.json()["written"] + second.json()["written"] == len(IMAGES)
+    assert LabelEvent.objects.filter(query=query, source="submit").count() == len(IMAGES)
+    assert explained_by_history(query)

@@ -1,0 +1,102 @@
+"""After the demo, every documented command works as its own process with no extra environment.
+
+The README's promise, run for real: `./dev demo --no-serve`, then `search`, `embed` and
+`runserver` as separate processes from the project root. Only QUIRE_DATA_DIR is set (to keep the
+test's data apart from ./var); DEBUG, SECRET_KEY, the model settings and HF_HUB_OFFLINE are not.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SET_BY_TESTS = {"DEBUG", "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "HF_HUB_OFFLINE", "DJANGO_SETTINGS_MODULE"}
+
+
+def environment(data_dir: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in SET_BY_TESTS and not k.startswith("QUIRE_")}
+    return {**env, "QUIRE_DATA_DIR": str(data_dir)}
+
+
+def manage(data_dir: Path, *arguments: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *arguments],
+        cwd=ROOT,
+        env=environment(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_missing_secret_key_is_one_clear_line(tmp_path):
+    result = manage(tmp_path / "empty", "check")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "manage.py: SECRET_KEY is not set. Set SECRET_KEY to a long random string, or set DEBUG=1 for local "
+        "development (or run ./dev demo, whose data directory records both)."
+    ]
+
+
+def test_the_demo_then_search_embed_and_runserver_as_separate_processes(tmp_path):
+    data = tmp_path / "demo-data"
+    built = subprocess.run(
+        ["./dev", "demo", "--no-serve", "--images", "60"],
+        cwd=ROOT,
+        env=environment(data),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    assert "The demo is ready" in built.stdout
+
+    found = manage(data, "search", "flamingo standing on one leg", "-k", "5", "--json")
+    assert found.returncode == 0, found.stderr
+    assert len(found.stdout.strip().splitlines()) == 5
+    assert "random weights" in found.stderr  # the demo's stand-in model, and it says so
+
+    embedded = manage(data, "embed")
+    assert embedded.returncode == 0, embedded.stderr
+    assert "Nothing to embed" in embedded.stdout
+
+    again = manage(data, "demo", "--no-serve", "--images", "60")  # a second run reuses everything
+    assert again.returncode == 0, again.stderr
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        cwd=ROOT,
+        env=environment(data),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=5) as page:
+                    assert page.status == 200 and "Log in" in page.read().decode()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"runserver did not answer: {server.stdout.read() if server.poll() is not None else ''}")
+                time.sleep(0.5)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/css/quire.css", timeout=5) as css:
+            assert css.status == 200 and b".tile" in css.read()
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
