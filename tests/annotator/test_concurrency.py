@@ -79,7 +79,7 @@ def test_parallel_submits_and_clicks_on_the_same_images(clients):
 
     for round_ in range(3):
         work = [submit(made[0]), submit(made[1]), submit(made[2])]
-        for n, image_id in enumerate(IMAGES[round_ :: 4]):
+        for n, image_id in enumerate(IMAGES[round_::4]):
             work.append(click(made[3 + n % 3], image_id, ["relevant", "unsure", "not_relevant"][(n + round_) % 3]))
         responses = run_together(work)
         errors = [r for r in responses if isinstance(r, Exception) or r.status_code != 200]
@@ -97,9 +97,7 @@ def test_parallel_submits_and_clicks_on_the_same_images(clients):
 def test_a_double_clicked_submit_reports_what_it_wrote(clients):
     query, made = clients
     url = f"/queries/{query.pk}/submit"
-    first, second = run_together(
-        [lambda: made[0].post(url, {"images": IMAGES}, content_type="application/json")] * 2
-    )
+    first, second = run_together([lambda: made[0].post(url, {"images": IMAGES}, content_type="application/json")] * 2)
     assert first.status_code == second.status_code == 200
     assert sorted(first.json()["labeled"] + second.json()["labeled"]) == IMAGES
     assert first.json()["written"] + second.json()["written"] == len(IMAGES)

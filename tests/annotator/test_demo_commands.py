@@ -93,7 +93,8 @@ def test_the_demo_then_search_embed_and_runserver_as_separate_processes(tmp_path
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"runserver did not answer: {server.stdout.read() if server.poll() is not None else ''}")
+                    said = server.stdout.read() if server.poll() is not None else ""
+                    pytest.fail(f"runserver did not answer: {said}")
                 time.sleep(0.5)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/css/quire.css", timeout=5) as css:
             assert css.status == 200 and b".tile" in css.read()
