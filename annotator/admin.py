@@ -1,13 +1,22 @@
 from django.contrib import admin, messages
 
 from . import labels, selectors
-from .models import ImportBatch, Label, LabelEvent, LabelSource, Query
+from .models import ImportBatch, Label, LabelEvent, LabelSource, Query, QueryExample
+
+
+class ExampleInline(admin.TabularInline):
+    """The example images annotators see beside the grid, with the query's guidelines."""
+
+    model = QueryExample
+    raw_id_fields = ["image"]
+    extra = 1
 
 
 @admin.register(Query)
 class QueryAdmin(admin.ModelAdmin):
-    list_display = ["id", "text", "split", "status", "fully_labeled", "labeled", "relevant"]
-    list_filter = ["split", "status", "fully_labeled", "supercategory"]
+    inlines = [ExampleInline]
+    list_display = ["id", "text", "split", "status", "fully_labeled", "locked", "labeled", "relevant"]
+    list_filter = ["split", "status", "fully_labeled", "locked", "supercategory"]
     search_fields = ["=id", "text", "category"]
     list_editable = ["status", "fully_labeled"]
 
@@ -67,7 +76,7 @@ class LabelEventAdmin(ViewOnlyAdmin):
         "lead_time_ms",
         "import_batch",
     ]
-    list_filter = ["source", "new_value", "user"]
+    list_filter = ["source", "new_value", "user", "query"]
     search_fields = ["=query__id", "=image__id"]
     list_select_related = ["query", "user", "import_batch"]
     ordering = ["-id"]  # newest first

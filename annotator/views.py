@@ -24,11 +24,18 @@ def home(request):
             Q(text__icontains=search) | Q(category__icontains=search) | Q(supercategory__icontains=search)
         )
     sort = request.GET.get("sort", "id")
-    queries = selectors.sorted_by(queries, sort)
+    queries = progress.with_runs(list(selectors.sorted_by(queries, sort)))
     return render(
         request,
         "annotator/home.html",
-        {"queries": queries, "exports": list(EXPORTS), "form": form, "search": search, "sort": sort},
+        {
+            "queries": queries,
+            "exports": list(EXPORTS),
+            "form": form,
+            "search": search,
+            "sort": sort,
+            "run_goal": progress.RUN_GOAL,
+        },
     )
 
 

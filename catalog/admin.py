@@ -1,4 +1,6 @@
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
 
 from .models import Image, ImageRoot, Taxon
 
@@ -21,5 +23,16 @@ class ImageAdmin(admin.ModelAdmin):
     search_fields = ["=id", "file_name"]
     raw_id_fields = ["taxon"]
     list_select_related = ["taxon"]
+    readonly_fields = ["picture"]
     # Counting 5M rows on every page is the slow part of a big changelist.
     show_full_result_count = False
+
+    @admin.display(description="image")
+    def picture(self, image):
+        if not image.pk:
+            return "–"
+        return format_html(
+            '<img src="{}" alt="image {}" style="max-height: 16rem">',
+            reverse("image-file", args=[image.pk, "thumb"]),
+            image.pk,
+        )

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from annotator.labels import set_label
-from annotator.models import Label, LabelEvent, LabelSource, LabelValue, Query
+from annotator.models import Label, LabelEvent, LabelSource, LabelValue, Query, QueryExample
 from catalog.models import Image, ImageRoot
 
 pytestmark = pytest.mark.django_db
@@ -190,3 +190,122 @@ def test_submit_refuses_what_is_not_a_list_of_ids(ann, labeling):
         assert ann.post(url, body, content_type="application/json").status_code == 400
     assert ann.post(url, "not json", content_type="application/json").json()["written"] == 0
     assert not Label.objects.exists()
+
+
+def test_the_query_list_refuses_duplicates_and_overlong_texts(ann, labeling):
+    before = Query.objects.count()
+    for duplicate in ("black skimmer  PERFORMING skimming", "  Black Skimmer performing skimming "):
+        html = ann.post(reverse("home"), {"text": duplicate, "split": "other"}).content.decode()
+        assert f"Query {labeling['query'].pk} already has this text" in html
+    html = ann.post(reverse("home"), {"text": "x" * 1001, "split": "other"}).content.decode()
+    assert "at most 1,000 characters; this one has 1,001" in html
+    assert Query.objects.count() == before
+
+
+def test_the_query_list_shows_progress_toward_done(ann, labeling):
+    query = labeling["query"]
+    ranked = tile_ids(ann.get(reverse("label", args=[query.pk]), {"size": "200"}).content.decode())
+    for image_id in ranked[-30:]:  # 30 not relevant at the deepest ranks: 30% of INQUIRE's 100
+        set_label(query_id=query.pk, image_id=image_id, value=LabelValue.NOT_RELEVANT, source=LabelSource.API)
+    done = Query.objects.create(text="flamingo standing on one leg", status=Query.Status.DONE)
+    html = ann.get(reverse("home")).content.decode()
+    assert re.search(rf'data-query-id="{query.pk}".*?<meter[^>]*value="30"', html, re.S)
+    assert re.search(rf'data-query-id="{done.pk}".*?<meter[^>]*value="100"', html, re.S)
+    assert 'class="qtext"' in html  # long texts are cut by the style, whole in the title
+
+
+def test_a_locked_query_refuses_non_staff_changes(client, labeling):
+    query = labeling["query"]
+    query.locked = True
+    query.save()
+    client.force_login(labeling["annotator"])
+    body = {"image": 5, "value": "relevant", "source": "click"}
+    refused = client.post(reverse("save-label", args=[query.pk]), body, content_type="application/json")
+    assert refused.status_code == 403 and "locked by staff" in refused.json()["error"]
+    assert client.post(reverse("submit", args=[query.pk]), {"images": [5]}).status_code == 403
+    tracking = client.post(reverse("save-tracking", args=[query.pk]), {"status": "open", "fully_labeled": "no"})
+    assert tracking.status_code == 403
+    page = client.get(reverse("label", args=[query.pk])).content.decode()
+    assert "locked by staff" in page and 'data-locked="1"' in page
+    assert not Label.objects.exists() and Query.objects.get(pk=query.pk).status == Query.Status.OPEN
+    client.force_login(labeling["admin"])  # staff may still correct it
+    assert client.post(reverse("save-label", args=[query.pk]), body, content_type="application/json").status_code == 200
+
+
+def test_annotators_set_the_tracking_fields_on_the_labeling_page(ann, labeling):
+    query = labeling["query"]
+    url = reverse("save-tracking", args=[query.pk])
+    response = ann.post(url, {"status": "done", "fully_labeled": "yes", "notes": "all flamingos checked"})
+    assert response.status_code == 200 and "Saved." in response.content.decode()
+    query.refresh_from_db()
+    assert (query.status, query.fully_labeled, query.notes, query.locked) == (
+        "done",
+        "yes",
+        "all flamingos checked",
+        False,
+    )
+    ann.post(url, {"status": "done", "fully_labeled": "yes", "locked": "on"})  # only staff lock
+    assert not Query.objects.get(pk=query.pk).locked
+    assert ann.post(url, {"status": "finished", "fully_labeled": "yes"}).status_code == 400
+
+
+def test_guidelines_and_examples_are_shown_beside_the_grid(ann, labeling):
+    query = labeling["query"]
+    query.guidelines = "Only birds touching the water with the lower bill."
+    query.save()
+    QueryExample.objects.create(query=query, image_id=3, relevant=True, note="bill in the water")
+    QueryExample.objects.create(query=query, image_id=6, relevant=False, note="flying high")
+    html = ann.get(reverse("label", args=[query.pk])).content.decode()
+    assert "Only birds touching the water with the lower bill." in html
+    assert "✓ relevant: bill in the water" in html and "✕ not relevant: flying high" in html
+    assert reverse("image-file", args=[3, "thumb"]) in html
+
+
+def test_labels_are_checked_as_whole_numbers_and_known_images(ann, labeling):
+    url = reverse("save-label", args=[labeling["query"].pk])
+    for bad in (1.5, True, "1e3", None, 2**64):
+        response = ann.post(url, {"image": bad, "value": "relevant"}, content_type="application/json")
+        assert response.status_code == 400, bad
+    response = ann.post(
+        url,
+        {"labels": [{"image": 3, "value": "relevant"}, {"image": 999_999, "value": "relevant"}]},
+        "application/json",
+    )
+    assert response.status_code == 404 and "999999" in response.json()["error"]
+    assert not Label.objects.exists()  # all or nothing
+    many = {"labels": [{"image": 3, "value": "relevant"}, {"image": 6, "value": "unsure"}], "source": "keyboard"}
+    assert ann.post(url, many, content_type="application/json").json()["counts"]["labeled"] == 2
+
+
+def test_per_query_exports_are_named_by_query(client, labeling):
+    client.force_login(labeling["admin"])
+    query = labeling["query"]
+    response = client.get(reverse("download-export", args=["inquire_labels.csv"]), {"query": query.pk})
+    assert response["Content-Disposition"] == f'attachment; filename="inquire_labels_q{query.pk}.csv"'
+    whole = client.get(reverse("download-export", args=["inquire_labels.csv"]))
+    assert whole["Content-Disposition"] == 'attachment; filename="inquire_labels.csv"'
+    assert client.get(reverse("download-export", args=["inquire_labels.csv"]), {"query": "²"}).status_code == 400
+
+
+def test_the_api_root_links_its_schema_and_browsable_docs(ann):
+    root = ann.get("/api/", HTTP_ACCEPT="application/json").json()
+    assert root["schema"].endswith("/api/schema/") and root["docs"].endswith("/api/docs/")
+    docs = ann.get("/api/docs/").content.decode()
+    assert "swagger-ui" in docs and "cdn" not in docs.lower()  # served from Quire's own static files
+    assert ann.get("/favicon.ico").status_code == 301
+
+
+def test_the_query_page_shows_seconds_per_image_per_annotator(client, labeling):
+    query = labeling["query"]
+    for image_id, lead_time in ((3, 2000), (6, 4000)):
+        set_label(
+            query_id=query.pk,
+            image_id=image_id,
+            value=LabelValue.RELEVANT,
+            user=labeling["annotator"],
+            source=LabelSource.KEYBOARD,
+            lead_time_ms=lead_time,
+        )
+    client.force_login(labeling["admin"])
+    html = client.get(reverse("dashboard-query", args=[query.pk])).content.decode()
+    assert "2 (2 relevant, 3.0 s per image)" in html
