@@ -44,7 +44,8 @@ MEASURE = """async ({keys, count}) => {
   const times = [];
   for (let i = 0; i < count; i++) {
     const key = keys[i % keys.length];
-    const target = document.activeElement && document.activeElement !== document.body ? document.activeElement : document;
+    const focused = document.activeElement;
+    const target = focused && focused !== document.body ? focused : document;
     const start = performance.now();
     target.dispatchEvent(new KeyboardEvent("keydown", {key, bubbles: true, cancelable: true}));
     document.body.offsetHeight;  // style and layout the key caused

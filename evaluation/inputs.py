@@ -33,8 +33,9 @@ class GroundTruth:
     source: str = ""
 
     def query_ids(self) -> list[int]:
-        """The queries evaluated: all of the queries file when given, else those with a positive."""
-        return sorted(self.queries) if self.queries else sorted(q for q, images in self.positives.items() if images)
+        """The queries evaluated: all of the queries file when given, else every query the ground truth
+        judges (those without a relevant image are then reported as having none)."""
+        return sorted(self.queries) if self.queries else sorted(self.positives)
 
 
 @dataclass

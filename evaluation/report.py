@@ -10,6 +10,11 @@ Protocols:
 Averages: `overall` is the macro average over queries (every query weighs the same, as in the
 papers); each group table gives per-group macro averages over its queries, and `mean_of_groups`
 the average of the group means (each group weighs the same).
+
+Queries with no relevant image: their metrics are undefined (None; null in the JSON, "no positives"
+in the tables) and they are left out of every mean, with a warning naming them. This is INQUIRE's
+rule (its metrics give NaN and its means skip them), and it is the same whether the ground truth
+comes from files or from the database.
 """
 
 import csv
@@ -35,8 +40,12 @@ class Report:
     run: str = ""
     ground_truth: str = ""
 
+    def scored(self, rows=None) -> list[dict]:
+        """The rows whose metrics are defined (the query has at least one relevant image)."""
+        return [row for row in (self.per_query if rows is None else rows) if not row.get("no_positives")]
+
     def overall(self) -> dict:
-        return {name: m.mean_with_uncertainty([row[name] for row in self.per_query]) for name in self.metrics}
+        return {name: m.mean_with_uncertainty([row[name] for row in self.scored()]) for name in self.metrics}
 
     def groups(self, columns) -> dict:
         result = {}
@@ -46,12 +55,13 @@ class Report:
                 values.setdefault(str(row.get(column, "")), []).append(row)
             table = {
                 value: {
-                    "queries": len(rows),
-                    **{name: float(np.mean([r[name] for r in rows])) for name in self.metrics},
+                    "queries": len(self.scored(rows)),
+                    **{name: _mean(self.scored(rows), name) for name in self.metrics},
                 }
                 for value, rows in sorted(values.items())
             }
-            table["mean_of_groups"] = {name: float(np.mean([g[name] for g in table.values()])) for name in self.metrics}
+            groups = [group for group in table.values() if group["queries"]]
+            table["mean_of_groups"] = {name: _mean(groups, name) for name in self.metrics}
             result[column] = table
         return result
 
@@ -72,11 +82,15 @@ class Report:
     def per_query_csv(self) -> str:
         out = io.StringIO()
         columns = ["query_id", "R", "retrieved", *self.metrics]
-        extra = [key for key in (self.per_query[0] if self.per_query else {}) if key not in columns]
+        extra = list(dict.fromkeys(key for row in self.per_query for key in row if key not in columns))
         writer = csv.DictWriter(out, fieldnames=columns + extra, lineterminator="\n")
         writer.writeheader()
         writer.writerows(self.per_query)
         return out.getvalue()
+
+
+def _mean(rows: list[dict], name: str) -> float | None:
+    return float(np.mean([row[name] for row in rows])) if rows else None
 
 
 def evaluate(
@@ -113,14 +127,18 @@ def evaluate(
             positives = truth.positives.get(query_id, set())
         relevance = np.fromiter((image in positives for image, _ in ranked[: max(k, 1)]), dtype=np.float64)
         R = len(positives)
-        row = {
-            "query_id": query_id,
-            "R": R,
-            "retrieved": len(ranked),
-            **m.score_query(relevance, R, k, metrics, normaliser),
-        }
+        row = {"query_id": query_id, "R": R, "retrieved": len(ranked)}
+        if R:
+            row.update(m.score_query(relevance, R, k, metrics, normaliser))
+        else:
+            row.update({name: None for name in metrics}, no_positives=True)
         row.update({key: value for key, value in truth.queries.get(query_id, {}).items() if key})
         rows.append(row)
+    if empty := [row["query_id"] for row in rows if row.get("no_positives")]:
+        warnings.append(
+            f"{len(empty)} queries have no relevant image: their metrics are undefined and left out of the "
+            f"means: {empty[:10]}"
+        )
     if protocol == "fullrank" and truth.judged:
         unjudged = sum(
             1
@@ -147,10 +165,10 @@ def two_stage(first: Run, second: Run, top: int) -> Run:
 
 def compare(a: Report, b: Report, metric: str = "ap") -> dict:
     """Run A against run B on the queries both scored: per-query differences, share improved, p-value."""
-    b_by_query = {row["query_id"]: row[metric] for row in b.per_query}
+    b_by_query = {row["query_id"]: row[metric] for row in b.scored()}
     pairs = [
         (row["query_id"], row[metric], b_by_query[row["query_id"]])
-        for row in a.per_query
+        for row in a.scored()
         if row["query_id"] in b_by_query
     ]
     a_values = np.array([x for _, x, _ in pairs])
@@ -171,6 +189,8 @@ def format_table(report: Report, group_by=()) -> str:
     """The printed tables: AP, nDCG and oracle x100, the rest as fractions."""
 
     def cell(name, value):
+        if value is None:
+            return "     –"
         return f"{100 * value:6.1f}" if name in m.PERCENT_METRICS else f"{value:6.3f}"
 
     header = " ".join(f"{name:>9}" for name in report.metrics)

@@ -87,7 +87,13 @@ def report(request, report_id):
             [(row["b"], row["a"]) for row in comparison["per_query"]], x_label=str(other.run), y_label=str(saved.run)
         )
     bars = {
-        column: plots.bars({value: scores["ap"] for value, scores in table.items() if value != "mean_of_groups"})
+        column: plots.bars(
+            {
+                value: scores["ap"]
+                for value, scores in table.items()
+                if value != "mean_of_groups" and scores["ap"] is not None  # a group with no positives
+            }
+        )
         for column, table in result["groups"].items()
     }
     return render(

@@ -8,9 +8,11 @@ register = template.Library()
 @register.filter
 def metric(scores: dict, name: str) -> str:
     """A metric as the papers print it: AP, nDCG and oracle x100 with one decimal, the rest as fractions."""
+    if scores.get("no_positives"):
+        return "no positives"
     value = scores.get(name)
     if value is None:
-        return ""
+        return "–"
     return f"{100 * value:.1f}" if name in PERCENT_METRICS else f"{value:.3f}"
 
 

@@ -198,3 +198,46 @@ def test_grouping_the_released_inquire_queries(inquire_dir, tmp_path):
     groups = report.groups(["supercategory"])["supercategory"]
     assert sum(g["queries"] for name, g in groups.items() if name != "mean_of_groups") == len(queries) == 200
     assert {"Appearance", "Behavior", "Context", "Species"} <= set(groups)
+
+
+@pytest.mark.django_db
+def test_queries_without_positives_are_undefined_and_left_out_in_both_modes(tmp_path, write_json):
+    """One rule whether the ground truth is a file or the database (INQUIRE: NaN, skipped by the mean)."""
+    from annotator.labels import set_label
+    from annotator.models import Query
+    from catalog.importers import import_inat
+    from evaluation.inputs import qrels_from_database, read_queries
+    from evaluation.report import format_table
+    from tests.factories import inat_document
+
+    run_file = tmp_path / "run.csv"
+    run_file.write_text("query_id,image_id,score\n1,1000,0.9\n1,1001,0.8\n2,1002,0.9\n")
+    labels = tmp_path / "labels.csv"
+    labels.write_text("query_id,image_id,image_path,label\n1,1000,a,relevant\n2,1002,b,not_relevant\n")
+    queries = tmp_path / "queries.csv"
+    queries.write_text(",query_id,query_text,supercategory,category,iconic_group\n0,1,a,B,c,d\n1,2,e,B,c,d\n")
+
+    from_files = evaluate(read_qrels(labels, queries), read_run(run_file), k=50)
+
+    import_inat(write_json(inat_document(images=5)))
+    for query_id, text in ((1, "a"), (2, "e")):
+        Query.objects.create(id=query_id, text=text, supercategory="B")
+    set_label(query_id=1, image_id=1000, value="relevant", source="api")
+    set_label(query_id=2, image_id=1002, value="not_relevant", source="api")
+    truth = qrels_from_database()
+    truth.queries = read_queries(queries)
+    from_database = evaluate(truth, read_run(run_file), k=50)
+
+    for report in (from_files, from_database):
+        rows = {row["query_id"]: row for row in report.per_query}
+        assert rows[2]["no_positives"] and rows[2]["ap"] is None
+        assert rows[1]["ap"] == 1.0
+        assert report.overall()["ap"]["mean"] == 1.0  # query 2 left out, not counted as 0
+        assert any("1 queries have no relevant image" in w and "[2]" in w for w in report.warnings)
+        assert report.as_json(["supercategory"])["groups"]["supercategory"]["B"] == {
+            "queries": 1,
+            **{name: rows[1][name] for name in report.metrics},
+        }
+        assert "ap" in report.per_query_csv().splitlines()[0] and "\n2,0,1,,," in report.per_query_csv()
+        assert "overall" in format_table(report)
+    assert json.loads(json.dumps(from_files.as_json()))["per_query"][1]["ap"] is None
