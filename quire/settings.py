@@ -16,6 +16,7 @@ QUIRE_DATA_DIR/settings.json, when present, supplies values for the settings mar
 "(file)" below that the environment leaves unset: `manage.py demo` records its choice of
 model there, so that every later command run against the demo's data uses it too.
 The environment always wins.
+QUIRE_IMAGE_ROOTS   comma-separated folders that images roots must lie in. Default: any.
 QUIRE_EMBED_CHUNK_SIZE (5000), QUIRE_EMBED_BATCH_SIZE (64), QUIRE_EMBED_LOADER_THREADS (cores, at most 8)
                     images per embedding task, per forward pass, decoding threads.
 """
@@ -84,6 +85,9 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1")
 # The CLIP model (file) (see search/spec.py). Default: the ViT-H/14 INQUIRE evaluated.
 QUIRE_CLIP_MODEL = env_or_file("QUIRE_CLIP_MODEL", "ViT-H-14-378-quickgelu")
 QUIRE_CLIP_PRETRAINED = env_or_file("QUIRE_CLIP_PRETRAINED", "dfn5b")
+# Images roots may only lie inside these folders (comma-separated); empty: wherever the operator's
+# import commands put them. Staff cannot add roots in the admin either way.
+QUIRE_IMAGE_ROOTS = env_list("QUIRE_IMAGE_ROOTS", "")
 # Embedding jobs: images per Celery task, per forward pass, and decoding threads per worker.
 QUIRE_EMBED_CHUNK_SIZE = int(os.environ.get("QUIRE_EMBED_CHUNK_SIZE", "5000"))
 QUIRE_EMBED_BATCH_SIZE = int(os.environ.get("QUIRE_EMBED_BATCH_SIZE", "64"))
@@ -140,8 +144,9 @@ TEMPLATES = [
 WSGI_APPLICATION = "quire.wsgi.application"
 
 DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{QUIRE_DATA_DIR / 'quire.sqlite3'}",
+    # An empty DATABASE_URL means unset, as for every other variable here.
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or f"sqlite:///{QUIRE_DATA_DIR / 'quire.sqlite3'}",
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
     )
 }
