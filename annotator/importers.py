@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 from django.core.management.color import no_style
 from django.db import connection, transaction
 
-from catalog.importers.values import BadValue, optional_int, optional_text, required_int, required_text
+from catalog.importers.values import BadValue, image_file_name, optional_int, optional_text, required_int, required_text
 from catalog.inputs import InputError, read_csv
 from catalog.models import ROWS_PER_STATEMENT, Image, Taxon
 
@@ -130,7 +130,7 @@ def import_annotations(path: Path, *, create_missing_images: bool = False, user=
         try:
             query_id = required_int(row["query_id"], "query_id")
             image_id = required_int(row["image_id"], "image_id")
-            image_path = required_text(row["image_path"], "image_path", 1024)
+            image_path = image_file_name(row["image_path"], "image_path")
         except BadValue as error:
             raise InputError(path, line, str(error)) from None
         if image_id in paths and paths[image_id][0] != image_path:

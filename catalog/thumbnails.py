@@ -1,8 +1,11 @@
-"""Image files for the browser: originals and cached thumbnails, only from the configured images roots.
+"""Image files for the browser and the embedder: originals and cached thumbnails, only from images roots.
 
-The URL names an image id, never a path. The path comes from the database and
-is still checked to stay inside its root, so a hostile file_name in an imported
-file ("../../etc/passwd") cannot serve anything else.
+The URL names an image id, never a path. The path comes from the database and is still checked
+before any file is opened: its root must be an allowed images root (QUIRE_IMAGE_ROOTS, when set),
+the path must stay inside that root (a hostile file_name such as "../../etc/passwd" cannot reach
+anything else), it must end like a raster image, and the file must decode as JPEG, PNG, WebP or
+GIF. An .svg or .html file listed in a metadata file is never served: it would run script on
+Quire's origin.
 """
 
 from pathlib import Path
@@ -11,6 +14,7 @@ from django.conf import settings
 from PIL import Image as PILImage
 
 from .files import atomic_path
+from .formats import IMAGE_EXTENSIONS, RASTER_TYPES
 from .models import Image
 
 THUMBNAIL_SIZE = 256  # px on the long side: four columns of a grid on a laptop screen, sharp on HiDPI
@@ -20,16 +24,48 @@ class NotServable(Exception):
     """The image has no file that may be served; the text says why."""
 
 
+def allowed_root(path: str) -> bool:
+    """Whether `path` may be an images root: inside one of QUIRE_IMAGE_ROOTS, or anywhere when that
+    setting is empty (roots then come only from the operator's import commands)."""
+    allowed = getattr(settings, "QUIRE_IMAGE_ROOTS", [])
+    if not allowed:
+        return True
+    resolved = Path(path).resolve()
+    return any(resolved.is_relative_to(Path(root).resolve()) for root in allowed)
+
+
+def contained_path(root: str | None, file_name: str, *, image_id) -> Path:
+    """The file of `file_name` under `root`, checked but not opened; NotServable says why it may not be read."""
+    if not root:
+        raise NotServable(f"Image {image_id} has no images root: import it with --images-root.")
+    if not allowed_root(root):
+        raise NotServable(f"Image {image_id}'s images root {root} is not in QUIRE_IMAGE_ROOTS; it is not served.")
+    if not file_name.lower().endswith(IMAGE_EXTENSIONS):
+        raise NotServable(
+            f"Image {image_id}'s file {file_name!r} is not a JPEG, PNG, WebP or GIF file; it is not served."
+        )
+    base = Path(root).resolve()
+    path = (base / file_name).resolve()
+    if not path.is_relative_to(base):
+        raise NotServable(f"Image {image_id}'s file name leaves its images root; it is not served.")
+    return path
+
+
 def original_path(image: Image) -> Path:
-    if image.root_id is None:
-        raise NotServable(f"Image {image.pk} has no images root: import it with --images-root.")
-    root = Path(image.root.path).resolve()
-    path = (root / image.file_name).resolve()
-    if not path.is_relative_to(root):
-        raise NotServable(f"Image {image.pk}'s file name leaves its images root; it is not served.")
+    path = contained_path(image.root.path if image.root_id else None, image.file_name, image_id=image.pk)
     if not path.is_file():
         raise NotServable(f"Image {image.pk}'s file is missing: {image.file_name}")
     return path
+
+
+def original_file(image: Image) -> tuple[Path, str]:
+    """The original file and its true content type, from the format Pillow decodes in it."""
+    path = original_path(image)
+    try:
+        with PILImage.open(path, formats=list(RASTER_TYPES)) as picture:
+            return path, RASTER_TYPES[picture.format]
+    except (OSError, ValueError, PILImage.DecompressionBombError):
+        raise NotServable(f"Image {image.pk}'s file is not a JPEG, PNG, WebP or GIF image; it is not served.") from None
 
 
 def thumbnail_path(image: Image) -> Path:
@@ -40,7 +76,7 @@ def thumbnail_path(image: Image) -> Path:
     source = original_path(image)
     cached.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with PILImage.open(source) as picture, atomic_path(cached) as temporary:
+        with PILImage.open(source, formats=list(RASTER_TYPES)) as picture, atomic_path(cached) as temporary:
             picture.draft("RGB", (THUMBNAIL_SIZE, THUMBNAIL_SIZE))
             picture = picture.convert("RGB")
             picture.thumbnail((THUMBNAIL_SIZE, THUMBNAIL_SIZE))

@@ -10,7 +10,6 @@ consolidates the store and queues an index build.
 
 import socket
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 from django.conf import settings
@@ -19,6 +18,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from catalog.models import Image
+from catalog.thumbnails import NotServable, contained_path
 
 from .exceptions import StoreMismatch, WeightsUnavailable
 from .models import ChunkStatus, EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
@@ -105,7 +105,7 @@ def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -
     EmbeddingJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(status=JobStatus.RUNNING)
 
     from .clip import get_embedder
-    from .pipeline import ImageFile, embed_files
+    from .pipeline import Failure, ImageFile, embed_files
 
     try:
         embedder = get_embedder(ClipSpec.from_name(job.model_name))
@@ -132,11 +132,16 @@ def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -
         Image.objects.filter(id__range=id_range).order_by("id").values_list("id", "root__path", "file_name", "taxon_id")
     )
     wanted = ~np.isin(np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)), skip)
-    files = [
-        ImageFile(image_id, Path(root or "") / file_name, NO_TAXON if taxon_id is None else taxon_id)
-        for (image_id, root, file_name, taxon_id), keep in zip(rows, wanted, strict=True)
-        if keep
-    ]
+    files, refused = [], []
+    for (image_id, root, file_name, taxon_id), keep in zip(rows, wanted, strict=True):
+        if not keep:
+            continue
+        try:  # the same checks as serving the file: an allowed root, inside it, a raster image's name
+            path = contained_path(root, file_name, image_id=image_id)
+        except NotServable as error:
+            refused.append(Failure(image_id, str(error)))
+            continue
+        files.append(ImageFile(image_id, path, NO_TAXON if taxon_id is None else taxon_id))
     result = embed_files(
         embedder,
         files,
@@ -144,6 +149,9 @@ def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -
         loader_threads=settings.QUIRE_EMBED_LOADER_THREADS,
         progress=progress,
     )
+    result.failures.extend(refused)
+    if progress and refused:
+        progress(len(refused))
     store.write_part(chunk.part_name, result.image_ids, result.taxon_ids, result.vectors)
     with transaction.atomic():
         EmbeddingFailure.objects.bulk_create(

@@ -19,7 +19,12 @@ import numpy as np
 import torch
 from PIL import Image as PILImage
 
+from catalog.formats import RASTER_TYPES
+
 from .clip import ClipEmbedder
+
+# The formats Quire serves and embeds: never one Pillow would hand to an outside decoder (EPS: Ghostscript).
+RASTER_FORMATS = list(RASTER_TYPES)
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,7 @@ class Embedded:
 def decode(image: ImageFile, preprocess, size: int):
     """The preprocessed tensor of one image, or a Failure saying what is wrong with the file."""
     try:
-        with PILImage.open(image.path) as opened:
+        with PILImage.open(image.path, formats=RASTER_FORMATS) as opened:
             # JPEG can decode straight to a smaller scale (never below the model's input): much less work.
             opened.draft("RGB", (size, size))
             return preprocess(opened.convert("RGB"))

@@ -15,10 +15,10 @@ import PIL.Image
 from django.db import transaction
 from django.db.models import Max
 
+from ..formats import IMAGE_EXTENSIONS, RASTER_TYPES
 from ..inputs import InputError
 from ..models import ROWS_PER_STATEMENT, Image, ImageRoot, Taxon
-
-EXTENSIONS = {".jpg", ".jpeg", ".png"}
+from .values import BadValue
 
 
 @dataclass
@@ -44,9 +44,31 @@ def image_files(folder: Path) -> list[Path]:
     for directory, subdirectories, files in os.walk(folder):
         subdirectories.sort()
         for name in sorted(files):
-            if Path(name).suffix.lower() in EXTENSIONS and not name.startswith("."):
+            if name.lower().endswith(IMAGE_EXTENSIONS) and not name.startswith("."):
                 found.append(Path(directory, name).relative_to(folder))
     return found
+
+
+def _image_size(path: Path, file_name: str) -> tuple[int, int]:
+    """(width, height) of a regular file Pillow decodes as JPEG, PNG, WebP or GIF; BadValue says why not."""
+    try:
+        file_name.encode("utf-8")
+    except UnicodeEncodeError:  # os.walk hands over undecodable bytes as surrogates
+        raise BadValue("the file name is not UTF-8; rename the file") from None
+    if len(file_name) > 1024:
+        raise BadValue(f"the path is {len(file_name):,} characters long, more than 1,024; move the file up")
+    if not path.is_file():  # a FIFO or a device named x.jpg would block the read forever
+        raise BadValue("not a regular file")
+    try:
+        with PIL.Image.open(path, formats=list(RASTER_TYPES)) as picture:
+            return picture.size
+    except (OSError, ValueError, PIL.Image.DecompressionBombError) as error:
+        raise BadValue(f"not a readable JPEG, PNG, WebP or GIF image ({error})") from None
+
+
+def _printable(text) -> str:
+    """A path as it can be printed: undecodable bytes shown as escapes."""
+    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def taxon_lookup() -> dict[str, int]:
@@ -82,16 +104,13 @@ def import_folder(folder: Path, *, skip_unreadable: bool = False) -> FolderResul
             if file_name in known:
                 continue
             try:
-                with PIL.Image.open(folder / relative) as picture:
-                    width, height = picture.size
-            except (OSError, PIL.Image.DecompressionBombError) as error:
+                width, height = _image_size(folder / relative, file_name)
+            except BadValue as error:
                 if not skip_unreadable:
                     raise InputError(
-                        folder / relative,
-                        None,
-                        f"not a readable JPEG/PNG image ({error}); fix or remove it, or pass --skip-unreadable",
+                        _printable(folder / relative), None, f"{error}; fix or remove it, or pass --skip-unreadable"
                     ) from None
-                skipped.append(file_name)
+                skipped.append(_printable(file_name))
                 continue
             taxon_id = taxa.get(relative.parent.name.lower()) if relative.parent.name else None
             new_images.append(

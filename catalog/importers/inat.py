@@ -25,7 +25,16 @@ from django.db import transaction
 
 from ..inputs import InputError
 from ..models import Image, ImageRoot, Taxon
-from .values import BadValue, optional_date, optional_float, optional_int, optional_text, required_int, required_text
+from .values import (
+    BadValue,
+    image_file_name,
+    optional_date,
+    optional_float,
+    optional_int,
+    optional_text,
+    required_int,
+    required_text,
+)
 from .writers import UpsertWriter
 
 TAXON_FIELDS = [
@@ -264,7 +273,7 @@ def _image_row(path, index, record, root_id, licenses, annotated_ids, annotated_
         return (
             image_id,
             root_id,
-            required_text(record.get("file_name"), "file_name", 1024),
+            image_file_name(record.get("file_name"), "file_name"),
             _size(record.get("width"), "width"),
             _size(record.get("height"), "height"),
             taxon_id,

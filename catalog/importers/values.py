@@ -3,6 +3,8 @@
 import datetime
 import math
 
+from ..formats import IMAGE_EXTENSIONS
+
 
 class BadValue(ValueError):
     """A field's value cannot be used; the text says which field and why."""
@@ -77,3 +79,12 @@ def optional_date(value, field: str) -> datetime.date | None:
         return datetime.date.fromisoformat(value.strip()[:10])
     except ValueError:
         raise BadValue(f"{field} must be a date like 2021-04-22, not {value!r}") from None
+
+
+def image_file_name(value, field: str) -> str:
+    """A path to an image file: at most 1,024 characters, ending like a JPEG, PNG, WebP or GIF file. Quire
+    never serves another kind of file (an .svg or .html file would run script on its pages)."""
+    name = required_text(value, field, 1024)
+    if not name.lower().endswith(IMAGE_EXTENSIONS):
+        raise BadValue(f"{field} {name[:200]!r} is not a JPEG, PNG, WebP or GIF file; Quire imports only those")
+    return name

@@ -65,7 +65,9 @@ def test_an_unreadable_image_stops_the_import_unless_skipped(folder, capsys):
     (folder / "broken.jpg").write_bytes(b"\xff\xd8 this is not really a jpeg")
     before = database_snapshot()
 
-    with pytest.raises(InputError, match=r"broken.jpg: not a readable JPEG/PNG image .*--skip-unreadable"):
+    with pytest.raises(
+        InputError, match=r"broken.jpg: not a readable JPEG, PNG, WebP or GIF image .*--skip-unreadable"
+    ):
         import_folder(folder)
     assert database_snapshot() == before
 
