@@ -14,7 +14,19 @@ class TaxonAdmin(admin.ModelAdmin):
 
 @admin.register(ImageRoot)
 class ImageRootAdmin(admin.ModelAdmin):
+    """Read-only: a root is where files are served from, so only the operator's import commands
+    (import_inat --images-root, import_folder) make them, within QUIRE_IMAGE_ROOTS when it is set."""
+
     list_display = ["id", "path"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Image)

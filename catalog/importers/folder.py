@@ -18,6 +18,7 @@ from django.db.models import Max
 from ..formats import IMAGE_EXTENSIONS, RASTER_TYPES
 from ..inputs import InputError
 from ..models import ROWS_PER_STATEMENT, Image, ImageRoot, Taxon
+from ..thumbnails import allowed_root
 from .values import BadValue
 
 
@@ -91,6 +92,8 @@ def import_folder(folder: Path, *, skip_unreadable: bool = False) -> FolderResul
     folder = Path(folder).resolve()
     if not folder.is_dir():
         raise InputError(folder, None, "no such folder")
+    if not allowed_root(folder):
+        raise InputError(folder, None, "the folder is not inside QUIRE_IMAGE_ROOTS; add it there first")
     files = image_files(folder)
     taxa = taxon_lookup()
     skipped: list[str] = []

@@ -25,6 +25,7 @@ from django.db import transaction
 
 from ..inputs import InputError
 from ..models import Image, ImageRoot, Taxon
+from ..thumbnails import allowed_root
 from .values import (
     BadValue,
     image_file_name,
@@ -114,6 +115,8 @@ def import_inat(
         raise InputError(path, None, "no such file")
     if images_root is not None and not Path(images_root).is_dir():
         raise InputError(images_root, None, "the images root is not a folder")
+    if images_root is not None and not allowed_root(images_root):
+        raise InputError(images_root, None, "the images root is not inside QUIRE_IMAGE_ROOTS; add it there first")
 
     licenses = {license_id: name for license_id, name in _licenses(path)}
     taxa = list(_taxa(path))
