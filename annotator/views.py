@@ -9,6 +9,7 @@ from . import progress, selectors
 from .exporters import EXPORTS, csv_lines
 from .forms import QueryForm, TrackingForm
 from .models import Query
+from .tokens import current_token, new_token, revoke_token
 
 
 @login_required
@@ -106,3 +107,17 @@ def export_file_name(name: str, query_ids) -> str:
     stem, suffix = name.rsplit(".", 1)
     ids = "_".join(f"q{query_id}" for query_id in query_ids[:5]) + ("_more" if len(query_ids) > 5 else "")
     return f"{stem}_{ids}.{suffix}"
+
+
+@login_required
+def api_token(request):
+    """A user's own API key for scripts: see it, make a new one, or revoke it."""
+    if request.method == "POST":
+        if request.POST.get("action") == "revoke":
+            revoke_token(request.user)
+            messages.success(request, "Your API key was revoked: scripts using it are refused from now on.")
+        else:
+            new_token(request.user)
+            messages.success(request, "A new API key was made; the old one, if any, no longer works.")
+        return redirect("api-token")
+    return render(request, "registration/api_token.html", {"key": current_token(request.user)})

@@ -21,6 +21,7 @@ QUIRE_EMBED_CHUNK_SIZE (5000), QUIRE_EMBED_BATCH_SIZE (64), QUIRE_EMBED_LOADER_T
                     images per embedding task, per forward pass, decoding threads.
 """
 
+import datetime
 import json
 import os
 from pathlib import Path
@@ -102,6 +103,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
+    "axes",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
@@ -121,7 +124,22 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its answer.
+    "axes.middleware.AxesMiddleware",
 ]
+
+AUTHENTICATION_BACKENDS = [
+    # First: counts failed logins and refuses a locked-out user or address before any password hashing.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login attempts: 10 failures lock out that user name and, separately, that address, for 15 minutes.
+AXES_FAILURE_LIMIT = int(os.environ.get("QUIRE_LOGIN_FAILURE_LIMIT", "10"))
+AXES_COOLOFF_TIME = datetime.timedelta(minutes=int(os.environ.get("QUIRE_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "quire.urls"
 
@@ -199,8 +217,18 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        # Scripts send `Authorization: Token <key>` (manage.py api_token, or /accounts/token/). No HTTP
+        # Basic: it ran the password hash (about a second of CPU) for any header, even an unknown user's.
+        "rest_framework.authentication.TokenAuthentication",
     ],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": os.environ.get("QUIRE_API_RATE_ANON", "60/minute"),
+        "user": os.environ.get("QUIRE_API_RATE_USER", "6000/minute"),
+    },
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",

@@ -4,10 +4,12 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from annotator import views as annotator_views
 from annotator.urls import router as api_router
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("accounts/token/", annotator_views.api_token, name="api-token"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

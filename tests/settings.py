@@ -15,6 +15,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from quire.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+# Django's test client logs in without a request, which django-axes refuses; the lockout tests turn it on.
+AXES_ENABLED = False
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     # A file, not the in-memory default: concurrency tests then meet SQLite as the demo does

@@ -1,0 +1,83 @@
+"""Finding 3: no anonymous CPU burn, scripts use tokens, the API is throttled, logins are limited."""
+
+import base64
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import MD5PasswordHasher
+from django.core.cache import cache
+from django.core.management import CommandError, call_command
+from rest_framework.throttling import UserRateThrottle
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    cache.clear()  # throttles count in the cache
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def ann():
+    return get_user_model().objects.create_user("ann", password="pw-ann-1")
+
+
+def test_http_basic_is_not_accepted_and_hashes_nothing(client, ann, monkeypatch):
+    hashed = []
+    original = MD5PasswordHasher.verify
+    monkeypatch.setattr(MD5PasswordHasher, "verify", lambda self, *a: hashed.append(1) or original(self, *a))
+    for user, password in (("ann", "pw-ann-1"), ("nobody", "guess")):
+        header = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        response = client.get("/api/queries/", HTTP_AUTHORIZATION=header)
+        assert response.status_code in (401, 403)
+    assert hashed == []
+
+
+def test_scripts_use_a_token_that_can_be_replaced_and_revoked(client, ann):
+    out = StringIO()
+    call_command("api_token", "ann", stdout=out)
+    key = out.getvalue().strip()
+    assert len(key) == 40
+    assert client.get("/api/queries/", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
+    out = StringIO()
+    call_command("api_token", "ann", "--new", stdout=out)
+    assert client.get("/api/queries/", HTTP_AUTHORIZATION=f"Token {key}").status_code in (401, 403)
+    call_command("api_token", "ann", "--revoke", stdout=StringIO())
+    assert client.get("/api/queries/", HTTP_AUTHORIZATION=f"Token {out.getvalue().strip()}").status_code in (401, 403)
+    with pytest.raises(CommandError, match="No user is called 'bob'"):
+        call_command("api_token", "bob")
+
+
+def test_a_user_makes_and_revokes_their_key_on_a_page(client, ann):
+    client.force_login(ann)
+    assert "You have no API key" in client.get("/accounts/token/").content.decode()
+    client.post("/accounts/token/", {"action": "new"})
+    page = client.get("/accounts/token/").content.decode()
+    assert 'id="api-key"' in page and ann.auth_token.key in page
+    client.post("/accounts/token/", {"action": "revoke"})
+    assert "You have no API key" in client.get("/accounts/token/").content.decode()
+
+
+def test_api_requests_are_throttled_per_user(client, ann, monkeypatch):
+    # DRF checks permissions before throttles: anonymous calls are refused (403) before they cost
+    # anything; a logged-in user's calls are counted.
+    monkeypatch.setattr(UserRateThrottle, "rate", "3/minute", raising=False)
+    client.force_login(ann)
+    answers = [client.get("/api/queries/").status_code for _ in range(5)]
+    assert answers == [200, 200, 200, 429, 429]
+
+
+def test_repeated_wrong_passwords_lock_out_the_user_and_the_address(client, ann, settings):
+    settings.AXES_ENABLED = True
+    settings.AXES_FAILURE_LIMIT = 3
+    for _ in range(2):
+        assert client.post("/accounts/login/", {"username": "ann", "password": "wrong"}).status_code == 200
+    assert client.post("/accounts/login/", {"username": "ann", "password": "wrong"}).status_code == 429
+    locked = client.post("/accounts/login/", {"username": "ann", "password": "pw-ann-1"})
+    assert locked.status_code == 429 and "Too many failed logins" in locked.content.decode()
+    get_user_model().objects.create_user("bob", password="pw-bob-1")
+    assert client.post("/accounts/login/", {"username": "bob", "password": "pw-bob-1"}).status_code == 429
+    assert "_auth_user_id" not in client.session
