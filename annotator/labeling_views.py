@@ -39,8 +39,12 @@ def json_login_required(view):
     return wrapper
 
 
+# Who may lock a query, and still change a locked one: staff allowed to change queries.
+MANAGE_QUERIES = "annotator.change_query"
+
+
 def _locked_for(request, query: Query) -> bool:
-    return query.locked and not request.user.is_staff
+    return query.locked and not request.user.has_perm(MANAGE_QUERIES)
 
 
 LOCKED_MESSAGE = "Query {id} is marked done and locked by staff: ask them to reopen it."
@@ -104,7 +108,7 @@ def label_page(request, query_id):
             "run": progress.not_relevant_run(query),
             "run_goal": progress.RUN_GOAL,
             "examples": query.examples.select_related("image"),
-            "tracking": TrackingForm(instance=query, staff=request.user.is_staff),
+            "tracking": TrackingForm(instance=query, staff=request.user.has_perm(MANAGE_QUERIES)),
             "locked": _locked_for(request, query),
         },
     )
@@ -132,7 +136,7 @@ def save_tracking(request, query_id):
     query = get_object_or_404(Query, pk=query_id)
     if _locked_for(request, query):
         return HttpResponseForbidden(LOCKED_MESSAGE.format(id=query.pk))
-    form = TrackingForm(request.POST, instance=query, staff=request.user.is_staff)
+    form = TrackingForm(request.POST, instance=query, staff=request.user.has_perm(MANAGE_QUERIES))
     saved = form.is_valid()
     if saved:
         form.save()

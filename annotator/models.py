@@ -164,6 +164,7 @@ class Label(models.Model):
     objects = LabelQuerySet.as_manager()
 
     class Meta:
+        permissions = [("export_labels", "Can download the INQUIRE export files")]
         constraints = [models.UniqueConstraint(fields=["query", "image"], name="label_one_per_query_image")]
         indexes = [
             # Per-query counts by value (dashboard) without touching the table.

@@ -1,7 +1,7 @@
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.decorators import login_required, permission_required
 from django.db.models import Q
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
@@ -40,7 +40,8 @@ def home(request):
     )
 
 
-@staff_member_required
+@login_required
+@permission_required("annotator.view_label", raise_exception=True)
 def dashboard(request):
     queries, totals = progress.dashboard(
         sort=request.GET.get("sort", "id"), status=request.GET.get("status", ""), split=request.GET.get("split", "")
@@ -60,11 +61,16 @@ def dashboard(request):
     )
 
 
-@staff_member_required
+@login_required
+@permission_required("annotator.view_label", raise_exception=True)
 def dashboard_query(request, query_id):
-    """One query: its tracking fields (editable), charts of its labeling, and its exports."""
+    """One query: its tracking fields (editable with the permission to change queries), charts of its
+    labeling, and its exports."""
     query = get_object_or_404(Query, pk=query_id)
-    form = TrackingForm(request.POST or None, instance=query, staff=True)
+    can_change = request.user.has_perm("annotator.change_query")
+    form = TrackingForm(request.POST or None, instance=query, staff=can_change)
+    if request.method == "POST" and not can_change:
+        raise PermissionDenied("Changing a query's tracking fields needs the permission to change queries.")
     if request.method == "POST" and form.is_valid():
         form.save()
         messages.success(request, f"Saved the tracking fields of query {query.pk}.")
@@ -84,7 +90,8 @@ def dashboard_query(request, query_id):
     )
 
 
-@staff_member_required
+@login_required
+@permission_required("annotator.export_labels", raise_exception=True)
 def download_export(request, name):
     """Stream one INQUIRE CSV (optionally for ?query=ID&query=ID only); never built whole in memory."""
     if name not in EXPORTS:

@@ -28,6 +28,7 @@ class SavedReport(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        permissions = [("evaluate_runs", "Can score runs and read their reports")]
 
     def __str__(self):
         return f"{self.run} · {self.protocol}@{self.k}"

@@ -5,7 +5,7 @@ import tempfile
 from pathlib import Path
 
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import login_required, permission_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
@@ -24,7 +24,8 @@ def _saved(upload, folder: Path) -> Path:
     return path
 
 
-@staff_member_required
+@login_required
+@permission_required("evaluation.evaluate_runs", raise_exception=True)
 def index(request):
     form = EvaluateForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
@@ -71,7 +72,8 @@ def index(request):
     )
 
 
-@staff_member_required
+@login_required
+@permission_required("evaluation.evaluate_runs", raise_exception=True)
 def report(request, report_id):
     saved = get_object_or_404(SavedReport.objects.select_related("run"), pk=report_id)
     result = saved.result
@@ -112,7 +114,8 @@ def report(request, report_id):
     )
 
 
-@staff_member_required
+@login_required
+@permission_required("evaluation.evaluate_runs", raise_exception=True)
 def download(request, report_id, kind):
     if kind not in ("json", "csv"):
         return HttpResponse("Reports download as json or csv.", status=404)

@@ -26,10 +26,11 @@ def test_everything_needs_a_login(write_json):
         assert client.get(url).status_code in (401, 403), url
 
 
-def test_basic_auth_works_for_scripts(api):
-    User.objects.create_user("script", password="s3cret-pass")
+def test_tokens_work_for_scripts(api):
+    from annotator.tokens import new_token
+
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION="Basic " + __import__("base64").b64encode(b"script:s3cret-pass").decode())
+    client.credentials(HTTP_AUTHORIZATION=f"Token {new_token(User.objects.create_user('script'))}")
     assert client.get("/api/queries/").status_code == 200
 
 

@@ -2,7 +2,7 @@ import csv
 import filecmp
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.core.management import CommandError, call_command
 from django.http import StreamingHttpResponse
 
@@ -145,10 +145,17 @@ def test_command_writes_the_files_and_refuses_bad_targets(tmp_path, labeled, cap
         call_command("export_inquire", str(tmp_path / "o2"), "--query", "424242")
 
 
+def curator():
+    """A user allowed to download the exports, and nothing else."""
+    user = User.objects.create(username="boss")
+    user.user_permissions.add(Permission.objects.get(codename="export_labels"))
+    return user
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_staff_download_streams_the_same_bytes_as_the_command(client, tmp_path, labeled, name):
     export_inquire(tmp_path)
-    client.force_login(User.objects.create(username="boss", is_staff=True))
+    client.force_login(curator())
 
     response = client.get(f"/exports/{name}")
 
@@ -163,8 +170,10 @@ def test_staff_download_streams_the_same_bytes_as_the_command(client, tmp_path, 
 def test_downloads_are_for_staff_and_check_their_input(client, labeled):
     assert client.get("/exports/inquire_labels.csv").status_code == 302  # to the login page
     client.force_login(User.objects.get(username="ann"))
-    assert client.get("/exports/inquire_labels.csv").status_code == 302
-    client.force_login(User.objects.create(username="boss", is_staff=True))
+    assert client.get("/exports/inquire_labels.csv").status_code == 403
+    client.force_login(User.objects.create(username="staff-no-perms", is_staff=True))  # staff is not enough
+    assert client.get("/exports/inquire_labels.csv").status_code == 403
+    client.force_login(curator())
     assert client.get("/exports/passwords.csv").status_code == 404
     assert client.get("/exports/inquire_labels.csv?query=seven").status_code == 400
     body = b"".join(client.get("/exports/inquire_labels.csv?query=3").streaming_content).decode()

@@ -65,5 +65,5 @@ def test_a_huge_upload_is_refused_before_reading(staff, monkeypatch):
 
 
 def test_only_staff_see_the_evaluation_pages(client):
-    client.force_login(get_user_model().objects.create_user("ann", password="pw"))
-    assert client.get("/evaluation/").status_code == 302
+    client.force_login(get_user_model().objects.create_user("ann", password="pw", is_staff=True))
+    assert client.get("/evaluation/").status_code == 403  # staff alone is not the permission to evaluate
