@@ -4,14 +4,13 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotator', '0004_query_lock_guidelines_examples'),
+        ("annotator", "0004_query_lock_guidelines_examples"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='label',
-            options={'permissions': [('export_labels', 'Can download the INQUIRE export files')]},
+            name="label",
+            options={"permissions": [("export_labels", "Can download the INQUIRE export files")]},
         ),
     ]

@@ -4,14 +4,16 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evaluation', '0001_initial'),
+        ("evaluation", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='savedreport',
-            options={'ordering': ['-created_at'], 'permissions': [('evaluate_runs', 'Can score runs and read their reports')]},
+            name="savedreport",
+            options={
+                "ordering": ["-created_at"],
+                "permissions": [("evaluate_runs", "Can score runs and read their reports")],
+            },
         ),
     ]
