@@ -5,10 +5,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.response import Response
 
-from catalog.api import ByIdCursorPagination, int_param
+from catalog.api_params import BAD_PARAMETERS, NOT_FOUND, ByIdCursorPagination, choice_param, int_param
 
 from . import labels
-from .models import Label, LabelSource, Query
+from .models import Label, LabelSource, LabelValue, Query
 from .serializers import LabelSerializer, LabelValueSerializer, QuerySerializer
 
 
@@ -17,8 +17,10 @@ from .serializers import LabelSerializer, LabelValueSerializer, QuerySerializer
         parameters=[
             OpenApiParameter("split", OpenApiTypes.STR, enum=Query.Split.values),
             OpenApiParameter("status", OpenApiTypes.STR, enum=Query.Status.values),
-        ]
-    )
+        ],
+        responses={200: QuerySerializer(many=True), **BAD_PARAMETERS},
+    ),
+    retrieve=extend_schema(responses={200: QuerySerializer, **NOT_FOUND}),
 )
 class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = QuerySerializer
@@ -26,7 +28,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         queries = Query.objects.all()
         for field in ("split", "status"):
-            if value := self.request.query_params.get(field):
+            if value := choice_param(self.request, field, getattr(Query, field.capitalize()).values):
                 queries = queries.filter(**{field: value})
         return queries
 
@@ -36,9 +38,11 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         parameters=[
             OpenApiParameter("query", OpenApiTypes.INT),
             OpenApiParameter("image", OpenApiTypes.INT),
-            OpenApiParameter("value", OpenApiTypes.STR),
-        ]
+            OpenApiParameter("value", OpenApiTypes.STR, enum=LabelValue.values),
+        ],
+        responses={200: LabelSerializer(many=True), **BAD_PARAMETERS},
     ),
+    retrieve=extend_schema(responses={200: LabelSerializer, **NOT_FOUND}),
     create=extend_schema(description="Set the label of (query, image); posting an existing pair changes its value."),
     partial_update=extend_schema(request=LabelValueSerializer),
     update=extend_schema(request=LabelValueSerializer),
@@ -60,7 +64,7 @@ class LabelViewSet(
         for field in ("query", "image"):
             if (value := int_param(self.request, field)) is not None:
                 found = found.filter(**{f"{field}_id": value})
-        if value := self.request.query_params.get("value"):
+        if value := choice_param(self.request, "value", LabelValue.values):
             found = found.filter(value=value)
         return found
 

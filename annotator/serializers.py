@@ -1,5 +1,8 @@
 from rest_framework import serializers
 
+from catalog.api_params import StrictPrimaryKeyRelatedField
+from catalog.models import Image
+
 from .models import Label, LabelValue, Query
 
 
@@ -23,6 +26,8 @@ class QuerySerializer(serializers.ModelSerializer):
 
 class LabelSerializer(serializers.ModelSerializer):
     annotator = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    query = StrictPrimaryKeyRelatedField(queryset=Query.objects.all())
+    image = StrictPrimaryKeyRelatedField(queryset=Image.objects.all())
 
     class Meta:
         model = Label

@@ -15,6 +15,7 @@ and images are written in batches.
 """
 
 import gzip
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +119,7 @@ def import_inat(
     if images_root is not None and not allowed_root(images_root):
         raise InputError(images_root, None, "the images root is not inside QUIRE_IMAGE_ROOTS; add it there first")
 
+    _prescan(path)
     licenses = {license_id: name for license_id, name in _licenses(path)}
     taxa = list(_taxa(path))
     taxon_ids = np.array(sorted(row[0] for row in taxa), dtype=np.int64)
@@ -150,6 +152,50 @@ def import_inat(
             progress(count, count)
         _check_unique(path, seen[:count])
     return InatResult(taxa=len(taxa), taxa_written=taxa_written, images=count, images_written=written)
+
+
+# iNat's records are at most four levels deep (document, section, record, a bbox list); allow slack
+# for brackets inside strings, which the byte scan below counts too.
+MAX_NESTING = 64
+_LONE_SURROGATE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def _prescan(path: Path, chunk_size: int = 16 << 20) -> None:
+    """Refuse, before any parsing, a document nested deeper than MAX_NESTING or holding an unpaired
+    \\ud800-\\udfff escape.
+
+    Why a byte scan and not the JSON parser: ijson keeps each value's full prefix ("images.item.
+    item.item..."), so memory grows with the square of the depth (128 KB of nested arrays took
+    10 GB); and yajl turns a lone surrogate into "?" without a word. numpy counts brackets at
+    about a gigabyte a second, a small cost beside the parse itself.
+    """
+    depth = 0
+    offset = 0
+    tail = b""
+    with _open(path) as handle:
+        while chunk := handle.read(chunk_size):
+            data = np.frombuffer(chunk, dtype=np.uint8)
+            steps = (data == ord("[")).astype(np.int64) + (data == ord("{")) - (data == ord("]")) - (data == ord("}"))
+            running = depth + np.cumsum(steps)
+            if len(running) and running.max() > MAX_NESTING:
+                where = offset + int(np.argmax(running > MAX_NESTING))
+                raise InputError(
+                    path, f"byte {where}", f"the JSON is nested more than {MAX_NESTING} levels deep; an iNat file is 4"
+                )
+            depth = int(running[-1]) if len(running) else depth
+            window = tail + chunk
+            for found in _LONE_SURROGATE.finditer(window):
+                if found.start() >= len(window) - 12 and len(chunk) == chunk_size:
+                    break  # its pair may start in the next chunk: checked again there, with this tail
+                where = offset - len(tail) + found.start()
+                raise InputError(
+                    path, f"byte {where}", "an unpaired \\ud800-\\udfff escape (a lone surrogate) is not text"
+                )
+            tail = window[-24:]
+            offset += len(chunk)
 
 
 def _write_batch(path, writer: UpsertWriter, batch: list[tuple], seen: np.ndarray) -> int:

@@ -57,6 +57,10 @@ def optional_text(value, field: str, max_length: int) -> str:
         raise BadValue(f"{field} is longer than {max_length} characters")
     if "\x00" in value:
         raise BadValue(f"{field} contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a JSON "\\ud800" escape with no pair: not text any database can store
+        raise BadValue(f"{field} contains a lone surrogate (an unpaired \\ud800-\\udfff escape)") from None
     return value
 
 

@@ -1,0 +1,22 @@
+"""Request checks that belong to no app."""
+
+from django.http import HttpResponseBadRequest
+
+
+class RejectNulCharacters:
+    """Answer 400 to a URL whose path or query string holds a NUL character.
+
+    PostgreSQL refuses NUL in text, so such a parameter would otherwise surface as a 500 from
+    whichever filter passed it on (a search box, a taxon filter, an API filter). Form and JSON
+    bodies are checked where they are read (Django's and DRF's fields refuse NUL already).
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if "\x00" in request.path or any(
+            "\x00" in key or "\x00" in value for key, values in request.GET.lists() for value in values
+        ):
+            return HttpResponseBadRequest("A parameter contains a NUL character; remove it and try again.")
+        return self.get_response(request)
