@@ -11,7 +11,15 @@ from pathlib import Path, PurePosixPath
 from django.core.management.color import no_style
 from django.db import connection, transaction
 
-from catalog.importers.values import BadValue, image_file_name, optional_int, optional_text, required_int, required_text
+from catalog.importers.values import (
+    INT32,
+    BadValue,
+    image_file_name,
+    optional_int,
+    optional_text,
+    required_int,
+    required_text,
+)
 from catalog.inputs import InputError, read_csv
 from catalog.models import ROWS_PER_STATEMENT, Image, Taxon
 
@@ -77,7 +85,7 @@ def import_queries(path: Path, split: str | None = None) -> QueriesResult:
                 "category": optional_text(row["category"], "category", 255),
                 "iconic_group": optional_text(row["iconic_group"], "iconic_group", 100),
                 "split": split,
-                "csv_index": optional_int(row.get(""), "the unnamed first column"),
+                "csv_index": optional_int(row.get(""), "the unnamed first column", INT32),
             }
         except BadValue as error:
             raise InputError(path, line, str(error)) from None

@@ -21,9 +21,10 @@ class InputError(ValueError):
     def __init__(self, path, where: int | str | None, problem: str):
         self.path = str(path)
         self.where = f"line {where}" if isinstance(where, int) else where
-        self.problem = problem
+        # One line, always: a value quoted from the file may hold line breaks.
+        self.problem = problem.replace("\r", "\\r").replace("\n", "\\n")
         place = f"{self.path}, {self.where}" if self.where else self.path
-        super().__init__(f"{place}: {problem}")
+        super().__init__(f"{place}: {self.problem}")
 
 
 class CsvFile:

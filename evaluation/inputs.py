@@ -157,18 +157,24 @@ def read_run(path, *, score_column: str = "clip_score", queries: dict[int, dict]
     if not first:
         raise InputError(path, None, "is empty")
     if "," not in first:  # whitespace-separated: TREC
-        return _read_trec(path)
+        return _nonempty(path, _read_trec(path))
     header = [column.strip() for column in first.split(",")]
     if "inat24_image_id" in header:
-        return _read_rerank(path, score_column, queries or {})
+        return _nonempty(path, _read_rerank(path, score_column, queries or {}))
     if {"query_id", "image_id", "score"} <= set(header):
-        return _read_csv_run(path)
+        return _nonempty(path, _read_csv_run(path))
     raise InputError(
         path,
         1,
         "not a run: expected TREC lines (qid Q0 docid rank score tag), a CSV with query_id,image_id,score, "
         "or the INQUIRE-Rerank columns (query_id or query, inat24_image_id, relevant, clip_score)",
     )
+
+
+def _nonempty(path, run: Run) -> Run:
+    if not run.ranked:
+        raise InputError(path, None, "has no rows: a run ranks at least one image for one query")
+    return run
 
 
 def _collect(path, entries):

@@ -16,8 +16,11 @@ from .models import SavedReport, SavedRun
 from .report import compare, evaluate
 
 
-def _saved(upload, folder: Path) -> Path:
-    path = folder / Path(upload.name).name
+def _saved(upload, folder: Path, role: str) -> Path:
+    """Save an uploaded file under its own name in a folder of its role (run, qrels, queries), so that
+    two files uploaded with the same name never overwrite each other."""
+    (folder / role).mkdir(exist_ok=True)
+    path = folder / role / Path(upload.name).name
     with path.open("wb") as out:
         for chunk in upload.chunks():
             out.write(chunk)
@@ -33,9 +36,9 @@ def index(request):
         with tempfile.TemporaryDirectory() as scratch:
             folder = Path(scratch)
             try:
-                queries_path = _saved(data["queries"], folder) if data["queries"] else None
+                queries_path = _saved(data["queries"], folder, "queries") if data["queries"] else None
                 if data["qrels"]:
-                    truth = read_qrels(_saved(data["qrels"], folder), queries_path)
+                    truth = read_qrels(_saved(data["qrels"], folder, "qrels"), queries_path)
                 elif data["protocol"] == "rerank":
                     truth = GroundTruth(
                         {}, {}, read_queries(queries_path) if queries_path else {}, source="rerank candidates"
@@ -44,12 +47,15 @@ def index(request):
                     truth = qrels_from_database()
                     if queries_path:
                         truth.queries = read_queries(queries_path)
-                run = read_run(_saved(data["run"], folder), queries=truth.queries)
+                run = read_run(_saved(data["run"], folder, "run"), queries=truth.queries)
                 report = evaluate(
                     truth, run, protocol=data["protocol"], k=data["k"], normaliser=data["normaliser"] or None
                 )
             except (InputError, ValueError) as error:
-                form.add_error(None, str(error).replace(str(folder) + "/", ""))
+                message = str(error)
+                for role in ("run", "qrels", "queries"):  # the file as the user named it, not our scratch path
+                    message = message.replace(f"{folder}/{role}/", "")
+                form.add_error(None, message)
             else:
                 data["run"].seek(0)
                 saved_run = SavedRun.objects.create(name=data["name"], file=data["run"], uploaded_by=request.user)

@@ -91,6 +91,10 @@ def import_clip_retrieval(
                 metadata_path, None, f"cannot read an image_path column: {str(error).splitlines()[0]}"
             ) from None
         paths = table.column("image_path").to_pylist()
+        if bad := next((row for row, path in enumerate(paths, start=1) if not isinstance(path, str) or not path), None):
+            raise InputError(
+                metadata_path, f"row {bad}", f"image_path must be a file path (text), not {paths[bad - 1]!r}"
+            )
         if len(paths) != len(vectors):
             raise InputError(
                 metadata_path, None, f"{len(paths)} rows, but {vectors_path.name} has {len(vectors)} vectors"

@@ -28,6 +28,7 @@ from ..inputs import InputError
 from ..models import Image, ImageRoot, Taxon
 from ..thumbnails import allowed_root
 from .values import (
+    INT32,
     BadValue,
     image_file_name,
     optional_date,
@@ -264,7 +265,7 @@ def _taxa(path: Path) -> Iterator[tuple]:
     seen = set()
     for index, record in _items(path, "categories"):
         try:
-            taxon_id = required_int(record.get("id"), "id")
+            taxon_id = required_int(record.get("id"), "id", INT32)
             row = (
                 taxon_id,
                 required_text(record.get("name"), "name", 255),
@@ -287,7 +288,7 @@ def _annotations(path: Path, taxon_ids: np.ndarray) -> tuple[np.ndarray, np.ndar
     for index, record in _items(path, "annotations"):
         try:
             image_id = required_int(record.get("image_id"), "image_id")
-            category_id = required_int(record.get("category_id"), "category_id")
+            category_id = required_int(record.get("category_id"), "category_id", INT32)
         except BadValue as error:
             raise InputError(path, f"annotations[{index}]", str(error)) from None
         position = np.searchsorted(taxon_ids, category_id)

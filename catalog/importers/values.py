@@ -10,26 +10,36 @@ class BadValue(ValueError):
     """A field's value cannot be used; the text says which field and why."""
 
 
-def required_int(value, field: str) -> int:
-    result = optional_int(value, field)
+# The database's whole numbers: BigIntegerField by default, IntegerField where a column is 32-bit.
+INT64 = (-(2**63), 2**63 - 1)
+INT32 = (-(2**31), 2**31 - 1)
+
+
+def required_int(value, field: str, bounds: tuple[int, int] = INT64) -> int:
+    result = optional_int(value, field, bounds)
     if result is None:
         raise BadValue(f"{field} is missing")
     return result
 
 
-def optional_int(value, field: str) -> int | None:
+def optional_int(value, field: str, bounds: tuple[int, int] = INT64) -> int | None:
+    """A whole number within `bounds` (inclusive), None when empty. A number past the bounds would fail
+    in the database ("bigint out of range"), so it is refused here with the field's name."""
     if value is None or value == "":
         return None
     if isinstance(value, bool):
         raise BadValue(f"{field} must be a whole number, not {value!r}")
-    if isinstance(value, int):
-        return value
     if isinstance(value, float) and value.is_integer():
-        return int(value)
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        raise BadValue(f"{field} must be a whole number, not {value!r}") from None
+        value = int(value)
+    if not isinstance(value, int):
+        try:
+            value = int(str(value).strip())
+        except ValueError:
+            raise BadValue(f"{field} must be a whole number, not {str(value)[:40]!r}") from None
+    low, high = bounds
+    if not low <= value <= high:
+        raise BadValue(f"{field} must be a whole number from {low} to {high}, not {value}")
+    return value
 
 
 def optional_float(value, field: str, *, low: float | None = None, high: float | None = None) -> float | None:
