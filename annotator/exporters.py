@@ -71,14 +71,29 @@ class _Echo:
         return value
 
 
-def csv_lines(rows: Iterable[list]) -> Iterator[str]:
-    """Each row as one CSV line ("\\n" endings, like the released files)."""
+# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(...) and worse).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value):
+    """The value with a leading apostrophe when a spreadsheet would run it as a formula (OWASP's
+    advice for CSV injection); numbers and other text unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def csv_lines(rows: Iterable[list], *, for_spreadsheets: bool = False) -> Iterator[str]:
+    """Each row as one CSV line ("\\n" endings, like the released files). The INQUIRE files are read
+    by code and stay byte-compatible by default; `for_spreadsheets` neutralises formula cells."""
     writer = csv.writer(_Echo(), lineterminator="\n")
     for row in rows:
-        yield writer.writerow(row)
+        yield writer.writerow([spreadsheet_safe(value) for value in row] if for_spreadsheets else row)
 
 
-def export_inquire(out_dir: Path, query_ids: Iterable[int] | None = None) -> dict[str, int]:
+def export_inquire(
+    out_dir: Path, query_ids: Iterable[int] | None = None, *, for_spreadsheets: bool = False
+) -> dict[str, int]:
     """Write the three INQUIRE CSVs into `out_dir`; returns the number of data rows of each.
 
     Each file is written beside its final name and renamed at the end, so an
@@ -90,7 +105,7 @@ def export_inquire(out_dir: Path, query_ids: Iterable[int] | None = None) -> dic
     for name, rows in EXPORTS.items():
         lines = -1
         with atomic_path(out_dir / name) as partial, partial.open("w", encoding="utf-8", newline="") as handle:
-            for line in csv_lines(rows(query_ids)):
+            for line in csv_lines(rows(query_ids), for_spreadsheets=for_spreadsheets):
                 handle.write(line)
                 lines += 1
         counts[name] = lines

@@ -38,5 +38,6 @@ urlpatterns = [
     path("queries/<int:query_id>/tracking", labeling_views.save_tracking, name="save-tracking"),
     path("dashboard/", views.dashboard, name="dashboard"),
     path("dashboard/<int:query_id>/", views.dashboard_query, name="dashboard-query"),
+    path("exports/", views.download_export_choice, name="download-export-choice"),
     path("exports/<str:name>", views.download_export, name="download-export"),
 ]

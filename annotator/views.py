@@ -4,6 +4,8 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import Http404, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
 
 from . import progress, selectors
 from .exporters import EXPORTS, csv_lines
@@ -101,8 +103,14 @@ def download_export(request, name):
         if not all(value.isascii() and value.isdigit() and int(value) < 2**63 for value in raw):
             return HttpResponseBadRequest("query must be a query id (a whole number).")
         query_ids = sorted({int(value) for value in raw})
-    response = StreamingHttpResponse(csv_lines(EXPORTS[name](query_ids)), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{export_file_name(name, query_ids)}"'
+    for_spreadsheets = request.GET.get("spreadsheet_safe") in ("1", "on")
+    response = StreamingHttpResponse(
+        csv_lines(EXPORTS[name](query_ids), for_spreadsheets=for_spreadsheets), content_type="text/csv; charset=utf-8"
+    )
+    file_name = export_file_name(name, query_ids)
+    if for_spreadsheets:
+        file_name = file_name.replace(".csv", "_spreadsheet.csv")
+    response["Content-Disposition"] = f'attachment; filename="{file_name}"'
     return response
 
 
@@ -128,3 +136,18 @@ def api_token(request):
             messages.success(request, "A new API key was made; the old one, if any, no longer works.")
         return redirect("api-token")
     return render(request, "registration/api_token.html", {"key": current_token(request.user)})
+
+
+@login_required
+@permission_required("annotator.export_labels", raise_exception=True)
+def download_export_choice(request):
+    """The export form (a file, a query, "for a spreadsheet"): on to the file's own address."""
+    name = request.GET.get("name", "")
+    if name not in EXPORTS:
+        raise Http404(f"No export named {name}; the exports are {', '.join(EXPORTS)}.")
+    params = {key: request.GET[key] for key in ("query", "spreadsheet_safe") if request.GET.get(key)}
+    return redirect(
+        f"{reverse('download-export', args=[name])}?{urlencode(params)}"
+        if params
+        else reverse("download-export", args=[name])
+    )

@@ -72,7 +72,7 @@ def env_or_file(name: str, default: str) -> str:
 # against the demo works with no environment; a deployment sets them in the environment.
 DEBUG = env_bool("DEBUG", _FROM_FILE.get("DEBUG", "").lower() in {"1", "true", "yes", "on"})
 
-SECRET_KEY = env_or_file("SECRET_KEY", "")
+SECRET_KEY = env_or_file("SECRET_KEY", "").strip()
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
@@ -80,6 +80,12 @@ if not SECRET_KEY:
             "(or run ./dev demo, whose data directory records both)."
         )
     SECRET_KEY = "insecure-development-key-do-not-use-in-production"
+elif not DEBUG and (len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5):
+    # Django's own measure of a weak key (check --deploy, security.W009): refused, not warned about.
+    raise ImproperlyConfigured(
+        "SECRET_KEY is too short or too plain: use at least 50 random characters, e.g. the output of "
+        "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`."
+    )
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1")
 
@@ -207,6 +213,24 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = QUIRE_DATA_DIR / "static"  # collectstatic's target; WhiteNoise serves it when filled
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 MEDIA_ROOT = QUIRE_DATA_DIR / "media"  # uploaded evaluation runs
+
+# HTTPS: on by default whenever DEBUG is off; each can be turned off from the environment (e.g. a
+# proxy that already redirects). SECURE_PROXY_SSL_HEADER names the header a trusted proxy sets, as
+# "HTTP_X_FORWARDED_PROTO,https"; leave it unset unless the proxy strips that header from clients.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0" if DEBUG else str(365 * 24 * 3600)))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
+if proxy_header := os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip():
+    name, _, value = proxy_header.partition(",")
+    if not value:
+        raise ImproperlyConfigured(
+            "SECURE_PROXY_SSL_HEADER must be a header and a value, e.g. HTTP_X_FORWARDED_PROTO,https"
+        )
+    SECURE_PROXY_SSL_HEADER = (name.strip(), value.strip())
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
@@ -10,7 +11,12 @@ from annotator.urls import router as api_router
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/token/", annotator_views.api_token, name="api-token"),
-    path("accounts/", include("django.contrib.auth.urls")),
+    # Log in and out and change a password; no emailed password reset (Quire sends no mail):
+    # an admin sets a new password with `manage.py changepassword USER`.
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),

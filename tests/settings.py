@@ -8,13 +8,17 @@ import os
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
+os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret-0123456789-abcdefghijklmnopqrstuvwxyz")
 os.environ.setdefault("QUIRE_DATA_DIR", tempfile.mkdtemp(prefix="quire-tests-"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from quire.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+# The tests speak plain HTTP to the test client and to live_server (DEBUG is off, so production's
+# HTTPS defaults would redirect every request and hide the cookies from the browser).
+SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = False
+SECURE_HSTS_SECONDS = 0
 # Django's test client logs in without a request, which django-axes refuses; the lockout tests turn it on.
 AXES_ENABLED = False
 

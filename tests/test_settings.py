@@ -35,8 +35,85 @@ def test_embedded_defaults_sqlite_and_no_broker(tmp_path):
 def test_database_url_and_broker_url_switch_to_services(tmp_path):
     code, output = settings_of(
         QUIRE_DATA_DIR=str(tmp_path),
-        SECRET_KEY="x" * 50,
+        SECRET_KEY=PRODUCTION["SECRET_KEY"],
         DATABASE_URL="postgres://u:p@db.example:5432/quire",
         CELERY_BROKER_URL="redis://127.0.0.1:6379/0",
     )
     assert (code, output.split()) == (0, ["django.db.backends.postgresql", "False", "False"])
+
+
+PRODUCTION = {
+    "SECRET_KEY": "k5Vq2mH9pXr7Lw3sTz8bNc4dFg6jY1aE0uRiOoPlKhJgQwSxZe",
+    "ALLOWED_HOSTS": "quire.example.org",
+}
+
+
+def manage(tmp_path, *arguments, **env):
+    base = {
+        k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DEBUG"}
+    }
+    return subprocess.run(
+        [sys.executable, "manage.py", *arguments],
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        env={**base, "DJANGO_SETTINGS_MODULE": "quire.settings", "QUIRE_DATA_DIR": str(tmp_path), **env},
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_check_deploy_is_clean_with_the_documented_production_environment(tmp_path):
+    result = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **PRODUCTION)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_production_defaults_are_secure_and_each_can_be_turned_off(tmp_path):
+    program = (
+        "import django; from django.conf import settings; django.setup(); "
+        "print(settings.SECURE_SSL_REDIRECT, settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE, "
+        "settings.SECURE_HSTS_SECONDS, getattr(settings, 'SECURE_PROXY_SSL_HEADER', None))"
+    )
+    code, output = settings_of(QUIRE_DATA_DIR=str(tmp_path), **PRODUCTION)
+    assert code == 0
+    completed = subprocess.run(
+        [sys.executable, "-c", program],
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "quire.settings",
+            "QUIRE_DATA_DIR": str(tmp_path),
+            **PRODUCTION,
+            "DEBUG": "",
+            "SECURE_PROXY_SSL_HEADER": "HTTP_X_FORWARDED_PROTO,https",
+        },
+        capture_output=True,
+        text=True,
+    )
+    assert completed.stdout.split() == ["True", "True", "True", "31536000", "('HTTP_X_FORWARDED_PROTO',", "'https')"]
+    completed = subprocess.run(
+        [sys.executable, "-c", program],
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "quire.settings",
+            "QUIRE_DATA_DIR": str(tmp_path),
+            **PRODUCTION,
+            "DEBUG": "",
+            "SECURE_SSL_REDIRECT": "0",
+        },
+        capture_output=True,
+        text=True,
+    )
+    assert completed.stdout.split()[0] == "False"
+
+
+def test_a_short_or_plain_secret_key_is_refused_in_one_line(tmp_path):
+    for key in ("short", "a" * 60):
+        result = manage(tmp_path, "check", SECRET_KEY=key, ALLOWED_HOSTS="quire.example.org")
+        assert result.returncode == 1
+        assert result.stderr.strip().splitlines() == [
+            "manage.py: SECRET_KEY is too short or too plain: use at least 50 random characters, e.g. the output of "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`."
+        ]
+
+
+def test_there_is_no_emailed_password_reset(client):
+    assert client.get("/accounts/password_reset/").status_code == 404

@@ -12,14 +12,20 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("out_dir", type=Path)
         parser.add_argument("--query", type=int, action="append", dest="query_ids", help="only this query (repeatable)")
+        parser.add_argument(
+            "--spreadsheet-safe",
+            action="store_true",
+            help="prefix cells a spreadsheet would run as formulas (= + - @) with an apostrophe; "
+            "the default files stay byte-compatible with INQUIRE's code",
+        )
 
-    def handle(self, out_dir, query_ids, **options):
+    def handle(self, out_dir, query_ids, spreadsheet_safe, **options):
         if out_dir.exists() and not out_dir.is_dir():
             raise CommandError(f"{out_dir}: exists and is not a folder; name a folder to write the CSVs into")
         if query_ids:
             unknown = sorted(set(query_ids) - set(Query.objects.filter(id__in=query_ids).values_list("id", flat=True)))
             if unknown:
                 raise CommandError(f"unknown query id(s) {', '.join(map(str, unknown))}")
-        counts = export_inquire(out_dir, query_ids)
+        counts = export_inquire(out_dir, query_ids, for_spreadsheets=spreadsheet_safe)
         for name, rows in counts.items():
             self.stdout.write(f"{out_dir / name}: {rows} rows")
