@@ -277,8 +277,23 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", CELERY_BROKER_URL or None)
-CELERY_TASK_ACKS_LATE = True  # a killed worker's chunk goes back to the queue
+# A task is acknowledged when it ends, not when it starts, and a task whose pool process was killed
+# is rejected back to the queue (not acknowledged as failed): a killed process's chunk runs again.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A whole worker killed (or its machine lost) leaves its message unacknowledged in Redis, which gives
+# it back after this many seconds: longer than the longest chunk (5,000 ViT-H/14 images on a CPU take
+# about 40 minutes), or a slow chunk would run twice. The reaper below recovers dead chunks sooner.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("QUIRE_TASK_VISIBILITY_TIMEOUT", "10800"))}
+CELERY_RESULT_EXPIRES = 24 * 3600
+# A running chunk with no heartbeat for this long (a batch takes seconds) is taken as dead and queued again.
+QUIRE_CHUNK_STALE_SECONDS = int(os.environ.get("QUIRE_CHUNK_STALE_SECONDS", "600"))
+# `embed` gives up following a job that made no progress for this long with no worker alive.
+QUIRE_EMBED_STALL_SECONDS = int(os.environ.get("QUIRE_EMBED_STALL_SECONDS", "120"))
+CELERY_BEAT_SCHEDULE = {
+    "requeue-stale-chunks": {"task": "search.requeue_stale_chunks", "schedule": 60.0},
+}
 
 LOGGING = {
     "version": 1,

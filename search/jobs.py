@@ -8,7 +8,10 @@ job) just replaces its part. The worker that finishes the last chunk
 consolidates the store and queues an index build.
 """
 
+import datetime
+import os
 import socket
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -99,7 +102,11 @@ def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -
         return chunk
     now = timezone.now()
     EmbeddingChunk.objects.filter(pk=chunk.pk).update(
-        status=ChunkStatus.RUNNING, attempts=chunk.attempts + 1, started_at=now, worker=socket.gethostname()
+        status=ChunkStatus.RUNNING,
+        attempts=chunk.attempts + 1,
+        started_at=now,
+        heartbeat_at=now,
+        worker=f"{socket.gethostname()}:{os.getpid()}",
     )
     EmbeddingJob.objects.filter(pk=job.pk, started_at__isnull=True).update(started_at=now)
     EmbeddingJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(status=JobStatus.RUNNING)
@@ -147,7 +154,7 @@ def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -
         files,
         batch_size=settings.QUIRE_EMBED_BATCH_SIZE,
         loader_threads=settings.QUIRE_EMBED_LOADER_THREADS,
-        progress=progress,
+        progress=_heartbeat(chunk.pk, progress),
     )
     result.failures.extend(refused)
     if progress and refused:
@@ -170,6 +177,59 @@ def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -
     finish_if_complete(job.pk)
     chunk.refresh_from_db()
     return chunk
+
+
+def _heartbeat(chunk_id: int, progress: Callable[[int], None] | None, every: float = 5.0) -> Callable[[int], None]:
+    """A progress callback that also stamps the chunk's heartbeat (at most every `every` seconds), so
+    that a chunk whose worker died can be told from one that is slow."""
+    last = time.monotonic()
+
+    def beat(done: int) -> None:
+        nonlocal last
+        if progress:
+            progress(done)
+        if time.monotonic() - last >= every:
+            last = time.monotonic()
+            EmbeddingChunk.objects.filter(pk=chunk_id, status=ChunkStatus.RUNNING).update(heartbeat_at=timezone.now())
+
+    return beat
+
+
+def requeue_stale_chunks(stale_seconds: float | None = None) -> list[int]:
+    """Put back in the queue every running chunk whose worker has shown no sign of life for
+    `stale_seconds` (default QUIRE_CHUNK_STALE_SECONDS): its worker was killed, or its machine lost.
+    Returns their ids. Safe to run anywhere, any time: a chunk is taken back only while it is still
+    stale (one UPDATE), and a chunk done twice only replaces its own part file.
+    """
+    stale_seconds = settings.QUIRE_CHUNK_STALE_SECONDS if stale_seconds is None else stale_seconds
+    cutoff = timezone.now() - datetime.timedelta(seconds=stale_seconds)
+    stale = list(
+        EmbeddingChunk.objects.filter(
+            status=ChunkStatus.RUNNING, heartbeat_at__lt=cutoff, job__status__in=UNFINISHED
+        ).values_list("id", flat=True)
+    )
+    requeued = [
+        chunk_id
+        for chunk_id in stale
+        if EmbeddingChunk.objects.filter(pk=chunk_id, status=ChunkStatus.RUNNING, heartbeat_at__lt=cutoff).update(
+            status=ChunkStatus.PENDING
+        )
+    ]
+    if requeued and not settings.CELERY_TASK_ALWAYS_EAGER:
+        from .tasks import embed_chunk
+
+        for chunk_id in requeued:
+            embed_chunk.delay(chunk_id)
+    return requeued
+
+
+def live_workers(timeout: float = 2.0) -> list[str]:
+    """The names of the Celery workers that answer a ping (none in embedded mode)."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return []
+    from quire.celery import app
+
+    return [name for reply in app.control.ping(timeout=timeout) or [] for name in reply]
 
 
 def finish_if_complete(job_id: int, *, build_index: bool = True) -> bool:

@@ -78,6 +78,9 @@ class EmbeddingChunk(models.Model):
     failed = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=255, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of the worker running it (after every batch)."
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -1,7 +1,10 @@
 """Celery tasks of the search engine: thin wrappers over search.jobs.
 
-acks_late (set for all tasks in settings) returns the message of a killed
-worker to the queue; a chunk done twice only replaces its own part file.
+A killed pool process: acks_late with task_reject_on_worker_lost (settings) returns its message to
+the queue at once. A killed worker or machine: its unacknowledged messages come back only after the
+broker's visibility timeout (hours), so the chunk's heartbeat tells the reaper below (Celery beat,
+and `embed` while it follows a job) to queue it again sooner. A chunk done twice only replaces its
+own part file.
 """
 
 from celery import shared_task
@@ -13,6 +16,12 @@ from . import jobs
 def embed_chunk(chunk_id: int) -> dict:
     chunk = jobs.run_chunk(chunk_id)
     return {"chunk": chunk_id, "status": chunk.status, "done": chunk.done, "failed": chunk.failed}
+
+
+@shared_task(name="search.requeue_stale_chunks")
+def requeue_stale_chunks() -> list[int]:
+    """Run by Celery beat every minute: chunks whose worker died go back to the queue."""
+    return jobs.requeue_stale_chunks()
 
 
 @shared_task(name="search.build_index")

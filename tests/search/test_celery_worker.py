@@ -7,6 +7,7 @@ directory, as workers on other machines share them in production. In CI
 """
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 
 from search.facade import search
@@ -61,9 +62,40 @@ def sending_to_broker(broker, tiny_settings):
 
 
 @pytest.fixture
-def worker(broker, tiny_settings, tmp_path):
+def worker(start_worker):
+    process = start_worker()
+    yield process
+    stop(process)
+
+
+@pytest.fixture
+def start_worker(broker, tiny_settings, tmp_path):
+    """Start `celery -A quire worker` processes (each in its own process group); stops any left at the end."""
     if connection.vendor != "postgresql":
         unavailable("the worker process shares the test database, which needs PostgreSQL (set DATABASE_URL)")
+    started = []
+
+    def start(pool="solo", **extra_env):
+        process = _start_worker(broker, tiny_settings, tmp_path / f"worker-{len(started)}.log", pool, extra_env)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        stop(process)
+
+
+def stop(process):
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def _start_worker(broker, tiny_settings, log_path, pool, extra_env):
     db = connection.settings_dict
     env = {
         **os.environ,
@@ -73,8 +105,8 @@ def worker(broker, tiny_settings, tmp_path):
         "QUIRE_DATA_DIR": str(tiny_settings.QUIRE_DATA_DIR),
         "QUIRE_CLIP_PRETRAINED": tiny_settings.QUIRE_CLIP_PRETRAINED,
         "QUIRE_EMBED_BATCH_SIZE": "4",
+        **extra_env,
     }
-    log_path = tmp_path / "worker.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [
@@ -85,7 +117,9 @@ def worker(broker, tiny_settings, tmp_path):
                 "quire",
                 "worker",
                 "--pool",
-                "solo",
+                pool,
+                "--concurrency",
+                "1",
                 "--loglevel",
                 "info",
                 "--without-gossip",
@@ -97,14 +131,10 @@ def worker(broker, tiny_settings, tmp_path):
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: a test can kill it and its pool at once
         )
     process.log_path = log_path
-    yield process
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    return process
 
 
 def wait_for(condition, worker, what: str, timeout: float = 180):
@@ -137,3 +167,88 @@ def test_a_worker_embeds_the_collection_and_builds_the_index(sending_to_broker, 
     assert f"Embedding job {EmbeddingJob.objects.latest('created_at').pk} done: 3 embedded" in capsys.readouterr().out
     call_command("embed")
     assert "Nothing to embed" in capsys.readouterr().out
+
+
+# --- killed workers (finding 8 of the security audit) -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big_png(tmp_path_factory):
+    """A 5,000 x 5,000 noise PNG (about a second to decode): a chunk of them lasts long enough to be killed."""
+    import numpy as np
+    from PIL import Image as PILImage
+
+    path = tmp_path_factory.mktemp("big") / "big.png"
+    pixels = np.random.default_rng(0).integers(0, 256, size=(5000, 5000, 3), dtype=np.uint8)
+    PILImage.fromarray(pixels).save(path, compress_level=1)
+    return path
+
+
+def slow_collection(folder, big_png):
+    """Ten small images (chunks 0 and 1) and five big ones (chunk 2, the one to kill)."""
+    from catalog.models import Image, ImageRoot
+
+    make_collection(folder, 10)
+    root = ImageRoot.objects.get()
+    for image_id in range(11, 16):
+        os.link(big_png, folder / f"big-{image_id}.png")
+        Image.objects.create(id=image_id, root=root, file_name=f"big-{image_id}.png", taxon_id=10)
+
+
+def running_chunk(number):
+    from search.models import EmbeddingChunk
+
+    return EmbeddingChunk.objects.filter(number=number, status="running").exists()
+
+
+def embedded_once_and_searchable(job):
+    from search.spec import store_root
+    from search.store import EmbeddingStore
+
+    job.refresh_from_db()
+    assert (job.status, job.done, job.failed) == (JobStatus.DONE, 15, 0)
+    ids = EmbeddingStore.existing(store_root(), job.model_name).load().image_ids
+    assert sorted(ids) == list(range(1, 16))  # every image once
+    assert {hit.image_id for hit in search(image_id=3, k=15)} == set(range(1, 16))  # the index agrees
+
+
+def test_a_killed_pool_process_gives_its_chunk_back(sending_to_broker, start_worker, tmp_path, big_png, capsys):
+    slow_collection(tmp_path / "images", big_png)
+    worker = start_worker(pool="prefork")
+    call_command("embed", "--detach")
+    job = EmbeddingJob.objects.get()
+    wait_for(lambda: running_chunk(2), worker, "chunk 2 starting")
+    children = subprocess.run(["pgrep", "-P", str(worker.pid)], capture_output=True, text=True).stdout.split()
+    assert children, "the prefork worker has a pool process"
+    for pid in children:
+        os.kill(int(pid), signal.SIGKILL)
+    wait_for(lambda: IndexBuild.objects.filter(status=JobStatus.DONE).exists(), worker, "the job finishing")
+    assert job.chunks.get(number=2).attempts == 2  # run again after the kill, not left "running"
+    embedded_once_and_searchable(job)
+
+
+def test_a_killed_worker_recovers_and_embed_never_waits_forever(
+    sending_to_broker, start_worker, tmp_path, big_png, tiny_settings
+):
+    tiny_settings.QUIRE_CHUNK_STALE_SECONDS = 4
+    tiny_settings.QUIRE_EMBED_STALL_SECONDS = 8
+    slow_collection(tmp_path / "images", big_png)
+    first = start_worker(QUIRE_CHUNK_STALE_SECONDS="4")
+    call_command("embed", "--detach")
+    job = EmbeddingJob.objects.get()
+    wait_for(lambda: running_chunk(2), first, "chunk 2 starting")
+    os.killpg(first.pid, signal.SIGKILL)  # the whole worker, as a lost machine
+    first.wait()
+
+    # No worker at all: `embed` queues the dead chunk again, then says plainly that nobody works.
+    started = time.monotonic()
+    with pytest.raises(CommandError, match="no Celery worker answers: start one with `celery -A quire worker`"):
+        call_command("embed")
+    assert time.monotonic() - started < 60
+    assert job.chunks.get(number=2).status == "pending"
+
+    second = start_worker(QUIRE_CHUNK_STALE_SECONDS="4")
+    call_command("embed")  # follows the restarted worker to the end
+    wait_for(lambda: IndexBuild.objects.filter(status=JobStatus.DONE).exists(), second, "the index build")
+    assert job.chunks.get(number=2).attempts == 2
+    embedded_once_and_searchable(job)

@@ -79,11 +79,30 @@ class Command(BaseCommand):
             jobs.run_chunk(chunk_id, progress=bar.update)  # returns at once once the job has failed
 
     def _follow(self, job, bar):
+        """Follow the workers' progress. Chunks whose worker died are queued again; if nothing moves for
+        QUIRE_EMBED_STALL_SECONDS and no worker answers, say so and stop (the job keeps its chunks)."""
+        last_progress, last_moved, warned = job.processed, time.monotonic(), False
         while True:
             job.refresh_from_db()
             bar.update(job.processed - bar.n)
             if job.status not in jobs.UNFINISHED:
                 return
+            if job.processed != last_progress:
+                last_progress, last_moved, warned = job.processed, time.monotonic(), False
+            still = time.monotonic() - last_moved
+            if still >= settings.QUIRE_CHUNK_STALE_SECONDS / 2 and (requeued := jobs.requeue_stale_chunks()):
+                bar.write(f"{len(requeued)} chunk(s) whose worker stopped answering were queued again.")
+                last_moved = time.monotonic()
+            elif still >= settings.QUIRE_EMBED_STALL_SECONDS:
+                if not jobs.live_workers():
+                    raise CommandError(
+                        f"No progress for {still:.0f} s and no Celery worker answers: start one with "
+                        f"`celery -A quire worker` (it takes the queued chunks), then run `manage.py embed` "
+                        f"again to follow job {job.pk}."
+                    )
+                if not warned:
+                    bar.write(f"No progress for {still:.0f} s; the workers are alive (a long chunk?). Still following.")
+                    warned = True
             time.sleep(1)
 
     def _report(self, job_id):
