@@ -1,0 +1,81 @@
+"""Schemathesis against the API's own OpenAPI schema: generated requests, no 500, no response that breaks
+the schema. Bounded (examples per operation, no deadline), with session and with token authentication.
+
+Checks: not_a_server_error, response_schema_conformance, content_type_conformance. (Status codes the
+schema does not list, such as 403 for a missing CSRF token, are allowed: they are answers, not failures.)
+"""
+
+import pytest
+import schemathesis
+from django.contrib.auth.models import User
+from django.core.handlers.wsgi import WSGIHandler
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from django.utils.crypto import get_random_string
+from hypothesis import HealthCheck, given, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
+
+from annotator.models import Query
+from annotator.tokens import new_token
+from catalog.importers import import_inat
+from tests.factories import inat_document
+
+pytestmark = pytest.mark.django_db
+
+EXAMPLES = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+CHECKS = (not_a_server_error, response_schema_conformance, content_type_conformance)
+
+
+@pytest.fixture
+def wsgi_app():
+    """Django's WSGI handler, called in-process on the test database: like Django's test client, it
+    must not close the database connection at the end of each request."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield WSGIHandler()
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def api_schema(client, write_json):
+    import_inat(write_json(inat_document(images=5)))
+    Query.objects.create(id=1, text="Black Skimmer performing skimming")
+    user = User.objects.create_user("fuzzer", password="pw-fuzzer-1")
+    client.force_login(user)
+    document = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    schema = schemathesis.openapi.from_dict(document)
+    csrf = get_random_string(32)
+    return schema, {
+        "session": {"Cookie": f"sessionid={client.cookies['sessionid'].value}; csrftoken={csrf}", "X-CSRFToken": csrf},
+        "token": {"Authorization": f"Token {new_token(user)}"},
+    }
+
+
+def exercise(operation, headers, calls):
+    @EXAMPLES
+    @given(case=operation.as_strategy())
+    def run(case):
+        calls[operation.label] = calls.get(operation.label, 0) + 1
+        case.call_and_validate(headers=headers, checks=CHECKS)
+
+    run()
+
+
+@pytest.mark.parametrize("auth", ["session", "token"])
+def test_the_api_keeps_its_schema_and_never_fails(api_schema, wsgi_app, auth):
+    schema, headers = api_schema
+    schema.app = wsgi_app  # after the fixtures' own requests, which put Django's connection closing back
+    operations = list(schema.get_all_operations())
+    assert len(operations) >= 10
+    failures, calls = [], {}
+    for result in operations:
+        operation = result.ok()
+        try:
+            exercise(operation, headers[auth], calls)
+        except Exception as error:  # every operation is run; each failing one is reported with the first line
+            failures.append(f"{operation.label}: {type(error).__name__}: {str(error).strip().splitlines()[0]}")
+    print(f"schemathesis {auth}: {sum(calls.values())} requests over {len(calls)} operations, no failure")
+    assert not failures, "\n".join(failures)
+    assert len(calls) == len(operations) and sum(calls.values()) >= 5 * len(operations), calls
