@@ -76,6 +76,6 @@ def test_the_api_keeps_its_schema_and_never_fails(api_schema, wsgi_app, auth):
             exercise(operation, headers[auth], calls)
         except Exception as error:  # every operation is run; each failing one is reported with the first line
             failures.append(f"{operation.label}: {type(error).__name__}: {str(error).strip().splitlines()[0]}")
-    print(f"schemathesis {auth}: {sum(calls.values())} requests over {len(calls)} operations, no failure")
     assert not failures, "\n".join(failures)
+    print(f"schemathesis {auth}: {sum(calls.values())} requests over {len(calls)} operations, no failure")
     assert len(calls) == len(operations) and sum(calls.values()) >= 5 * len(operations), calls
