@@ -210,10 +210,11 @@ def save_label(request, query_id):
     wanted = {image_id for image_id, _, _ in changes}
     if missing := sorted(wanted - set(Image.objects.filter(pk__in=wanted).values_list("id", flat=True))):
         return JsonResponse({"error": f"No image {', '.join(map(str, missing[:5]))}."}, status=404)
+    saved = []
     with transaction.atomic():
         for image_id, value, lead_time_ms in changes:
             if value:
-                labels.set_label(
+                _, changed = labels.set_label(
                     query_id=query.pk,
                     image_id=image_id,
                     value=value,
@@ -222,8 +223,8 @@ def save_label(request, query_id):
                     lead_time_ms=lead_time_ms,
                 )
             else:
-                labels.clear_label(query_id=query.pk, image_id=image_id, user=request.user, source=source)
-    saved = [{"image": image_id, "label": value} for image_id, value, _ in changes]
+                changed = labels.clear_label(query_id=query.pk, image_id=image_id, user=request.user, source=source)
+            saved.append({"image": image_id, "label": value, "changed": changed})
     return JsonResponse({**saved[0], "saved": saved, "counts": selectors.label_counts(query)})
 
 

@@ -34,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "quire.settings")
-os.environ.setdefault("SECRET_KEY", "bench-only")
+os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret-0123456789-abcdefghijklmnopqrstuvwxyz")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ALLOWED_HOSTS", "testserver")
 WORK = Path(os.environ.setdefault("QUIRE_DATA_DIR", str(Path(tempfile.gettempdir()) / "quire-ui-bench")))
