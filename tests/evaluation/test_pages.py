@@ -67,3 +67,17 @@ def test_a_huge_upload_is_refused_before_reading(staff, monkeypatch):
 def test_only_staff_see_the_evaluation_pages(client):
     client.force_login(get_user_model().objects.create_user("ann", password="pw", is_staff=True))
     assert client.get("/evaluation/").status_code == 403  # staff alone is not the permission to evaluate
+
+
+def test_files_uploaded_with_the_same_name_do_not_overwrite_each_other(staff):
+    """Finding 6: a run and qrels both named data.csv once scored the run against itself."""
+    page = upload(
+        staff,
+        "same names",
+        RUN_A,
+        run=SimpleUploadedFile("data.csv", RUN_A.encode()),
+        qrels=SimpleUploadedFile("data.csv", QRELS.encode()),
+        queries=SimpleUploadedFile("data.csv", QUERIES.encode()),
+    ).content.decode()
+    report = SavedReport.objects.get(run__name="same names")
+    assert report.result["overall"]["ap"] == pytest.approx((1.0 + 1.0 + 0.0) / 3), page[:500]
