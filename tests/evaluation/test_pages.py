@@ -71,13 +71,15 @@ def test_only_staff_see_the_evaluation_pages(client):
 
 def test_files_uploaded_with_the_same_name_do_not_overwrite_each_other(staff):
     """Finding 6: a run and qrels both named data.csv once scored the run against itself."""
-    page = upload(
-        staff,
-        "same names",
-        RUN_A,
-        run=SimpleUploadedFile("data.csv", RUN_A.encode()),
-        qrels=SimpleUploadedFile("data.csv", QRELS.encode()),
-        queries=SimpleUploadedFile("data.csv", QUERIES.encode()),
-    ).content.decode()
+    data = {
+        "name": "same names",
+        "protocol": "fullrank",
+        "k": 50,
+        "normaliser": "",
+        "run": SimpleUploadedFile("data.csv", RUN_A.encode()),
+        "qrels": SimpleUploadedFile("data.csv", QRELS.encode()),
+        "queries": SimpleUploadedFile("data.csv", QUERIES.encode()),
+    }
+    page = staff.post("/evaluation/", data, follow=True).content.decode()
     report = SavedReport.objects.get(run__name="same names")
     assert report.result["overall"]["ap"] == pytest.approx((1.0 + 1.0 + 0.0) / 3), page[:500]
