@@ -49,9 +49,9 @@ PRODUCTION = {
 
 
 def manage(tmp_path, *arguments, **env):
-    base = {
-        k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DEBUG"}
-    }
+    # Nothing of the test run's own environment (the browser tests set DJANGO_ALLOW_ASYNC_UNSAFE).
+    unset = {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    base = {k: v for k, v in os.environ.items() if k not in unset}
     return subprocess.run(
         [sys.executable, "manage.py", *arguments],
         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),

@@ -5,6 +5,7 @@ import io
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import Permission
 from playwright.sync_api import expect
 
 from annotator.models import Label, LabelValue
@@ -31,8 +32,8 @@ def saved(page):
 
 def test_the_whole_labeling_flow(page, live_server, labeling, artifacts):
     query = labeling["query"]
-    labeling["annotator"].is_staff = True  # staff: the same person then looks at the dashboard
-    labeling["annotator"].save()
+    # The same person then reads the dashboard and downloads the labels: those permissions too.
+    labeling["annotator"].user_permissions.add(*Permission.objects.filter(codename__in=["view_label", "export_labels"]))
     log_in(page, live_server, "ann", "pw-ann-1", f"/queries/{query.pk}/")
     expect(page.locator(".tile")).to_have_count(50)
 
