@@ -13,20 +13,9 @@ from annotator.labels import set_label
 from annotator.models import Label, LabelEvent, LabelValue
 from catalog.models import Image
 from search.facade import search
+from tests.browser.pages import log_in, tile
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def log_in(page, live_server, user="ann", password="pw-ann-1", next_url="/"):
-    page.goto(f"{live_server.url}/accounts/login/?next={next_url}")
-    page.fill('input[name="username"]', user)
-    page.fill('input[name="password"]', password)
-    page.click('button[type="submit"], input[type="submit"]')
-    page.wait_for_url(f"**{next_url}")
-
-
-def tile(page, index):
-    return page.locator(".tile").nth(index)
 
 
 def image_ids(page) -> list[int]:

@@ -10,20 +10,9 @@ from playwright.sync_api import expect
 
 from annotator.models import Label, LabelValue
 from catalog.models import Image
+from tests.browser.pages import log_in, tile
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def log_in(page, live_server, user, password, next_url):
-    page.goto(f"{live_server.url}/accounts/login/?next={next_url}")
-    page.fill('input[name="username"]', user)
-    page.fill('input[name="password"]', password)
-    page.click('button[type="submit"], input[type="submit"]')
-    page.wait_for_url(f"**{next_url}")
-
-
-def tile(page, index):
-    return page.locator(".tile").nth(index)
 
 
 def saved(page):
