@@ -1,15 +1,27 @@
 """REST API: queries read-only; labels read/write through annotator.labels. (Taxa and images: catalog/api.py.)"""
 
+from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from catalog.api_params import BAD_PARAMETERS, NOT_FOUND, ByIdCursorPagination, choice_param, int_param
+from catalog.taxa import UnknownTaxon, species_for_all
+from search.facade import STRATEGIES, SearchUnavailable
 
-from . import labels
+from . import labeling, labels
 from .models import Label, LabelSource, LabelValue, Query
-from .serializers import LabelSerializer, LabelValueSerializer, QuerySerializer
+from .serializers import (
+    CandidatesSerializer,
+    LabelBatchResultSerializer,
+    LabelBatchSerializer,
+    LabelSerializer,
+    LabelValueSerializer,
+    QuerySerializer,
+)
 
 
 @extend_schema_view(
@@ -24,6 +36,61 @@ from .serializers import LabelSerializer, LabelValueSerializer, QuerySerializer
 )
 class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = QuerySerializer
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("strategy", OpenApiTypes.STR, enum=list(STRATEGIES), description="default text"),
+            OpenApiParameter("k", OpenApiTypes.INT, description="how many candidates, 1 to 1,000 (default 50)"),
+            OpenApiParameter("image", OpenApiTypes.INT, many=True, description="example image ids (repeatable)"),
+            OpenApiParameter("taxon", OpenApiTypes.STR, many=True, description="taxon names or ids (repeatable)"),
+        ],
+        responses={200: CandidatesSerializer, **BAD_PARAMETERS, **NOT_FOUND},
+        description="The next k images with no label for this query, best first, ranked by the strategy "
+        "from every label stored so far (relevant as positives, not relevant as negatives).",
+    )
+    @action(detail=True, methods=["get"])
+    def candidates(self, request, pk=None):
+        query = self.get_object()
+        strategy = choice_param(request, "strategy", STRATEGIES) or "text"
+        k = int_param(request, "k", high=1001) or 50
+        examples = request.query_params.getlist("image")
+        if not all(value.isascii() and value.isdigit() and int(value) < 2**63 for value in examples):
+            raise ValidationError({"image": "must be image ids (whole numbers)"})
+        names = [text for text in request.query_params.getlist("taxon") if text.strip()]
+        try:
+            taxon_ids = species_for_all(names) if names else None
+            hits = labeling.candidates(
+                query, strategy=strategy, k=k, example_ids=[int(value) for value in examples], taxon_ids=taxon_ids
+            )
+        except (UnknownTaxon, SearchUnavailable) as error:
+            raise ValidationError({"detail": str(error)}) from None
+        results = [{"image_id": h.image_id, "score": h.score, "rank": n} for n, h in enumerate(hits, start=1)]
+        return Response({"strategy": strategy, "results": results})
+
+    @extend_schema(
+        request=LabelBatchSerializer,
+        responses={200: LabelBatchResultSerializer, **BAD_PARAMETERS, **NOT_FOUND},
+        description="Set many labels of this query in one transaction, all or none (unknown images are "
+        "refused with their ids). Every change is recorded in the label history, with source api.",
+    )
+    @action(detail=True, methods=["post"], url_path="labels")
+    def set_labels(self, request, pk=None):
+        query = self.get_object()
+        batch = LabelBatchSerializer(data=request.data)
+        batch.is_valid(raise_exception=True)
+        items = batch.validated_data["labels"]
+        written = 0
+        with transaction.atomic():
+            for item in items:
+                _, changed = labels.set_label(
+                    query_id=query.pk,
+                    image_id=item["image"].pk,
+                    value=item["value"],
+                    user=request.user,
+                    source=LabelSource.API,
+                )
+                written += changed
+        return Response({"written": written, "labels": len(items)})
 
     def get_queryset(self):
         queries = Query.objects.all()

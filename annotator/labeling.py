@@ -11,9 +11,9 @@ looked at, and every tile shows its true rank: nothing is skipped, nothing renum
 from dataclasses import dataclass
 
 from catalog.models import Image
-from search.facade import SearchUnavailable, search
+from search.facade import SearchUnavailable, rank, search
 
-from .models import Label, Query
+from .models import Label, LabelValue, Query
 
 PAGE_SIZES = (50, 200, 500)
 # "Labeled down to rank N" looks this far down the ranking at most (a few searches).
@@ -97,3 +97,22 @@ def labeled_down_to(query: Query, *, text: str, taxon_ids=None) -> int | None:
     except SearchUnavailable:
         return None
     return position
+
+
+def candidates(query: Query, *, strategy: str, k: int = 50, example_ids=(), taxon_ids=None, text: str | None = None):
+    """The next `k` images of `query` that have no label yet, best first, ranked by `strategy` from
+    everything stored so far: relevant labels as positives, not relevant ones as negatives (unsure
+    counts as neither), the query's relevant example images plus `example_ids` as examples.
+    Raises SearchUnavailable."""
+    values = dict(Label.objects.filter(query=query).values_list("image_id", "value"))
+    examples = [*query.examples.filter(relevant=True).values_list("image_id", flat=True), *example_ids]
+    return rank(
+        strategy=strategy,
+        text=text or query.text,
+        relevant_ids=[image for image, value in values.items() if value == LabelValue.RELEVANT],
+        not_relevant_ids=[image for image, value in values.items() if value == LabelValue.NOT_RELEVANT],
+        example_ids=examples,
+        k=k,
+        taxon_ids=taxon_ids,
+        exclude_image_ids=list(values),
+    )

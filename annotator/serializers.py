@@ -40,3 +40,28 @@ class LabelSerializer(serializers.ModelSerializer):
 
 class LabelValueSerializer(serializers.Serializer):
     value = serializers.ChoiceField(choices=LabelValue.choices)
+
+
+class CandidateSerializer(serializers.Serializer):
+    image_id = serializers.IntegerField()
+    score = serializers.FloatField()
+    rank = serializers.IntegerField(help_text="1 for the best candidate")
+
+
+class CandidatesSerializer(serializers.Serializer):
+    strategy = serializers.CharField()
+    results = CandidateSerializer(many=True)
+
+
+class LabelChangeSerializer(serializers.Serializer):
+    image = StrictPrimaryKeyRelatedField(queryset=Image.objects.all())
+    value = serializers.ChoiceField(choices=LabelValue.choices)
+
+
+class LabelBatchSerializer(serializers.Serializer):
+    labels = LabelChangeSerializer(many=True, allow_empty=False, max_length=5000)
+
+
+class LabelBatchResultSerializer(serializers.Serializer):
+    written = serializers.IntegerField(help_text="how many labels changed (a label set to its own value is not)")
+    labels = serializers.IntegerField(help_text="how many labels were sent")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import index as faiss_index
+from . import strategies
 from .exceptions import NoIndex, SearchError
 from .index import Searcher, inner_products
 from .results import Hit
@@ -147,3 +148,65 @@ def score_images(*, text: str, image_ids, spec: ClipSpec | None = None) -> np.nd
     vector = _embedder(spec).encode_text([text])[0]
     scores[found] = inner_products(loaded.searcher.embeddings.vectors[rows[found]], vector)
     return scores
+
+
+def _vectors_of(loaded: _Loaded, image_ids) -> np.ndarray:
+    """The stored vectors (float32, one row each) of those of `image_ids` that have one."""
+    ids = np.asarray(sorted({int(i) for i in image_ids}), dtype=np.int64)
+    if not len(ids):
+        return np.empty((0, loaded.searcher.dim), dtype=np.float32)
+    rows, found = _rows_of(loaded, ids)
+    return loaded.searcher.embeddings.vectors[np.sort(rows[found])].astype(np.float32)
+
+
+def rank(
+    *,
+    strategy: str,
+    text: str | None = None,
+    relevant_ids=(),
+    not_relevant_ids=(),
+    example_ids=(),
+    example_images=(),
+    k: int = 50,
+    offset: int = 0,
+    taxon_ids=None,
+    exclude_image_ids=None,
+    spec: ClipSpec | None = None,
+) -> list[Hit]:
+    """Rank the collection with one of strategies.STRATEGIES (see search.facade.rank)."""
+    if strategy not in strategies.STRATEGIES:
+        raise SearchError(f"The ranking strategy is one of {', '.join(strategies.STRATEGIES)}, not {strategy!r}.")
+    if not isinstance(k, int) or not isinstance(offset, int) or not 1 <= k <= 10_000 or offset < 0:
+        raise SearchError("k must be a whole number from 1 to 10,000 and offset zero or more.")
+    spec = spec or configured_spec()
+    loaded = _get(spec.name)
+    needs_text = strategy in ("text", "feedback", "rocchio", "fusion", "alpha_qe")
+    if needs_text and not (text and text.strip()):
+        raise SearchError(f"The {strategy} ranking starts from the query text, which is empty.")
+    examples = _vectors_of(loaded, example_ids)
+    if len(example_images):
+        embedder = _embedder(spec)
+        examples = np.vstack([examples, embedder.encode_images(list(example_images))])
+    q = _embedder(spec).encode_text([text.strip()])[0] if needs_text else None
+    if strategy == "text":
+        vector = q
+    elif strategy == "feedback":
+        vector = strategies.feedback_vector(q, _vectors_of(loaded, relevant_ids), _vectors_of(loaded, not_relevant_ids))
+    elif strategy == "rocchio":
+        vector = strategies.rocchio_vector(q, _vectors_of(loaded, relevant_ids), _vectors_of(loaded, not_relevant_ids))
+    elif strategy == "alpha_qe":
+        top = loaded.searcher.search(q, k=1, taxon_ids=None if taxon_ids is None else list(taxon_ids))
+        vector = strategies.alpha_qe_vector(q, _vectors_of(loaded, [hit.image_id for hit in top]))
+    else:
+        if not len(examples):
+            raise SearchError(f"The {strategy} ranking needs example images: give image ids or upload one.")
+        vector = strategies.image_vector(examples) if strategy == "image" else strategies.fusion_vector(q, examples)
+    if vector.shape[0] != loaded.searcher.dim:
+        raise SearchError(f"The query vector has {vector.shape[0]} dimensions; this index has {loaded.searcher.dim}.")
+    return loaded.searcher.search(
+        np.asarray(vector, dtype=np.float32),
+        k=k,
+        offset=offset,
+        taxon_ids=None if taxon_ids is None else list(taxon_ids),
+        exclude_image_ids=exclude_image_ids,
+    )

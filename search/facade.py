@@ -23,6 +23,8 @@ __all__ = [
     "configured_spec",
     "has_index",
     "prepare_demo_model",
+    "rank",
+    "STRATEGIES",
     "score_images",
     "search",
 ]
@@ -58,6 +60,54 @@ def search(
         image_id=image_id,
         image=image,
         vector=vector,
+        k=k,
+        offset=offset,
+        taxon_ids=taxon_ids,
+        exclude_image_ids=exclude_image_ids,
+        spec=spec,
+    )
+
+
+STRATEGIES = ("text", "feedback", "rocchio", "image", "fusion", "alpha_qe")
+
+
+def rank(
+    *,
+    strategy: str,
+    text: str | None = None,
+    relevant_ids=(),
+    not_relevant_ids=(),
+    example_ids=(),
+    example_images=(),
+    k: int = 50,
+    offset: int = 0,
+    taxon_ids=None,
+    exclude_image_ids=None,
+    spec: ClipSpec | None = None,
+) -> list[Hit]:
+    """Rank the collection with a strategy that may learn from labels and examples (search/strategies.py):
+
+      text      by the `text` alone (INQUIRE's ranking)
+      feedback  SeeSaw's logistic regression on the vectors of `relevant_ids` and `not_relevant_ids`,
+                held to the text vector
+      rocchio   the text vector moved toward the relevant images and away from the not relevant ones
+      image     "more like this": the examples (`example_ids` of the collection, `example_images` as PIL
+                images) without the text
+      fusion    the mean of the text's and the examples' similarities
+      alpha_qe  the text expanded by its best match (alpha query expansion)
+
+    Ids are image ids; the caller passes labels as ids (search knows nothing of queries). `k`,
+    `offset`, `taxon_ids` and `exclude_image_ids` as for search(). Raises SearchUnavailable.
+    """
+    from .engine import rank as engine_rank
+
+    return engine_rank(
+        strategy=strategy,
+        text=text,
+        relevant_ids=relevant_ids,
+        not_relevant_ids=not_relevant_ids,
+        example_ids=example_ids,
+        example_images=example_images,
         k=k,
         offset=offset,
         taxon_ids=taxon_ids,
