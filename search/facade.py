@@ -26,6 +26,7 @@ __all__ = [
     "rank",
     "STRATEGIES",
     "score_images",
+    "strategy_vector",
     "search",
 ]
 
@@ -114,6 +115,24 @@ def rank(
         exclude_image_ids=exclude_image_ids,
         spec=spec,
     )
+
+
+def strategy_vector(strategy: str, text, relevant=(), not_relevant=(), examples=()):
+    """The vector a strategy ranks by, from vectors given directly (unit rows): for simulations and
+    research over vectors that are not in the store. text, feedback, rocchio, image, fusion."""
+    from . import strategies
+
+    if strategy == "text":
+        return strategies._unit(text)
+    if strategy == "feedback":
+        return strategies.feedback_vector(text, relevant, not_relevant)
+    if strategy == "rocchio":
+        return strategies.rocchio_vector(text, relevant, not_relevant)
+    if strategy == "image":
+        return strategies.image_vector(examples)
+    if strategy == "fusion":
+        return strategies.fusion_vector(text, examples)
+    raise ValueError(f"strategy_vector takes text, feedback, rocchio, image or fusion, not {strategy!r}")
 
 
 def score_images(*, text: str, image_ids, spec: ClipSpec | None = None):
