@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 from django.contrib.auth import authenticate
@@ -20,7 +21,8 @@ def test_demo_builds_a_collection_and_reuses_it(settings, tmp_path, capsys, monk
     call_command("demo", "--no-serve", "--images", "60")
     out = capsys.readouterr().out
     assert "Admin login:     admin / quire-demo" in out
-    assert "RANDOM-WEIGHT model" in out and "Embedding job 1 done: 60 embedded" in out
+    # The job's number depends on the tests before (PostgreSQL does not roll sequences back).
+    assert "RANDOM-WEIGHT model" in out and re.search(r"Embedding job \d+ done: 60 embedded", out)
     # The choice of model is recorded for later processes, not patched into this one's settings.
     assert settings.QUIRE_CLIP_PRETRAINED == "dfn5b"
     recorded = json.loads((tmp_path / "settings.json").read_text())
