@@ -95,6 +95,7 @@ def label_page(request, query_id):
     query = get_object_or_404(Query, pk=query_id)
     state = _search_state(request, query)
     page = _results(query, state, 0)
+    counts = selectors.label_counts(query)
     return render(
         request,
         "annotator/label.html",
@@ -102,10 +103,10 @@ def label_page(request, query_id):
             "query": query,
             "state": state,
             "page": page,
-            "counts": selectors.label_counts(query),
+            "counts": counts,
             "page_sizes": labeling.PAGE_SIZES,
             "labeled_down_to": labeling.labeled_down_to(query, text=state["q"], taxon_ids=state["taxon_ids"]),
-            "run": progress.not_relevant_run(query),
+            "run": progress.cached_run(query, counts["labeled"], counts["last_activity"]),
             "run_goal": progress.RUN_GOAL,
             "examples": query.examples.select_related("image"),
             "tracking": TrackingForm(instance=query, staff=request.user.has_perm(MANAGE_QUERIES)),

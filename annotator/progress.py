@@ -46,11 +46,13 @@ def not_relevant_run(query: Query) -> int | None:
     return run
 
 
-def _run_cache_key(query: Query) -> str:
-    """Changes whenever the query's labels (count, last change) or its text change."""
-    activity = query.last_activity.timestamp() if query.last_activity else None
+def cached_run(query: Query, labeled: int, last_activity) -> int | None:
+    """not_relevant_run, cached until the query's labels (count, last change) or its text change:
+    ranking every label needs the query's text vector and a pass over the labeled images."""
+    activity = last_activity.timestamp() if last_activity else None
     text = hashlib.md5(query.text.encode()).hexdigest()
-    return f"quire:run:{query.pk}:{query.labeled}:{activity}:{text}"
+    key = f"quire:run:{query.pk}:{labeled}:{activity}:{text}"
+    return cache.get_or_set(key, partial(not_relevant_run, query), timeout=24 * 3600)
 
 
 def with_runs(queries) -> list[Query]:
@@ -58,8 +60,7 @@ def with_runs(queries) -> list[Query]:
     it reached INQUIRE's goal (`run_met`) and its progress toward done as a percentage (`done_percent`:
     100 once the run reaches the goal or the query's status is done)."""
     for query in queries:
-        # Ranking the labels needs the query's text vector: cached until the query's labels change.
-        query.run = cache.get_or_set(_run_cache_key(query), partial(not_relevant_run, query), timeout=24 * 3600)
+        query.run = cached_run(query, query.labeled, query.last_activity)
         query.run_met = query.run is not None and query.run >= RUN_GOAL
         finished = query.run_met or query.status == Query.Status.DONE
         query.done_percent = 100 if finished else round(100 * min(query.run or 0, RUN_GOAL) / RUN_GOAL)

@@ -77,14 +77,15 @@ def dashboard_query(request, query_id):
         form.save()
         messages.success(request, f"Saved the tracking fields of query {query.pk}.")
         return redirect("dashboard-query", query_id=query.pk)
+    counts = selectors.label_counts(query)
     return render(
         request,
         "annotator/dashboard_query.html",
         {
             "query": query,
             "form": form,
-            "counts": selectors.label_counts(query),
-            "run": progress.not_relevant_run(query),
+            "counts": counts,
+            "run": progress.cached_run(query, counts["labeled"], counts["last_activity"]),
             "run_goal": progress.RUN_GOAL,
             "activity": progress.activity(query),
             "exports": list(EXPORTS),
