@@ -8,7 +8,14 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from catalog.api_params import BAD_PARAMETERS, NOT_FOUND, ByIdCursorPagination, choice_param, int_param
+from catalog.api_params import (
+    BAD_PARAMETERS,
+    NOT_FOUND,
+    ByIdCursorPagination,
+    choice_param,
+    int_list_param,
+    int_param,
+)
 from catalog.taxa import UnknownTaxon, species_for_all
 from search.facade import STRATEGIES, SearchUnavailable
 
@@ -53,15 +60,11 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         query = self.get_object()
         strategy = choice_param(request, "strategy", STRATEGIES) or "text"
         k = int_param(request, "k", high=1001) or 50
-        examples = request.query_params.getlist("image")
-        if not all(value.isascii() and value.isdigit() and int(value) < 2**63 for value in examples):
-            raise ValidationError({"image": "must be image ids (whole numbers)"})
+        examples = int_list_param(request, "image")
         names = [text for text in request.query_params.getlist("taxon") if text.strip()]
         try:
             taxon_ids = species_for_all(names) if names else None
-            hits = labeling.candidates(
-                query, strategy=strategy, k=k, example_ids=[int(value) for value in examples], taxon_ids=taxon_ids
-            )
+            hits = labeling.candidates(query, strategy=strategy, k=k, example_ids=examples, taxon_ids=taxon_ids)
         except (UnknownTaxon, SearchUnavailable) as error:
             raise ValidationError({"detail": str(error)}) from None
         results = [{"image_id": h.image_id, "score": h.score, "rank": n} for n, h in enumerate(hits, start=1)]

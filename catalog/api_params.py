@@ -48,6 +48,14 @@ def int_param(request, name, *, high: int = BIGINT):
     return int(value)
 
 
+def int_list_param(request, name, *, high: int = BIGINT) -> list[int]:
+    """A repeatable whole-number query parameter (?image=1&image=2); 400 for any malformed value."""
+    values = request.query_params.getlist(name)
+    if not all(value.isascii() and value.isdigit() and int(value) < high for value in values):
+        raise ValidationError({name: f"must be whole numbers from 0 to {high - 1}"})
+    return [int(value) for value in values]
+
+
 def choice_param(request, name, choices):
     """A query parameter that must be one of `choices`, None when absent; otherwise 400."""
     value = request.query_params.get(name)
