@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
 from catalog import taxa
+from catalog.api_params import strict_id
 from catalog.models import Image
 
 from . import labeling, labels, progress, selectors
@@ -164,12 +165,9 @@ class BadSave(ValueError):
 
 
 def _image_id(value) -> int:
-    """A JSON whole number or a string of digits (form posts); never a float or a boolean."""
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+    if (image_id := strict_id(value)) is None:
         raise BadSave(f"image must be an image id (a whole number), not {value!r}.")
-    return value
+    return image_id
 
 
 def _parse_change(item, source: str) -> tuple[int, str, int | None]:

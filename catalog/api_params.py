@@ -76,15 +76,23 @@ def text_param(request, name, *, max_length: int = 200) -> str:
     return value
 
 
+def strict_id(value) -> int | None:
+    """An id as a request carries it: a JSON whole number or a string of ASCII digits (form posts),
+    0 to 2^63 - 1; None for anything else (1.5 or true is not image 1)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < BIGINT:
+        return None
+    return value
+
+
 class StrictPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
-    """An id that must be a JSON whole number (or a string of digits): 1.5 or true is not image 1."""
+    """A primary key that must be a strict_id."""
 
     def to_internal_value(self, data):
-        if isinstance(data, str) and data.isascii() and data.isdigit():
-            data = int(data)
-        if isinstance(data, bool) or not isinstance(data, int) or not 0 <= data < BIGINT:
+        if strict_id(data) is None:
             self.fail("incorrect_type", data_type=type(data).__name__)
-        return super().to_internal_value(data)
+        return super().to_internal_value(strict_id(data))
 
 
 # What list endpoints answer when a parameter is wrong, for the OpenAPI schema.
