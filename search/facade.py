@@ -123,7 +123,7 @@ def strategy_vector(strategy: str, text, relevant=(), not_relevant=(), examples=
     from . import strategies
 
     if strategy == "text":
-        return strategies._unit(text)
+        return strategies.unit_vector(text)
     if strategy == "feedback":
         return strategies.feedback_vector(text, relevant, not_relevant)
     if strategy == "rocchio":

@@ -21,7 +21,8 @@ from scipy.optimize import minimize
 STRATEGIES = ("text", "feedback", "rocchio", "image", "fusion", "alpha_qe")
 
 
-def _unit(vector: np.ndarray) -> np.ndarray:
+def unit_vector(vector: np.ndarray) -> np.ndarray:
+    """`vector` scaled to length 1 (float64); ValueError for a zero or non-finite vector."""
     vector = np.asarray(vector, dtype=np.float64).reshape(-1)
     norm = np.linalg.norm(vector)
     if not np.isfinite(norm) or norm == 0:
@@ -81,12 +82,12 @@ def feedback_vector(
     scikit-learn's LogisticRegression is not used because its penalty pulls toward zero, not toward a
     prior vector, and it takes no fixed offset that could stand in for one.
     """
-    q = _unit(text)
+    q = unit_vector(text)
     dim = q.shape[0]
     positives, negatives = _rows(positives, dim), _rows(negatives, dim)
     if not len(positives) and not len(negatives):
         return q
-    return _unit(fit_seesaw(q, positives, negatives, reg_lambda, max_iter))
+    return unit_vector(fit_seesaw(q, positives, negatives, reg_lambda, max_iter))
 
 
 def fit_seesaw(q, positives, negatives, reg_lambda: float, max_iter: int = 500) -> np.ndarray:
@@ -106,14 +107,14 @@ def rocchio_vector(
 ) -> np.ndarray:
     """Rocchio's relevance feedback (Rocchio 1971; the weights are the textbook ones, Manning et al.,
     "Introduction to Information Retrieval", 9.1.1): alpha q + beta mean(positives) - gamma mean(negatives)."""
-    q = _unit(text)
+    q = unit_vector(text)
     positives, negatives = _rows(positives, q.shape[0]), _rows(negatives, q.shape[0])
     vector = alpha * q
     if len(positives):
         vector = vector + beta * positives.mean(axis=0)
     if len(negatives):
         vector = vector - gamma * negatives.mean(axis=0)
-    return _unit(vector)
+    return unit_vector(vector)
 
 
 def image_vector(examples) -> np.ndarray:
@@ -121,7 +122,7 @@ def image_vector(examples) -> np.ndarray:
     examples = np.asarray(examples, dtype=np.float64)
     if examples.ndim != 2 or not len(examples):
         raise ValueError("an image ranking needs at least one example image")
-    return _unit(examples.mean(axis=0))
+    return unit_vector(examples.mean(axis=0))
 
 
 def fusion_vector(text: np.ndarray, examples) -> np.ndarray:
@@ -130,7 +131,7 @@ def fusion_vector(text: np.ndarray, examples) -> np.ndarray:
     image-to-image similarity, score(x) = (x.q + mean_j x.e_j) / 2 = x . (q + mean_j e_j) / 2. Being
     linear, that is one inner-product query with the vector (q + mean e) / 2, returned unnormalised so
     that its inner products are exactly those fused scores."""
-    q = _unit(text)
+    q = unit_vector(text)
     examples = _rows(examples, q.shape[0])
     if not len(examples):
         raise ValueError("a fused ranking needs at least one example image")
@@ -140,10 +141,10 @@ def fusion_vector(text: np.ndarray, examples) -> np.ndarray:
 def alpha_qe_vector(query: np.ndarray, top, *, alpha: float = 1.0) -> np.ndarray:
     """Alpha query expansion (Radenovic et al. 2019, as ILIAS uses it): q' = normalise(q + sum over the
     top n results x_i of max(q.x_i, 0)^alpha x_i). ILIAS found alpha 1 with n = 1 helps and n = 5 hurts."""
-    q = _unit(query)
+    q = unit_vector(query)
     top = _rows(top, q.shape[0])
     similarities = np.clip(top @ q, 0, None) ** alpha
-    return _unit(q + similarities @ top)
+    return unit_vector(q + similarities @ top)
 
 
 def reciprocal_rank_fusion(rankings, *, k: float = 1.0) -> list[tuple[int, float]]:
