@@ -13,7 +13,7 @@ from annotator.labels import set_label
 from annotator.models import Label, LabelEvent, LabelValue
 from catalog.models import Image
 from search.facade import search
-from tests.browser.pages import log_in, tile
+from tests.browser.pages import csrf_token, log_in, post_form, tile
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,10 +34,10 @@ def test_a_rotated_csrf_token_does_not_lose_labels(page, context, live_server, l
     query = labeling["query"]
     url = f"/queries/{query.pk}/"
     log_in(page, live_server, next_url=url)
-    other = context.new_page()  # logging in again in a second tab rotates the CSRF token
-    log_in(other, live_server, next_url="/")
-    other.close()
-    page.bring_to_front()
+    before = csrf_token(context)
+    # logging in again in a second tab rotates the CSRF token
+    post_form(context, live_server, "/accounts/login/", {"username": "ann", "password": "pw-ann-1"})
+    assert csrf_token(context) != before
     for _ in range(3):
         page.keyboard.press("ArrowRight")
         page.keyboard.press("u")
@@ -93,10 +93,7 @@ def test_an_ended_session_says_so_keeps_the_labels_and_sends_them_after_login(pa
     url = f"/queries/{query.pk}/"
     log_in(page, live_server, next_url=url)
     shown = image_ids(page)
-    other = context.new_page()  # logged out elsewhere
-    other.goto(f"{live_server.url}/")
-    other.click("header form button")
-    other.close()
+    post_form(context, live_server, "/accounts/logout/")  # logged out in another tab
     page.keyboard.press("1")
     page.keyboard.press("ArrowRight")
     page.keyboard.press("u")
