@@ -109,6 +109,8 @@ def label_page(request, query_id):
             "labeled_down_to": labeling.labeled_down_to(query, text=state["q"], taxon_ids=state["taxon_ids"]),
             "run": progress.cached_run(query, counts["labeled"], counts["last_activity"]),
             "run_goal": progress.RUN_GOAL,
+            "estimate": progress.cached_estimate(query, counts["labeled"], counts["last_activity"]),
+            "estimate_help": progress.ESTIMATE_HELP,
             "examples": query.examples.select_related("image"),
             "tracking": TrackingForm(instance=query, staff=request.user.has_perm(MANAGE_QUERIES)),
             "locked": _locked_for(request, query),

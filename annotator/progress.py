@@ -1,5 +1,8 @@
 """How complete a query's labeling is: the numbers on the dashboard.
 
+Two: INQUIRE's not-relevant run (below) and an estimate of the share of the positives found
+(recall_estimate; the method is in stopping.py and the README).
+
 INQUIRE's rule: without species filters, annotators keep labeling down the
 ranking until at least 100 images in a row are not relevant. The run shown is
 the number of consecutive not-relevant labels at the deepest labeled ranks:
@@ -15,12 +18,17 @@ from django.core.cache import cache
 from django.db.models import Avg, Count, Q
 from django.db.models.functions import TruncDate
 
-from search.facade import SearchUnavailable, score_images
+from search.facade import SearchUnavailable, rank, score_images
 
-from . import selectors
+from . import selectors, stopping
 from .models import Label, LabelEvent, LabelValue, Query
 
 RUN_GOAL = 100
+ESTIMATE_HELP = (
+    "Found / (found + the expected positives among the unlabeled images), from the feedback model's scores "
+    "calibrated on your labels (see the README). Optimistic while few positives are known: keep labeling "
+    "until both this and the not-relevant run agree."
+)
 
 
 def not_relevant_run(query: Query) -> int | None:
@@ -55,12 +63,58 @@ def cached_run(query: Query, labeled: int, last_activity) -> int | None:
     return cache.get_or_set(key, partial(not_relevant_run, query), timeout=24 * 3600)
 
 
+def recall_estimate(text: str, relevant_ids, not_relevant_ids) -> stopping.RecallEstimate | None:
+    """The share of the query's positives found so far, estimated from its labels and the feedback
+    model's scores (annotator/stopping.py); None before there is enough to estimate from or when
+    there is no index."""
+
+    def score(image_ids, relevant, not_relevant, exclude=None):
+        if exclude is None:
+            return score_images(
+                text=text,
+                image_ids=image_ids,
+                strategy="feedback",
+                relevant_ids=relevant,
+                not_relevant_ids=not_relevant,
+            )
+        hits = rank(
+            strategy="feedback",
+            text=text,
+            relevant_ids=relevant,
+            not_relevant_ids=not_relevant,
+            k=stopping.DEPTH,
+            exclude_image_ids=exclude,
+        )
+        return [hit.score for hit in hits]
+
+    try:
+        return stopping.cross_fitted(score, relevant_ids, not_relevant_ids)
+    except SearchUnavailable:
+        return None
+
+
+def query_recall_estimate(query: Query) -> stopping.RecallEstimate | None:
+    values = Label.objects.filter(query=query).values_list("image_id", "value")
+    relevant = [image for image, value in values if value == LabelValue.RELEVANT]
+    not_relevant = [image for image, value in values if value == LabelValue.NOT_RELEVANT]
+    return recall_estimate(query.text, relevant, not_relevant)
+
+
+def cached_estimate(query: Query, labeled: int, last_activity) -> stopping.RecallEstimate | None:
+    """query_recall_estimate, cached like cached_run (three feedback fits and a deep search each)."""
+    activity = last_activity.timestamp() if last_activity else None
+    text = hashlib.md5(query.text.encode()).hexdigest()
+    key = f"quire:estimate:{query.pk}:{labeled}:{activity}:{text}"
+    return cache.get_or_set(key, partial(query_recall_estimate, query), timeout=24 * 3600)
+
+
 def with_runs(queries) -> list[Query]:
     """Give each query (annotated by selectors.with_label_counts) its not-relevant run (`run`), whether
     it reached INQUIRE's goal (`run_met`) and its progress toward done as a percentage (`done_percent`:
     100 once the run reaches the goal or the query's status is done)."""
     for query in queries:
         query.run = cached_run(query, query.labeled, query.last_activity)
+        query.estimate = cached_estimate(query, query.labeled, query.last_activity)
         query.run_met = query.run is not None and query.run >= RUN_GOAL
         finished = query.run_met or query.status == Query.Status.DONE
         query.done_percent = 100 if finished else round(100 * min(query.run or 0, RUN_GOAL) / RUN_GOAL)

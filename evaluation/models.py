@@ -32,3 +32,19 @@ class SavedReport(models.Model):
 
     def __str__(self):
         return f"{self.run} · {self.protocol}@{self.k}"
+
+
+class SavedSimulation(models.Model):
+    """An oracle-annotator replay (`manage.py simulate_labeling`): labels spent per strategy to find
+    the positives, kept for the evaluation pages."""
+
+    name = models.CharField(max_length=200)
+    ground_truth = models.CharField(max_length=200, help_text="Where the positives came from.")
+    result = models.JSONField(help_text="What `manage.py simulate_labeling --json` writes.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return self.name

@@ -37,3 +37,42 @@ def scatter(points: list[tuple[float, float]], *, x_label: str, y_label: str, si
     parts.append(f'<text x="{pad}" y="{size - 8}" font-size="12">{escape(x_label[:40])} (AP)</text>')
     parts.append(f'<text x="4" y="{pad - 10}" font-size="12">{escape(y_label[:40])} (AP)</text></svg>')
     return "".join(parts)
+
+
+CURVE_COLOURS = ("#888888", "#1a9b4b", "#1f6feb", "#d4572a", "#8a3ffc", "#b8860b")
+
+
+def recall_curves(curves: dict[str, list], *, width: int = 560, height: int = 300) -> str:
+    """Mean recall (y, 0 to 1) against labels spent (x), one line per strategy: a standalone SVG
+    document (it also renders inline in a page)."""
+    pad_left, pad_bottom, pad_top, pad_right = 44, 36, 14, 120
+    span_x, span_y = width - pad_left - pad_right, height - pad_top - pad_bottom
+    most = max((n for points in curves.values() for n, _ in points), default=1)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="{width}" height="{height}" role="img" '
+        'aria-label="recall against labels spent, per strategy">',
+        f'<rect x="{pad_left}" y="{pad_top}" width="{span_x}" height="{span_y}" fill="none" stroke="#999"/>',
+    ]
+    for tick in (0.5, 0.9, 0.95):
+        y = pad_top + (1 - tick) * span_y
+        parts.append(
+            f'<line x1="{pad_left}" y1="{y:.1f}" x2="{pad_left + span_x}" y2="{y:.1f}" stroke="#ddd"/>'
+            f'<text x="4" y="{y + 4:.1f}" font-size="11">{tick:.2f}</text>'
+        )
+    for index, (strategy, points) in enumerate(curves.items()):
+        colour = CURVE_COLOURS[index % len(CURVE_COLOURS)]
+        path = " ".join(
+            f"{pad_left + span_x * n / most:.1f},{pad_top + (1 - recall) * span_y:.1f}" for n, recall in points
+        )
+        parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        y = pad_top + 16 * index + 10
+        parts.append(
+            f'<line x1="{width - pad_right + 10}" y1="{y}" x2="{width - pad_right + 30}" y2="{y}" '
+            f'stroke="{colour}" stroke-width="2"/><text x="{width - pad_right + 34}" y="{y + 4}" '
+            f'font-size="12">{escape(strategy[:14])}</text>'
+        )
+    parts.append(
+        f'<text x="{pad_left}" y="{height - 8}" font-size="12">labels spent (0 to {most:,})</text>'
+        f'<text x="{pad_left + 6}" y="{pad_top + span_y - 6}" font-size="12">mean recall</text></svg>'
+    )
+    return "".join(parts)

@@ -7,4 +7,6 @@ urlpatterns = [
     path("", views.index, name="index"),
     path("reports/<int:report_id>/", views.report, name="report"),
     path("reports/<int:report_id>/download.<str:kind>", views.download, name="download"),
+    path("simulations/<int:simulation_id>/", views.simulation, name="simulation"),
+    path("simulations/<int:simulation_id>/download.<str:kind>", views.simulation_download, name="simulation-download"),
 ]

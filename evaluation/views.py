@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from . import plots
 from .forms import EvaluateForm
 from .inputs import GroundTruth, InputError, qrels_from_database, read_qrels, read_queries, read_run
-from .models import SavedReport, SavedRun
+from .models import SavedReport, SavedRun, SavedSimulation
 from .report import compare, evaluate
 
 
@@ -74,7 +74,13 @@ def index(request):
                 messages.success(request, f"Scored {saved_run.name}: {len(report.per_query)} queries.")
                 return redirect("evaluation:report", report_id=saved.pk)
     return render(
-        request, "evaluation/index.html", {"form": form, "reports": SavedReport.objects.select_related("run")[:50]}
+        request,
+        "evaluation/index.html",
+        {
+            "form": form,
+            "reports": SavedReport.objects.select_related("run")[:50],
+            "simulations": SavedSimulation.objects.all()[:50],
+        },
     )
 
 
@@ -141,3 +147,40 @@ def _as_report(result):
     return Report(
         result["protocol"], result["k"], metrics, result["per_query"], result["warnings"], result.get("run", "")
     )
+
+
+@login_required
+@permission_required("evaluation.evaluate_runs", raise_exception=True)
+def simulation(request, simulation_id):
+    """An oracle-annotator replay: medians per strategy, the per-query table, recall against labels."""
+    saved = get_object_or_404(SavedSimulation, pk=simulation_id)
+    result = saved.result
+    strategies = result["settings"]["strategies"]
+    target = f"labels_to_{round(100 * result['settings']['target'])}"
+    return render(
+        request,
+        "evaluation/simulation.html",
+        {
+            "saved": saved,
+            "result": result,
+            "strategies": strategies,
+            "baseline": strategies[0],
+            "others": strategies[1:],
+            "target_key": target,
+            "plot": plots.recall_curves(result["curves"]),
+        },
+    )
+
+
+@login_required
+@permission_required("evaluation.evaluate_runs", raise_exception=True)
+def simulation_download(request, simulation_id, kind):
+    if kind not in ("json", "svg"):
+        return HttpResponse("Simulations download as json or svg.", status=404)
+    saved = get_object_or_404(SavedSimulation, pk=simulation_id)
+    if kind == "json":
+        response = HttpResponse(json.dumps(saved.result, indent=1), content_type="application/json")
+    else:
+        response = HttpResponse(plots.recall_curves(saved.result["curves"]), content_type="image/svg+xml")
+    response["Content-Disposition"] = f'attachment; filename="simulation-{saved.pk}.{kind}"'
+    return response

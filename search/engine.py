@@ -135,9 +135,18 @@ def search(
     )
 
 
-def score_images(*, text: str, image_ids, spec: ClipSpec | None = None) -> np.ndarray:
-    """The similarity of each image to `text` (NaN for an image without a vector): where labeled images
-    sit in a query's ranking, without ranking the whole collection."""
+def score_images(
+    *,
+    text: str,
+    image_ids,
+    strategy: str = "text",
+    relevant_ids=(),
+    not_relevant_ids=(),
+    example_ids=(),
+    spec: ClipSpec | None = None,
+) -> np.ndarray:
+    """The score of each image under a strategy's ranking (NaN for an image without a vector): where
+    labeled images sit in a query's ranking, without ranking the whole collection."""
     spec = spec or configured_spec()
     loaded = _get(spec.name)
     image_ids = np.asarray(list(image_ids), dtype=np.int64)
@@ -145,9 +154,19 @@ def score_images(*, text: str, image_ids, spec: ClipSpec | None = None) -> np.nd
     if not len(image_ids):
         return scores
     rows, found = _rows_of(loaded, image_ids)
-    vector = _embedder(spec).encode_text([text])[0]
+    if strategy == "text":
+        vector = _embedder(spec).encode_text([text])[0]
+    else:
+        vector = _strategy_vector(
+            loaded, spec, strategy, text, relevant_ids, not_relevant_ids, example_ids, (), (), None
+        )
     scores[found] = inner_products(loaded.searcher.embeddings.vectors[rows[found]], vector)
     return scores
+
+
+def embed_image(image, spec: ClipSpec | None = None) -> np.ndarray:
+    """An uploaded PIL image's vector (float32, unit length) under the configured model."""
+    return np.asarray(_embedder(spec or configured_spec()).encode_images([image])[0], dtype=np.float32)
 
 
 def _vectors_of(loaded: _Loaded, image_ids) -> np.ndarray:
@@ -167,6 +186,7 @@ def rank(
     not_relevant_ids=(),
     example_ids=(),
     example_images=(),
+    example_vectors=(),
     k: int = 50,
     offset: int = 0,
     taxon_ids=None,
@@ -174,19 +194,54 @@ def rank(
     spec: ClipSpec | None = None,
 ) -> list[Hit]:
     """Rank the collection with one of strategies.STRATEGIES (see search.facade.rank)."""
-    if strategy not in strategies.STRATEGIES:
-        raise SearchError(f"The ranking strategy is one of {', '.join(strategies.STRATEGIES)}, not {strategy!r}.")
     if not isinstance(k, int) or not isinstance(offset, int) or not 1 <= k <= 10_000 or offset < 0:
         raise SearchError("k must be a whole number from 1 to 10,000 and offset zero or more.")
     spec = spec or configured_spec()
     loaded = _get(spec.name)
+    vector = _strategy_vector(
+        loaded,
+        spec,
+        strategy,
+        text,
+        relevant_ids,
+        not_relevant_ids,
+        example_ids,
+        example_images,
+        example_vectors,
+        taxon_ids,
+    )
+    return loaded.searcher.search(
+        np.asarray(vector, dtype=np.float32),
+        k=k,
+        offset=offset,
+        taxon_ids=None if taxon_ids is None else list(taxon_ids),
+        exclude_image_ids=exclude_image_ids,
+    )
+
+
+def _strategy_vector(
+    loaded: _Loaded,
+    spec: ClipSpec,
+    strategy,
+    text,
+    relevant_ids,
+    not_relevant_ids,
+    example_ids,
+    example_images,
+    example_vectors,
+    taxon_ids,
+) -> np.ndarray:
+    """The vector `strategy` ranks by, from the text, the labels' and the examples' vectors."""
+    if strategy not in strategies.STRATEGIES:
+        raise SearchError(f"The ranking strategy is one of {', '.join(strategies.STRATEGIES)}, not {strategy!r}.")
     needs_text = strategy in ("text", "feedback", "rocchio", "fusion", "alpha_qe")
     if needs_text and not (text and text.strip()):
         raise SearchError(f"The {strategy} ranking starts from the query text, which is empty.")
     examples = _vectors_of(loaded, example_ids)
     if len(example_images):
-        embedder = _embedder(spec)
-        examples = np.vstack([examples, embedder.encode_images(list(example_images))])
+        examples = np.vstack([examples, _embedder(spec).encode_images(list(example_images))])
+    if len(example_vectors):
+        examples = np.vstack([examples, np.asarray(example_vectors, dtype=np.float32).reshape(-1, loaded.searcher.dim)])
     q = _embedder(spec).encode_text([text.strip()])[0] if needs_text else None
     if strategy == "text":
         vector = q
@@ -203,10 +258,4 @@ def rank(
         vector = strategies.image_vector(examples) if strategy == "image" else strategies.fusion_vector(q, examples)
     if vector.shape[0] != loaded.searcher.dim:
         raise SearchError(f"The query vector has {vector.shape[0]} dimensions; this index has {loaded.searcher.dim}.")
-    return loaded.searcher.search(
-        np.asarray(vector, dtype=np.float32),
-        k=k,
-        offset=offset,
-        taxon_ids=None if taxon_ids is None else list(taxon_ids),
-        exclude_image_ids=exclude_image_ids,
-    )
+    return vector

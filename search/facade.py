@@ -21,6 +21,7 @@ __all__ = [
     "Hit",
     "SearchUnavailable",
     "configured_spec",
+    "embed_image",
     "has_index",
     "prepare_demo_model",
     "rank",
@@ -80,6 +81,7 @@ def rank(
     not_relevant_ids=(),
     example_ids=(),
     example_images=(),
+    example_vectors=(),
     k: int = 50,
     offset: int = 0,
     taxon_ids=None,
@@ -93,7 +95,7 @@ def rank(
                 held to the text vector
       rocchio   the text vector moved toward the relevant images and away from the not relevant ones
       image     "more like this": the examples (`example_ids` of the collection, `example_images` as PIL
-                images) without the text
+                images, `example_vectors` from embed_image) without the text
       fusion    the mean of the text's and the examples' similarities
       alpha_qe  the text expanded by its best match (alpha query expansion)
 
@@ -109,6 +111,7 @@ def rank(
         not_relevant_ids=not_relevant_ids,
         example_ids=example_ids,
         example_images=example_images,
+        example_vectors=example_vectors,
         k=k,
         offset=offset,
         taxon_ids=taxon_ids,
@@ -135,13 +138,38 @@ def strategy_vector(strategy: str, text, relevant=(), not_relevant=(), examples=
     raise ValueError(f"strategy_vector takes text, feedback, rocchio, image or fusion, not {strategy!r}")
 
 
-def score_images(*, text: str, image_ids, spec: ClipSpec | None = None):
-    """The similarity of each of `image_ids` to `text`, as a float32 numpy array in the same order
-    (NaN for an image without a vector): where given images sit in a ranking, without ranking the
-    whole collection. Raises SearchUnavailable."""
+def score_images(
+    *,
+    text: str,
+    image_ids,
+    strategy: str = "text",
+    relevant_ids=(),
+    not_relevant_ids=(),
+    example_ids=(),
+    spec: ClipSpec | None = None,
+):
+    """The score of each of `image_ids` under a strategy's ranking (default: similarity to `text`), as
+    a float32 numpy array in the same order (NaN for an image without a vector): where given images
+    sit in a ranking, without ranking the whole collection. Raises SearchUnavailable."""
     from .engine import score_images as engine_score_images
 
-    return engine_score_images(text=text, image_ids=image_ids, spec=spec)
+    return engine_score_images(
+        text=text,
+        image_ids=image_ids,
+        strategy=strategy,
+        relevant_ids=relevant_ids,
+        not_relevant_ids=not_relevant_ids,
+        example_ids=example_ids,
+        spec=spec,
+    )
+
+
+def embed_image(image, spec: ClipSpec | None = None):
+    """An uploaded PIL image's vector (float32, unit length), to keep with a query as an example and
+    rank by later (rank's `example_vectors`) without encoding it again. Raises SearchUnavailable."""
+    from .engine import embed_image as engine_embed_image
+
+    return engine_embed_image(image, spec)
 
 
 def has_index(spec: ClipSpec | None = None) -> bool:

@@ -30,3 +30,9 @@ def percent(value: float) -> str:
 @register.filter
 def get(mapping: dict, key):
     return mapping.get(key, "")
+
+
+@register.filter
+def ratio_of(row: dict, strategy: str):
+    """A simulation row's ratio of `strategy`'s labels to the baseline's (None when either never got there)."""
+    return row.get(f"{strategy}_ratio")

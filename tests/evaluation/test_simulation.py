@@ -40,7 +40,7 @@ def test_the_replay_stops_at_the_target_or_the_budget():
 
 
 def test_the_synthetic_world_and_its_ranker():
-    world = simulation.synthetic_world(images=3000, queries=4, species=30)
+    world = simulation.synthetic_world(images=6000, queries=4, species=30)
     assert set(world.hard.values()) == {True, False}
     for query_id, positives in world.positives.items():
         rank = simulation.world_ranker(world, query_id)

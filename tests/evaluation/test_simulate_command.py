@@ -1,0 +1,81 @@
+"""manage.py simulate_labeling: the oracle annotator over the synthetic world and over the collection."""
+
+import json
+from xml.etree import ElementTree
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.core.management import CommandError, call_command
+
+from evaluation.models import SavedSimulation
+from search.facade import search
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_synthetic_world_shows_feedback_winning_where_the_text_misses(tmp_path):
+    out, plot = tmp_path / "sim.json", tmp_path / "sim.svg"
+    call_command(
+        "simulate_labeling", "--synthetic", "--synthetic-queries", "4", "--max-labels", "3000",
+        "--json", str(out), "--plot", str(plot), "--name", "world",
+    )  # fmt: skip
+    result = json.loads(out.read_text())
+    medians = result["medians"]
+    assert medians["hard"]["feedback"]["median_ratio"] < 0.6  # the text finds the species, not the behaviour
+    assert medians["easy"]["feedback"]["median_ratio"] < 1.2
+    assert {row["strategy"] for row in result["queries"]} == {"text", "feedback"} and len(result["queries"]) == 8
+    assert all(row["estimate_error"] is not None for row in result["queries"])
+    svg = ElementTree.fromstring(plot.read_text())
+    assert len(svg.findall("{http://www.w3.org/2000/svg}polyline")) == 2
+    saved = SavedSimulation.objects.get()
+    assert saved.name == "world" and saved.result["medians"] == medians
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--synthetic", "--strategy", "image"], "--strategy takes text, feedback, rocchio"),
+        (["--synthetic", "--batch", "0"], "--batch must be 1 to 1,000"),
+        (["--synthetic", "--target", "1.5"], "--target must be a share"),
+        (["--synthetic", "--synthetic-queries", "500"], "need more than 20000 images"),
+        (["--qrels", "/nonexistent/qrels.csv"], "qrels.csv"),
+    ],
+)
+def test_bad_arguments_say_what_to_fix_and_keep_nothing(arguments, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("simulate_labeling", *arguments)
+    assert not SavedSimulation.objects.exists()
+
+
+def test_the_collection_replay_uses_the_real_index_and_the_query_texts(labeling, tmp_path):
+    query = labeling["query"]
+    ranking = [hit.image_id for hit in search(text=query.text, k=120)]
+    positives = ranking[30:120:9]  # ten positives spread down the text ranking
+    qrels = tmp_path / "qrels.csv"
+    qrels.write_text("query_id,image_id\n" + "".join(f"{query.pk},{image}\n" for image in positives))
+    out = tmp_path / "sim.json"
+    call_command(
+        "simulate_labeling", "--qrels", str(qrels), "--strategy", "text", "--strategy", "feedback",
+        "--batch", "10", "--max-labels", "120", "--json", str(out), "--no-save",
+    )  # fmt: skip
+    rows = {row["strategy"]: row for row in json.loads(out.read_text())["queries"]}
+    # The text strategy walks the text ranking in batches of 10; 95% of ten positives is all ten.
+    assert rows["text"]["labels_to_95"] == ranking.index(positives[-1]) + 1 == 112
+    assert rows["feedback"]["labels_to_95"] is not None and rows["feedback"]["positives"] == 10
+    assert not SavedSimulation.objects.exists()
+
+
+def test_the_evaluation_pages_show_a_simulation(client, tmp_path):
+    call_command("simulate_labeling", "--synthetic", "--synthetic-queries", "2", "--no-estimate", "--name", "small")
+    saved = SavedSimulation.objects.get()
+    user = User.objects.create_user("researcher", password="pw-research-1")
+    user.user_permissions.add(Permission.objects.get(codename="evaluate_runs"))
+    client.force_login(user)
+    index = client.get("/evaluation/").content.decode()
+    assert f"/evaluation/simulations/{saved.pk}/" in index and "small" in index
+    page = client.get(f"/evaluation/simulations/{saved.pk}/").content.decode()
+    assert 'id="medians"' in page and "<polyline" in page and 'id="per-query"' in page
+    svg = client.get(f"/evaluation/simulations/{saved.pk}/download.svg")
+    assert svg["Content-Type"] == "image/svg+xml" and b"<polyline" in svg.content
+    assert client.get(f"/evaluation/simulations/{saved.pk}/download.exe").status_code == 404
+    assert client.get("/evaluation/simulations/99999/").status_code == 404
