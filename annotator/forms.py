@@ -1,4 +1,9 @@
 from django import forms
+from django.conf import settings
+from PIL import Image as PILImage
+from PIL import UnidentifiedImageError
+
+from catalog.formats import RASTER_TYPES
 
 from .models import MAX_QUERY_TEXT, Query, normalised_text
 
@@ -43,3 +48,35 @@ class TrackingForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if not staff:
             del self.fields["locked"]
+
+
+class ExampleUploadForm(forms.Form):
+    """An example image uploaded on the labeling page: it starts a ranking by text and example together."""
+
+    image = forms.FileField(help_text="A JPEG, PNG, WebP or GIF photo of what the query means.")
+    note = forms.CharField(max_length=500, required=False)
+
+    def clean_image(self):
+        upload = self.cleaned_data["image"]
+        limit = settings.QUIRE_MAX_EXAMPLE_BYTES
+        if upload.size > limit:
+            raise forms.ValidationError(
+                f"The image is {upload.size / 1e6:.1f} MB; upload one under {limit / 1e6:.0f} MB."
+            )
+        try:
+            with PILImage.open(upload) as probe:
+                kind = probe.format
+                probe.verify()  # a truncated or corrupt file fails here, before anything is kept
+            upload.seek(0)
+            with PILImage.open(upload) as picture:
+                if picture.width * picture.height > 100_000_000:
+                    raise forms.ValidationError("The image is over 100 megapixels; upload a smaller one.")
+                self.cleaned_data["picture"] = picture.convert("RGB")
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError, PILImage.DecompressionBombError):
+            raise forms.ValidationError(
+                "That file is not an image Quire can read: upload a JPEG, PNG, WebP or GIF."
+            ) from None
+        if kind not in RASTER_TYPES:
+            raise forms.ValidationError(f"{kind} images are not taken: upload a JPEG, PNG, WebP or GIF.")
+        upload.seek(0)
+        return upload

@@ -10,8 +10,10 @@ looked at, and every tile shows its true rank: nothing is skipped, nothing renum
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from catalog.models import Image
-from search.facade import SearchUnavailable, rank, search
+from search.facade import SearchUnavailable, configured_spec, rank, search
 
 from .models import Label, LabelValue, Query
 
@@ -99,20 +101,69 @@ def labeled_down_to(query: Query, *, text: str, taxon_ids=None) -> int | None:
     return position
 
 
-def candidates(query: Query, *, strategy: str, k: int = 50, example_ids=(), taxon_ids=None, text: str | None = None):
-    """The next `k` images of `query` that have no label yet, best first, ranked by `strategy` from
-    everything stored so far: relevant labels as positives, not relevant ones as negatives (unsure
-    counts as neither), the query's relevant example images plus `example_ids` as examples.
-    Raises SearchUnavailable."""
+# The rankings the labeling page offers, in the annotator's words.
+RANKINGS = {
+    "text": "the query text",
+    "feedback": "learn from my labels",
+    "image": "like the example images",
+    "fusion": "text + example images",
+}
+
+
+def candidates(
+    query: Query,
+    *,
+    strategy: str,
+    k: int = 50,
+    example_ids=(),
+    taxon_ids=None,
+    text: str | None = None,
+    exclude_ids=(),
+    offset: int = 0,
+):
+    """The next `k` images of `query` that have no label yet (nor are in `exclude_ids`), best first,
+    ranked by `strategy` from everything stored so far: relevant labels as positives, not relevant
+    ones as negatives (unsure counts as neither). The examples are `example_ids` when given ("more like
+    this"), else the query's relevant examples (collection images and uploads). Raises SearchUnavailable."""
     values = dict(Label.objects.filter(query=query).values_list("image_id", "value"))
-    examples = [*query.examples.filter(relevant=True).values_list("image_id", flat=True), *example_ids]
+    example_vectors = []
+    if example_ids:
+        examples = list(example_ids)
+    else:
+        examples = []
+        model = configured_spec().name
+        for example in query.examples.filter(relevant=True):
+            if example.image_id:
+                examples.append(example.image_id)
+            elif example.vector is not None and example.vector_model == model:
+                example_vectors.append(np.frombuffer(bytes(example.vector), dtype=np.float32))
     return rank(
         strategy=strategy,
         text=text or query.text,
         relevant_ids=[image for image, value in values.items() if value == LabelValue.RELEVANT],
         not_relevant_ids=[image for image, value in values.items() if value == LabelValue.NOT_RELEVANT],
         example_ids=examples,
+        example_vectors=example_vectors,
         k=k,
+        offset=offset,
         taxon_ids=taxon_ids,
-        exclude_image_ids=list(values),
+        exclude_image_ids=[*values, *exclude_ids],
     )
+
+
+def adaptive_results(
+    query: Query, *, strategy: str, text: str, taxon_ids=None, example_ids=(), shown_ids=(), offset=0, limit=50
+) -> ResultsPage:
+    """A page of a ranking that learns: the best `limit` images with no label that are not on the page
+    already (`shown_ids`), from everything labeled so far. Positions count on from `offset` (the tiles
+    already shown), so tile numbers run on down the page. Never raises for the user's input."""
+    limit = max(1, min(limit, max(PAGE_SIZES)))
+    try:
+        hits = candidates(
+            query, strategy=strategy, k=limit, example_ids=example_ids, taxon_ids=taxon_ids, text=text,
+            exclude_ids=shown_ids,
+        )  # fmt: skip
+    except SearchUnavailable as error:
+        return ResultsPage([], offset, limit, str(error))
+    tiles = _tiles(query, hits, offset)
+    return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(hits) == limit else None)

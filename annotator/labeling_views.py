@@ -7,20 +7,30 @@ Taxon suggestions and image files are the catalog's (catalog/views.py).
 import json
 from functools import wraps
 
+import numpy as np
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.http import HttpResponseBadRequest, HttpResponseForbidden, JsonResponse
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET, require_POST
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseForbidden,
+    JsonResponse,
+)
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from catalog import taxa
 from catalog.api_params import strict_id
 from catalog.models import Image
+from search.facade import SearchUnavailable, configured_spec, embed_image
 
 from . import labeling, labels, progress, selectors
-from .forms import TrackingForm
-from .models import LabelSource, LabelValue, Query
+from .forms import ExampleUploadForm, TrackingForm
+from .models import LabelSource, LabelValue, Query, QueryExample
 
 MAX_LABELS_PER_SAVE = 1000  # a range selection or the undo of a Submit of 500 fits; more is a wrong client
 
@@ -51,9 +61,21 @@ def _locked_for(request, query: Query) -> bool:
 LOCKED_MESSAGE = "Query {id} is marked done and locked by staff: ask them to reopen it."
 
 
+def _ranking(request, query: Query) -> str:
+    """The ranking the annotator chose for this query: from the address when given (and remembered in
+    the session for the query), else the remembered one, else the text."""
+    key = f"quire:ranking:{query.pk}"
+    chosen = request.GET.get("ranking", "")
+    if chosen in labeling.RANKINGS:
+        if request.session.get(key) != chosen:
+            request.session[key] = chosen
+        return chosen
+    return request.session.get(key, "text") if request.session.get(key) in labeling.RANKINGS else "text"
+
+
 def _search_state(request, query: Query) -> dict:
     """The page's search as the annotator set it: text, filters (each with its species ids or its
-    error), hide-labeled, page size."""
+    error), hide-labeled, page size, the ranking and its "more like this" images."""
     text = request.GET.get("q", query.text).strip() or query.text
     filters = []
     for value in dict.fromkeys(v.strip() for v in request.GET.getlist("taxon") if v.strip()):
@@ -65,10 +87,15 @@ def _search_state(request, query: Query) -> dict:
         size = int(request.GET.get("size", labeling.PAGE_SIZES[0]))
     except ValueError:
         size = labeling.PAGE_SIZES[0]
+    ranking = _ranking(request, query)
+    like = [image_id for value in request.GET.getlist("like") if (image_id := strict_id(value)) is not None][:20]
     params = request.GET.copy()
     params.pop("offset", None)
+    params["ranking"] = ranking
     valid = [item["ids"] for item in filters if "ids" in item]
     return {
+        "ranking": ranking,
+        "like": like,
         "querystring": params.urlencode(),
         "q": text,
         "filters": filters,
@@ -79,7 +106,18 @@ def _search_state(request, query: Query) -> dict:
     }
 
 
-def _results(query: Query, state: dict, offset: int) -> labeling.ResultsPage:
+def _results(query: Query, state: dict, offset: int, shown_ids=(), limit=None) -> labeling.ResultsPage:
+    if state["ranking"] != "text":
+        return labeling.adaptive_results(
+            query,
+            strategy=state["ranking"],
+            text=state["q"],
+            taxon_ids=state["taxon_ids"],
+            example_ids=state["like"],
+            shown_ids=shown_ids,
+            offset=offset,
+            limit=limit or state["size"],
+        )
     return labeling.results(
         query,
         text=state["q"],
@@ -111,7 +149,10 @@ def label_page(request, query_id):
             "run_goal": progress.RUN_GOAL,
             "estimate": progress.cached_estimate(query, counts["labeled"], counts["last_activity"]),
             "estimate_help": progress.ESTIMATE_HELP,
-            "examples": query.examples.select_related("image"),
+            "examples": query.examples.all(),
+            "rankings": labeling.RANKINGS,
+            "rerank_every": settings.QUIRE_RERANK_EVERY,
+            "upload_form": ExampleUploadForm(),
             "tracking": TrackingForm(instance=query, staff=request.user.has_perm(MANAGE_QUERIES)),
             "locked": _locked_for(request, query),
         },
@@ -119,18 +160,25 @@ def label_page(request, query_id):
 
 
 @login_required
-@require_GET
+@require_http_methods(["GET", "POST"])
 def results_fragment(request, query_id):
-    """More tiles for "load more" (htmx appends them to the grid)."""
+    """More tiles for "load more" (htmx appends them to the grid). A ranking that learns is asked with
+    POST: the body lists the images already on the page (`shown`), which it must not propose again,
+    and may ask for `count` tiles (a re-rank of the tiles below the annotator's view)."""
     query = get_object_or_404(Query, pk=query_id)
     try:
-        offset = max(0, int(request.GET.get("offset", 0)))
+        offset = max(0, int(request.GET.get("offset", request.POST.get("offset", 0))))
+        count = int(request.POST.get("count", 0)) or None
     except ValueError:
-        return HttpResponseBadRequest("offset must be a whole number.")
+        return HttpResponseBadRequest("offset and count must be whole numbers.")
+    if count is not None and not 1 <= count <= max(labeling.PAGE_SIZES):
+        return HttpResponseBadRequest(f"count must be 1 to {max(labeling.PAGE_SIZES)}.")
+    shown = [strict_id(value) for value in request.POST.getlist("shown")]
+    if None in shown or len(shown) > 10_000:
+        return HttpResponseBadRequest("shown must list at most 10,000 image ids.")
     state = _search_state(request, query)
-    return render(
-        request, "annotator/_results.html", {"query": query, "state": state, "page": _results(query, state, offset)}
-    )
+    page = _results(query, state, offset, shown_ids=shown, limit=count)
+    return render(request, "annotator/_results.html", {"query": query, "state": state, "page": page})
 
 
 @login_required
@@ -252,3 +300,39 @@ def submit(request, query_id):
         query.pk, image_ids, value=LabelValue.NOT_RELEVANT, user=request.user, source=LabelSource.SUBMIT
     )
     return JsonResponse({"written": len(written), "labeled": written, "counts": selectors.label_counts(query)})
+
+
+@login_required
+@require_POST
+def upload_example(request, query_id):
+    """Keep an uploaded example image with the query (its file and its vector) and rank by the text and
+    the examples together. Staff and annotators alike: an example is a search aid, not a label."""
+    query = get_object_or_404(Query, pk=query_id)
+    if _locked_for(request, query):
+        return HttpResponseForbidden(LOCKED_MESSAGE.format(id=query.pk))
+    form = ExampleUploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return HttpResponseBadRequest(" ".join(message for errors in form.errors.values() for message in errors))
+    try:
+        vector = embed_image(form.cleaned_data["picture"])
+    except SearchUnavailable as error:
+        return HttpResponse(f"The example could not be embedded: {error}", status=409)
+    QueryExample.objects.create(
+        query=query,
+        upload=form.cleaned_data["image"],
+        vector=np.asarray(vector, dtype=np.float32).tobytes(),
+        vector_model=configured_spec().name,
+        relevant=True,
+        note=form.cleaned_data["note"],
+    )
+    return redirect(f"{reverse('label', args=[query.pk])}?ranking=fusion")
+
+
+@login_required
+@require_GET
+def example_file(request, query_id, example_id):
+    """An uploaded example's image (uploads are not served as static media: they stay behind the login)."""
+    example = get_object_or_404(QueryExample, pk=example_id, query_id=query_id)
+    if not example.upload:
+        raise Http404("This example is an image of the collection.")
+    return FileResponse(example.upload.open("rb"))

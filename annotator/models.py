@@ -76,19 +76,30 @@ def normalised_text(text: str) -> str:
 
 
 class QueryExample(models.Model):
-    """An image staff attach to a query's guidelines as an example of relevant or not relevant."""
+    """An example image of a query: an image of the collection, or one uploaded (kept as a file and as
+    its vector under the model it was embedded with). Relevant examples start image and fused rankings;
+    staff show both kinds in the guidelines."""
 
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="examples")
-    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="+")
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="+", null=True, blank=True)
+    upload = models.FileField(upload_to="examples/%Y/%m/", blank=True, help_text="An uploaded example image.")
+    vector = models.BinaryField(null=True, editable=False, help_text="The upload's vector (float32).")
+    vector_model = models.CharField(max_length=200, blank=True, editable=False, help_text="The model of `vector`.")
     relevant = models.BooleanField(help_text="An example of a relevant image (else of a not relevant one).")
     note = models.CharField(max_length=500, blank=True, help_text="Why, in a few words.")
 
     class Meta:
         ordering = ["-relevant", "id"]
-        constraints = [models.UniqueConstraint(fields=["query", "image"], name="query_example_once")]
+        constraints = [
+            models.UniqueConstraint(fields=["query", "image"], name="query_example_once"),
+            models.CheckConstraint(
+                condition=models.Q(image__isnull=False) | ~models.Q(upload=""), name="query_example_has_an_image"
+            ),
+        ]
 
     def __str__(self):
-        return f"{'relevant' if self.relevant else 'not relevant'} example {self.image_id} of query {self.query_id}"
+        what = f"image {self.image_id}" if self.image_id else "upload"
+        return f"{'relevant' if self.relevant else 'not relevant'} example ({what}) of query {self.query_id}"
 
 
 class LabelValue(models.TextChoices):

@@ -288,6 +288,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # about 40 minutes), or a slow chunk would run twice. The reaper below recovers dead chunks sooner.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("QUIRE_TASK_VISIBILITY_TIMEOUT", "10800"))}
 CELERY_RESULT_EXPIRES = 24 * 3600
+# The labeling page re-ranks the unlabeled images below the view after this many labels (a ranking that learns).
+QUIRE_RERANK_EVERY = int(os.environ.get("QUIRE_RERANK_EVERY", "25"))
+# An uploaded example image is refused above this size.
+QUIRE_MAX_EXAMPLE_BYTES = int(os.environ.get("QUIRE_MAX_EXAMPLE_BYTES", str(20 * 1024 * 1024)))
 # A running chunk with no heartbeat for this long (a batch takes seconds) is taken as dead and queued again.
 QUIRE_CHUNK_STALE_SECONDS = int(os.environ.get("QUIRE_CHUNK_STALE_SECONDS", "600"))
 # `embed` gives up following a job that made no progress for this long with no worker alive.

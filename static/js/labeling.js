@@ -27,6 +27,12 @@
   const pending = new Map();
   let sessionEnded = false;
   let retryTimer = null;
+  // A ranking that learns (feedback, image, fusion) re-ranks the unlabeled tiles below the view after
+  // this many labels, once they are stored (the server ranks from stored labels only).
+  const adaptive = page.dataset.ranking !== "text";
+  const RERANK_EVERY = Number(page.dataset.rerankEvery || 25);
+  let labelsSinceRerank = 0;
+  let reranking = false;
 
   // --- the grid -------------------------------------------------------------------------------
 
@@ -92,7 +98,7 @@
       <dl>${row("Species", d.common)}${row("Scientific name", d.scientific)}${row("Observed", d.date)}
       ${row("Place", d.place)}${row("License", d.license)}${row("Rights holder", d.rights)}
       ${row("Rank", d.rank)}${row("Score", d.score)}${row("Image id", d.imageId)}</dl>
-      <p class="muted">f: the whole image</p>`;
+      <p class="muted">f: the whole image · <button type="button" class="link" data-action="like" title="l">More like this</button></p>`;
   }
 
   function escape(text) {
@@ -112,6 +118,7 @@
       want(tile.dataset.imageId, value, source, targets.length === 1 ? leadTime : null);
     }
     undo.push(batch);
+    labelsSinceRerank += targets.length;
     afterChange();
   }
 
@@ -207,6 +214,34 @@
     refresh();
     if ([...pending.values()].some((p) => p.state === "queued")) flush();
     scheduleRetry();
+    if (!pending.size) maybeRerank();
+  }
+
+  function maybeRerank() {
+    if (!adaptive || reranking || labelsSinceRerank < RERANK_EVERY) return;
+    // Tiles the annotator may be looking at stay: the selection and everything up to the bottom of the
+    // view. Below it, the unlabeled tiles are replaced by the best of the ranking from every label so far.
+    const bottom = window.innerHeight;
+    let cut = tiles.findIndex((tile, index) => index > selected && tile.getBoundingClientRect().top > bottom);
+    if (cut < 0) return; // every tile is in view: the next "load more" re-ranks
+    const below = tiles.slice(cut).filter((tile) => !tile.dataset.label && !pending.has(tile.dataset.imageId));
+    if (!below.length) return;
+    labelsSinceRerank = 0;
+    reranking = true;
+    below.forEach((tile) => tile.remove());
+    collect();
+    const kept = tiles.map((tile) => tile.dataset.imageId);
+    htmx
+      .ajax("POST", page.dataset.resultsUrl + `&offset=${tiles.length}`, {
+        target: "#grid",
+        swap: "beforeend",
+        values: { shown: kept, count: below.length },
+        headers: { "X-CSRFToken": csrfToken() },
+      })
+      .then(() => {
+        document.getElementById("rerank-status").textContent = `re-ranked ${below.length} images below from your labels`;
+      })
+      .finally(() => (reranking = false));
   }
 
   function scheduleRetry() {
@@ -285,7 +320,7 @@
   function updateLabeledDownTo() {
     // Ranks 1..N all labeled, from the tiles shown; the server's figure counts when they go deeper.
     const box = document.getElementById("labeled-down-to");
-    if (!box || !tiles.length || tiles[0].dataset.rank !== "1") return;
+    if (adaptive || !box || !tiles.length || tiles[0].dataset.rank !== "1") return; // text ranking's ranks only
     const firstUnlabeled = tiles.find((t) => !t.dataset.label);
     const shown = firstUnlabeled ? Number(firstUnlabeled.dataset.rank) - 1 : Number(tiles[tiles.length - 1].dataset.rank);
     const server = Number(page.dataset.labeledDownTo || 0);
@@ -350,6 +385,16 @@
     lightbox.hidden = false;
   }
 
+  function moreLikeThis(tile) {
+    // The same search (text, filters) ranked like this image; labels given so far stay with the query.
+    const params = new URLSearchParams(window.location.search);
+    params.set("ranking", "image");
+    params.delete("like");
+    params.delete("offset");
+    params.append("like", tile.dataset.imageId);
+    window.location.search = params.toString();
+  }
+
   function nextUnlabeled() {
     for (let i = selected + 1; i < tiles.length; i += 1) {
       if (!tiles[i].dataset.label) return select(i);
@@ -395,6 +440,7 @@
       z: undoLast,
       n: nextUnlabeled,
       f: () => tile && zoom(tile),
+      l: () => tile && moreLikeThis(tile),
       m: loadMore,
       s: submitShown,
       "?": () => (help.hidden = false),
@@ -419,6 +465,9 @@
     label([tile], tile.dataset.label === "relevant" ? "not_relevant" : "relevant", "click");
   });
   submitButton.addEventListener("click", submitShown);
+  detail.addEventListener("click", (event) => {
+    if (event.target.closest('[data-action="like"]') && tiles[selected]) moreLikeThis(tiles[selected]);
+  });
   document.getElementById("help-button").addEventListener("click", () => (help.hidden = false));
   help.addEventListener("click", () => (help.hidden = true));
   lightbox.addEventListener("click", () => (lightbox.hidden = true));
@@ -463,7 +512,15 @@
     event.target.closest(".chip").remove();
     form.requestSubmit();
   });
+  form.querySelectorAll(".like .remove").forEach((button) =>
+    button.addEventListener("click", () => { button.closest(".like").remove(); form.requestSubmit(); }));
   form.addEventListener("submit", () => { if (!taxonBox.value.trim()) taxonBox.disabled = true; });
+  // A ranking that learns is asked with POST: the images on the page must not come again.
+  document.body.addEventListener("htmx:configRequest", (event) => {
+    if (!event.detail.elt.matches?.('[data-adaptive="1"]')) return;
+    event.detail.parameters.shown = tiles.map((tile) => tile.dataset.imageId);
+    event.detail.headers["X-CSRFToken"] = csrfToken();
+  });
   // hide labeled and the page size apply when changed.
   form.querySelectorAll("[data-apply]").forEach((control) => control.addEventListener("change", () => form.requestSubmit()));
 

@@ -1,0 +1,90 @@
+"""A ranking that learns, in real Chromium: choose it, label, watch the unlabeled tiles re-rank, "more
+like this", and an uploaded example. Every expectation is the server's own ranking from the stored
+labels (annotator.labeling.candidates), so a page that showed stale or made-up tiles fails."""
+
+import pytest
+from playwright.sync_api import expect
+
+from annotator.labeling import candidates
+from annotator.models import Label, QueryExample
+from search.facade import search
+from tests.browser.pages import log_in, tile
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def shown(page) -> list[int]:
+    return [int(i) for i in page.locator(".tile").evaluate_all("tiles => tiles.map(t => t.dataset.imageId)")]
+
+
+def test_learn_from_my_labels_re_ranks_below_the_view_and_on_load_more(
+    page, live_server, labeling, settings, artifacts
+):
+    settings.QUIRE_RERANK_EVERY = 5
+    query = labeling["query"]
+    page.set_viewport_size({"width": 1100, "height": 700})
+    log_in(page, live_server, next_url=f"/queries/{query.pk}/")
+    page.select_option("#ranking", "feedback")
+    page.wait_for_url("**ranking=feedback**")
+    expect(page.locator("#rerank-status")).to_have_text("learning from your labels")
+    first = shown(page)
+    assert first == [hit.image_id for hit in candidates(query, strategy="feedback", k=50)]
+    for key in "00001":  # the first four not relevant, the fifth relevant
+        page.keyboard.press(key)
+        page.keyboard.press("ArrowRight")
+    expect(page.locator("#rerank-status")).to_contain_text("re-ranked", timeout=15_000)
+    assert Label.objects.filter(query=query).count() == 5
+    now = shown(page)
+    # The tiles in view stayed where they were; those below were replaced by the ranking that learned.
+    in_view = page.locator(".tile").evaluate_all(
+        "tiles => tiles.filter(t => t.getBoundingClientRect().top <= window.innerHeight).length"
+    )
+    assert 5 < in_view < 50 and now[:in_view] == first[:in_view] and len(now) == 50
+    kept = now[:in_view]
+    below = now[in_view:]
+    expected = [hit.image_id for hit in candidates(query, strategy="feedback", k=len(below), exclude_ids=kept)]
+    assert below == expected and below != first[len(kept) :]
+    page.screenshot(path=str(artifacts / "labeling-feedback.png"))
+
+    page.keyboard.press("s")  # the rest of the page: not relevant
+    expect(page.locator("#save-status")).to_contain_text("Submitted")
+    page.keyboard.press("m")
+    expect(page.locator(".tile")).to_have_count(100)
+    more = shown(page)[50:]
+    assert more == [hit.image_id for hit in candidates(query, strategy="feedback", k=50)]  # every label counted
+    text_order = [hit.image_id for hit in search(text=query.text, k=120) if hit.image_id not in set(now)][:50]
+    assert more != text_order  # the labels changed what comes next
+    page.reload()
+    expect(page.locator("#ranking")).to_have_value("feedback")  # remembered for this query
+
+
+def test_more_like_this_and_an_uploaded_example(page, live_server, labeling, artifacts):
+    query = labeling["query"]
+    log_in(page, live_server, next_url=f"/queries/{query.pk}/")
+    target = shown(page)[3]
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    page.keyboard.press("l")  # more like the selected image
+    page.wait_for_url("**ranking=image**")
+    expect(page.locator(".chip.like")).to_have_text(f"like #{target}×")
+    assert shown(page) == [hit.image_id for hit in candidates(query, strategy="image", example_ids=[target], k=50)]
+    assert shown(page)[0] == target  # nothing is closer to an image than itself
+
+    # The detail pane's button does the same for another image.
+    other = shown(page)[1]
+    tile(page, 1).click(modifiers=["Shift"])  # select without labeling
+    page.locator('#detail [data-action="like"]').click()
+    page.wait_for_url(f"**like={other}**")
+    assert shown(page)[0] == other
+
+    # Upload an example: kept with the query, and the ranking becomes text + examples.
+    photo = sorted(labeling["images"].rglob("*.jpg"))[7]
+    page.set_input_files('#upload-example input[type="file"]', str(photo))
+    page.fill('#upload-example input[name="note"]', "a skimmer skimming")
+    page.click('#upload-example button[type="submit"]')
+    page.wait_for_url("**ranking=fusion**")
+    example = QueryExample.objects.get(query=query)
+    assert example.upload and example.vector is not None and example.note == "a skimmer skimming"
+    expect(page.locator(f'.examples img[alt="uploaded example {example.pk}"]')).to_be_visible()
+    assert shown(page) == [hit.image_id for hit in candidates(query, strategy="fusion", k=50)]
+    page.screenshot(path=str(artifacts / "labeling-uploaded-example.png"), full_page=True)
