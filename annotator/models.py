@@ -17,6 +17,7 @@ from contextvars import ContextVar
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from catalog.models import Image
 
@@ -260,3 +261,23 @@ class LabelEvent(models.Model):
 
     def delete(self, *args, **kwargs):
         raise TypeError("Label events are append-only; they cannot be deleted.")
+
+
+class RerankScore(models.Model):
+    """A model's score for an image of a query's candidates (a rerank of the CLIP top N): kept for
+    reuse, for the labeling page and for evaluation runs."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="rerank_scores")
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="+")
+    method = models.CharField(max_length=20, help_text="yesno (INQUIRE's two-stage rerank), ...")
+    model = models.CharField(max_length=200, help_text="The model that scored it.")
+    score = models.FloatField()
+    clip_rank = models.PositiveIntegerField(help_text="Its rank in the first stage (ties are broken by it).")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["query", "image", "method", "model"], name="rerank_score_once")]
+        indexes = [models.Index(fields=["query", "method", "model"])]
+
+    def __str__(self):
+        return f"{self.method}/{self.model} {self.score:.3f} for image {self.image_id} of query {self.query_id}"

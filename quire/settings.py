@@ -117,6 +117,7 @@ INSTALLED_APPS = [
     "catalog",
     "annotator",
     "search",
+    "lmm",
     "evaluation",
 ]
 
@@ -288,6 +289,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # about 40 minutes), or a slow chunk would run twice. The reaper below recovers dead chunks sooner.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("QUIRE_TASK_VISIBILITY_TIMEOUT", "10800"))}
 CELERY_RESULT_EXPIRES = 24 * 3600
+# The vision-language model that reranks (lmm/): any OpenAI-compatible chat-completions server with logprobs.
+QUIRE_LMM_BASE_URL = os.environ.get("QUIRE_LMM_BASE_URL", "")  # e.g. http://127.0.0.1:8000/v1 (vLLM)
+QUIRE_LMM_MODEL = os.environ.get("QUIRE_LMM_MODEL", "")
+QUIRE_LMM_API_KEY = os.environ.get("QUIRE_LMM_API_KEY", "")
+# The yes/no prompt, {query} standing for the query text ("\n" for a new line); empty: INQUIRE's (lmm/prompts.py).
+QUIRE_LMM_PROMPT = os.environ.get("QUIRE_LMM_PROMPT", "").replace("\\n", "\n")
+QUIRE_LMM_TIMEOUT = float(os.environ.get("QUIRE_LMM_TIMEOUT", "60"))
+QUIRE_LMM_MAX_RETRIES = int(os.environ.get("QUIRE_LMM_MAX_RETRIES", "3"))
+QUIRE_LMM_CONCURRENCY = int(os.environ.get("QUIRE_LMM_CONCURRENCY", "4"))
 # The labeling page re-ranks the unlabeled images below the view after this many labels (a ranking that learns).
 QUIRE_RERANK_EVERY = int(os.environ.get("QUIRE_RERANK_EVERY", "25"))
 # An uploaded example image is refused above this size.
