@@ -31,36 +31,49 @@ ESTIMATE_HELP = (
 )
 
 
-def not_relevant_run(query: Query) -> int | None:
-    """The trailing run of not-relevant labels in ranking order; None when there is no index to rank by."""
+def ranked_label_values(query: Query) -> list[str] | None:
+    """The query's label values in the order of its text ranking (best first); None with no index."""
     labels = list(Label.objects.filter(query=query).values_list("image_id", "value"))
     if not labels:
-        return 0
+        return []
     try:
         scores = score_images(text=query.text, image_ids=[image_id for image_id, _ in labels])
     except SearchUnavailable:
         return None
-    ranked = [
+    return [
         value
         for (_, value), score in sorted(
             zip(labels, scores, strict=True), key=lambda pair: -np.nan_to_num(pair[1], nan=-2.0)
         )
     ]
-    run = 0
-    for value in reversed(ranked):
-        if value != LabelValue.NOT_RELEVANT:
-            break
-        run += 1
-    return run
 
 
-def cached_run(query: Query, labeled: int, last_activity) -> int | None:
-    """not_relevant_run, cached until the query's labels (count, last change) or its text change:
+def not_relevant_run(query: Query) -> int | None:
+    """The trailing run of not-relevant labels in ranking order; None when there is no index to rank by."""
+    ranked = ranked_label_values(query)
+    return None if ranked is None else stopping.trailing_not_relevant(ranked)
+
+
+def label_order_signals(query: Query) -> dict:
+    """The two completeness signals read off the labels in ranking order: INQUIRE's not-relevant run and
+    RMIR's tail-negativeness score (TSR); None each when there is no index."""
+    ranked = ranked_label_values(query)
+    if ranked is None:
+        return {"run": None, "tsr": None}
+    return {"run": stopping.trailing_not_relevant(ranked), "tsr": stopping.tail_negativeness(ranked)}
+
+
+def cached_signals(query: Query, labeled: int, last_activity) -> dict:
+    """label_order_signals, cached until the query's labels (count, last change) or its text change:
     ranking every label needs the query's text vector and a pass over the labeled images."""
     activity = last_activity.timestamp() if last_activity else None
     text = hashlib.md5(query.text.encode()).hexdigest()
-    key = f"quire:run:{query.pk}:{labeled}:{activity}:{text}"
-    return cache.get_or_set(key, partial(not_relevant_run, query), timeout=24 * 3600)
+    key = f"quire:signals:{query.pk}:{labeled}:{activity}:{text}"
+    return cache.get_or_set(key, partial(label_order_signals, query), timeout=24 * 3600)
+
+
+def cached_run(query: Query, labeled: int, last_activity) -> int | None:
+    return cached_signals(query, labeled, last_activity)["run"]
 
 
 def recall_estimate(text: str, relevant_ids, not_relevant_ids) -> stopping.RecallEstimate | None:
@@ -113,7 +126,8 @@ def with_runs(queries) -> list[Query]:
     it reached INQUIRE's goal (`run_met`) and its progress toward done as a percentage (`done_percent`:
     100 once the run reaches the goal or the query's status is done)."""
     for query in queries:
-        query.run = cached_run(query, query.labeled, query.last_activity)
+        signals = cached_signals(query, query.labeled, query.last_activity)
+        query.run, query.tsr = signals["run"], signals["tsr"]
         query.estimate = cached_estimate(query, query.labeled, query.last_activity)
         query.run_met = query.run is not None and query.run >= RUN_GOAL
         finished = query.run_met or query.status == Query.Status.DONE

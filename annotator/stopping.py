@@ -85,3 +85,31 @@ def cross_fitted(score, relevant_ids, not_relevant_ids, *, seed: int = 0) -> Rec
         # scale the calibration was fitted on (the model fitted on all labels scores higher).
         unlabeled = unlabeled + np.asarray(score(None, other_relevant, other_not_relevant, exclude=labeled)) / 2
     return estimate_recall(scores, truths, unlabeled)
+
+
+NOT_RELEVANT = "not_relevant"
+
+
+def trailing_not_relevant(values_in_rank_order) -> int:
+    """INQUIRE's run: consecutive not-relevant labels counted up from the deepest labeled rank."""
+    run = 0
+    for value in reversed(values_in_rank_order):
+        if value != NOT_RELEVANT:
+            break
+        run += 1
+    return run
+
+
+def tail_negativeness(values_in_rank_order) -> float | None:
+    """RMIR's tail-negativeness score over a ranked list of K labels (seed 004, "RMIR"):
+    TSR = (1/K) * sum over i = 1..K of the share of not-relevant labels among ranks i..K. Near 1 when
+    the labels below the head are all negatives (the ranking has run dry); None with no label.
+    Computed from the bottom in one pass."""
+    values = list(values_in_rank_order)
+    if not values:
+        return None
+    total, negatives = 0.0, 0
+    for count, value in enumerate(reversed(values), start=1):
+        negatives += value == NOT_RELEVANT
+        total += negatives / count
+    return total / len(values)

@@ -175,6 +175,9 @@ def test_dashboard_counts_run_and_tracking(client, labeling):
         rf'<tr data-query-id="{query.pk}">(.*?)</tr>', client.get(reverse("dashboard")).content.decode(), re.S
     ).group(1)
     assert re.search(r'<td class="num ">4</td>', row)
+    # In rank order: relevant, then four not relevant. TSR = (4/5 + 1 + 1 + 1 + 1) / 5.
+    assert '<td class="num tsr">0.96</td>' in row
+    assert '<td class="num estimate">–</td>' in row  # one relevant label: nothing to estimate from yet
     page = client.get(reverse("dashboard-query", args=[query.pk])).content.decode()
     assert "Labels per annotator" in page and "boss" in page and f"?query={query.pk}" in page
     client.post(

@@ -42,3 +42,32 @@ def test_the_labeled_images_are_scored_by_the_model_fitted_on_the_other_half():
     assert all(sorted(exclude) == list(range(1, 9)) for *_, exclude in calls if exclude is not None)
     assert result.found == 4 and result.recall > 0.95
     assert stopping.cross_fitted(score, [1], [5, 6]) is None  # a half would have no relevant label
+
+
+def brute_force_tsr(values):
+    k = len(values)
+    return sum(sum(v == "not_relevant" for v in values[i:]) / (k - i) for i in range(k)) / k
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["relevant"] * 3 + ["not_relevant"] * 7,
+        ["not_relevant", "relevant", "unsure", "not_relevant", "not_relevant"],
+        ["relevant"],
+        ["not_relevant"] * 4,
+    ],
+)
+def test_tail_negativeness_is_rmirs_formula(values):
+    assert stopping.tail_negativeness(values) == pytest.approx(brute_force_tsr(values))
+
+
+def test_tsr_and_the_run_read_the_labels_in_rank_order():
+    assert stopping.tail_negativeness([]) is None
+    assert stopping.tail_negativeness(["not_relevant"] * 5) == 1.0
+    assert stopping.tail_negativeness(["relevant"] * 5) == 0.0
+    # Negatives at the bottom score higher than the same negatives at the top.
+    assert stopping.tail_negativeness(["relevant", "not_relevant"]) > stopping.tail_negativeness(
+        ["not_relevant", "relevant"]
+    )
+    assert stopping.trailing_not_relevant(["relevant", "not_relevant", "unsure", "not_relevant", "not_relevant"]) == 2
