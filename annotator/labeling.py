@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from catalog.models import Image
-from search.facade import SearchUnavailable, configured_spec, rank, search
+from search.facade import Hit, SearchUnavailable, configured_spec, rank, search
 
 from .models import Label, LabelValue, Query
 
@@ -107,6 +107,7 @@ RANKINGS = {
     "feedback": "learn from my labels",
     "image": "like the example images",
     "fusion": "text + example images",
+    "rerank": "the vision model's rerank",
 }
 
 
@@ -158,6 +159,8 @@ def adaptive_results(
     already (`shown_ids`), from everything labeled so far. Positions count on from `offset` (the tiles
     already shown), so tile numbers run on down the page. Never raises for the user's input."""
     limit = max(1, min(limit, max(PAGE_SIZES)))
+    if strategy == "rerank":
+        return _reranked(query, shown_ids, offset, limit)
     try:
         hits = candidates(
             query, strategy=strategy, k=limit, example_ids=example_ids, taxon_ids=taxon_ids, text=text,
@@ -167,3 +170,16 @@ def adaptive_results(
         return ResultsPage([], offset, limit, str(error))
     tiles = _tiles(query, hits, offset)
     return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(hits) == limit else None)
+
+
+def _reranked(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
+    """The query's last vision-model rerank, best first, without labeled images or those shown."""
+    from .rerank import latest_scores  # lmm and the model client load only for this ranking
+
+    job, scores = latest_scores(query)
+    if job is None:
+        return ResultsPage([], offset, limit, "No rerank has finished for this query yet: start one in the side pane.")
+    skip = set(Label.objects.filter(query=query).values_list("image_id", flat=True)) | set(shown_ids)
+    left = [Hit(image_id=image_id, score=score, taxon_id=None) for image_id, score in scores if image_id not in skip]
+    tiles = _tiles(query, left[:limit], offset)
+    return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(left) > limit else None)

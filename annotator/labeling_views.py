@@ -26,9 +26,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from catalog import taxa
 from catalog.api_params import strict_id
 from catalog.models import Image
+from lmm.scoring import ModelUnavailable
 from search.facade import SearchUnavailable, configured_spec, embed_image
 
-from . import labeling, labels, progress, selectors
+from . import labeling, labels, progress, rerank, selectors
 from .forms import ExampleUploadForm, TrackingForm
 from .models import LabelSource, LabelValue, Query, QueryExample
 
@@ -153,6 +154,7 @@ def label_page(request, query_id):
             "rankings": labeling.RANKINGS,
             "rerank_every": settings.QUIRE_RERANK_EVERY,
             "upload_form": ExampleUploadForm(),
+            "rerank_job": query.rerank_jobs.first(),
             "tracking": TrackingForm(instance=query, staff=request.user.has_perm(MANAGE_QUERIES)),
             "locked": _locked_for(request, query),
         },
@@ -336,3 +338,23 @@ def example_file(request, query_id, example_id):
     if not example.upload:
         raise Http404("This example is an image of the collection.")
     return FileResponse(example.upload.open("rb"))
+
+
+@login_required
+@require_POST
+def start_rerank(request, query_id):
+    """Queue a rerank of the query's CLIP top 100 by the configured vision-language model."""
+    query = get_object_or_404(Query, pk=query_id)
+    try:
+        job = rerank.start_job(query, user=request.user)
+    except ModelUnavailable as error:
+        return render(request, "annotator/_rerank.html", {"query": query, "job": None, "error": str(error)}, status=409)
+    return render(request, "annotator/_rerank.html", {"query": query, "job": job})
+
+
+@login_required
+@require_GET
+def rerank_status(request, query_id):
+    """The side pane's rerank box (htmx polls it while the job runs)."""
+    query = get_object_or_404(Query, pk=query_id)
+    return render(request, "annotator/_rerank.html", {"query": query, "job": query.rerank_jobs.first()})

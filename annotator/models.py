@@ -281,3 +281,33 @@ class RerankScore(models.Model):
 
     def __str__(self):
         return f"{self.method}/{self.model} {self.score:.3f} for image {self.image_id} of query {self.query_id}"
+
+
+class RerankJob(models.Model):
+    """A rerank of a query's CLIP top N by a vision-language model, run by a Celery worker on the `models`
+    queue; its progress is what the labeling page shows."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="rerank_jobs")
+    method = models.CharField(max_length=20, default="yesno")
+    model = models.CharField(max_length=200)
+    top = models.PositiveIntegerField(default=100)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    asked = models.PositiveIntegerField(default=0, help_text="Requests sent (the rest came from the cache).")
+    error = models.TextField(blank=True)
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"rerank of query {self.query_id} ({self.method}, {self.model}): {self.status}"

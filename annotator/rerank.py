@@ -6,12 +6,15 @@ are cached by lmm/ so a second rerank of the same images asks nothing.
 import logging
 from dataclasses import dataclass, field
 
+from django.db import transaction
+from django.utils import timezone
+
 from catalog.models import Image
 from catalog.thumbnails import NotServable, original_file
-from lmm.scoring import ImageInput, configured_scorer, score_images
-from search.facade import search
+from lmm.scoring import ImageInput, ModelUnavailable, configured_scorer, score_images
+from search.facade import SearchUnavailable, search
 
-from .models import Query, RerankScore
+from .models import Query, RerankJob, RerankScore
 
 METHODS = ("yesno",)
 DEFAULT_TOP = 100  # INQUIRE-Rerank: 100 candidates per query
@@ -60,3 +63,51 @@ def rerank(query: Query, *, top: int = DEFAULT_TOP, method: str = "yesno", score
     return Reranked(
         [(image_id, answer.score) for image_id, answer in ranking], scored.asked, scored.cached, sorted(skipped)
     )
+
+
+# --- as a job: started from the labeling page, run by a worker on the `models` queue -----------------
+
+
+def start_job(query: Query, *, user=None, top: int = DEFAULT_TOP, method: str = "yesno") -> RerankJob:
+    """Queue a rerank of `query` (a Celery task on the `models` queue, so that only a machine with the
+    model's worker runs it). Raises ModelUnavailable when no model is configured."""
+    scorer = configured_scorer()
+    job = RerankJob.objects.create(query=query, method=method, model=scorer.name, top=top, started_by=user)
+    from .tasks import rerank as rerank_task  # the task module imports this one
+
+    transaction.on_commit(lambda: rerank_task.apply_async((job.pk,), queue="models"))
+    return job
+
+
+def run_job(job_id: int) -> RerankJob:
+    """Run (or, after a crash, resume) a rerank job. Answers already given are in the cache, so a job
+    run again asks only for the images it had not got to."""
+    job = RerankJob.objects.select_related("query").get(pk=job_id)
+    if job.status == RerankJob.Status.DONE:
+        return job
+    RerankJob.objects.filter(pk=job.pk).update(status=RerankJob.Status.RUNNING, error="")
+
+    def progress(done, total):
+        RerankJob.objects.filter(pk=job.pk).update(done=done, total=total)
+
+    try:
+        result = rerank(job.query, top=job.top, method=job.method, progress=progress)
+    except (ModelUnavailable, SearchUnavailable) as error:
+        RerankJob.objects.filter(pk=job.pk).update(
+            status=RerankJob.Status.FAILED, error=str(error), finished_at=timezone.now()
+        )
+    else:
+        RerankJob.objects.filter(pk=job.pk).update(
+            status=RerankJob.Status.DONE, asked=result.asked, done=len(result.ranking), finished_at=timezone.now()
+        )
+    job.refresh_from_db()
+    return job
+
+
+def latest_scores(query: Query) -> tuple[RerankJob | None, list[tuple[int, float]]]:
+    """The query's last finished rerank and its (image id, score) ranking, best first."""
+    job = query.rerank_jobs.filter(status=RerankJob.Status.DONE).first()
+    if job is None:
+        return None, []
+    rows = RerankScore.objects.filter(query=query, method=job.method, model=job.model).order_by("-score", "clip_rank")
+    return job, list(rows.values_list("image_id", "score"))

@@ -306,6 +306,8 @@ QUIRE_MAX_EXAMPLE_BYTES = int(os.environ.get("QUIRE_MAX_EXAMPLE_BYTES", str(20 *
 QUIRE_CHUNK_STALE_SECONDS = int(os.environ.get("QUIRE_CHUNK_STALE_SECONDS", "600"))
 # `embed` gives up following a job that made no progress for this long with no worker alive.
 QUIRE_EMBED_STALL_SECONDS = int(os.environ.get("QUIRE_EMBED_STALL_SECONDS", "120"))
+# Calls to vision-language models go to their own queue: a GPU machine runs `celery -A quire worker -Q models`.
+CELERY_TASK_ROUTES = {"annotator.rerank": {"queue": "models"}}
 CELERY_BEAT_SCHEDULE = {
     "requeue-stale-chunks": {"task": "search.requeue_stale_chunks", "schedule": 60.0},
 }

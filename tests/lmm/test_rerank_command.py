@@ -1,9 +1,6 @@
 """manage.py rerank against the real index of a small collection and a real chat-completions server."""
 
-import base64
-import hashlib
 import json
-import math
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -12,29 +9,9 @@ from annotator.models import RerankScore
 from catalog.models import Image
 from catalog.thumbnails import original_file
 from search.facade import search
-from tests.lmm.server import completion
+from tests.lmm.server import p_yes
 
 pytestmark = pytest.mark.django_db
-
-
-def p_yes(data: bytes) -> float:
-    """The test model's P(yes) for an image: from its bytes, so the expected order is computable."""
-    return 0.05 + 0.9 * int(hashlib.sha256(data).hexdigest()[:6], 16) / 0xFFFFFF
-
-
-def model_answer(request):
-    url = request["messages"][0]["content"][1]["image_url"]["url"]
-    p = p_yes(base64.b64decode(url.split(",", 1)[1]))
-    return 200, completion([("Yes", math.log(p)), ("No", math.log(1 - p))]), {}
-
-
-@pytest.fixture
-def model(chat_server, settings):
-    chat_server.answer = model_answer
-    settings.QUIRE_LMM_BASE_URL = chat_server.base_url
-    settings.QUIRE_LMM_MODEL = "tiny-vlm"
-    settings.QUIRE_LMM_MAX_RETRIES = 0
-    return chat_server
 
 
 def test_rerank_prints_the_top_n_by_p_yes_and_keeps_the_scores(labeling, model, capsys):

@@ -1,0 +1,12 @@
+"""Celery tasks of the annotator app: thin wrappers. Model calls run on the `models` queue, so that a GPU
+machine's worker (`celery -A quire worker -Q models`) takes them and web and CPU workers never load a model."""
+
+from celery import shared_task
+
+from . import rerank as reranking
+
+
+@shared_task(name="annotator.rerank")
+def rerank(job_id: int) -> str:
+    """A rerank job (annotator.rerank.run_job); run again after a crash, it asks only what is not cached."""
+    return reranking.run_job(job_id).status
