@@ -2,9 +2,10 @@
 
 The server is the tests' real HTTP server speaking the OpenAI chat-completions format (tests/lmm/server.py)
 on 127.0.0.1, answering after a fixed "model time" per request. Beside each Quire figure, in the same run:
-the same 100 requests (same JSON, same data-URL images, same concurrency) sent with the standard library's http.client (a kept-alive connection per thread), so the
-difference is what Quire adds per image (the openai client's request building and parsing, INQUIRE's
-scoring rule, the answer cache's lookups and inserts). Then the same rerank again, all from the cache.
+the same 100 requests (same JSON, same data-URL images, same concurrency) sent with the standard
+library's http.client (a kept-alive connection per thread), so the difference is what Quire adds per
+image (the openai client's request building and parsing, INQUIRE's scoring rule, the answer cache's
+lookups and inserts). Then the same rerank again, all from the cache.
 
 Usage: .venv/bin/python bench/rerank_bench.py [--images 100] [--model-ms 0 20] [--concurrency 4] [--repeat 5]
 """
