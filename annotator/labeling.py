@@ -8,6 +8,7 @@ it meets but keeps counting positions, so the next page starts right after the l
 looked at, and every tile shows its true rank: nothing is skipped, nothing renumbered.
 """
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,11 @@ class Tile:
     score: float
     image: Image
     label: str  # a LabelValue, or "" when not labeled yet
+    why: list | None = None  # structured rerank: [[sub-question, P(yes)], ...]
+
+    @property
+    def why_json(self) -> str:
+        return json.dumps(self.why or [])
 
 
 @dataclass
@@ -180,6 +186,10 @@ def _reranked(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
     if job is None:
         return ResultsPage([], offset, limit, "No rerank has finished for this query yet: start one in the side pane.")
     skip = set(Label.objects.filter(query=query).values_list("image_id", flat=True)) | set(shown_ids)
-    left = [Hit(image_id=image_id, score=score, taxon_id=None) for image_id, score in scores if image_id not in skip]
-    tiles = _tiles(query, left[:limit], offset)
+    left = [(Hit(image_id=image_id, score=score, taxon_id=None), why) for image_id, score, why in scores]
+    left = [(hit, why) for hit, why in left if hit.image_id not in skip]
+    tiles = _tiles(query, [hit for hit, _ in left[:limit]], offset)
+    why = {hit.image_id: detail for hit, detail in left[:limit]}
+    for tile in tiles:
+        tile.why = why.get(tile.image.pk) or None
     return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(left) > limit else None)

@@ -54,6 +54,15 @@ class Query(models.Model):
     guidelines = models.TextField(
         blank=True, help_text="What counts as relevant, shown to annotators beside the grid (with the examples)."
     )
+    context = models.TextField(
+        blank=True, help_text="Structured rerank: visual facts about the query (written by the text model when empty)."
+    )
+    subquestions = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Structured rerank: 2 or 3 yes/no questions, e.g. ["Is the bird a Black Skimmer?", ...] '
+        "(written by the text model when empty; edit them before a run).",
+    )
     # The unnamed first column of the released INQUIRE CSVs (a pandas index),
     # kept so that an export reproduces the released files row for row.
     csv_index = models.IntegerField(null=True, blank=True, editable=False)
@@ -273,6 +282,7 @@ class RerankScore(models.Model):
     model = models.CharField(max_length=200, help_text="The model that scored it.")
     score = models.FloatField()
     clip_rank = models.PositiveIntegerField(help_text="Its rank in the first stage (ties are broken by it).")
+    detail = models.JSONField(default=list, blank=True, help_text="Structured: [[sub-question, P(yes)], ...].")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -11,12 +11,13 @@ from django.utils import timezone
 
 from catalog.models import Image
 from catalog.thumbnails import NotServable, original_file
-from lmm.scoring import ImageInput, ModelUnavailable, configured_scorer, score_images
+from lmm import structured
+from lmm.scoring import ImageInput, ModelUnavailable, configured_scorer, configured_text_model, score_images
 from search.facade import SearchUnavailable, search
 
 from .models import Query, RerankJob, RerankScore
 
-METHODS = ("yesno",)
+METHODS = ("yesno", "structured")
 DEFAULT_TOP = 100  # INQUIRE-Rerank: 100 candidates per query
 
 log = logging.getLogger(__name__)
@@ -46,23 +47,40 @@ def rerank(query: Query, *, top: int = DEFAULT_TOP, method: str = "yesno", score
         except (NotServable, OSError) as error:
             log.warning("rerank of query %s: image %s skipped: %s", query.pk, image.pk, error)
             skipped.append(image.pk)
-    scored = score_images(scorer, query.text, images, progress=progress)
+    if method == "structured":
+        found, asked, cached = structured.score_structured(scorer, query.text, plan_for(query), images, progress)
+        scores = {key: (answer.score, [list(pair) for pair in answer.answers]) for key, answer in found.items()}
+    else:
+        scored = score_images(scorer, query.text, images, progress=progress)
+        scores = {key: (answer.score, []) for key, answer in scored.answers.items()}
+        asked, cached = scored.asked, scored.cached
     RerankScore.objects.bulk_create(
         [
             RerankScore(
-                query=query, image_id=image_id, method=method, model=scorer.name, score=answer.score,
+                query=query, image_id=image_id, method=method, model=scorer.name, score=score, detail=detail,
                 clip_rank=clip_rank[image_id],
             )
-            for image_id, answer in scored.answers.items()
+            for image_id, (score, detail) in scores.items()
         ],
         update_conflicts=True,
         unique_fields=["query", "image", "method", "model"],
-        update_fields=["score", "clip_rank", "created_at"],
+        update_fields=["score", "detail", "clip_rank", "created_at"],
     )  # fmt: skip
-    ranking = sorted(scored.answers.items(), key=lambda pair: (-pair[1].score, clip_rank[pair[0]]))
-    return Reranked(
-        [(image_id, answer.score) for image_id, answer in ranking], scored.asked, scored.cached, sorted(skipped)
-    )
+    ranking = sorted(scores.items(), key=lambda pair: (-pair[1][0], clip_rank[pair[0]]))
+    return Reranked([(image_id, score) for image_id, (score, _) in ranking], asked, cached, sorted(skipped))
+
+
+def plan_for(query: Query) -> structured.Plan:
+    """The query's structured-rerank plan: as staff left it, else written now by the text model (and
+    kept on the query, where staff can edit it before the next run). Raises ModelUnavailable."""
+    questions = [q.strip() for q in query.subquestions or [] if isinstance(q, str) and q.strip()]
+    if questions and query.context.strip():
+        return structured.Plan(query.context.strip(), questions[: structured.MAX_QUESTIONS])
+    plan = structured.write_plan(configured_text_model(), query.text, query.context)
+    if questions:
+        plan = structured.Plan(plan.context, questions[: structured.MAX_QUESTIONS])
+    Query.objects.filter(pk=query.pk).update(context=plan.context, subquestions=plan.questions)
+    return plan
 
 
 # --- as a job: started from the labeling page, run by a worker on the `models` queue -----------------
@@ -104,10 +122,10 @@ def run_job(job_id: int) -> RerankJob:
     return job
 
 
-def latest_scores(query: Query) -> tuple[RerankJob | None, list[tuple[int, float]]]:
-    """The query's last finished rerank and its (image id, score) ranking, best first."""
+def latest_scores(query: Query) -> tuple[RerankJob | None, list[tuple[int, float, list]]]:
+    """The query's last finished rerank and its (image id, score, sub-question answers) ranking, best first."""
     job = query.rerank_jobs.filter(status=RerankJob.Status.DONE).first()
     if job is None:
         return None, []
     rows = RerankScore.objects.filter(query=query, method=job.method, model=job.model).order_by("-score", "clip_rank")
-    return job, list(rows.values_list("image_id", "score"))
+    return job, list(rows.values_list("image_id", "score", "detail"))

@@ -10,6 +10,7 @@ the 20 most likely first tokens (INQUIRE's settings), scored by yesno.from_top_l
 import base64
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import openai
@@ -83,15 +84,19 @@ class ChatScorer:
         return self.model
 
     def ask(self, query: str, image: ImageInput) -> yesno.YesNo:
-        """One request. Raises ModelUnavailable with what went wrong."""
-        try:
+        """The configured yes/no question about `query`, for one image. Raises ModelUnavailable."""
+        return self.ask_prompt(prompts.render(self.prompt, query), image)
+
+    def ask_prompt(self, prompt: str, image: ImageInput) -> yesno.YesNo:
+        """One request with a prompt written in full (structured rerank's sub-questions)."""
+        with model_errors(self.base_url):
             response = self.client.chat.completions.create(
                 model=self.model,
                 messages=[
                     {
                         "role": "user",
                         "content": [
-                            {"type": "text", "text": prompts.render(self.prompt, query)},
+                            {"type": "text", "text": prompt},
                             {"type": "image_url", "image_url": {"url": image.data_url()}},
                         ],
                     }
@@ -101,40 +106,19 @@ class ChatScorer:
                 logprobs=True,
                 top_logprobs=20,
             )
-        except openai.APITimeoutError:
-            raise ModelUnavailable(
-                f"The model server at {self.base_url} did not answer in time (QUIRE_LMM_TIMEOUT); is it overloaded?"
-            ) from None
-        except openai.RateLimitError:
-            raise ModelUnavailable(
-                f"The model server at {self.base_url} kept answering 429 (too many requests) after the retries: "
-                "lower QUIRE_LMM_CONCURRENCY or wait."
-            ) from None
-        except openai.APIConnectionError:
-            raise ModelUnavailable(f"The model server at {self.base_url} cannot be reached: is it running?") from None
-        except openai.APIStatusError as error:
-            body = error.body if isinstance(error.body, dict) else {}
-            raise ModelUnavailable(
-                f"The model server at {self.base_url} answered {error.status_code}: "
-                f"{_short(body.get('message') or error.message)}"
-            ) from None
-        except (openai.OpenAIError, ValueError) as error:
-            raise ModelUnavailable(
-                f"The model server at {self.base_url} answered something unreadable: {_short(error)}"
-            ) from None
         answer = yesno.from_top_logprobs(_first_token_alternatives(response, self.base_url))
         self.usage.add(response, answer)
         return answer
 
-    def ask_many(self, query: str, images: list[ImageInput], on_answer=None) -> list[yesno.YesNo]:
-        """Ask for each image, at most `concurrency` at once; `on_answer(index, answer)` is called in the
-        caller's thread as each arrives (so that the caller can store every answer, with its own database
-        connection, even when a later one fails). Raises ModelUnavailable for the first failure, after
-        the requests in flight have finished."""
-        results: list[yesno.YesNo | None] = [None] * len(images)
+    def ask_many(self, questions: list[tuple[str, ImageInput]], on_answer=None) -> list[yesno.YesNo]:
+        """Ask each (prompt, image), at most `concurrency` at once; `on_answer(index, answer)` is called in
+        the caller's thread as each arrives (so that the caller can store every answer, with its own
+        database connection, even when a later one fails). Raises ModelUnavailable for the first
+        failure, after the requests in flight have finished."""
+        results: list[yesno.YesNo | None] = [None] * len(questions)
         failure = None
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = {pool.submit(self.ask, query, image): index for index, image in enumerate(images)}
+            futures = {pool.submit(self.ask_prompt, *question): index for index, question in enumerate(questions)}
             for future in as_completed(futures):
                 if future.exception() is not None:
                     failure = failure or future.exception()
@@ -145,6 +129,32 @@ class ChatScorer:
         if failure is not None:
             raise failure
         return results
+
+
+@contextmanager
+def model_errors(base_url: str):
+    """Turn the client's exceptions into ModelUnavailable sentences that say what to check."""
+    try:
+        yield
+    except openai.APITimeoutError:
+        raise ModelUnavailable(
+            f"The model server at {base_url} did not answer in time (QUIRE_LMM_TIMEOUT); is it overloaded?"
+        ) from None
+    except openai.RateLimitError:
+        raise ModelUnavailable(
+            f"The model server at {base_url} kept answering 429 (too many requests) after the retries: "
+            "lower QUIRE_LMM_CONCURRENCY or wait."
+        ) from None
+    except openai.APIConnectionError:
+        raise ModelUnavailable(f"The model server at {base_url} cannot be reached: is it running?") from None
+    except openai.APIStatusError as error:
+        body = error.body if isinstance(error.body, dict) else {}
+        message = _short(body.get("message") or error.message)
+        raise ModelUnavailable(f"The model server at {base_url} answered {error.status_code}: {message}") from None
+    except (openai.OpenAIError, ValueError) as error:
+        raise ModelUnavailable(
+            f"The model server at {base_url} answered something unreadable: {_short(error)}"
+        ) from None
 
 
 def _first_token_alternatives(response, base_url) -> list[tuple[str, float]]:

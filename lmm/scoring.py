@@ -15,7 +15,16 @@ from .chat import ChatScorer, ImageInput, ModelUnavailable
 from .models import Answer, prompt_key
 from .yesno import YesNo
 
-__all__ = ["ChatScorer", "ImageInput", "ModelUnavailable", "Scored", "configured_scorer", "score_images"]
+__all__ = [
+    "ChatScorer",
+    "ImageInput",
+    "ModelUnavailable",
+    "Scored",
+    "configured_scorer",
+    "configured_text_model",
+    "score_images",
+    "score_prompts",
+]
 
 
 def configured_scorer() -> ChatScorer:
@@ -31,6 +40,19 @@ def configured_scorer() -> ChatScorer:
     )
 
 
+def configured_text_model():
+    """The text model the settings describe (QUIRE_TEXT_MODEL*). Raises ModelUnavailable when none is."""
+    from .text import TextModel
+
+    return TextModel(
+        base_url=settings.QUIRE_TEXT_MODEL_BASE_URL,
+        model=settings.QUIRE_TEXT_MODEL,
+        api_key=settings.QUIRE_TEXT_MODEL_API_KEY,
+        timeout=settings.QUIRE_LMM_TIMEOUT,
+        max_retries=settings.QUIRE_LMM_MAX_RETRIES,
+    )
+
+
 @dataclass
 class Scored:
     answers: dict  # key -> YesNo
@@ -39,33 +61,39 @@ class Scored:
 
 
 def score_images(scorer: ChatScorer, query: str, images: dict, progress=None) -> Scored:
-    """P(yes) for each of `images` ({key: ImageInput}) for `query`: cached answers first, the rest asked.
-    Raises ModelUnavailable (the answers given before the failure are kept)."""
+    """P(yes) for each of `images` ({key: ImageInput}) for `query`'s yes/no question: cached answers
+    first, the rest asked. Raises ModelUnavailable (the answers given before the failure are kept)."""
     prompt = prompts.render(scorer.prompt, query)
-    digest = {key: hashlib.sha256(image.data).hexdigest() for key, image in images.items()}
-    known = {
-        row.image_sha256: YesNo(row.score, row.p_yes, row.p_no)
+    return score_prompts(scorer, {key: (prompt, image) for key, image in images.items()}, progress)
+
+
+def score_prompts(scorer: ChatScorer, questions: dict, progress=None) -> Scored:
+    """P(yes) for each of `questions` ({key: (prompt, ImageInput)}), through the cache."""
+    digest = {key: hashlib.sha256(image.data).hexdigest() for key, (_, image) in questions.items()}
+    prompt_of = {key: prompt for key, (prompt, _) in questions.items()}
+    known = {}
+    for prompt in set(prompt_of.values()):
         for row in Answer.objects.filter(
             model=scorer.name, prompt_sha256=prompt_key(prompt), image_sha256__in=set(digest.values())
-        )
-    }
-    answers = {key: known[sha] for key, sha in digest.items() if sha in known}
-    missing = [key for key in images if key not in answers]
+        ):
+            known[(prompt, row.image_sha256)] = YesNo(row.score, row.p_yes, row.p_no)
+    answers = {key: known[(prompt_of[key], digest[key])] for key in questions if (prompt_of[key], digest[key]) in known}
+    missing = [key for key in questions if key not in answers]
     done = len(answers)
     if progress:
-        progress(done, len(images))
+        progress(done, len(questions))
 
     def keep(index, answer):
         nonlocal done
         key = missing[index]
         answers[key] = answer
-        _store(scorer.name, prompt, digest[key], answer)
+        _store(scorer.name, prompt_of[key], digest[key], answer)
         done += 1
         if progress:
-            progress(done, len(images))
+            progress(done, len(questions))
 
-    scorer.ask_many(query, [images[key] for key in missing], on_answer=keep)
-    return Scored(answers, asked=len(missing), cached=len(images) - len(missing))
+    scorer.ask_many([questions[key] for key in missing], on_answer=keep)
+    return Scored(answers, asked=len(missing), cached=len(questions) - len(missing))
 
 
 def _store(model: str, prompt: str, image_sha256: str, answer: YesNo) -> None:

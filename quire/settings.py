@@ -298,6 +298,10 @@ QUIRE_LMM_PROMPT = os.environ.get("QUIRE_LMM_PROMPT", "").replace("\\n", "\n")
 QUIRE_LMM_TIMEOUT = float(os.environ.get("QUIRE_LMM_TIMEOUT", "60"))
 QUIRE_LMM_MAX_RETRIES = int(os.environ.get("QUIRE_LMM_MAX_RETRIES", "3"))
 QUIRE_LMM_CONCURRENCY = int(os.environ.get("QUIRE_LMM_CONCURRENCY", "4"))
+# The text model that writes context and sub-questions (structured rerank) and rewrites queries (VisRet).
+QUIRE_TEXT_MODEL_BASE_URL = os.environ.get("QUIRE_TEXT_MODEL_BASE_URL", QUIRE_LMM_BASE_URL)
+QUIRE_TEXT_MODEL = os.environ.get("QUIRE_TEXT_MODEL", QUIRE_LMM_MODEL)
+QUIRE_TEXT_MODEL_API_KEY = os.environ.get("QUIRE_TEXT_MODEL_API_KEY", QUIRE_LMM_API_KEY)
 # The labeling page re-ranks the unlabeled images below the view after this many labels (a ranking that learns).
 QUIRE_RERANK_EVERY = int(os.environ.get("QUIRE_RERANK_EVERY", "25"))
 # An uploaded example image is refused above this size.

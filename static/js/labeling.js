@@ -97,8 +97,18 @@
       <p class="label-name label-${d.label || "none"}">${NAMES[d.label] ?? ""}${note}</p>
       <dl>${row("Species", d.common)}${row("Scientific name", d.scientific)}${row("Observed", d.date)}
       ${row("Place", d.place)}${row("License", d.license)}${row("Rights holder", d.rights)}
-      ${row("Rank", d.rank)}${row("Score", d.score)}${row("Image id", d.imageId)}</dl>
+      ${row("Rank", d.rank)}${row("Score", d.score)}${row("Image id", d.imageId)}</dl>${why(d.why)}
       <p class="muted">f: the whole image · <button type="button" class="link" data-action="like" title="l">More like this</button></p>`;
+  }
+
+  function why(json) {
+    // Structured rerank: each sub-question with the model's P(yes): why the image ranks where it does.
+    if (!json) return "";
+    let pairs = [];
+    try { pairs = JSON.parse(json); } catch (error) { return ""; }
+    const items = pairs.map(([question, p]) =>
+      `<li>${escape(question)} <strong>${p >= 0.5 ? "yes" : "no"}</strong> <span class="muted">(${Number(p).toFixed(2)})</span></li>`);
+    return `<div class="why"><h4>The vision model's answers</h4><ol>${items.join("")}</ol></div>`;
   }
 
   function escape(text) {

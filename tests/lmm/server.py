@@ -107,3 +107,16 @@ def model_answer(request):
     url = request["messages"][0]["content"][1]["image_url"]["url"]
     p = p_yes(base64.b64decode(url.split(",", 1)[1]))
     return 200, completion([("Yes", math.log(p)), ("No", math.log(1 - p))]), {}
+
+
+def text_completion(text: str) -> dict:
+    """A plain chat completion (a text model's answer)."""
+    body = completion([("x", 0.0)])
+    body["choices"][0]["message"]["content"] = text
+    body["choices"][0]["logprobs"] = None
+    body["choices"][0]["finish_reason"] = "stop"
+    return body
+
+
+def is_text_only(request) -> bool:
+    return isinstance(request["messages"][0]["content"], str)

@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.models import Query
-from annotator.rerank import DEFAULT_TOP, METHODS, rerank
+from annotator.rerank import DEFAULT_TOP, METHODS, plan_for, rerank
 from catalog.cli import progress_bar
 from lmm.scoring import ModelUnavailable
 from search.facade import SearchUnavailable
@@ -20,6 +20,11 @@ class Command(BaseCommand):
         parser.add_argument("--top", type=int, default=DEFAULT_TOP, help=f"first-stage depth (default {DEFAULT_TOP})")
         parser.add_argument("--method", choices=METHODS, default="yesno")
         parser.add_argument("--json", action="store_true", help="print a JSON list of {image_id, score}")
+        parser.add_argument(
+            "--plan-only",
+            action="store_true",
+            help="structured: write (or show) the query's context and sub-questions and stop, to edit them first",
+        )
 
     def handle(self, **options):
         try:
@@ -34,6 +39,15 @@ class Command(BaseCommand):
             ) from None
         if not 1 <= options["top"] <= 10_000:
             raise CommandError("--top must be 1 to 10,000.")
+        if options["plan_only"]:
+            try:
+                plan = plan_for(query)
+            except ModelUnavailable as error:
+                raise CommandError(str(error)) from None
+            self.stdout.write(f"Context: {plan.context}")
+            for number, question in enumerate(plan.questions, start=1):
+                self.stdout.write(f"{number}. {question}")
+            return
         try:
             with progress_bar(f"Reranking query {query.pk}", "images") as progress:
                 result = rerank(query, top=options["top"], method=options["method"], progress=progress)
