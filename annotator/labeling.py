@@ -114,6 +114,7 @@ RANKINGS = {
     "image": "like the example images",
     "fusion": "text + example images",
     "rerank": "the vision model's rerank",
+    "visret": "drawings of the query (VisRet)",
 }
 
 
@@ -167,6 +168,8 @@ def adaptive_results(
     limit = max(1, min(limit, max(PAGE_SIZES)))
     if strategy == "rerank":
         return _reranked(query, shown_ids, offset, limit)
+    if strategy == "visret":
+        return _visret(query, shown_ids, offset, limit)
     try:
         hits = candidates(
             query, strategy=strategy, k=limit, example_ids=example_ids, taxon_ids=taxon_ids, text=text,
@@ -193,3 +196,21 @@ def _reranked(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
     for tile in tiles:
         tile.why = why.get(tile.image.pk) or None
     return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(left) > limit else None)
+
+
+def _visret(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
+    """The collection ranked by the query's VisRet drawings (RRF of one image search per drawing)."""
+    from .rerank import visret_ranking
+
+    labeled = set(Label.objects.filter(query=query).values_list("image_id", flat=True))
+    try:
+        fused, drawings = visret_ranking(query, exclude_ids=labeled | set(shown_ids))
+    except SearchUnavailable as error:
+        return ResultsPage([], offset, limit, str(error))
+    if not drawings:
+        return ResultsPage(
+            [], offset, limit, "No VisRet drawing has been made for this query yet: start one in the side pane."
+        )
+    hits = [Hit(image_id=image_id, score=score, taxon_id=None) for image_id, score in fused[:limit]]
+    tiles = _tiles(query, hits, offset)
+    return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(fused) > limit else None)

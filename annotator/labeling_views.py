@@ -31,7 +31,7 @@ from search.facade import SearchUnavailable, configured_spec, embed_image
 
 from . import labeling, labels, progress, rerank, selectors
 from .forms import ExampleUploadForm, TrackingForm
-from .models import LabelSource, LabelValue, Query, QueryExample
+from .models import GeneratedImage, LabelSource, LabelValue, Query, QueryExample
 
 MAX_LABELS_PER_SAVE = 1000  # a range selection or the undo of a Submit of 500 fits; more is a wrong client
 
@@ -154,7 +154,7 @@ def label_page(request, query_id):
             "rankings": labeling.RANKINGS,
             "rerank_every": settings.QUIRE_RERANK_EVERY,
             "upload_form": ExampleUploadForm(),
-            "rerank_job": query.rerank_jobs.first(),
+            **_rerank_box(query),
             "tracking": TrackingForm(instance=query, staff=request.user.has_perm(MANAGE_QUERIES)),
             "locked": _locked_for(request, query),
         },
@@ -345,11 +345,14 @@ def example_file(request, query_id, example_id):
 def start_rerank(request, query_id):
     """Queue a rerank of the query's CLIP top 100 by the configured vision-language model."""
     query = get_object_or_404(Query, pk=query_id)
+    method = request.POST.get("method", "yesno")
+    if method not in (*rerank.METHODS, "visret"):
+        return HttpResponseBadRequest(f"method is one of {', '.join(rerank.METHODS)} or visret.")
     try:
-        job = rerank.start_job(query, user=request.user)
+        rerank.start_job(query, user=request.user, method=method)
     except ModelUnavailable as error:
-        return render(request, "annotator/_rerank.html", {"query": query, "job": None, "error": str(error)}, status=409)
-    return render(request, "annotator/_rerank.html", {"query": query, "job": job})
+        return render(request, "annotator/_rerank.html", {**_rerank_box(query), "error": str(error)}, status=409)
+    return render(request, "annotator/_rerank.html", _rerank_box(query))
 
 
 @login_required
@@ -357,4 +360,22 @@ def start_rerank(request, query_id):
 def rerank_status(request, query_id):
     """The side pane's rerank box (htmx polls it while the job runs)."""
     query = get_object_or_404(Query, pk=query_id)
-    return render(request, "annotator/_rerank.html", {"query": query, "job": query.rerank_jobs.first()})
+    return render(request, "annotator/_rerank.html", _rerank_box(query))
+
+
+def _rerank_box(query: Query) -> dict:
+    """What the side pane's model box shows: the last job, and the last VisRet drawings."""
+    visret_job = query.rerank_jobs.filter(method="visret", status="done").first()
+    return {
+        "query": query,
+        "job": query.rerank_jobs.first(),
+        "drawings": list(visret_job.generated_images.all()) if visret_job else [],
+    }
+
+
+@login_required
+@require_GET
+def drawing_file(request, query_id, drawing_id):
+    """A VisRet drawing (behind the login, like uploaded examples)."""
+    drawing = get_object_or_404(GeneratedImage, pk=drawing_id, query_id=query_id)
+    return FileResponse(drawing.file.open("rb"))

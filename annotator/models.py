@@ -321,3 +321,21 @@ class RerankJob(models.Model):
 
     def __str__(self):
         return f"rerank of query {self.query_id} ({self.method}, {self.model}): {self.status}"
+
+
+class GeneratedImage(models.Model):
+    """An image VisRet drew for a query (kept so the annotator sees what the ranking searched with)."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="generated_images")
+    job = models.ForeignKey("RerankJob", on_delete=models.CASCADE, related_name="generated_images")
+    file = models.FileField(upload_to="generated/%Y/%m/")
+    description = models.TextField(help_text="The rewritten query the image was drawn from.")
+    vector = models.BinaryField(help_text="Its CLIP vector (float32).")
+    vector_model = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self):
+        return f"VisRet image {self.pk} of query {self.query_id}"

@@ -3,19 +3,30 @@ model's P(yes), best first. Scores are stored per (query, image, method, model);
 are cached by lmm/ so a second rerank of the same images asks nothing.
 """
 
+import io
 import logging
 from dataclasses import dataclass, field
 
+import numpy as np
+from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils import timezone
+from PIL import Image as PILImage
 
 from catalog.models import Image
 from catalog.thumbnails import NotServable, original_file
-from lmm import structured
-from lmm.scoring import ImageInput, ModelUnavailable, configured_scorer, configured_text_model, score_images
-from search.facade import SearchUnavailable, search
+from lmm import structured, visret
+from lmm.scoring import (
+    ImageInput,
+    ModelUnavailable,
+    configured_image_generator,
+    configured_scorer,
+    configured_text_model,
+    score_images,
+)
+from search.facade import SearchUnavailable, configured_spec, embed_image, fuse_rankings, rank, search
 
-from .models import Query, RerankJob, RerankScore
+from .models import GeneratedImage, Query, RerankJob, RerankScore
 
 METHODS = ("yesno", "structured")
 DEFAULT_TOP = 100  # INQUIRE-Rerank: 100 candidates per query
@@ -87,10 +98,11 @@ def plan_for(query: Query) -> structured.Plan:
 
 
 def start_job(query: Query, *, user=None, top: int = DEFAULT_TOP, method: str = "yesno") -> RerankJob:
-    """Queue a rerank of `query` (a Celery task on the `models` queue, so that only a machine with the
-    model's worker runs it). Raises ModelUnavailable when no model is configured."""
-    scorer = configured_scorer()
-    job = RerankJob.objects.create(query=query, method=method, model=scorer.name, top=top, started_by=user)
+    """Queue a rerank of `query`, or with method "visret" the drawing of it (a Celery task on the `models`
+    queue, so that only a machine with the model's worker runs it). Raises ModelUnavailable when no model
+    is configured."""
+    model = configured_image_generator().model if method == "visret" else configured_scorer().name
+    job = RerankJob.objects.create(query=query, method=method, model=model, top=top, started_by=user)
     from .tasks import rerank as rerank_task  # the task module imports this one
 
     transaction.on_commit(lambda: rerank_task.apply_async((job.pk,), queue="models"))
@@ -109,7 +121,10 @@ def run_job(job_id: int) -> RerankJob:
         RerankJob.objects.filter(pk=job.pk).update(done=done, total=total)
 
     try:
-        result = rerank(job.query, top=job.top, method=job.method, progress=progress)
+        if job.method == "visret":
+            result = draw(job, progress=progress)
+        else:
+            result = rerank(job.query, top=job.top, method=job.method, progress=progress)
     except (ModelUnavailable, SearchUnavailable) as error:
         RerankJob.objects.filter(pk=job.pk).update(
             status=RerankJob.Status.FAILED, error=str(error), finished_at=timezone.now()
@@ -124,8 +139,59 @@ def run_job(job_id: int) -> RerankJob:
 
 def latest_scores(query: Query) -> tuple[RerankJob | None, list[tuple[int, float, list]]]:
     """The query's last finished rerank and its (image id, score, sub-question answers) ranking, best first."""
-    job = query.rerank_jobs.filter(status=RerankJob.Status.DONE).first()
+    job = query.rerank_jobs.filter(status=RerankJob.Status.DONE).exclude(method="visret").first()
     if job is None:
         return None, []
     rows = RerankScore.objects.filter(query=query, method=job.method, model=job.model).order_by("-score", "clip_rank")
     return job, list(rows.values_list("image_id", "score", "detail"))
+
+
+# --- VisRet: draw the query, search with the drawings -------------------------------------------------
+
+
+def draw(job: RerankJob, progress=None) -> Reranked:
+    """VisRet's first half: rewrite the query, draw it visret.IMAGES times, keep each drawing with its CLIP
+    vector. A job run again after a crash keeps the drawings it has. Raises ModelUnavailable or
+    SearchUnavailable (the CLIP model cannot embed them)."""
+    kept = list(job.generated_images.all())
+    if len(kept) < visret.IMAGES:
+        description = visret.rewrite(configured_text_model(), job.query.text)
+        drawings = configured_image_generator().generate(description, n=visret.IMAGES)
+        model = configured_spec().name
+        job.generated_images.all().delete()
+        for number, data in enumerate(drawings, start=1):
+            try:
+                with PILImage.open(io.BytesIO(data)) as picture:
+                    vector = embed_image(picture.convert("RGB"))
+            except (OSError, ValueError, PILImage.DecompressionBombError):
+                raise ModelUnavailable("The image generator answered with something that is not an image.") from None
+            generated = GeneratedImage(
+                query=job.query, job=job, description=description, vector=vector.tobytes(), vector_model=model
+            )
+            generated.file.save(f"visret-{job.query_id}-{job.pk}-{number}.png", ContentFile(data), save=True)
+            if progress:
+                progress(number, visret.IMAGES)
+    return Reranked([], asked=visret.IMAGES, cached=0)
+
+
+def visret_ranking(query: Query, *, exclude_ids, depth: int = 1000) -> tuple[list[tuple[int, float]], list]:
+    """VisRet's second half: each drawing of the query's last finished VisRet job searched image to image
+    (leaving out `exclude_ids`), the rankings fused by RRF (k = 1). Returns ((image id, fused score) best
+    first, the drawings). Raises SearchUnavailable."""
+    job = query.rerank_jobs.filter(method="visret", status=RerankJob.Status.DONE).first()
+    if job is None:
+        return [], []
+    drawings = [g for g in job.generated_images.all() if g.vector_model == configured_spec().name]
+    rankings = [
+        [
+            hit.image_id
+            for hit in rank(
+                strategy="image",
+                example_vectors=[np.frombuffer(bytes(g.vector), dtype=np.float32)],
+                k=depth,
+                exclude_image_ids=list(exclude_ids),
+            )
+        ]
+        for g in drawings
+    ]
+    return fuse_rankings(rankings, k=visret.RRF_K), drawings

@@ -39,6 +39,7 @@ urlpatterns = [
     path("queries/<int:query_id>/examples/<int:example_id>", labeling_views.example_file, name="example-file"),
     path("queries/<int:query_id>/rerank", labeling_views.start_rerank, name="start-rerank"),
     path("queries/<int:query_id>/rerank-status", labeling_views.rerank_status, name="rerank-status"),
+    path("queries/<int:query_id>/drawings/<int:drawing_id>", labeling_views.drawing_file, name="drawing-file"),
     path("queries/<int:query_id>/tracking", labeling_views.save_tracking, name="save-tracking"),
     path("dashboard/", views.dashboard, name="dashboard"),
     path("dashboard/<int:query_id>/", views.dashboard_query, name="dashboard-query"),

@@ -20,6 +20,7 @@ __all__ = [
     "ImageInput",
     "ModelUnavailable",
     "Scored",
+    "configured_image_generator",
     "configured_scorer",
     "configured_text_model",
     "score_images",
@@ -50,6 +51,18 @@ def configured_text_model():
         api_key=settings.QUIRE_TEXT_MODEL_API_KEY,
         timeout=settings.QUIRE_LMM_TIMEOUT,
         max_retries=settings.QUIRE_LMM_MAX_RETRIES,
+    )
+
+
+def configured_image_generator():
+    """The image generator the settings describe (QUIRE_IMAGE_MODEL*). Raises ModelUnavailable."""
+    from .images import ImageGenerator
+
+    return ImageGenerator(
+        base_url=settings.QUIRE_IMAGE_MODEL_BASE_URL,
+        model=settings.QUIRE_IMAGE_MODEL,
+        api_key=settings.QUIRE_IMAGE_MODEL_API_KEY,
+        size=settings.QUIRE_IMAGE_SIZE,
     )
 
 

@@ -302,6 +302,11 @@ QUIRE_LMM_CONCURRENCY = int(os.environ.get("QUIRE_LMM_CONCURRENCY", "4"))
 QUIRE_TEXT_MODEL_BASE_URL = os.environ.get("QUIRE_TEXT_MODEL_BASE_URL", QUIRE_LMM_BASE_URL)
 QUIRE_TEXT_MODEL = os.environ.get("QUIRE_TEXT_MODEL", QUIRE_LMM_MODEL)
 QUIRE_TEXT_MODEL_API_KEY = os.environ.get("QUIRE_TEXT_MODEL_API_KEY", QUIRE_LMM_API_KEY)
+# The image generator VisRet draws the query with (an OpenAI-compatible images API).
+QUIRE_IMAGE_MODEL_BASE_URL = os.environ.get("QUIRE_IMAGE_MODEL_BASE_URL", QUIRE_LMM_BASE_URL)
+QUIRE_IMAGE_MODEL = os.environ.get("QUIRE_IMAGE_MODEL", "")
+QUIRE_IMAGE_MODEL_API_KEY = os.environ.get("QUIRE_IMAGE_MODEL_API_KEY", QUIRE_LMM_API_KEY)
+QUIRE_IMAGE_SIZE = os.environ.get("QUIRE_IMAGE_SIZE", "512x512")
 # The labeling page re-ranks the unlabeled images below the view after this many labels (a ranking that learns).
 QUIRE_RERANK_EVERY = int(os.environ.get("QUIRE_RERANK_EVERY", "25"))
 # An uploaded example image is refused above this size.

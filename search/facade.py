@@ -22,6 +22,7 @@ __all__ = [
     "SearchUnavailable",
     "configured_spec",
     "embed_image",
+    "fuse_rankings",
     "has_index",
     "prepare_demo_model",
     "rank",
@@ -183,3 +184,11 @@ def prepare_demo_model(data_dir: Path) -> tuple[ClipSpec, str | None]:
     from .demo import demo_model
 
     return demo_model(data_dir)
+
+
+def fuse_rankings(rankings, *, k: float = 1.0) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion of rankings (lists of image ids, best first): score = sum of 1 / (k + rank),
+    ranks from 1 (Cormack et al. 2009; k = 1 as VisRet uses it). Returns (id, score) best first."""
+    from .strategies import reciprocal_rank_fusion
+
+    return reciprocal_rank_fusion(rankings, k=k)

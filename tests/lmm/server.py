@@ -120,3 +120,8 @@ def text_completion(text: str) -> dict:
 
 def is_text_only(request) -> bool:
     return isinstance(request["messages"][0]["content"], str)
+
+
+def images_response(pictures: list[bytes]) -> dict:
+    """An images.generate answer with base64 images."""
+    return {"created": int(time.time()), "data": [{"b64_json": base64.b64encode(p).decode()} for p in pictures]}
