@@ -30,6 +30,7 @@ class Tile:
     image: Image
     label: str  # a LabelValue, or "" when not labeled yet
     why: list | None = None  # structured rerank: [[sub-question, P(yes)], ...]
+    prelabel: object = None  # the judge panel's PreLabel, if any
 
     @property
     def why_json(self) -> str:
@@ -75,11 +76,18 @@ def results(query: Query, *, text: str, taxon_ids=None, hide_labeled=False, offs
 
 
 def _tiles(query: Query, hits, offset: int) -> list[Tile]:
+    from .rerank import latest_prelabels  # lmm loads only when a page is drawn
+
     images = Image.objects.select_related("taxon").in_bulk([hit.image_id for hit in hits])
     labels = dict(Label.objects.filter(query=query, image_id__in=images).values_list("image_id", "value"))
+    prelabels = latest_prelabels(query) if query.rerank_jobs.exists() else {}
     return [
         Tile(
-            rank=offset + position + 1, score=hit.score, image=images[hit.image_id], label=labels.get(hit.image_id, "")
+            rank=offset + position + 1,
+            score=hit.score,
+            image=images[hit.image_id],
+            label=labels.get(hit.image_id, ""),
+            prelabel=prelabels.get(hit.image_id),
         )
         for position, hit in enumerate(hits)
         if hit.image_id in images  # an image deleted since the index was built
@@ -115,6 +123,7 @@ RANKINGS = {
     "fusion": "text + example images",
     "rerank": "the vision model's rerank",
     "visret": "drawings of the query (VisRet)",
+    "judges": "the judge panel's pre-labels",
 }
 
 
@@ -170,6 +179,8 @@ def adaptive_results(
         return _reranked(query, shown_ids, offset, limit)
     if strategy == "visret":
         return _visret(query, shown_ids, offset, limit)
+    if strategy == "judges":
+        return _judged(query, shown_ids, offset, limit)
     try:
         hits = candidates(
             query, strategy=strategy, k=limit, example_ids=example_ids, taxon_ids=taxon_ids, text=text,
@@ -214,3 +225,22 @@ def _visret(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
     hits = [Hit(image_id=image_id, score=score, taxon_id=None) for image_id, score in fused[:limit]]
     tiles = _tiles(query, hits, offset)
     return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(fused) > limit else None)
+
+
+def _judged(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
+    """The judge panel's candidates: confident accepts first, confident rejects last."""
+    from .rerank import latest_prelabels, panel_score
+
+    prelabels = latest_prelabels(query)
+    if not prelabels:
+        return ResultsPage(
+            [], offset, limit, "No judge panel has finished for this query yet: start one in the side pane."
+        )
+    skip = set(Label.objects.filter(query=query).values_list("image_id", flat=True)) | set(shown_ids)
+    ordered = sorted(
+        (p for p in prelabels.values() if p.image_id not in skip),
+        key=lambda p: (-panel_score(p.value, p.confidence), p.clip_rank),
+    )
+    hits = [Hit(image_id=p.image_id, score=panel_score(p.value, p.confidence), taxon_id=None) for p in ordered[:limit]]
+    tiles = _tiles(query, hits, offset)
+    return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(ordered) > limit else None)

@@ -339,3 +339,22 @@ class GeneratedImage(models.Model):
 
     def __str__(self):
         return f"VisRet image {self.pk} of query {self.query_id}"
+
+
+class PreLabel(models.Model):
+    """A judge panel's proposal for an image of a query (RMIR): shown on the labeling page for an
+    annotator to confirm with one key. Never ground truth by itself: exports and metrics read Label."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="prelabels")
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="+")
+    job = models.ForeignKey("RerankJob", on_delete=models.CASCADE, related_name="prelabels")
+    value = models.CharField(max_length=10, help_text="accept, reject, or abstain (no majority).")
+    confidence = models.FloatField(help_text="The majority vote's share of the panel.")
+    votes = models.JSONField(default=list, help_text="[[judge, P(yes), vote], ...]")
+    clip_rank = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "image"], name="prelabel_once_per_job")]
+
+    def __str__(self):
+        return f"{self.value} ({self.confidence:.0%}) for image {self.image_id} of query {self.query_id}"

@@ -15,18 +15,19 @@ from PIL import Image as PILImage
 
 from catalog.models import Image
 from catalog.thumbnails import NotServable, original_file
-from lmm import structured, visret
+from lmm import panel, structured, visret
 from lmm.scoring import (
     ImageInput,
     ModelUnavailable,
     configured_image_generator,
+    configured_panel,
     configured_scorer,
     configured_text_model,
     score_images,
 )
 from search.facade import SearchUnavailable, configured_spec, embed_image, fuse_rankings, rank, search
 
-from .models import GeneratedImage, Query, RerankJob, RerankScore
+from .models import GeneratedImage, PreLabel, Query, RerankJob, RerankScore
 
 METHODS = ("yesno", "structured")
 DEFAULT_TOP = 100  # INQUIRE-Rerank: 100 candidates per query
@@ -42,12 +43,8 @@ class Reranked:
     skipped: list[int] = field(default_factory=list)  # candidates whose file could not be read
 
 
-def rerank(query: Query, *, top: int = DEFAULT_TOP, method: str = "yesno", scorer=None, progress=None) -> Reranked:
-    """Rerank the CLIP top `top` of `query` with `method`. Raises SearchUnavailable (no index) or
-    ModelUnavailable (no model, or it failed: the answers given so far stay cached)."""
-    if method not in METHODS:
-        raise ValueError(f"method is one of {', '.join(METHODS)}, not {method!r}")
-    scorer = scorer or configured_scorer()
+def candidates(query: Query, top: int) -> tuple[dict, dict, list[int]]:
+    """The CLIP top `top` of `query`: ({image id: ImageInput}, {image id: CLIP rank}, unreadable ids)."""
     hits = search(text=query.text, k=top)
     clip_rank = {hit.image_id: rank for rank, hit in enumerate(hits, start=1)}
     images, skipped = {}, []
@@ -56,8 +53,18 @@ def rerank(query: Query, *, top: int = DEFAULT_TOP, method: str = "yesno", score
             path, content_type = original_file(image)
             images[image.pk] = ImageInput(path.read_bytes(), content_type)
         except (NotServable, OSError) as error:
-            log.warning("rerank of query %s: image %s skipped: %s", query.pk, image.pk, error)
+            log.warning("query %s: image %s skipped: %s", query.pk, image.pk, error)
             skipped.append(image.pk)
+    return images, clip_rank, sorted(skipped)
+
+
+def rerank(query: Query, *, top: int = DEFAULT_TOP, method: str = "yesno", scorer=None, progress=None) -> Reranked:
+    """Rerank the CLIP top `top` of `query` with `method`. Raises SearchUnavailable (no index) or
+    ModelUnavailable (no model, or it failed: the answers given so far stay cached)."""
+    if method not in METHODS:
+        raise ValueError(f"method is one of {', '.join(METHODS)}, not {method!r}")
+    scorer = scorer or configured_scorer()
+    images, clip_rank, skipped = candidates(query, top)
     if method == "structured":
         found, asked, cached = structured.score_structured(scorer, query.text, plan_for(query), images, progress)
         scores = {key: (answer.score, [list(pair) for pair in answer.answers]) for key, answer in found.items()}
@@ -78,7 +85,7 @@ def rerank(query: Query, *, top: int = DEFAULT_TOP, method: str = "yesno", score
         update_fields=["score", "detail", "clip_rank", "created_at"],
     )  # fmt: skip
     ranking = sorted(scores.items(), key=lambda pair: (-pair[1][0], clip_rank[pair[0]]))
-    return Reranked([(image_id, score) for image_id, (score, _) in ranking], asked, cached, sorted(skipped))
+    return Reranked([(image_id, score) for image_id, (score, _) in ranking], asked, cached, skipped)
 
 
 def plan_for(query: Query) -> structured.Plan:
@@ -101,7 +108,12 @@ def start_job(query: Query, *, user=None, top: int = DEFAULT_TOP, method: str = 
     """Queue a rerank of `query`, or with method "visret" the drawing of it (a Celery task on the `models`
     queue, so that only a machine with the model's worker runs it). Raises ModelUnavailable when no model
     is configured."""
-    model = configured_image_generator().model if method == "visret" else configured_scorer().name
+    if method == "visret":
+        model = configured_image_generator().model
+    elif method == "judges":
+        model = ", ".join(sorted({judge.name for judge in configured_panel()}))
+    else:
+        model = configured_scorer().name
     job = RerankJob.objects.create(query=query, method=method, model=model, top=top, started_by=user)
     from .tasks import rerank as rerank_task  # the task module imports this one
 
@@ -123,6 +135,8 @@ def run_job(job_id: int) -> RerankJob:
     try:
         if job.method == "visret":
             result = draw(job, progress=progress)
+        elif job.method == "judges":
+            result = prelabel(job, progress=progress)
         else:
             result = rerank(job.query, top=job.top, method=job.method, progress=progress)
     except (ModelUnavailable, SearchUnavailable) as error:
@@ -139,7 +153,7 @@ def run_job(job_id: int) -> RerankJob:
 
 def latest_scores(query: Query) -> tuple[RerankJob | None, list[tuple[int, float, list]]]:
     """The query's last finished rerank and its (image id, score, sub-question answers) ranking, best first."""
-    job = query.rerank_jobs.filter(status=RerankJob.Status.DONE).exclude(method="visret").first()
+    job = query.rerank_jobs.filter(status=RerankJob.Status.DONE, method__in=METHODS).first()
     if job is None:
         return None, []
     rows = RerankScore.objects.filter(query=query, method=job.method, model=job.model).order_by("-score", "clip_rank")
@@ -195,3 +209,38 @@ def visret_ranking(query: Query, *, exclude_ids, depth: int = 1000) -> tuple[lis
         for g in drawings
     ]
     return fuse_rankings(rankings, k=visret.RRF_K), drawings
+
+
+# --- the judge panel's pre-labels ---------------------------------------------------------------------
+
+
+def prelabel(job: RerankJob, progress=None) -> Reranked:
+    """Every judge of the panel votes on the CLIP top N; the verdicts become the job's pre-labels."""
+    images, clip_rank, skipped = candidates(job.query, job.top)
+    verdicts, asked = panel.judge(configured_panel(), job.query.text, images, progress)
+    with transaction.atomic():
+        PreLabel.objects.filter(job=job).delete()
+        PreLabel.objects.bulk_create(
+            [
+                PreLabel(
+                    query=job.query, image_id=image_id, job=job, value=v.value, confidence=v.confidence,
+                    votes=[list(cast) for cast in v.votes], clip_rank=clip_rank[image_id],
+                )
+                for image_id, v in verdicts.items()
+            ]
+        )  # fmt: skip
+    ranking = sorted(
+        verdicts.items(), key=lambda pair: (-panel_score(pair[1].value, pair[1].confidence), clip_rank[pair[0]])
+    )
+    return Reranked([(image_id, panel_score(v.value, v.confidence)) for image_id, v in ranking], asked, 0, skipped)
+
+
+def panel_score(value: str, confidence: float) -> float:
+    """Order for the judge-panel ranking: confident accepts first, confident rejects last."""
+    return {panel.ACCEPT: confidence, panel.REJECT: -confidence}.get(value, 0.0)
+
+
+def latest_prelabels(query: Query) -> dict:
+    """{image id: PreLabel} from the query's last finished judge panel."""
+    job = query.rerank_jobs.filter(method="judges", status=RerankJob.Status.DONE).first()
+    return {} if job is None else {p.image_id: p for p in job.prelabels.all()}

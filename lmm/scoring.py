@@ -21,6 +21,7 @@ __all__ = [
     "ModelUnavailable",
     "Scored",
     "configured_image_generator",
+    "configured_panel",
     "configured_scorer",
     "configured_text_model",
     "score_images",
@@ -64,6 +65,26 @@ def configured_image_generator():
         api_key=settings.QUIRE_IMAGE_MODEL_API_KEY,
         size=settings.QUIRE_IMAGE_SIZE,
     )
+
+
+def configured_panel() -> list[ChatScorer]:
+    """The judge panel: QUIRE_JUDGES (a JSON list of {"model", "prompt"}, either optional), else the
+    configured model asked the five phrasings of lmm/panel.py. Raises ModelUnavailable."""
+    from .panel import PROMPTS
+
+    judges = settings.QUIRE_JUDGES or [{"prompt": prompt} for prompt in PROMPTS]
+    return [
+        ChatScorer(
+            base_url=settings.QUIRE_LMM_BASE_URL,
+            model=judge.get("model") or settings.QUIRE_LMM_MODEL,
+            api_key=settings.QUIRE_LMM_API_KEY,
+            prompt=judge.get("prompt") or settings.QUIRE_LMM_PROMPT or prompts.CHAT,
+            timeout=settings.QUIRE_LMM_TIMEOUT,
+            max_retries=settings.QUIRE_LMM_MAX_RETRIES,
+            concurrency=settings.QUIRE_LMM_CONCURRENCY,
+        )
+        for judge in judges
+    ]
 
 
 @dataclass

@@ -298,6 +298,13 @@ QUIRE_LMM_PROMPT = os.environ.get("QUIRE_LMM_PROMPT", "").replace("\\n", "\n")
 QUIRE_LMM_TIMEOUT = float(os.environ.get("QUIRE_LMM_TIMEOUT", "60"))
 QUIRE_LMM_MAX_RETRIES = int(os.environ.get("QUIRE_LMM_MAX_RETRIES", "3"))
 QUIRE_LMM_CONCURRENCY = int(os.environ.get("QUIRE_LMM_CONCURRENCY", "4"))
+# The judge panel (pre-labels): a JSON list of {"model": ..., "prompt": ...}; empty: five phrasings, one model.
+try:
+    QUIRE_JUDGES = json.loads(os.environ.get("QUIRE_JUDGES", "") or "[]")
+except ValueError as error:
+    raise ImproperlyConfigured(f"QUIRE_JUDGES must be a JSON list of {{model, prompt}} objects: {error}") from None
+if not isinstance(QUIRE_JUDGES, list) or not all(isinstance(j, dict) for j in QUIRE_JUDGES):
+    raise ImproperlyConfigured("QUIRE_JUDGES must be a JSON list of {model, prompt} objects.")
 # The text model that writes context and sub-questions (structured rerank) and rewrites queries (VisRet).
 QUIRE_TEXT_MODEL_BASE_URL = os.environ.get("QUIRE_TEXT_MODEL_BASE_URL", QUIRE_LMM_BASE_URL)
 QUIRE_TEXT_MODEL = os.environ.get("QUIRE_TEXT_MODEL", QUIRE_LMM_MODEL)

@@ -395,6 +395,13 @@
     lightbox.hidden = false;
   }
 
+  function confirmPrelabel(tile) {
+    // The judge panel only proposes; this key makes its proposal the annotator's label.
+    const value = { accept: "relevant", reject: "not_relevant" }[tile.dataset.prelabel];
+    if (!value) return say("The judge panel has no verdict on this image.", "saved");
+    label([tile], value, "keyboard");
+  }
+
   function moreLikeThis(tile) {
     // The same search (text, filters) ranked like this image; labels given so far stay with the query.
     const params = new URLSearchParams(window.location.search);
@@ -451,6 +458,7 @@
       n: nextUnlabeled,
       f: () => tile && zoom(tile),
       l: () => tile && moreLikeThis(tile),
+      c: () => tile && confirmPrelabel(tile),
       m: loadMore,
       s: submitShown,
       "?": () => (help.hidden = false),

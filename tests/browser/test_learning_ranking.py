@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotator.labeling import candidates
-from annotator.models import Label, QueryExample
+from annotator.models import Label, PreLabel, QueryExample, RerankJob
 from search.facade import search
 from tests.browser.pages import log_in, tile
 
@@ -88,3 +88,23 @@ def test_more_like_this_and_an_uploaded_example(page, live_server, labeling, art
     expect(page.locator(f'.examples img[alt="uploaded example {example.pk}"]')).to_be_visible()
     assert shown(page) == [hit.image_id for hit in candidates(query, strategy="fusion", k=50)]
     page.screenshot(path=str(artifacts / "labeling-uploaded-example.png"), full_page=True)
+
+
+def test_a_judge_panels_prelabel_is_confirmed_with_one_key(page, live_server, labeling):
+    query = labeling["query"]
+    top = [hit.image_id for hit in search(text=query.text, k=3)]
+    job = RerankJob.objects.create(query=query, method="judges", model="tiny-vlm", top=3, status="done")
+    for rank, (image_id, value) in enumerate(zip(top, ["accept", "reject", "abstain"], strict=True), start=1):
+        PreLabel.objects.create(query=query, image_id=image_id, job=job, value=value, confidence=0.8, clip_rank=rank)
+    log_in(page, live_server, next_url=f"/queries/{query.pk}/")
+    expect(tile(page, 0).locator(".prelabel")).to_have_text("panel: accept 80%")
+    assert not Label.objects.exists()  # shown, not counted
+    page.keyboard.press("c")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("c")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("c")  # abstain: nothing to confirm
+    expect(page.locator("#save-status")).to_have_text("The judge panel has no verdict on this image.")
+    expect(page.locator("#save-status")).to_have_text("All changes saved", timeout=10_000)
+    stored = dict(Label.objects.filter(query=query).values_list("image_id", "value"))
+    assert stored == {top[0]: "relevant", top[1]: "not_relevant"}
