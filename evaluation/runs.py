@@ -1,4 +1,5 @@
-"""A run made by Quire itself: the configured CLIP model's ranking for every query of the ground truth."""
+"""A run made by Quire itself: the configured CLIP model's ranking for every query of the ground truth, or
+one of the model-based systems on top of it (two-stage: the CLIP top N reranked, the rest in CLIP order)."""
 
 from search.facade import search
 
@@ -19,3 +20,50 @@ def run_from_model(truth: GroundTruth, *, depth: int, texts: dict[int, str] | No
         if texts.get(query_id):
             ranked[query_id] = [(hit.image_id, hit.score) for hit in search(text=texts[query_id], k=depth)]
     return Run("configured model", ranked)
+
+
+METHODS = ("clip", "yesno", "structured", "judges", "visret")
+
+
+def run_from_method(truth: GroundTruth, method: str, *, depth: int, top: int = 100, progress=None) -> Run:
+    """`method` over every query of the ground truth that Quire has (its text and id in the database):
+    yesno and structured rerank the CLIP top `top` (annotator.rerank), judges orders it by the panel's
+    verdicts, visret draws the query and fuses the image searches. Below the reranked top, the CLIP ranking
+    continues, so the run serves both INQUIRE protocols (Rerank: the top 100; full-rank: two-stage).
+    Raises ModelUnavailable, SearchUnavailable, or ValueError naming queries Quire does not have."""
+    if method == "clip":
+        return run_from_model(truth, depth=depth)
+    from annotator import rerank as reranking
+    from annotator.models import Query, RerankJob
+
+    queries = Query.objects.in_bulk(truth.query_ids())
+    if missing := [q for q in truth.query_ids() if q not in queries]:
+        raise ValueError(
+            f"Quire has no query {', '.join(map(str, missing[:5]))}: import the queries before running {method}."
+        )
+    ranked = {}
+    for number, (query_id, query) in enumerate(sorted(queries.items()), start=1):
+        clip = [(hit.image_id, hit.score) for hit in search(text=query.text, k=max(depth, top))]
+        if method in reranking.METHODS:
+            head = reranking.rerank(query, top=top, method=method).ranking
+        else:
+            job = reranking.run_job(RerankJob.objects.create(query=query, method=method, model="", top=top).pk)
+            if job.status != RerankJob.Status.DONE:
+                raise ValueError(f"{method} failed on query {query_id}: {job.error}")
+            if method == "visret":
+                head = reranking.visret_ranking(query, exclude_ids=(), depth=depth)[0]
+            else:
+                head = [
+                    (p.image_id, reranking.panel_score(p.value, p.confidence))
+                    for p in sorted(
+                        job.prelabels.all(), key=lambda p: (-reranking.panel_score(p.value, p.confidence), p.clip_rank)
+                    )
+                ]
+        seen = {image_id for image_id, _ in head}
+        # Scores below the head are shifted under its lowest, so that a run sorted by score keeps this order.
+        floor = min((score for _, score in head), default=0.0) - 1.0
+        tail = [(image_id, floor - position) for position, (image_id, _) in enumerate(clip) if image_id not in seen]
+        ranked[query_id] = (head + tail)[:depth]
+        if progress:
+            progress(number, len(queries))
+    return Run(f"{method} (top {top})" if method != "clip" else "configured model", ranked)

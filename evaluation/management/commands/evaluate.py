@@ -3,10 +3,12 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from catalog.files import write_atomically
 from evaluation import metrics as m
 from evaluation.inputs import GroundTruth, InputError, qrels_from_database, read_qrels, read_queries, read_run
 from evaluation.report import DEFAULT_METRICS, compare, evaluate, format_table, two_stage
-from evaluation.runs import run_from_model
+from evaluation.runs import METHODS, run_from_method
+from lmm.scoring import ModelUnavailable
 from search.facade import SearchUnavailable
 
 
@@ -22,6 +24,14 @@ class Command(BaseCommand):
         parser.add_argument(
             "--from-model", action="store_true", help="make the run with the configured CLIP model's search"
         )
+        parser.add_argument(
+            "--method",
+            choices=METHODS,
+            default="clip",
+            help="with --from-model: the CLIP ranking, or a model-based system on its top --top (yesno, structured, "
+            "judges, visret)",
+        )
+        parser.add_argument("--save-run", type=Path, help="with --from-model: also write the run as TREC")
         parser.add_argument("--first-stage", type=Path, help="two-stage: rerank this run's top --top by --run's scores")
         parser.add_argument("--top", type=int, default=100, help="two-stage depth (default 100)")
         parser.add_argument(
@@ -99,12 +109,27 @@ class Command(BaseCommand):
     def _run(self, path, options, truth):
         if options["from_model"] and path is None:
             try:
-                return run_from_model(truth, depth=max(options["k"], options["top"]))
-            except SearchUnavailable as error:
+                run = run_from_method(
+                    truth, options["method"], depth=max(options["k"], options["top"]), top=options["top"]
+                )
+            except (SearchUnavailable, ModelUnavailable) as error:
                 raise CommandError(str(error)) from None
+            if options["save_run"]:
+                write_atomically(options["save_run"], trec(run))
+            return run
         if path is None:
             raise CommandError("Give --run FILE (or --from-model).")
         run = read_run(path, score_column=options["score_column"], queries=truth.queries)
         if options["first_stage"]:
             run = two_stage(read_run(options["first_stage"], queries=truth.queries), run, options["top"])
         return run
+
+
+def trec(run) -> str:
+    """The run in TREC format (qid Q0 docid rank score tag), for upload to the evaluation pages."""
+    tag = "".join(c if c.isalnum() else "_" for c in run.name)[:40] or "quire"
+    return "".join(
+        f"{query_id} Q0 {image_id} {rank} {score:.6f} {tag}\n"
+        for query_id, ranked in sorted(run.ranked.items())
+        for rank, (image_id, score) in enumerate(ranked, start=1)
+    )
