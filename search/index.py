@@ -159,6 +159,7 @@ class Searcher:
         self._taxa_sorted = embeddings.taxon_ids[self._taxon_order]
         self.rerank = rerank
         self._lock = threading.Lock()
+        self._id_order = None  # argsort of the image ids, made on the first search that excludes some
 
     @property
     def dim(self) -> int:
@@ -187,15 +188,37 @@ class Searcher:
         excluded = np.asarray(sorted(set(exclude_image_ids or ())), dtype=np.int64)
         if taxon_ids is not None:
             return self._rank_exactly(vector, self.rows_of_taxa(taxon_ids), excluded, k, offset)
-        wanted = offset + k + len(excluded)
-        if self.exact and wanted >= len(self.embeddings) // 2:
+        wanted = offset + k
+        if self.exact and wanted + len(excluded) >= len(self.embeddings) // 2:
             return self._rank_exactly(vector, np.arange(len(self.embeddings)), excluded, k, offset)
         # Ask for a margin beyond the page: rows tied at the cut are then all seen and ordered by id.
         candidates = wanted + 16 if self.exact else max(self.rerank, 2 * wanted)
+        # Excluded images (a query's labels: thousands, for a ranking that learns) are left out inside
+        # FAISS by an ID selector, so the candidates asked for and re-scored do not grow with them.
+        params = selector = None
+        if len(excluded):
+            selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(self.rows_of_ids(excluded)))
+            params = (
+                faiss.SearchParameters(sel=selector)
+                if self.exact
+                else faiss.SearchParametersIVF(sel=selector, nprobe=faiss.extract_index_ivf(self.index).nprobe)
+            )
         with self._lock:  # nprobe lives on the shared index object
-            _, rows = self.index.search(vector[None, :], min(candidates, len(self.embeddings)))
+            _, rows = self.index.search(vector[None, :], min(candidates, len(self.embeddings)), params=params)
+        del selector
         rows = rows[0][rows[0] >= 0]
         return self._rank_exactly(vector, rows, excluded, k, offset)
+
+    def rows_of_ids(self, image_ids: np.ndarray) -> np.ndarray:
+        """The store rows of those of `image_ids` (sorted, int64) that are in it."""
+        if self._id_order is None:
+            with self._lock:
+                if self._id_order is None:
+                    self._id_order = np.argsort(self.embeddings.image_ids, kind="stable")
+        ids = self.embeddings.image_ids
+        positions = np.minimum(np.searchsorted(ids, image_ids, sorter=self._id_order), len(ids) - 1)
+        rows = self._id_order[positions]
+        return rows[ids[rows] == image_ids].astype(np.int64)
 
     def rows_of_taxa(self, taxon_ids) -> np.ndarray:
         wanted = np.unique(np.asarray(list(taxon_ids), dtype=np.int64))

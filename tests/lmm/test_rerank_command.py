@@ -40,9 +40,10 @@ def test_rerank_prints_the_top_n_by_p_yes_and_keeps_the_scores(labeling, model, 
 
 @pytest.mark.parametrize(
     "arguments, message",
-    [(["999999"], "No query 999999"), (["seven"], "must be a query's id"), (["1", "--top", "0"], "--top must be")],
+    [(["999999"], "No query 999999"), (["seven"], "must be a query's id"), (["QUERY", "--top", "0"], "--top must be")],
 )
 def test_bad_arguments(labeling, model, arguments, message):
+    arguments = [str(labeling["query"].pk) if a == "QUERY" else a for a in arguments]
     with pytest.raises(CommandError, match=message):
         call_command("rerank", *arguments)
     assert not model.requests and not RerankScore.objects.exists()

@@ -20,6 +20,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from search.facade import search
+from search.jobs import live_workers
 from search.models import EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
 from tests.factories import make_collection
 
@@ -248,6 +249,10 @@ def test_a_killed_worker_recovers_and_embed_never_waits_forever(
     assert job.chunks.get(number=2).status == "pending"
 
     second = start_worker(QUIRE_CHUNK_STALE_SECONDS="4")
+    # On a loaded machine a worker can take longer than the 8 s stall window to start: wait until it
+    # answers, and give the follow-up the default window (the stall itself was checked above).
+    wait_for(lambda: live_workers(), second, "the restarted worker answering a ping")
+    tiny_settings.QUIRE_EMBED_STALL_SECONDS = 120
     call_command("embed")  # follows the restarted worker to the end
     wait_for(lambda: IndexBuild.objects.filter(status=JobStatus.DONE).exists(), second, "the index build")
     assert job.chunks.get(number=2).attempts == 2

@@ -126,6 +126,19 @@ def test_ivfpq_candidates_are_rescored_exactly(store):
         )
 
 
+def test_ivfpq_leaves_excluded_images_out_inside_faiss(store):
+    embeddings = store.load()
+    searcher = search_index.Searcher(embeddings, search_index.build(embeddings, "ivfpq"), nprobe=64, rerank=500)
+    query = query_vector(10)
+    labeled = [hit.image_id for hit in searcher.search(query, k=300)]  # a tenth of the collection labeled
+    hits = searcher.search(query, k=50, exclude_image_ids=labeled)
+    assert len(hits) == 50 and not {hit.image_id for hit in hits} & set(labeled)
+    # Against the exact ranking of what is left: nearly the same 50.
+    truth = [i for i in brute_force(embeddings, query) if i not in set(labeled)][:50]
+    assert len({hit.image_id for hit in hits} & set(truth)) / 50 >= 0.9
+    assert searcher.search(query, k=5, exclude_image_ids=[10**12]) == searcher.search(query, k=5)  # unknown ids
+
+
 def test_index_is_saved_swapped_and_checked_against_the_store(store, tmp_path):
     embeddings = store.load()
     folder = tmp_path / "indexes"
