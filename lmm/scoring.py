@@ -30,7 +30,15 @@ __all__ = [
 
 
 def configured_scorer() -> ChatScorer:
-    """The scorer the settings describe (QUIRE_LMM_*). Raises ModelUnavailable when none is configured."""
+    """The scorer the settings describe (QUIRE_LMM_*): a local transformers model when QUIRE_LMM_MODEL is
+    "local:/path/to/folder", else the OpenAI-compatible server at QUIRE_LMM_BASE_URL. Raises
+    ModelUnavailable when none is configured."""
+    if settings.QUIRE_LMM_MODEL.startswith("local:"):
+        from .local import LocalScorer
+
+        return LocalScorer(
+            settings.QUIRE_LMM_MODEL.removeprefix("local:"), prompt=settings.QUIRE_LMM_PROMPT or prompts.OPEN_MODEL
+        )
     return ChatScorer(
         base_url=settings.QUIRE_LMM_BASE_URL,
         model=settings.QUIRE_LMM_MODEL,
