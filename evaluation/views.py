@@ -133,10 +133,13 @@ def download(request, report_id, kind):
         return HttpResponse("Reports download as json or csv.", status=404)
     saved = get_object_or_404(SavedReport, pk=report_id)
     if kind == "json":
-        response = HttpResponse(json.dumps(saved.result, indent=2), content_type="application/json")
-    else:
-        response = HttpResponse(_as_report(saved.result).per_query_csv(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="report-{saved.pk}.{kind}"'
+        return _attachment(json.dumps(saved.result, indent=2), "application/json", f"report-{saved.pk}.json")
+    return _attachment(_as_report(saved.result).per_query_csv(), "text/csv; charset=utf-8", f"report-{saved.pk}.csv")
+
+
+def _attachment(body, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
 
@@ -179,8 +182,5 @@ def simulation_download(request, simulation_id, kind):
         return HttpResponse("Simulations download as json or svg.", status=404)
     saved = get_object_or_404(SavedSimulation, pk=simulation_id)
     if kind == "json":
-        response = HttpResponse(json.dumps(saved.result, indent=1), content_type="application/json")
-    else:
-        response = HttpResponse(plots.recall_curves(saved.result["curves"]), content_type="image/svg+xml")
-    response["Content-Disposition"] = f'attachment; filename="simulation-{saved.pk}.{kind}"'
-    return response
+        return _attachment(json.dumps(saved.result, indent=1), "application/json", f"simulation-{saved.pk}.json")
+    return _attachment(plots.recall_curves(saved.result["curves"]), "image/svg+xml", f"simulation-{saved.pk}.svg")

@@ -39,11 +39,15 @@ def configured_scorer() -> ChatScorer:
         return LocalScorer(
             settings.QUIRE_LMM_MODEL.removeprefix("local:"), prompt=settings.QUIRE_LMM_PROMPT or prompts.OPEN_MODEL
         )
+    return _chat_scorer(settings.QUIRE_LMM_MODEL, settings.QUIRE_LMM_PROMPT or prompts.CHAT)
+
+
+def _chat_scorer(model: str, prompt: str) -> ChatScorer:
     return ChatScorer(
         base_url=settings.QUIRE_LMM_BASE_URL,
-        model=settings.QUIRE_LMM_MODEL,
+        model=model,
         api_key=settings.QUIRE_LMM_API_KEY,
-        prompt=settings.QUIRE_LMM_PROMPT or prompts.CHAT,
+        prompt=prompt,
         timeout=settings.QUIRE_LMM_TIMEOUT,
         max_retries=settings.QUIRE_LMM_MAX_RETRIES,
         concurrency=settings.QUIRE_LMM_CONCURRENCY,
@@ -82,14 +86,9 @@ def configured_panel() -> list[ChatScorer]:
 
     judges = settings.QUIRE_JUDGES or [{"prompt": prompt} for prompt in PROMPTS]
     return [
-        ChatScorer(
-            base_url=settings.QUIRE_LMM_BASE_URL,
-            model=judge.get("model") or settings.QUIRE_LMM_MODEL,
-            api_key=settings.QUIRE_LMM_API_KEY,
-            prompt=judge.get("prompt") or settings.QUIRE_LMM_PROMPT or prompts.CHAT,
-            timeout=settings.QUIRE_LMM_TIMEOUT,
-            max_retries=settings.QUIRE_LMM_MAX_RETRIES,
-            concurrency=settings.QUIRE_LMM_CONCURRENCY,
+        _chat_scorer(
+            judge.get("model") or settings.QUIRE_LMM_MODEL,
+            judge.get("prompt") or settings.QUIRE_LMM_PROMPT or prompts.CHAT,
         )
         for judge in judges
     ]

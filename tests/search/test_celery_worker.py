@@ -76,8 +76,9 @@ def start_worker(broker, tiny_settings, tmp_path):
         unavailable("the worker process shares the test database, which needs PostgreSQL (set DATABASE_URL)")
     started = []
 
-    def start(pool="solo", **extra_env):
-        process = _start_worker(broker, tiny_settings, tmp_path / f"worker-{len(started)}.log", pool, extra_env)
+    def start(pool="solo", queues="celery", **extra_env):
+        log_path = tmp_path / f"worker-{len(started)}.log"
+        process = _start_worker(broker, tiny_settings, log_path, pool, extra_env, queues)
         started.append(process)
         return process
 
@@ -96,7 +97,7 @@ def stop(process):
             process.wait()
 
 
-def _start_worker(broker, tiny_settings, log_path, pool, extra_env):
+def _start_worker(broker, tiny_settings, log_path, pool, extra_env, queues="celery"):
     db = connection.settings_dict
     env = {
         **os.environ,
@@ -125,6 +126,8 @@ def _start_worker(broker, tiny_settings, log_path, pool, extra_env):
                 "info",
                 "--without-gossip",
                 "--without-mingle",
+                "--queues",
+                queues,
                 "--hostname",
                 f"test-{uuid.uuid4().hex[:8]}@%h",
             ],

@@ -1,0 +1,53 @@
+# ruff: noqa: F811  (pytest fixtures imported from the embedding worker tests are parameters here)
+"""A rerank job on a real Celery worker listening to the `models` queue, with a real Redis broker and the
+real chat server: routed there, and resumed without asking again when its pool process is killed."""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from annotator.models import RerankJob, RerankScore
+from annotator.rerank import start_job
+from lmm.models import Answer
+from tests.lmm.server import model_answer
+from tests.search.test_celery_worker import broker, sending_to_broker, start_worker, wait_for  # noqa: F401
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_rerank_on_the_models_queue_survives_its_pool_process_being_killed(
+    labeling,
+    chat_server,
+    sending_to_broker,
+    start_worker,
+    settings,  # noqa: F811
+):
+    def slow(request):
+        time.sleep(0.15)  # a model's time, so the kill lands mid-job
+        return model_answer(request)
+
+    chat_server.answer = slow
+    model_env = {
+        "QUIRE_LMM_BASE_URL": chat_server.base_url,
+        "QUIRE_LMM_MODEL": "tiny-vlm",
+        "QUIRE_LMM_MAX_RETRIES": "0",
+    }
+    settings.QUIRE_LMM_BASE_URL, settings.QUIRE_LMM_MODEL = chat_server.base_url, "tiny-vlm"
+    celery_only = start_worker(pool="solo")  # the default queue's worker must not take model work
+    worker = start_worker(pool="prefork", queues="models", **model_env)
+    job = start_job(labeling["query"], top=60)
+    wait_for(lambda: Answer.objects.count() >= 12, worker, "the first answers")
+    children = subprocess.run(["pgrep", "-P", str(worker.pid)], capture_output=True, text=True).stdout.split()
+    assert children, "the prefork worker has a pool process"
+    for pid in children:
+        os.kill(int(pid), signal.SIGKILL)
+    wait_for(lambda: RerankJob.objects.get(pk=job.pk).status in ("done", "failed"), worker, "the job finishing")
+    job.refresh_from_db()
+    assert job.status == "done", job.error
+    assert RerankScore.objects.filter(query=labeling["query"]).count() == 60
+    # Asked again after the kill: only what had no stored answer (at most the requests in flight then).
+    assert 60 <= len(chat_server.requests) <= 60 + 4 and job.asked < 60
+    assert "annotator.rerank" not in celery_only.log_path.read_text()
