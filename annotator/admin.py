@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 
 from . import labels, selectors
-from .models import ImportBatch, Label, LabelEvent, LabelSource, Query, QueryExample
+from .models import ImportBatch, Label, LabelEvent, LabelSource, Query, QueryExample, RerankJob
 
 
 class ExampleInline(admin.TabularInline):
@@ -91,3 +91,16 @@ class ImportBatchAdmin(ViewOnlyAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(RerankJob)
+class RerankJobAdmin(ViewOnlyAdmin):
+    """Vision-model jobs (reranks, judge panels, VisRet drawings): progress, requests and tokens spent."""
+
+    list_display = [
+        "id", "query", "method", "model", "status", "done", "total", "asked", "prompt_tokens", "completion_tokens",
+        "started_by", "created_at", "finished_at",
+    ]  # fmt: skip
+    list_filter = ["status", "method", "model"]
+    search_fields = ["=query__id"]
+    list_select_related = ["query", "started_by"]

@@ -311,6 +311,8 @@ class RerankJob(models.Model):
     done = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(default=0)
     asked = models.PositiveIntegerField(default=0, help_text="Requests sent (the rest came from the cache).")
+    prompt_tokens = models.PositiveBigIntegerField(default=0, help_text="As the model server billed them.")
+    completion_tokens = models.PositiveBigIntegerField(default=0)
     error = models.TextField(blank=True)
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)

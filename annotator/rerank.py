@@ -41,6 +41,8 @@ class Reranked:
     asked: int
     cached: int
     skipped: list[int] = field(default_factory=list)  # candidates whose file could not be read
+    prompt_tokens: int = 0  # what the model server billed for this run (cached answers cost nothing)
+    completion_tokens: int = 0
 
 
 def candidates(query: Query, top: int) -> tuple[dict, dict, list[int]]:
@@ -85,7 +87,14 @@ def rerank(query: Query, *, top: int = DEFAULT_TOP, method: str = "yesno", score
         update_fields=["score", "detail", "clip_rank", "created_at"],
     )  # fmt: skip
     ranking = sorted(scores.items(), key=lambda pair: (-pair[1][0], clip_rank[pair[0]]))
-    return Reranked([(image_id, score) for image_id, (score, _) in ranking], asked, cached, skipped)
+    return Reranked(
+        [(image_id, score) for image_id, (score, _) in ranking],
+        asked,
+        cached,
+        skipped,
+        scorer.usage.prompt_tokens,
+        scorer.usage.completion_tokens,
+    )
 
 
 def plan_for(query: Query) -> structured.Plan:
@@ -145,7 +154,12 @@ def run_job(job_id: int) -> RerankJob:
         )
     else:
         RerankJob.objects.filter(pk=job.pk).update(
-            status=RerankJob.Status.DONE, asked=result.asked, done=len(result.ranking), finished_at=timezone.now()
+            status=RerankJob.Status.DONE,
+            asked=result.asked,
+            done=len(result.ranking),
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            finished_at=timezone.now(),
         )
     job.refresh_from_db()
     return job
@@ -217,7 +231,8 @@ def visret_ranking(query: Query, *, exclude_ids, depth: int = 1000) -> tuple[lis
 def prelabel(job: RerankJob, progress=None) -> Reranked:
     """Every judge of the panel votes on the CLIP top N; the verdicts become the job's pre-labels."""
     images, clip_rank, skipped = candidates(job.query, job.top)
-    verdicts, asked = panel.judge(configured_panel(), job.query.text, images, progress)
+    judges = configured_panel()
+    verdicts, asked = panel.judge(judges, job.query.text, images, progress)
     with transaction.atomic():
         PreLabel.objects.filter(job=job).delete()
         PreLabel.objects.bulk_create(
@@ -232,7 +247,14 @@ def prelabel(job: RerankJob, progress=None) -> Reranked:
     ranking = sorted(
         verdicts.items(), key=lambda pair: (-panel_score(pair[1].value, pair[1].confidence), clip_rank[pair[0]])
     )
-    return Reranked([(image_id, panel_score(v.value, v.confidence)) for image_id, v in ranking], asked, 0, skipped)
+    return Reranked(
+        [(image_id, panel_score(v.value, v.confidence)) for image_id, v in ranking],
+        asked,
+        0,
+        skipped,
+        sum(judge.usage.prompt_tokens for judge in judges),
+        sum(judge.usage.completion_tokens for judge in judges),
+    )
 
 
 def panel_score(value: str, confidence: float) -> float:

@@ -32,6 +32,7 @@ def test_the_page_starts_a_rerank_shows_its_progress_and_ranks_by_it(
     assert response.status_code == 200
     job = RerankJob.objects.get()
     assert (job.status, job.done, job.asked, job.model) == ("done", 100, 100, "tiny-vlm")
+    assert (job.prompt_tokens, job.completion_tokens) == (100 * 1000, 100)  # as the server's usage said
     status = client.get(reverse("rerank-status", args=[query.pk])).content.decode()
     assert "done" in status and "?ranking=rerank" in status and "every 2s" not in status
     html = client.get(reverse("label", args=[query.pk]), {"ranking": "rerank"}).content.decode()
