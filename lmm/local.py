@@ -19,7 +19,7 @@ SPACE_MARKS = ("", "▁", "Ġ")
 
 class LocalScorer:
     def __init__(self, path: str, *, prompt: str = prompts.OPEN_MODEL, device: str | None = None):
-        from search.torchvision_ops import ensure_torchvision_ops
+        from search.facade import ensure_torchvision_ops
 
         ensure_torchvision_ops()  # transformers' image processors import torchvision
         import torch

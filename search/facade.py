@@ -22,6 +22,7 @@ __all__ = [
     "SearchUnavailable",
     "configured_spec",
     "embed_image",
+    "ensure_torchvision_ops",
     "fuse_rankings",
     "has_index",
     "prepare_demo_model",
@@ -192,3 +193,11 @@ def fuse_rankings(rankings, *, k: float = 1.0) -> list[tuple[int, float]]:
     from .strategies import reciprocal_rank_fusion
 
     return reciprocal_rank_fusion(rankings, k=k)
+
+
+def ensure_torchvision_ops() -> None:
+    """Make `import torchvision` work with the CPU build of torch (search/torchvision_ops.py): for other
+    apps that load models using torchvision, such as transformers' image processors."""
+    from .torchvision_ops import ensure_torchvision_ops as ensure
+
+    ensure()

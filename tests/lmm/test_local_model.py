@@ -26,7 +26,7 @@ def tiny_vlm(tmp_path_factory):
     import os
 
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from search.torchvision_ops import ensure_torchvision_ops
+    from search.facade import ensure_torchvision_ops
 
     ensure_torchvision_ops()
     import torch
