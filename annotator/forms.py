@@ -79,4 +79,8 @@ class ExampleUploadForm(forms.Form):
         if kind not in RASTER_TYPES:
             raise forms.ValidationError(f"{kind} images are not taken: upload a JPEG, PNG, WebP or GIF.")
         upload.seek(0)
+        # Kept under a name of our making whose extension is the decoded format: the file is later served
+        # with the type that name implies, never with one an uploader chose ("photo.html").
+        upload.name = f"example.{kind.lower()}"
+        self.cleaned_data["content_type"] = RASTER_TYPES[kind]
         return upload

@@ -25,6 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from catalog import taxa
 from catalog.api_params import strict_id
+from catalog.formats import RASTER_TYPES
 from catalog.models import Image
 from lmm.scoring import ModelUnavailable
 from search.facade import SearchUnavailable, configured_spec, embed_image
@@ -337,7 +338,9 @@ def example_file(request, query_id, example_id):
     example = get_object_or_404(QueryExample, pk=example_id, query_id=query_id)
     if not example.upload:
         raise Http404("This example is an image of the collection.")
-    return FileResponse(example.upload.open("rb"))
+    kind = example.upload.name.rsplit(".", 1)[-1].upper()
+    content_type = RASTER_TYPES.get("JPEG" if kind == "JPG" else kind, "application/octet-stream")
+    return FileResponse(example.upload.open("rb"), content_type=content_type)
 
 
 @login_required
