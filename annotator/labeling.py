@@ -193,20 +193,14 @@ def adaptive_results(
 
 
 def _reranked(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
-    """The query's last vision-model rerank, best first, without labeled images or those shown."""
+    """The query's last vision-model rerank, best first, with each image's sub-question answers."""
     from .rerank import latest_scores  # lmm and the model client load only for this ranking
 
     job, scores = latest_scores(query)
     if job is None:
         return ResultsPage([], offset, limit, "No rerank has finished for this query yet: start one in the side pane.")
-    skip = set(Label.objects.filter(query=query).values_list("image_id", flat=True)) | set(shown_ids)
-    left = [(Hit(image_id=image_id, score=score, taxon_id=None), why) for image_id, score, why in scores]
-    left = [(hit, why) for hit, why in left if hit.image_id not in skip]
-    tiles = _tiles(query, [hit for hit, _ in left[:limit]], offset)
-    why = {hit.image_id: detail for hit, detail in left[:limit]}
-    for tile in tiles:
-        tile.why = why.get(tile.image.pk) or None
-    return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(left) > limit else None)
+    why = {image_id: detail for image_id, _, detail in scores}
+    return _page_of(query, [(image_id, score) for image_id, score, _ in scores], shown_ids, offset, limit, why)
 
 
 def _visret(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
@@ -222,25 +216,27 @@ def _visret(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
         return ResultsPage(
             [], offset, limit, "No VisRet drawing has been made for this query yet: start one in the side pane."
         )
-    hits = [Hit(image_id=image_id, score=score, taxon_id=None) for image_id, score in fused[:limit]]
-    tiles = _tiles(query, hits, offset)
-    return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(fused) > limit else None)
+    return _page_of(query, fused, shown_ids, offset, limit)
 
 
 def _judged(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
     """The judge panel's candidates: confident accepts first, confident rejects last."""
-    from .rerank import latest_prelabels, panel_score
+    from .rerank import latest_prelabels, panel_ranking
 
     prelabels = latest_prelabels(query)
     if not prelabels:
         return ResultsPage(
             [], offset, limit, "No judge panel has finished for this query yet: start one in the side pane."
         )
+    return _page_of(query, panel_ranking(prelabels.values()), shown_ids, offset, limit)
+
+
+def _page_of(query: Query, ranked, shown_ids, offset: int, limit: int, why=None) -> ResultsPage:
+    """A page of a stored ranking ((image id, score), best first): the first `limit` images that have no
+    label and are not on the page already; `why` gives tiles their sub-question answers."""
     skip = set(Label.objects.filter(query=query).values_list("image_id", flat=True)) | set(shown_ids)
-    ordered = sorted(
-        (p for p in prelabels.values() if p.image_id not in skip),
-        key=lambda p: (-panel_score(p.value, p.confidence), p.clip_rank),
-    )
-    hits = [Hit(image_id=p.image_id, score=panel_score(p.value, p.confidence), taxon_id=None) for p in ordered[:limit]]
-    tiles = _tiles(query, hits, offset)
-    return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(ordered) > limit else None)
+    left = [(image_id, score) for image_id, score in ranked if image_id not in skip]
+    tiles = _tiles(query, [Hit(image_id=i, score=score, taxon_id=None) for i, score in left[:limit]], offset)
+    for tile in tiles if why else ():
+        tile.why = why.get(tile.image.pk) or None
+    return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(left) > limit else None)

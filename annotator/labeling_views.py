@@ -349,8 +349,8 @@ def start_rerank(request, query_id):
     """Queue a rerank of the query's CLIP top 100 by the configured vision-language model."""
     query = get_object_or_404(Query, pk=query_id)
     method = request.POST.get("method", "yesno")
-    if method not in (*rerank.METHODS, "visret", "judges"):
-        return HttpResponseBadRequest(f"method is one of {', '.join(rerank.METHODS)}, visret or judges.")
+    if method not in rerank.JOB_METHODS:
+        return HttpResponseBadRequest(f"method is one of {', '.join(rerank.JOB_METHODS)}.")
     try:
         rerank.start_job(query, user=request.user, method=method)
     except ModelUnavailable as error:

@@ -66,10 +66,7 @@ def label_order_signals(query: Query) -> dict:
 def cached_signals(query: Query, labeled: int, last_activity) -> dict:
     """label_order_signals, cached until the query's labels (count, last change) or its text change:
     ranking every label needs the query's text vector and a pass over the labeled images."""
-    activity = last_activity.timestamp() if last_activity else None
-    text = hashlib.md5(query.text.encode()).hexdigest()
-    key = f"quire:signals:{query.pk}:{labeled}:{activity}:{text}"
-    return cache.get_or_set(key, partial(label_order_signals, query), timeout=24 * 3600)
+    return _cached("signals", query, labeled, last_activity, partial(label_order_signals, query))
 
 
 def cached_run(query: Query, labeled: int, last_activity) -> int | None:
@@ -115,10 +112,14 @@ def query_recall_estimate(query: Query) -> stopping.RecallEstimate | None:
 
 def cached_estimate(query: Query, labeled: int, last_activity) -> stopping.RecallEstimate | None:
     """query_recall_estimate, cached like cached_run (three feedback fits and a deep search each)."""
+    return _cached("estimate", query, labeled, last_activity, partial(query_recall_estimate, query))
+
+
+def _cached(kind: str, query: Query, labeled: int, last_activity, compute):
+    """compute(), cached for a day or until the query's labels (count, last change) or its text change."""
     activity = last_activity.timestamp() if last_activity else None
     text = hashlib.md5(query.text.encode()).hexdigest()
-    key = f"quire:estimate:{query.pk}:{labeled}:{activity}:{text}"
-    return cache.get_or_set(key, partial(query_recall_estimate, query), timeout=24 * 3600)
+    return cache.get_or_set(f"quire:{kind}:{query.pk}:{labeled}:{activity}:{text}", compute, timeout=24 * 3600)
 
 
 def with_runs(queries) -> list[Query]:

@@ -29,7 +29,8 @@ from search.facade import SearchUnavailable, configured_spec, embed_image, fuse_
 
 from .models import GeneratedImage, PreLabel, Query, RerankJob, RerankScore
 
-METHODS = ("yesno", "structured")
+METHODS = ("yesno", "structured")  # reranks: a score per image
+JOB_METHODS = (*METHODS, "judges", "visret")  # what a job can run
 DEFAULT_TOP = 100  # INQUIRE-Rerank: 100 candidates per query
 
 log = logging.getLogger(__name__)
@@ -260,6 +261,12 @@ def prelabel(job: RerankJob, progress=None) -> Reranked:
 def panel_score(value: str, confidence: float) -> float:
     """Order for the judge-panel ranking: confident accepts first, confident rejects last."""
     return {panel.ACCEPT: confidence, panel.REJECT: -confidence}.get(value, 0.0)
+
+
+def panel_ranking(prelabels) -> list[tuple[int, float]]:
+    """Pre-labels as a ranking: (image id, panel score), confident accepts first, ties in CLIP order."""
+    ordered = sorted(prelabels, key=lambda p: (-panel_score(p.value, p.confidence), p.clip_rank))
+    return [(p.image_id, panel_score(p.value, p.confidence)) for p in ordered]
 
 
 def latest_prelabels(query: Query) -> dict:

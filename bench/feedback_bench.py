@@ -60,7 +60,7 @@ def main():
         log(f"built in {time.perf_counter() - started:.0f} s")
     index, _ = search_index.load(folder)
     searcher = search_index.Searcher(embeddings, index)
-    loaded = engine._Loaded((0,), searcher, np.argsort(embeddings.image_ids, kind="stable"))
+    loaded = engine._Loaded((0,), searcher)
     rng = np.random.default_rng(args.seed + 7)
     queries = draw(centres, rng.integers(0, len(centres), size=args.trials + 5), rng).astype(np.float32)
 

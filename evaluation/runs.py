@@ -53,12 +53,7 @@ def run_from_method(truth: GroundTruth, method: str, *, depth: int, top: int = 1
             if method == "visret":
                 head = reranking.visret_ranking(query, exclude_ids=(), depth=depth)[0]
             else:
-                head = [
-                    (p.image_id, reranking.panel_score(p.value, p.confidence))
-                    for p in sorted(
-                        job.prelabels.all(), key=lambda p: (-reranking.panel_score(p.value, p.confidence), p.clip_rank)
-                    )
-                ]
+                head = reranking.panel_ranking(job.prelabels.all())
         seen = {image_id for image_id, _ in head}
         # Scores below the head are shifted under its lowest, so that a run sorted by score keeps this order.
         floor = min((score for _, score in head), default=0.0) - 1.0

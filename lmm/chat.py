@@ -33,11 +33,15 @@ class Usage:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, response, answer: yesno.YesNo) -> None:
+        """Count one chat-completions answer, with the tokens its server reported."""
+        usage = getattr(response, "usage", None)
+        self.count(getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0, answer)
+
+    def count(self, prompt_tokens: int, completion_tokens: int, answer: yesno.YesNo) -> None:
         with self._lock:
             self.requests += 1
-            usage = getattr(response, "usage", None)
-            self.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
-            self.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+            self.prompt_tokens += prompt_tokens
+            self.completion_tokens += completion_tokens
             self.doubtful += answer.doubtful
 
 

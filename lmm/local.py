@@ -76,10 +76,7 @@ class LocalScorer:
         p_yes = float(probabilities[self.yes_ids].sum())
         p_no = float(probabilities[self.no_ids].sum())
         answer = yesno.YesNo(p_yes / (p_yes + p_no) if p_yes + p_no > 0 else 0.0, p_yes, p_no)
-        with self.usage._lock:
-            self.usage.requests += 1
-            self.usage.prompt_tokens += int(inputs["input_ids"].shape[-1])
-            self.usage.doubtful += answer.doubtful
+        self.usage.count(int(inputs["input_ids"].shape[-1]), 0, answer)
         return answer
 
     def ask_many(self, questions, on_answer=None) -> list[yesno.YesNo]:

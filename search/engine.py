@@ -32,7 +32,6 @@ def _embedder(spec: ClipSpec):
 class _Loaded:
     pointer_stamp: tuple
     searcher: Searcher
-    rows_by_id: np.ndarray  # argsort of image ids, for "more like this"
 
 
 _loaded: dict[str, _Loaded] = {}
@@ -55,17 +54,14 @@ def _get(model_name: str) -> _Loaded:
             except FileNotFoundError as error:
                 raise NoIndex(str(error)) from None
             searcher = Searcher(embeddings, index)
-            loaded = _Loaded(stamp, searcher, np.argsort(embeddings.image_ids, kind="stable"))
+            loaded = _Loaded(stamp, searcher)
             _loaded[model_name] = loaded
         return loaded
 
 
 def _rows_of(loaded: _Loaded, image_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The store rows of `image_ids`, and which of them have a row at all."""
-    ids = loaded.searcher.embeddings.image_ids
-    positions = np.minimum(np.searchsorted(ids, image_ids, sorter=loaded.rows_by_id), len(ids) - 1)
-    rows = loaded.rows_by_id[positions]
-    return rows, ids[rows] == image_ids
+    return loaded.searcher.locate(image_ids)
 
 
 def vector_of_image(loaded: _Loaded, image_id: int) -> np.ndarray:

@@ -159,7 +159,7 @@ class Searcher:
         self._taxa_sorted = embeddings.taxon_ids[self._taxon_order]
         self.rerank = rerank
         self._lock = threading.Lock()
-        self._id_order = None  # argsort of the image ids, made on the first search that excludes some
+        self._id_order = None  # argsort of the image ids, made on the first lookup by id
 
     @property
     def dim(self) -> int:
@@ -209,8 +209,8 @@ class Searcher:
         rows = rows[0][rows[0] >= 0]
         return self._rank_exactly(vector, rows, excluded, k, offset)
 
-    def rows_of_ids(self, image_ids: np.ndarray) -> np.ndarray:
-        """The store rows of those of `image_ids` (sorted, int64) that are in it."""
+    def locate(self, image_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The store rows of `image_ids` (int64, in order), and which of them have a row at all."""
         if self._id_order is None:
             with self._lock:
                 if self._id_order is None:
@@ -218,7 +218,12 @@ class Searcher:
         ids = self.embeddings.image_ids
         positions = np.minimum(np.searchsorted(ids, image_ids, sorter=self._id_order), len(ids) - 1)
         rows = self._id_order[positions]
-        return rows[ids[rows] == image_ids].astype(np.int64)
+        return rows, ids[rows] == image_ids
+
+    def rows_of_ids(self, image_ids: np.ndarray) -> np.ndarray:
+        """The store rows of those of `image_ids` that are in it."""
+        rows, found = self.locate(image_ids)
+        return rows[found].astype(np.int64)
 
     def rows_of_taxa(self, taxon_ids) -> np.ndarray:
         wanted = np.unique(np.asarray(list(taxon_ids), dtype=np.int64))
