@@ -247,7 +247,7 @@ def build_demo(data_dir: Path, *, images: int = 3000, seed: int = 7) -> DemoResu
     images_root = demo_dir / "images"
     metadata = demo_dir / "demo_inat.json"
     if not metadata.exists():
-        _write_collection(images_root, metadata, images, seed)
+        write_collection(images_root, metadata, images, seed)
     result = import_inat(metadata, images_root)
     with transaction.atomic():
         for text, supercategory, category, iconic_group in QUERIES:
@@ -289,7 +289,8 @@ def _ensure_user(username: str, password: str, *, staff: bool) -> bool:
     return True
 
 
-def _write_collection(images_root: Path, metadata: Path, count: int, seed: int) -> None:
+def write_collection(images_root: Path, metadata: Path, count: int, seed: int) -> None:
+    """Draw `count` images of the demo's species under `images_root` and write their iNat-format metadata."""
     rng = random.Random(seed)
     categories = []
     for index, (common, kingdom, phylum, klass, order, family, genus, epithet, supercategory) in enumerate(SPECIES):

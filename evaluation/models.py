@@ -48,3 +48,43 @@ class SavedSimulation(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class Scoring(models.Model):
+    """An uploaded run waiting to be scored, being scored, or scored: the upload answers at once (202)
+    and a worker (or, with no broker, a background thread) does the work (evaluation/scoring.py)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "waiting for a worker"
+        RUNNING = "running", "scoring"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    name = models.CharField(max_length=200)
+    protocol = models.CharField(max_length=16)
+    k = models.PositiveIntegerField()
+    normaliser = models.CharField(max_length=32, blank=True)
+    # The files as uploaded; messages name them by the names they were uploaded under.
+    run = models.FileField(upload_to="scorings/%Y/%m/")
+    run_name = models.CharField(max_length=255)
+    qrels = models.FileField(upload_to="scorings/%Y/%m/", blank=True)
+    qrels_name = models.CharField(max_length=255, blank=True)
+    queries = models.FileField(upload_to="scorings/%Y/%m/", blank=True)
+    queries_name = models.CharField(max_length=255, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True, help_text="Why scoring failed, naming the file and line to fix.")
+    report = models.OneToOneField(SavedReport, null=True, blank=True, on_delete=models.SET_NULL)
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.name} ({self.get_status_display()})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)

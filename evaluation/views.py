@@ -1,30 +1,17 @@
-"""Staff pages: upload a run, score it, see the tables and plots, download them, compare two reports."""
+"""Staff pages: upload a run (scored outside the request) and follow its scoring; see the tables and
+plots, download them, compare two reports."""
 
 import json
-import tempfile
-from pathlib import Path
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 
-from . import plots
+from . import plots, scoring
 from .forms import EvaluateForm
-from .inputs import GroundTruth, InputError, qrels_from_database, read_qrels, read_queries, read_run
-from .models import SavedReport, SavedRun, SavedSimulation
-from .report import compare, evaluate
-
-
-def _saved(upload, folder: Path, role: str) -> Path:
-    """Save an uploaded file under its own name in a folder of its role (run, qrels, queries), so that
-    two files uploaded with the same name never overwrite each other."""
-    (folder / role).mkdir(exist_ok=True)
-    path = folder / role / Path(upload.name).name
-    with path.open("wb") as out:
-        for chunk in upload.chunks():
-            out.write(chunk)
-    return path
+from .models import SavedReport, SavedSimulation, Scoring
+from .report import compare
 
 
 @login_required
@@ -32,56 +19,40 @@ def _saved(upload, folder: Path, role: str) -> Path:
 def index(request):
     form = EvaluateForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        with tempfile.TemporaryDirectory() as scratch:
-            folder = Path(scratch)
-            try:
-                queries_path = _saved(data["queries"], folder, "queries") if data["queries"] else None
-                if data["qrels"]:
-                    truth = read_qrels(_saved(data["qrels"], folder, "qrels"), queries_path)
-                elif data["protocol"] == "rerank":
-                    truth = GroundTruth(
-                        {}, {}, read_queries(queries_path) if queries_path else {}, source="rerank candidates"
-                    )
-                else:
-                    truth = qrels_from_database()
-                    if queries_path:
-                        truth.queries = read_queries(queries_path)
-                run = read_run(_saved(data["run"], folder, "run"), queries=truth.queries)
-                report = evaluate(
-                    truth, run, protocol=data["protocol"], k=data["k"], normaliser=data["normaliser"] or None
-                )
-            except (InputError, ValueError) as error:
-                message = str(error)
-                for role in ("run", "qrels", "queries"):  # the file as the user named it, not our scratch path
-                    message = message.replace(f"{folder}/{role}/", "")
-                form.add_error(None, message)
-            else:
-                data["run"].seek(0)
-                saved_run = SavedRun.objects.create(name=data["name"], file=data["run"], uploaded_by=request.user)
-                group_by = [
-                    c
-                    for c in ("supercategory", "category", "iconic_group")
-                    if any(c in q for q in truth.queries.values())
-                ]
-                saved = SavedReport.objects.create(
-                    run=saved_run,
-                    protocol=report.protocol,
-                    k=report.k,
-                    ground_truth=data["qrels"].name if data["qrels"] else truth.source,
-                    result=report.as_json(group_by),
-                )
-                messages.success(request, f"Scored {saved_run.name}: {len(report.per_query)} queries.")
-                return redirect("evaluation:report", report_id=saved.pk)
+        # Scoring a large run takes minutes: answer 202 with the status page, which polls until done.
+        job = scoring.start(form.cleaned_data, request.user)
+        response = _scoring_page(request, job, status=202)
+        response["Content-Location"] = reverse("evaluation:scoring", args=[job.pk])
+        return response
     return render(
         request,
         "evaluation/index.html",
         {
             "form": form,
+            "scorings": Scoring.objects.exclude(status=Scoring.Status.DONE)[:20],
             "reports": SavedReport.objects.select_related("run")[:50],
             "simulations": SavedSimulation.objects.all()[:50],
         },
+        status=400 if form.errors else 200,
     )
+
+
+@login_required
+@permission_required("evaluation.evaluate_runs", raise_exception=True)
+def scoring_status(request, scoring_id):
+    """The status page of an uploaded run; htmx polls it, and is sent to the report once it is ready."""
+    job = get_object_or_404(Scoring, pk=scoring_id)
+    scoring.resume_if_lost(job)
+    if request.htmx and job.status == Scoring.Status.DONE:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = reverse("evaluation:report", args=[job.report_id])
+        return response
+    return _scoring_page(request, job)
+
+
+def _scoring_page(request, job, status=200):
+    template = "evaluation/_scoring.html" if request.htmx else "evaluation/scoring.html"
+    return render(request, template, {"job": job}, status=status)
 
 
 @login_required

@@ -8,7 +8,8 @@ ALLOWED_HOSTS       comma-separated host names. Default "localhost,127.0.0.1".
 DATABASE_URL        e.g. postgres://user:pass@host:5432/quire (psycopg 3).
                     Default: an embedded SQLite file under QUIRE_DATA_DIR.
 CELERY_BROKER_URL   e.g. redis://127.0.0.1:6379/0. Unset = embedded mode:
-                    background jobs run in-process, no broker needed.
+                    background jobs run in a thread of the web process, no broker needed.
+CACHE_URL           redis://... for Django's cache. Default: the broker when it is Redis, else memory.
 QUIRE_DATA_DIR      images, thumbnails, embeddings, indexes. Default ./var.
 QUIRE_CLIP_MODEL, QUIRE_CLIP_PRETRAINED   the open_clip model; see search/spec.py.
 
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -119,10 +121,12 @@ INSTALLED_APPS = [
     "search",
     "lmm",
     "evaluation",
+    "quire",  # project-wide commands (migrate_locked); no models
 ]
 
 MIDDLEWARE = [
     "quire.middleware.ServerTiming",
+    "quire.health.HealthCheck",  # before the host check and the HTTPS redirect (see quire/health.py)
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "quire.middleware.RejectNulCharacters",
@@ -212,8 +216,14 @@ STATIC_URL = "static/"
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = QUIRE_DATA_DIR / "static"  # collectstatic's target; WhiteNoise serves it when filled
+# collectstatic's target, which WhiteNoise serves when filled (the docker image fills it at build time).
+STATIC_ROOT = Path(os.environ.get("QUIRE_STATIC_ROOT") or QUIRE_DATA_DIR / "static")
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # collectstatic also writes gzip copies, which WhiteNoise sends to browsers that accept them.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 MEDIA_ROOT = QUIRE_DATA_DIR / "media"  # uploaded evaluation runs
 
 # HTTPS: on by default whenever DEBUG is off; each can be turned off from the environment (e.g. a
@@ -275,6 +285,19 @@ SPECTACULAR_SETTINGS = {
 }
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+# The cache (the dashboard's progress figures): Redis when CACHE_URL is set,
+# or else when the broker is Redis, so that every web process of a deployment shares it; this process's
+# memory otherwise (the demo).
+CACHE_URL = os.environ.get("CACHE_URL", "") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")
+if CACHE_URL and not CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured(f"CACHE_URL must be a redis:// URL (got {CACHE_URL.split('://')[0]}://...).")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL, "KEY_PREFIX": "quire"}
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 # Embedded mode: no broker, tasks run in the caller's process.
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
@@ -306,13 +329,13 @@ except ValueError as error:
 if not isinstance(QUIRE_JUDGES, list) or not all(isinstance(j, dict) for j in QUIRE_JUDGES):
     raise ImproperlyConfigured("QUIRE_JUDGES must be a JSON list of {model, prompt} objects.")
 # The text model that writes context and sub-questions (structured rerank) and rewrites queries (VisRet).
-QUIRE_TEXT_MODEL_BASE_URL = os.environ.get("QUIRE_TEXT_MODEL_BASE_URL", QUIRE_LMM_BASE_URL)
-QUIRE_TEXT_MODEL = os.environ.get("QUIRE_TEXT_MODEL", QUIRE_LMM_MODEL)
-QUIRE_TEXT_MODEL_API_KEY = os.environ.get("QUIRE_TEXT_MODEL_API_KEY", QUIRE_LMM_API_KEY)
+QUIRE_TEXT_MODEL_BASE_URL = os.environ.get("QUIRE_TEXT_MODEL_BASE_URL") or QUIRE_LMM_BASE_URL
+QUIRE_TEXT_MODEL = os.environ.get("QUIRE_TEXT_MODEL") or QUIRE_LMM_MODEL
+QUIRE_TEXT_MODEL_API_KEY = os.environ.get("QUIRE_TEXT_MODEL_API_KEY") or QUIRE_LMM_API_KEY
 # The image generator VisRet draws the query with (an OpenAI-compatible images API).
-QUIRE_IMAGE_MODEL_BASE_URL = os.environ.get("QUIRE_IMAGE_MODEL_BASE_URL", QUIRE_LMM_BASE_URL)
+QUIRE_IMAGE_MODEL_BASE_URL = os.environ.get("QUIRE_IMAGE_MODEL_BASE_URL") or QUIRE_LMM_BASE_URL
 QUIRE_IMAGE_MODEL = os.environ.get("QUIRE_IMAGE_MODEL", "")
-QUIRE_IMAGE_MODEL_API_KEY = os.environ.get("QUIRE_IMAGE_MODEL_API_KEY", QUIRE_LMM_API_KEY)
+QUIRE_IMAGE_MODEL_API_KEY = os.environ.get("QUIRE_IMAGE_MODEL_API_KEY") or QUIRE_LMM_API_KEY
 QUIRE_IMAGE_SIZE = os.environ.get("QUIRE_IMAGE_SIZE", "512x512")
 # The labeling page re-ranks the unlabeled images below the view after this many labels (a ranking that learns).
 QUIRE_RERANK_EVERY = int(os.environ.get("QUIRE_RERANK_EVERY", "25"))
@@ -322,8 +345,12 @@ QUIRE_MAX_EXAMPLE_BYTES = int(os.environ.get("QUIRE_MAX_EXAMPLE_BYTES", str(20 *
 QUIRE_CHUNK_STALE_SECONDS = int(os.environ.get("QUIRE_CHUNK_STALE_SECONDS", "600"))
 # `embed` gives up following a job that made no progress for this long with no worker alive.
 QUIRE_EMBED_STALL_SECONDS = int(os.environ.get("QUIRE_EMBED_STALL_SECONDS", "120"))
-# Calls to vision-language models go to their own queue: a GPU machine runs `celery -A quire worker -Q models`.
-CELERY_TASK_ROUTES = {"annotator.rerank": {"queue": "models"}}
+# Three queues: "celery" (index builds, scoring uploaded runs, the reaper), "embed" (CLIP embedding chunks)
+# and "models" (vision-language model calls). A plain `celery -A quire worker` consumes all three; with a
+# GPU machine, it runs `celery -A quire worker -Q embed,models` and the CPU workers `-Q celery`.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = [Queue("celery"), Queue("embed"), Queue("models")]
+CELERY_TASK_ROUTES = {"annotator.rerank": {"queue": "models"}, "search.embed_chunk": {"queue": "embed"}}
 CELERY_BEAT_SCHEDULE = {
     "requeue-stale-chunks": {"task": "search.requeue_stale_chunks", "schedule": 60.0},
 }

@@ -7,7 +7,9 @@ from django.contrib import admin, messages
 from django.shortcuts import redirect
 from django.urls import path
 
-from . import jobs
+from quire import background
+
+from . import jobs, tasks
 from .exceptions import WeightsUnavailable
 from .models import EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild
 from .spec import configured_spec
@@ -114,8 +116,13 @@ class EmbeddingJobAdmin(ReadOnlyAdmin):
         if job is None:
             messages.info(request, f"Nothing to embed: every image has a {spec.name} vector.")
         else:
-            sent = jobs.enqueue(job)  # in embedded mode this runs the chunks now, in this request
-            messages.success(request, f"Embedding job {job.pk}: {sent} chunks of {job.total:,} images sent.")
+            # Never inside this request: to the workers, or to the background thread in embedded mode.
+            background.submit_on_commit(tasks.send_embedding_job, job.pk)
+            messages.success(
+                request,
+                f"Embedding job {job.pk} started: {job.chunks.count()} chunks of {job.total:,} images. "
+                "This page shows its progress.",
+            )
         return redirect("admin:search_embeddingjob_changelist")
 
     def build_index_view(self, request):
@@ -123,11 +130,12 @@ class EmbeddingJobAdmin(ReadOnlyAdmin):
             messages.error(request, "Building the index needs a POST by a user allowed to add index builds.")
             return redirect("admin:search_embeddingjob_changelist")
         try:
-            build = jobs.start_index_build()
-        except (FileNotFoundError, ValueError) as error:
+            build = jobs.record_index_build()
+        except ValueError as error:
             messages.error(request, str(error))
         else:
-            messages.success(request, f"Index build {build.pk}: {build.get_status_display().lower()}.")
+            background.submit_on_commit(tasks.build_index, build.pk)
+            messages.success(request, f"Index build {build.pk} started: Index builds shows when it is done.")
         return redirect("admin:search_embeddingjob_changelist")
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "fuse_rankings",
     "has_index",
     "prepare_demo_model",
+    "write_random_model",
     "rank",
     "STRATEGIES",
     "score_images",
@@ -185,6 +186,14 @@ def prepare_demo_model(data_dir: Path) -> tuple[ClipSpec, str | None]:
     from .demo import demo_model
 
     return demo_model(data_dir)
+
+
+def write_random_model(folder: Path) -> str:
+    """Write a tiny random-weight CLIP model (open_clip's local-dir format) into `folder`, for trying a
+    deployment with no real weights; returns the QUIRE_CLIP_PRETRAINED value that loads it."""
+    from .tiny_model import write_tiny_model
+
+    return write_tiny_model(folder)
 
 
 def fuse_rankings(rankings, *, k: float = 1.0) -> list[tuple[int, float]]:

@@ -254,12 +254,17 @@ def fail_job(job_id: int, message: str) -> None:
 # Index builds
 
 
-def start_index_build(model_name: str | None = None, kind: str = "auto", *, run_here: bool = False) -> IndexBuild:
-    """Record a build and run it: in a worker when there is a broker, else (or with run_here) now."""
+def record_index_build(model_name: str | None = None, kind: str = "auto") -> IndexBuild:
+    """A queued index build (the kind checked first); nothing runs yet."""
     from . import index as faiss_index
 
     faiss_index.choose_kind(0, kind)  # validates the kind before anything is recorded
-    build = IndexBuild.objects.create(model_name=model_name or configured_spec().name, kind=kind)
+    return IndexBuild.objects.create(model_name=model_name or configured_spec().name, kind=kind)
+
+
+def start_index_build(model_name: str | None = None, kind: str = "auto", *, run_here: bool = False) -> IndexBuild:
+    """Record a build and run it: in a worker when there is a broker, else (or with run_here) now."""
+    build = record_index_build(model_name, kind)
     if run_here or settings.CELERY_TASK_ALWAYS_EAGER:
         run_index_build(build.pk)
     else:

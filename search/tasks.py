@@ -10,12 +10,20 @@ own part file.
 from celery import shared_task
 
 from . import jobs
+from .models import EmbeddingJob
 
 
 @shared_task(name="search.embed_chunk")
 def embed_chunk(chunk_id: int) -> dict:
     chunk = jobs.run_chunk(chunk_id)
     return {"chunk": chunk_id, "status": chunk.status, "done": chunk.done, "failed": chunk.failed}
+
+
+@shared_task(name="search.send_embedding_job")
+def send_embedding_job(job_id: int) -> int:
+    """Send a job's unfinished chunks to the workers (the admin's button, outside its request). In
+    embedded mode the chunks run right here, in the background thread."""
+    return jobs.enqueue(EmbeddingJob.objects.get(pk=job_id))
 
 
 @shared_task(name="search.requeue_stale_chunks")

@@ -94,3 +94,30 @@ def test_a_short_or_plain_secret_key_is_refused_in_one_line(tmp_path):
 
 def test_there_is_no_emailed_password_reset(client):
     assert client.get("/accounts/password_reset/").status_code == 404
+
+
+CACHE = "from django.conf import settings; print(settings.CACHES['default']['BACKEND'].rsplit('.', 1)[1])"
+
+
+def test_the_cache_is_shared_redis_when_there_is_a_broker_or_a_cache_url(tmp_path):
+    common = {"QUIRE_DATA_DIR": str(tmp_path), "DEBUG": "1"}
+    assert settings_of(CACHE, **common)[1].split() == ["LocMemCache"]  # the demo: this process's memory
+    assert settings_of(CACHE, CELERY_BROKER_URL="redis://redis:6379/0", **common)[1].split() == ["RedisCache"]
+    assert settings_of(CACHE, CACHE_URL="redis://cache:6379/1", **common)[1].split() == ["RedisCache"]
+    code, output = settings_of(CACHE, CACHE_URL="memcached://cache:11211", **common)
+    assert code != 0 and "CACHE_URL must be a redis:// URL (got memcached://...)" in output
+
+
+def test_every_setting_is_in_the_deployment_env_example():
+    """docker/.env.example lists every variable quire/settings.py reads (set, or commented with its use)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    source = (root / "quire" / "settings.py").read_text()
+    read = set(re.findall(r'(?:os\.environ\.get|env_or_file|env_bool|env_list)\("([A-Z_]+)"', source))
+    example = (root / "docker" / ".env.example").read_text()
+    listed = set(re.findall(r"^#? ?([A-Z_]+)=", example, flags=re.MULTILINE))
+    # Set by docker/compose.yml itself, or by the image.
+    by_compose = {"DATABASE_URL", "CELERY_BROKER_URL", "QUIRE_DATA_DIR", "QUIRE_STATIC_ROOT"}
+    assert len(read) > 40 and read - listed - by_compose == set()

@@ -1,15 +1,18 @@
 import re
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evaluation import forms
-from evaluation.models import SavedReport, SavedRun
+from evaluation.models import SavedReport, SavedRun, Scoring
+from quire import background
 
 from .test_evaluate import QRELS, QUERIES
 
-pytestmark = pytest.mark.django_db
+# transaction=True: the scoring runs in a background thread, on its own database connection.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 RUN_A = "query_id,image_id,score\n1,10,3\n1,11,2\n2,20,1\n"
 RUN_B = "query_id,image_id,score\n1,99,3\n1,10,2\n2,98,1\n"
@@ -32,7 +35,20 @@ def upload(client, name, run, **extra):
         "queries": SimpleUploadedFile("queries.csv", QUERIES.encode()),
         **extra,
     }
-    return client.post("/evaluation/", data, follow=True)
+    return scored(client, client.post("/evaluation/", data))
+
+
+def scored(client, response):
+    """The upload answers 202 at once; wait for the background scoring and open what it made: the
+    report when it scored, the status page (with the error) when it did not."""
+    if response.status_code != 202:  # refused before anything was stored
+        assert response.status_code == 400
+        return response
+    background.wait_for_all(timeout=120)
+    status = client.get(response["Content-Location"])
+    job = Scoring.objects.get(pk=status.context["job"].pk)
+    assert job.finished, job.status
+    return client.get(f"/evaluation/reports/{job.report_id}/") if job.report_id else status
 
 
 def test_upload_score_see_tables_download_and_compare(staff):
@@ -56,6 +72,47 @@ def test_a_bad_run_says_which_line_and_saves_nothing(staff):
     page = upload(staff, "broken", "query_id,image_id,score\n1,10,3\n1,10,2\n").content.decode()
     assert page.count("run.csv, line 3: query 1, image 10 is already ranked on line 2") == 1  # said once
     assert not SavedRun.objects.exists() and not SavedReport.objects.exists()
+    job = Scoring.objects.get()
+    assert job.status == Scoring.Status.FAILED and not job.run and not job.qrels  # the files are not kept
+
+
+def test_the_upload_answers_at_once_and_the_status_page_polls_until_the_report(staff):
+    """The POST only stores the files: 202 with a status page that htmx polls; the poll that finds the
+    report ready sends the browser there (HX-Redirect)."""
+    response = staff.post(
+        "/evaluation/",
+        {
+            "name": "run A",
+            "protocol": "fullrank",
+            "k": 50,
+            "run": SimpleUploadedFile("run.csv", RUN_A.encode()),
+            "qrels": SimpleUploadedFile("qrels.csv", QRELS.encode()),
+        },
+    )
+    job = Scoring.objects.get()
+    assert response.status_code == 202 and response["Content-Location"] == f"/evaluation/scorings/{job.pk}/"
+    page = response.content.decode()
+    assert 'hx-trigger="every 1s"' in page and "run.csv against qrels.csv" in page
+    background.wait_for_all(timeout=120)
+    poll = staff.get(f"/evaluation/scorings/{job.pk}/", HTTP_HX_REQUEST="true")
+    job.refresh_from_db()
+    assert (job.status, poll.status_code) == (Scoring.Status.DONE, 204)
+    assert poll["HX-Redirect"] == f"/evaluation/reports/{job.report_id}/"
+    finished = staff.get(f"/evaluation/scorings/{job.pk}/").content.decode()
+    assert "hx-trigger" not in finished and f"/evaluation/reports/{job.report_id}/" in finished  # polling stops
+
+
+def test_a_scoring_lost_with_its_server_is_sent_again_when_its_page_is_opened(staff):
+    """Embedded mode: the thread that held a scoring died with its process. The row says queued and no
+    thread holds it; opening its page sends it again."""
+    run = SimpleUploadedFile("run.csv", RUN_A.encode())
+    job = Scoring.objects.create(name="lost", protocol="fullrank", k=50, run=run, run_name="run.csv")
+    (Path(job.qrels.storage.location) / "lost-qrels.csv").write_text(QRELS)
+    Scoring.objects.filter(pk=job.pk).update(qrels="lost-qrels.csv", qrels_name="qrels.csv")
+    staff.get(f"/evaluation/scorings/{job.pk}/")
+    background.wait_for_all(timeout=120)
+    job.refresh_from_db()
+    assert job.status == Scoring.Status.DONE and job.report.result["overall"]["ap"] == pytest.approx(2 / 3)
 
 
 def test_a_huge_upload_is_refused_before_reading(staff, monkeypatch):
@@ -80,6 +137,6 @@ def test_files_uploaded_with_the_same_name_do_not_overwrite_each_other(staff):
         "qrels": SimpleUploadedFile("data.csv", QRELS.encode()),
         "queries": SimpleUploadedFile("data.csv", QUERIES.encode()),
     }
-    page = staff.post("/evaluation/", data, follow=True).content.decode()
+    page = scored(staff, staff.post("/evaluation/", data)).content.decode()
     report = SavedReport.objects.get(run__name="same names")
     assert report.result["overall"]["ap"] == pytest.approx((1.0 + 1.0 + 0.0) / 3), page[:500]

@@ -76,7 +76,7 @@ def start_worker(broker, tiny_settings, tmp_path):
         unavailable("the worker process shares the test database, which needs PostgreSQL (set DATABASE_URL)")
     started = []
 
-    def start(pool="solo", queues="celery", **extra_env):
+    def start(pool="solo", queues="celery,embed", **extra_env):
         log_path = tmp_path / f"worker-{len(started)}.log"
         process = _start_worker(broker, tiny_settings, log_path, pool, extra_env, queues)
         started.append(process)
@@ -97,7 +97,7 @@ def stop(process):
             process.wait()
 
 
-def _start_worker(broker, tiny_settings, log_path, pool, extra_env, queues="celery"):
+def _start_worker(broker, tiny_settings, log_path, pool, extra_env, queues):
     db = connection.settings_dict
     env = {
         **os.environ,

@@ -1,0 +1,146 @@
+"""Scoring an uploaded run outside the web request.
+
+The upload is stored with a Scoring row (queued) and answered at once; `score` then reads the files,
+scores the run and saves the report, in a Celery worker or, with no broker, in the web process's
+background thread (quire/background.py). A 200 MB run takes a minute or more to read and score, too
+long to hold a request; the status page polls until the report is ready or the error is known.
+
+`score` may run twice for one scoring (a worker killed mid-way gives its message back; an embedded
+server restarted mid-way sends it again from the status page): it starts over from the stored files
+and does nothing once the scoring has finished.
+"""
+
+import os
+import tempfile
+from pathlib import Path
+
+from django.db import transaction
+from django.utils import timezone
+
+from quire import background
+
+from .inputs import GroundTruth, InputError, qrels_from_database, read_qrels, read_queries, read_run
+from .models import SavedReport, SavedRun, Scoring
+from .report import evaluate
+
+ROLES = ("run", "qrels", "queries")
+
+
+def upload_name(upload, role: str) -> str:
+    """The uploaded file's own name, for messages: its last path part, printable, or the role's name."""
+    name = os.path.basename(str(upload.name or "")).replace("\x00", "").strip()
+    return name[:255] or f"{role}.csv"
+
+
+def start(data: dict, user) -> Scoring:
+    """Store the uploaded files with a queued Scoring and send it to be scored once committed."""
+    fields = {}
+    for role in ROLES:
+        if data.get(role):
+            fields[role] = data[role]
+            fields[f"{role}_name"] = upload_name(data[role], role)
+    with transaction.atomic():
+        scoring = Scoring.objects.create(
+            name=data["name"],
+            protocol=data["protocol"],
+            k=data["k"],
+            normaliser=data.get("normaliser") or "",
+            uploaded_by=user if user and user.is_authenticated else None,
+            **fields,
+        )
+        background.submit_on_commit(_task(), scoring.pk)
+    return scoring
+
+
+def resume_if_lost(scoring: Scoring) -> bool:
+    """With no broker, send again a scoring that no background thread of this process holds (the server
+    was restarted while it waited or ran). With a broker, the broker gives back a lost worker's task."""
+    if scoring.finished or not background.embedded() or background.is_pending(_task(), scoring.pk):
+        return False
+    background.submit(_task(), scoring.pk)
+    return True
+
+
+def score(scoring_id: int) -> Scoring:
+    """Read, score and save; a scoring whose files are wrong ends failed, with the message that says
+    which file and line to fix."""
+    scoring = Scoring.objects.get(pk=scoring_id)
+    if scoring.finished:
+        return scoring
+    Scoring.objects.filter(pk=scoring.pk).update(status=Scoring.Status.RUNNING, started_at=timezone.now())
+    try:
+        report, truth = _evaluate(scoring)
+    except (InputError, ValueError) as error:
+        _fail(scoring, str(error))
+    except Exception:
+        _fail(scoring, "Scoring stopped on an internal error; the server's log has the details.")
+        raise
+    else:
+        _save(scoring, report, truth)
+    scoring.refresh_from_db()
+    return scoring
+
+
+def _fail(scoring: Scoring, message: str) -> None:
+    """Record why, and delete the uploaded files: a run that did not score leaves nothing stored."""
+    for role in ROLES:
+        stored = getattr(scoring, role)
+        if stored:
+            stored.delete(save=False)
+    Scoring.objects.filter(pk=scoring.pk).update(
+        status=Scoring.Status.FAILED, error=message, finished_at=timezone.now(), run="", qrels="", queries=""
+    )
+
+
+def _evaluate(scoring: Scoring):
+    # The readers name the file in their messages: they read it through a link bearing the uploaded name.
+    with tempfile.TemporaryDirectory(prefix="quire-scoring-") as scratch:
+        paths = {}
+        for role in ROLES:
+            stored = getattr(scoring, role)
+            if stored:
+                (Path(scratch) / role).mkdir()
+                paths[role] = Path(scratch) / role / getattr(scoring, f"{role}_name")
+                paths[role].symlink_to(Path(stored.path).resolve())
+        try:
+            if "qrels" in paths:
+                truth = read_qrels(paths["qrels"], paths.get("queries"))
+            elif scoring.protocol == "rerank":
+                queries = read_queries(paths["queries"]) if "queries" in paths else {}
+                truth = GroundTruth({}, {}, queries, source="rerank candidates")
+            else:
+                truth = qrels_from_database()
+                if "queries" in paths:
+                    truth.queries = read_queries(paths["queries"])
+            run = read_run(paths["run"], queries=truth.queries)
+            report = evaluate(truth, run, protocol=scoring.protocol, k=scoring.k, normaliser=scoring.normaliser or None)
+        except (InputError, ValueError) as error:
+            message = str(error)
+            for role in ROLES:  # the file as the user named it, not our scratch path
+                message = message.replace(f"{scratch}/{role}/", "")
+            raise ValueError(message) from None
+    return report, truth
+
+
+def _save(scoring: Scoring, report, truth) -> None:
+    group_by = [c for c in ("supercategory", "category", "iconic_group") if any(c in q for q in truth.queries.values())]
+    with transaction.atomic():
+        locked = Scoring.objects.select_for_update().get(pk=scoring.pk)
+        if locked.finished:  # a second run of this task got here first
+            return
+        saved_run = SavedRun.objects.create(name=scoring.name, file=scoring.run.name, uploaded_by=scoring.uploaded_by)
+        saved = SavedReport.objects.create(
+            run=saved_run,
+            protocol=report.protocol,
+            k=report.k,
+            ground_truth=scoring.qrels_name or truth.source,
+            result=report.as_json(group_by),
+        )
+        locked.status, locked.report, locked.finished_at = Scoring.Status.DONE, saved, timezone.now()
+        locked.save(update_fields=["status", "report", "finished_at"])
+
+
+def _task():
+    from .tasks import score_run
+
+    return score_run

@@ -1,0 +1,11 @@
+"""Celery tasks of the evaluation app: thin wrappers over evaluation.scoring."""
+
+from celery import shared_task
+
+from . import scoring
+
+
+@shared_task(name="evaluation.score_run")
+def score_run(scoring_id: int) -> dict:
+    done = scoring.score(scoring_id)
+    return {"scoring": scoring_id, "status": done.status, "report": done.report_id}

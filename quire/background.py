@@ -1,0 +1,75 @@
+"""Run a job outside the web request, with a broker or without one.
+
+With a broker, `submit` puts the Celery task on its queue and a worker runs it. In embedded mode (no
+broker: the demo, a laptop) Celery runs tasks eagerly in the caller, which inside a request would hold
+the page for the whole job; there one background thread of the web process runs them instead, one at a
+time and in the order given (SQLite has one writer). Each job keeps its state in the database, so one
+cut short by a restart is not lost: its page notices (`is_pending` says no thread holds it) and sends it
+again, and every job here may run twice (a scoring starts over, an embedding job redoes its unfinished
+chunks).
+
+Submit from `transaction.on_commit` (see `submit_on_commit`): a worker, or the thread, must find the
+job's row committed.
+"""
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+
+from django.conf import settings
+from django.db import connections, transaction
+
+log = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_executor: ThreadPoolExecutor | None = None
+_pending: dict[tuple, Future] = {}
+
+
+def embedded() -> bool:
+    """No broker: jobs run in this process's background thread."""
+    return settings.CELERY_TASK_ALWAYS_EAGER
+
+
+def submit(task, *args) -> None:
+    """Run the Celery `task` with `args` outside this request: on a worker, or in the background thread."""
+    if not embedded():
+        task.delay(*args)
+        return
+    global _executor
+    key = (task.name, *args)
+    with _lock:
+        if key in _pending:  # already waiting or running here: once is enough
+            return
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quire-background")
+        _pending[key] = _executor.submit(_run, task, args, key)
+
+
+def submit_on_commit(task, *args) -> None:
+    transaction.on_commit(lambda: submit(task, *args))
+
+
+def is_pending(task, *args) -> bool:
+    """Whether this process's background thread holds (waiting or running) this job."""
+    with _lock:
+        return (task.name, *args) in _pending
+
+
+def wait_for_all(timeout: float | None = None) -> None:
+    """Block until every job submitted so far has finished (tests; a clean shutdown)."""
+    with _lock:
+        futures = list(_pending.values())
+    wait(futures, timeout=timeout)
+
+
+def _run(task, args, key) -> None:
+    try:
+        # apply() is Celery's own eager path: the same task code, retries and signals as on a worker.
+        result = task.apply(args=args, throw=False)
+        if result.failed():
+            log.error("background job %s%r failed: %s", task.name, args, result.result, exc_info=result.result)
+    finally:
+        connections.close_all()  # this thread's connections; the request threads keep theirs
+        with _lock:
+            _pending.pop(key, None)

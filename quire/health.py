@@ -1,0 +1,53 @@
+"""`GET /healthz`: whether this web process can reach its database and its broker.
+
+A container's probe (docker/healthcheck.py) and a load balancer ask over plain HTTP from inside the
+container or the network, under a host name the deployment does not list in ALLOWED_HOSTS. So this
+answers first in the middleware chain, before Django checks the host or redirects to HTTPS, and it
+says nothing but "ok" or the failing part's error class: no settings, no versions.
+"""
+
+from django.conf import settings
+from django.db import connections
+from django.http import JsonResponse
+
+PATH = "/healthz"
+TIMEOUT_SECONDS = 3
+
+
+def database() -> str:
+    try:
+        with connections["default"].cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception as error:  # any failure means unhealthy; say which kind
+        return f"unreachable ({type(error).__name__})"
+    return "ok"
+
+
+def broker() -> str:
+    if not settings.CELERY_BROKER_URL:
+        return "embedded"  # no broker configured: jobs run in a background thread of the web process
+    from kombu import Connection
+
+    try:
+        with Connection(settings.CELERY_BROKER_URL, connect_timeout=TIMEOUT_SECONDS) as connection:
+            connection.ensure_connection(max_retries=1, interval_start=0, timeout=TIMEOUT_SECONDS)
+    except Exception as error:
+        return f"unreachable ({type(error).__name__})"
+    return "ok"
+
+
+class HealthCheck:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path != PATH:
+            return self.get_response(request)
+        if request.method not in ("GET", "HEAD"):
+            return JsonResponse({"error": "GET /healthz"}, status=405)
+        checks = {"database": database(), "broker": broker()}
+        healthy = all(value in ("ok", "embedded") for value in checks.values())
+        response = JsonResponse({"status": "ok" if healthy else "unhealthy", **checks}, status=200 if healthy else 503)
+        response["Cache-Control"] = "no-store"
+        return response

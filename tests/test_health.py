@@ -1,0 +1,40 @@
+"""`/healthz`, what the containers' healthchecks and a load balancer ask."""
+
+import pytest
+import redis
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+pytestmark = pytest.mark.django_db
+
+
+def test_healthz_answers_plain_http_under_any_host_without_a_login(client, settings):
+    # Production settings: HTTPS redirect on and a host list without the container's own address.
+    settings.SECURE_SSL_REDIRECT, settings.ALLOWED_HOSTS = True, ["quire.example.org"]
+    response = client.get("/healthz", HTTP_HOST="172.18.0.5:8000")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": "ok", "broker": "embedded"}
+    assert response["Cache-Control"] == "no-store"
+    assert client.get("/queries/", HTTP_HOST="172.18.0.5:8000").status_code == 400  # only /healthz is exempt
+
+
+def test_an_unreachable_broker_makes_it_unhealthy(client, settings):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["broker"].startswith("unreachable (") and response.json()["database"] == "ok"
+
+
+def test_a_reachable_broker_is_ok(client, settings):
+    try:
+        redis.Redis.from_url(REDIS_URL).ping()
+    except redis.ConnectionError:
+        from tests.search.test_celery_worker import unavailable
+
+        unavailable(f"no Redis at {REDIS_URL}")
+    settings.CELERY_BROKER_URL = REDIS_URL
+    assert client.get("/healthz").json() == {"status": "ok", "database": "ok", "broker": "ok"}
+
+
+def test_only_get_is_answered(client):
+    assert client.post("/healthz").status_code == 405
