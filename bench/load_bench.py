@@ -12,9 +12,14 @@ Reported: requests per second; label saves' client-side and server-side (Server-
 answers by status, and connection errors; labels whose final value is not the last acknowledged
 write (or one of the writes in flight with it); acknowledged changes without a history event.
 
+With --server URL it loads a server that runs already (the docker stack's web container: gunicorn with
+GUNICORN_WORKERS workers) and its database, as configured in this process's environment, instead: no
+build, no worker killed. Run it inside the web container so that it reaches the stack's database.
+
 Usage:
   DATABASE_URL=postgres://quire:quire@127.0.0.1:5432/quire_loadbench \\
       .venv/bin/python bench/load_bench.py [--annotators 50] [--seconds 60] [--images 3000]
+  docker-compose -f docker/compose.yml exec -T web python bench/load_bench.py --server http://127.0.0.1:8000
 """
 
 import argparse
@@ -208,9 +213,12 @@ def main():
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--images", type=int, default=3000)
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--server", help="load this running server (http://HOST:PORT) instead of starting one")
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         sys.exit("Set DATABASE_URL to a scratch PostgreSQL database (it is emptied).")
+    if args.server:
+        return load_running_server(args)
     data_dir = Path(tempfile.mkdtemp(prefix="quire-load-"))
     log(f"building the demo collection ({args.images} images) in {data_dir}")
     build(data_dir, args.images)
@@ -253,10 +261,35 @@ def main():
     finally:
         server.terminate()
         server.wait(timeout=30)
+    report(args, records, alone, elapsed, query, killed)
+
+
+def load_running_server(args):
+    """The same crowd against a server that runs already, e.g. the docker stack's web container."""
+    from urllib.parse import urlsplit
+
+    import django
+
+    django.setup()
+    from annotator.models import Query
+    from search.facade import search
+
+    port = urlsplit(args.server).port or 80
+    query = Query.objects.order_by("id").first()
+    pool = [hit.image_id for hit in search(text=query.text, k=200)]
+    users = sessions(args.annotators)
+    log(f"{args.annotators} annotators against {args.server} for {args.seconds:.0f} s")
+    alone, _ = crowd(port, query.pk, pool, users[:1], 10, lambda: None)
+    records, elapsed = crowd(port, query.pk, pool, users, args.seconds, lambda: None)
+    report(args, records, alone, elapsed, query, [])
+
+
+def report(args, records, alone, elapsed, query, killed):
     statuses = Counter(str(r[3]) for r in records)
     saves = [r for r in records if r[0] == "save" and r[3] == 200]
     wrong, unrecorded, images = check(records, query.pk)
     result = {
+        "server": args.server or f"gunicorn -w {args.workers} on this machine",
         "annotators": args.annotators,
         "seconds": round(elapsed, 1),
         "requests": len(records),

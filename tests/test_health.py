@@ -1,9 +1,11 @@
 """`/healthz`, what the containers' healthchecks and a load balancer ask."""
 
+import os
+
 import pytest
 import redis
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
+REDIS_URL = os.environ.get("QUIRE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 pytestmark = pytest.mark.django_db
 
