@@ -5,8 +5,9 @@ It fills a scratch PostgreSQL database (DATABASE_URL; its labels, queries and im
 with --queries x --images-per-query labels, then, --repeat times each:
 
   stream     the export view's own generator (annotator/exporters.py: label_rows through csv_lines), read to
-             the end as the web server would send it: time to the first line, total time, rows per second,
-             and the peak memory the export added (tracemalloc)
+             the end as the web server would send it: time to the first line and total time; and once
+             more under tracemalloc for the peak memory the export added
+  cursor     the same rows through a server-side cursor (.iterator()), the export's reader before this bench
   copy       PostgreSQL's COPY (SELECT the same columns, same order) TO STDOUT through psycopg: the floor,
              what the database alone needs to hand over the same rows
 
@@ -68,10 +69,13 @@ def fill(queries: int, images: int) -> int:
         return cursor.fetchone()[0]
 
 
-def stream() -> dict:
+def stream(*, memory: bool = False) -> dict:
+    """The export as the view streams it; with `memory`, under tracemalloc (which slows it several times:
+    its time is not reported)."""
     from annotator.exporters import EXPORTS, csv_lines
 
-    tracemalloc.start()
+    if memory:
+        tracemalloc.start()
     started = time.perf_counter()
     first = None
     rows = size = 0
@@ -81,9 +85,21 @@ def stream() -> dict:
         rows += 1
         size += len(line)
     total = time.perf_counter() - started
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return {"seconds": total, "first_line_ms": 1000 * first, "rows": rows - 1, "mb": size / 1e6, "peak_mb": peak / 1e6}
+    if memory:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return {"peak_mb": peak / 1e6}
+    return {"seconds": total, "first_line_ms": 1000 * first, "rows": rows - 1, "mb": size / 1e6}
+
+
+def cursor() -> dict:
+    """The export's rows through a server-side cursor (.iterator(), what Quire used before the pages)."""
+    from annotator.models import Label
+
+    fields = ("query_id", "image_id", "image__file_name", "value", "annotator__username", "updated_at")
+    started = time.perf_counter()
+    rows = sum(1 for _ in Label.objects.order_by("query_id", "image_id").values_list(*fields).iterator(5000))
+    return {"seconds": time.perf_counter() - started, "rows": rows}
 
 
 def copy() -> dict:
@@ -114,14 +130,17 @@ def main():
     started = time.perf_counter()
     labels = fill(args.queries, args.images_per_query)
     print(f"filled {labels:,} labels in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    runs = {"stream": [], "copy": []}
-    for _ in range(args.repeat):  # interleaved, so that both meet the same machine
+    runs = {"stream": [], "cursor": [], "copy": []}
+    for _ in range(args.repeat):  # interleaved, so that all three meet the same machine
         runs["stream"].append(stream())
+        runs["cursor"].append(cursor())
         runs["copy"].append(copy())
     median = {
         kind: {key: statistics.median(r[key] for r in results) for key in results[0]} for kind, results in runs.items()
     }
+    median["stream"].update(stream(memory=True))
     median["ratio_stream_to_copy"] = median["stream"]["seconds"] / median["copy"]["seconds"]
+    median["ratio_cursor_to_stream"] = median["cursor"]["seconds"] / median["stream"]["seconds"]
     median["labels"] = labels
     print(json.dumps(median, indent=2))
 

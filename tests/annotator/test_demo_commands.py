@@ -21,6 +21,8 @@ SET_BY_TESTS = {"DEBUG", "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "HF_
 
 def environment(data_dir: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in SET_BY_TESTS and not k.startswith("QUIRE_")}
+    if "QUIRE_VENV" in os.environ:  # inside the docker image: ./dev uses the image's virtualenv
+        env["QUIRE_VENV"] = os.environ["QUIRE_VENV"]
     return {**env, "QUIRE_DATA_DIR": str(data_dir)}
 
 
