@@ -19,6 +19,10 @@ dockerd_start() {
   fi
   _dockerd_state=$(mktemp -d)
   sysctl -n net.ipv4.ip_forward >"$_dockerd_state/ip_forward"
+  # Listing the filter and nat tables first makes iptables-save include them even when they are empty,
+  # so that iptables-restore then flushes dockerd's chains out of them.
+  iptables -t filter -S >/dev/null 2>&1 || true
+  iptables -t nat -S >/dev/null 2>&1 || true
   iptables-save >"$_dockerd_state/iptables" 2>/dev/null || true
   ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}' >"$_dockerd_state/bridges"
   mkdir -p "$data_root"
