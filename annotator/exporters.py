@@ -37,48 +37,24 @@ def query_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
 def annotation_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
     yield ["query_id", "image_id", "image_path"]
     labels = _labels(query_ids).filter(value=LabelValue.RELEVANT)
-    yield from (list(row) for row in _in_pages(labels, ("query_id", "image_id", "image__file_name")))
+    yield from (
+        list(row) for row in labels.values_list("query_id", "image_id", "image__file_name").iterator(ROWS_PER_STATEMENT)
+    )
 
 
 def label_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
     yield ["query_id", "image_id", "image_path", "label", "annotator", "updated_at"]
     fields = ("query_id", "image_id", "image__file_name", "value", "annotator__username", "updated_at")
-    for query_id, image_id, path, value, annotator, updated_at in _in_pages(_labels(query_ids), fields):
+    rows = _labels(query_ids).values_list(*fields).iterator(ROWS_PER_STATEMENT)
+    for query_id, image_id, path, value, annotator, updated_at in rows:
         yield [query_id, image_id, path, value, annotator or "", updated_at.isoformat()]
 
 
 def _labels(query_ids):
-    labels = Label.objects.all()
+    labels = Label.objects.order_by("query_id", "image_id")
     if query_ids is not None:
         labels = labels.filter(query_id__in=list(query_ids))
     return labels
-
-
-AFTER_PAIR = f"({Label._meta.db_table}.query_id, {Label._meta.db_table}.image_id) > (%s, %s)"
-
-
-def _in_pages(labels, fields, size: int = ROWS_PER_STATEMENT) -> Iterator[tuple]:
-    """`fields` of `labels` in (query, image) order, a page at a time: each page starts after the last
-    (query, image) pair of the one before, an index range scan of the (query, image) unique index.
-
-    Not .iterator(): on PostgreSQL that is a server-side cursor, planned for the first rows
-    (cursor_tuple_fraction) and held open across the whole download; measured on 1M labels it fed rows
-    several times slower than these pages (bench/export_bench.py). Pages also leave no cursor open while
-    a slow client reads.
-    """
-    labels = labels.order_by("query_id", "image_id")
-    after = None
-    while True:
-        page = labels
-        if after is not None:
-            # A row-value comparison: PostgreSQL scans the index from that pair (the equivalent OR of two
-            # conditions was planned as a scan of the whole table, 13x slower a page); SQLite has it too.
-            page = page.extra(where=[AFTER_PAIR], params=list(after))
-        rows = list(page.values_list(*fields)[:size])
-        yield from rows
-        if len(rows) < size:
-            return
-        after = rows[-1][:2]
 
 
 EXPORTS: dict[str, Callable[..., Iterator[list]]] = {

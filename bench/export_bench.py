@@ -7,7 +7,6 @@ with --queries x --images-per-query labels, then, --repeat times each:
   stream     the export view's own generator (annotator/exporters.py: label_rows through csv_lines), read to
              the end as the web server would send it: time to the first line and total time; and once
              more under tracemalloc for the peak memory the export added
-  cursor     the same rows through a server-side cursor (.iterator()), the export's reader before this bench
   copy       PostgreSQL's COPY (SELECT the same columns, same order) TO STDOUT through psycopg: the floor,
              what the database alone needs to hand over the same rows
 
@@ -92,16 +91,6 @@ def stream(*, memory: bool = False) -> dict:
     return {"seconds": total, "first_line_ms": 1000 * first, "rows": rows - 1, "mb": size / 1e6}
 
 
-def cursor() -> dict:
-    """The export's rows through a server-side cursor (.iterator(), what Quire used before the pages)."""
-    from annotator.models import Label
-
-    fields = ("query_id", "image_id", "image__file_name", "value", "annotator__username", "updated_at")
-    started = time.perf_counter()
-    rows = sum(1 for _ in Label.objects.order_by("query_id", "image_id").values_list(*fields).iterator(5000))
-    return {"seconds": time.perf_counter() - started, "rows": rows}
-
-
 def copy() -> dict:
     from django.db import connection
 
@@ -130,17 +119,15 @@ def main():
     started = time.perf_counter()
     labels = fill(args.queries, args.images_per_query)
     print(f"filled {labels:,} labels in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    runs = {"stream": [], "cursor": [], "copy": []}
-    for _ in range(args.repeat):  # interleaved, so that all three meet the same machine
+    runs = {"stream": [], "copy": []}
+    for _ in range(args.repeat):  # interleaved, so that both meet the same machine
         runs["stream"].append(stream())
-        runs["cursor"].append(cursor())
         runs["copy"].append(copy())
     median = {
         kind: {key: statistics.median(r[key] for r in results) for key in results[0]} for kind, results in runs.items()
     }
     median["stream"].update(stream(memory=True))
     median["ratio_stream_to_copy"] = median["stream"]["seconds"] / median["copy"]["seconds"]
-    median["ratio_cursor_to_stream"] = median["cursor"]["seconds"] / median["stream"]["seconds"]
     median["labels"] = labels
     print(json.dumps(median, indent=2))
 

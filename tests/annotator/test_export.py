@@ -178,17 +178,3 @@ def test_downloads_are_for_staff_and_check_their_input(client, labeled):
     assert client.get("/exports/inquire_labels.csv?query=seven").status_code == 400
     body = b"".join(client.get("/exports/inquire_labels.csv?query=3").streaming_content).decode()
     assert body.count("\n") == 3
-
-
-@pytest.mark.parametrize("size", [1, 2, 3, 100])
-def test_labels_are_read_in_pages_that_neither_skip_nor_repeat_a_row(labeled, size):
-    """Pages restart after the last (query, image) pair: every label once, in (query, image) order,
-    whether a page boundary falls inside a query or between two."""
-    from annotator.exporters import _in_pages
-
-    fields = ("query_id", "image_id", "value")
-    paged = list(_in_pages(Label.objects.all(), fields, size=size))
-    assert paged == list(Label.objects.order_by("query_id", "image_id").values_list(*fields))
-    assert len(paged) == Label.objects.count() >= 6
-    some = Label.objects.filter(query_id=7)
-    assert list(_in_pages(some, fields, size=size)) == list(some.order_by("image_id").values_list(*fields))
