@@ -102,9 +102,11 @@ def test_a_judge_panels_prelabel_is_confirmed_with_one_key(page, live_server, la
     page.keyboard.press("c")
     page.keyboard.press("ArrowRight")
     page.keyboard.press("c")
+    # The two saves answered first: otherwise their "All changes saved" may replace the next message
+    # before it is read (seen in CI on a loaded machine).
+    expect(page.locator("#save-status")).to_have_text("All changes saved", timeout=10_000)
     page.keyboard.press("ArrowRight")
     page.keyboard.press("c")  # abstain: nothing to confirm
     expect(page.locator("#save-status")).to_have_text("The judge panel has no verdict on this image.")
-    expect(page.locator("#save-status")).to_have_text("All changes saved", timeout=10_000)
     stored = dict(Label.objects.filter(query=query).values_list("image_id", "value"))
     assert stored == {top[0]: "relevant", top[1]: "not_relevant"}
