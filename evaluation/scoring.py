@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from quire import background
 
-from .inputs import GroundTruth, InputError, qrels_from_database, read_qrels, read_queries, read_run
+from .inputs import GroundTruth, qrels_from_database, read_qrels, read_queries, read_run
 from .models import SavedReport, SavedRun, Scoring
 from .report import evaluate
 
@@ -70,7 +70,7 @@ def score(scoring_id: int) -> Scoring:
     Scoring.objects.filter(pk=scoring.pk).update(status=Scoring.Status.RUNNING, started_at=timezone.now())
     try:
         report, truth = _evaluate(scoring)
-    except (InputError, ValueError) as error:
+    except ValueError as error:  # InputError is one
         _fail(scoring, str(error))
     except Exception:
         _fail(scoring, "Scoring stopped on an internal error; the server's log has the details.")
@@ -114,7 +114,7 @@ def _evaluate(scoring: Scoring):
                     truth.queries = read_queries(paths["queries"])
             run = read_run(paths["run"], queries=truth.queries)
             report = evaluate(truth, run, protocol=scoring.protocol, k=scoring.k, normaliser=scoring.normaliser or None)
-        except (InputError, ValueError) as error:
+        except ValueError as error:  # InputError is one
             message = str(error)
             for role in ROLES:  # the file as the user named it, not our scratch path
                 message = message.replace(f"{scratch}/{role}/", "")
