@@ -1,6 +1,6 @@
 from django import forms
 
-from .metrics import NORMALISERS
+from .metrics import NORMALISERS, TIES
 
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024  # a 5M-line run is about 150 MB
 
@@ -13,8 +13,19 @@ class EvaluateForm(forms.Form):
     )
     queries = forms.FileField(required=False, help_text="INQUIRE queries CSV (groups the tables by its columns).")
     protocol = forms.ChoiceField(choices=[("fullrank", "full-rank"), ("rerank", "rerank (fixed candidates)")])
-    k = forms.IntegerField(min_value=1, max_value=10_000, initial=50)
+    k = forms.IntegerField(
+        min_value=1,
+        max_value=10_000,
+        required=False,
+        help_text="Empty: 50 for full-rank, every candidate for rerank (as INQUIRE scores it).",
+    )
     normaliser = forms.ChoiceField(choices=[("", "the protocol's")] + [(n, n) for n in NORMALISERS], required=False)
+    ties = forms.ChoiceField(
+        choices=[(t, t) for t in TIES],
+        initial="average",
+        required=False,
+        help_text="average: tied scores as scikit-learn (INQUIRE's numbers); run-order: the file's order.",
+    )
 
     def clean(self):
         data = super().clean()

@@ -7,13 +7,25 @@ run count too). Below, rel(i) is the relevance at rank i (1-based) and
 r = sum of rel(i) for i <= k.
 
   AP@k      = sum_{i<=k} P@i * rel(i) / NF, where NF is
-                "min"  min(k, R)   INQUIRE full-rank (default): moving a relevant image up
-                                   into the top k never lowers it
+                "min"  min(k, R)   INQUIRE full-rank (default), and ILIAS's mAP@1k: moving a
+                                   relevant image up into the top k never lowers it
                 "r"    r           INQUIRE rerank: plain AP over a fixed candidate list
-                "R"    R           ILIAS mAP@1k: positives beyond k count as missed
+                "R"    R           recall-weighted AP: positives beyond k count as missed
+                                   (no paper's table uses it; ILIAS divides by min(k, R) too)
               (0 when NF is 0)
   nDCG@k    = DCG@k / IDCG@k, DCG@k = sum_{i<=k} rel(i) / log2(i + 1), IDCG@k the DCG of
               min(k, R) relevant images at the top (0 when R is 0)
+
+Tied scores (`ties`, for AP and nDCG; the other metrics only count the top k):
+  "average"    INQUIRE's numbers (src/metrics.py calls scikit-learn): a block of tied scores is
+               one threshold. AP takes the precision at the end of the block for every positive
+               in it (sklearn.metrics.average_precision_score, scaled by r / NF as INQUIRE's
+               ap_at_k does); nDCG gives each position of the block the block's mean gain
+               (sklearn.metrics.ndcg_score's tie averaging, McSherry and Najork 2008).
+  "run-order"  the run's own order (ties in file order), as if every score were distinct.
+The top k itself, MRR, P@k, recall@k and hit@k follow the run's order: where tied scores straddle
+a cut, the entries given first are inside it. INQUIRE leaves that order to numpy's argsort, which
+does not define it; the run's order is at least reproducible.
   MRR@k     = 1 / (rank of the first relevant image within the top k), 0 if none
   P@k       = r / k
   recall@k  = r / R (the fraction of all positives found; RMIR's recall)
@@ -25,6 +37,7 @@ r = sum of rel(i) for i <= k.
 import numpy as np
 
 NORMALISERS = ("min", "r", "R")
+TIES = ("average", "run-order")
 
 
 def rank(scores) -> np.ndarray:
@@ -40,21 +53,48 @@ def _top(relevance, k: int) -> np.ndarray:
     return (np.asarray(relevance, dtype=np.float64)[:k] > 0).astype(np.float64)
 
 
-def average_precision(relevance, R: int, k: int, normaliser: str = "min") -> float:
+def _block_ends(scores, n: int) -> np.ndarray | None:
+    """Last position of each block of equal consecutive scores among the first n (None: no scores
+    given, every position its own block). Runs come sorted by score, so equal scores are adjacent."""
+    if scores is None:
+        return None
+    scores = np.asarray(scores, dtype=np.float64)[:n]
+    if len(scores) != n:
+        raise ValueError(f"{n} relevance values but {len(scores)} scores")
+    return np.append(np.flatnonzero(scores[1:] != scores[:-1]), n - 1) if n else np.empty(0, dtype=np.int64)
+
+
+def average_precision(relevance, R: int, k: int, normaliser: str = "min", scores=None) -> float:
+    """AP@k; with `scores`, tied scores are averaged as scikit-learn does (see the module's notes)."""
     if normaliser not in NORMALISERS:
         raise ValueError(f"the AP normaliser is one of {', '.join(NORMALISERS)}, not {normaliser!r}")
     rel = _top(relevance, k)
     hits = np.cumsum(rel)
-    precision_at_i = hits / np.arange(1, len(rel) + 1)
     nf = {"min": min(k, R), "r": hits[-1] if len(hits) else 0, "R": R}[normaliser]
-    return float(np.sum(precision_at_i * rel) / nf) if nf > 0 else 0.0
+    if nf <= 0:
+        return 0.0
+    ends = _block_ends(scores, len(rel))
+    if ends is None:
+        return float(np.sum(hits / np.arange(1, len(rel) + 1) * rel) / nf)
+    # Each block is one threshold: its positives all get the precision at the block's end.
+    gained = np.diff(hits[ends], prepend=0.0)
+    return float(np.sum(gained * hits[ends] / (ends + 1)) / nf)
 
 
-def ndcg(relevance, R: int, k: int) -> float:
+def ndcg(relevance, R: int, k: int, scores=None) -> float:
+    """nDCG@k; with `scores`, each block of tied scores shares its mean gain (scikit-learn's ndcg_score)."""
     rel = _top(relevance, k)
     discounts = 1.0 / np.log2(np.arange(2, k + 2))
     ideal = float(np.sum(discounts[: min(k, R)]))
-    return float(np.sum(rel * discounts[: len(rel)]) / ideal) if ideal > 0 else 0.0
+    if ideal <= 0:
+        return 0.0
+    ends = _block_ends(scores, len(rel))
+    if ends is None:
+        return float(np.sum(rel * discounts[: len(rel)]) / ideal)
+    starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64)
+    gains = np.add.reduceat(rel, starts) / (ends - starts + 1) if len(rel) else rel
+    position_discounts = np.add.reduceat(discounts[: len(rel)], starts) if len(rel) else rel
+    return float(np.sum(gains * position_discounts) / ideal)
 
 
 def reciprocal_rank(relevance, k: int) -> float:
@@ -80,22 +120,29 @@ def oracle_average_precision(relevance, R: int, k: int) -> float:
 
 
 METRICS = {
-    "ap": lambda rel, R, k, nf: average_precision(rel, R, k, nf),
-    "ndcg": lambda rel, R, k, nf: ndcg(rel, R, k),
-    "mrr": lambda rel, R, k, nf: reciprocal_rank(rel, k),
-    "precision": lambda rel, R, k, nf: precision(rel, k),
-    "recall": lambda rel, R, k, nf: recall(rel, R, k),
-    "hit": lambda rel, R, k, nf: hit(rel, k),
-    "oracle_ap": lambda rel, R, k, nf: oracle_average_precision(rel, R, k),
+    "ap": lambda rel, R, k, nf, s: average_precision(rel, R, k, nf, s),
+    "ndcg": lambda rel, R, k, nf, s: ndcg(rel, R, k, s),
+    "mrr": lambda rel, R, k, nf, s: reciprocal_rank(rel, k),
+    "precision": lambda rel, R, k, nf, s: precision(rel, k),
+    "recall": lambda rel, R, k, nf, s: recall(rel, R, k),
+    "hit": lambda rel, R, k, nf, s: hit(rel, k),
+    "oracle_ap": lambda rel, R, k, nf, s: oracle_average_precision(rel, R, k),
 }
 PERCENT_METRICS = {"ap", "ndcg", "oracle_ap"}  # reported x100, as the papers do
 
 
-def score_query(relevance, R: int, k: int, metrics=tuple(METRICS), normaliser: str = "min") -> dict:
+def score_query(
+    relevance, R: int, k: int, metrics=tuple(METRICS), normaliser: str = "min", *, scores=None, ties: str = "average"
+) -> dict:
+    """The metrics of one query. `scores` (the run's scores of `relevance`, best first) are needed for
+    ties="average"; without them every position is its own threshold."""
     unknown = [name for name in metrics if name not in METRICS]
     if unknown:
         raise ValueError(f"unknown metrics {', '.join(unknown)}; known: {', '.join(METRICS)}")
-    return {name: METRICS[name](relevance, R, k, normaliser) for name in metrics}
+    if ties not in TIES:
+        raise ValueError(f"ties are {' or '.join(TIES)}, not {ties!r}")
+    scores = scores if ties == "average" else None
+    return {name: METRICS[name](relevance, R, k, normaliser, scores) for name in metrics}
 
 
 def mean_with_uncertainty(values, *, resamples: int = 1000, seed: int = 0) -> dict:

@@ -62,8 +62,9 @@ class Scoring(models.Model):
 
     name = models.CharField(max_length=200)
     protocol = models.CharField(max_length=16)
-    k = models.PositiveIntegerField()
+    k = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: the protocol's (50, or all candidates).")
     normaliser = models.CharField(max_length=32, blank=True)
+    ties = models.CharField(max_length=16, default="average")
     # The files as uploaded; messages name them by the names they were uploaded under.
     run = models.FileField(upload_to="scorings/%Y/%m/")
     run_name = models.CharField(max_length=255)

@@ -1,15 +1,19 @@
 """Scoring a run against ground truth under a protocol, and the tables the papers print.
 
 Protocols:
-  fullrank  the run ranks the collection; R = every positive of the query; AP normaliser min(k, R)
+  fullrank  the run ranks the collection; R = every positive of the query; AP normaliser min(k, R);
+            k 50 unless given
   rerank    the run reorders a fixed candidate set (INQUIRE-Rerank); R = positives among the
-            candidates; AP normaliser r (plain AP over the list)
+            candidates; AP normaliser r (plain AP over the list); k = the query's number of
+            candidates unless given (INQUIRE scores AP over all 100)
   two-stage: `two_stage(first, second, top)` reorders the first run's top N by the second run's
             scores; the result is scored full-rank.
 
 Averages: `overall` is the macro average over queries (every query weighs the same, as in the
 papers); each group table gives per-group macro averages over its queries, and `mean_of_groups`
 the average of the group means (each group weighs the same).
+
+Tied scores: averaged as scikit-learn (and so INQUIRE) does, unless ties="run-order" (metrics.py).
 
 Queries with no relevant image: their metrics are undefined (None; null in the JSON, "no positives"
 in the tables) and they are left out of every mean, with a warning naming them. This is INQUIRE's
@@ -28,6 +32,7 @@ from .inputs import GroundTruth, Run
 
 DEFAULT_METRICS = ("ap", "ndcg", "mrr", "precision", "recall", "hit", "oracle_ap")
 PROTOCOLS = ("fullrank", "rerank")
+FULLRANK_K = 50
 
 
 @dataclass
@@ -39,6 +44,13 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     run: str = ""
     ground_truth: str = ""
+    ties: str = "average"
+    normaliser: str = "min"
+    k_is_candidates: bool = False  # rerank with no k given: each query's k is its number of candidates
+
+    @property
+    def k_label(self) -> str:
+        return f"all candidates (up to {self.k})" if self.k_is_candidates else str(self.k)
 
     def scored(self, rows=None) -> list[dict]:
         """The rows whose metrics are defined (the query has at least one relevant image)."""
@@ -69,6 +81,9 @@ class Report:
         return {
             "protocol": self.protocol,
             "k": self.k,
+            "k_rule": "candidates" if self.k_is_candidates else "fixed",
+            "ties": self.ties,
+            "normaliser": self.normaliser,
             "run": self.run,
             "ground_truth": self.ground_truth,
             "queries": len(self.per_query),
@@ -94,15 +109,24 @@ def _mean(rows: list[dict], name: str) -> float | None:
 
 
 def evaluate(
-    truth: GroundTruth, run: Run, *, protocol: str = "fullrank", k: int = 50, metrics=DEFAULT_METRICS, normaliser=None
+    truth: GroundTruth,
+    run: Run,
+    *,
+    protocol: str = "fullrank",
+    k: int | None = None,
+    metrics=DEFAULT_METRICS,
+    normaliser=None,
+    ties: str = "average",
 ) -> Report:
     if protocol not in PROTOCOLS:
         raise ValueError(f"the protocol is fullrank or rerank, not {protocol!r}")
-    if k < 1:
+    if k is not None and k < 1:
         raise ValueError("k must be at least 1")
     metrics = tuple(metrics)
-    m.score_query([], 0, 1, metrics)  # unknown metric names fail here, before any work
+    m.score_query([], 0, 1, metrics, ties=ties)  # unknown metric names and tie rules fail here, before any work
     normaliser = normaliser or ("r" if protocol == "rerank" else "min")
+    per_candidates = protocol == "rerank" and k is None
+    k = k or FULLRANK_K
     warnings = []
     query_ids = truth.query_ids()
     if protocol == "rerank":
@@ -120,16 +144,22 @@ def evaluate(
     rows = []
     for query_id in query_ids:
         ranked = run.ranked.get(query_id, [])
+        query_k = k
         if protocol == "rerank":
             candidates = (run.candidate_relevance or {}).get(query_id, {})
             positives = {image for image, relevant in candidates.items() if relevant}
+            query_k = max(1, len(candidates)) if per_candidates else k
         else:
             positives = truth.positives.get(query_id, set())
-        relevance = np.fromiter((image in positives for image, _ in ranked[: max(k, 1)]), dtype=np.float64)
+        top = ranked[:query_k]
+        relevance = np.fromiter((image in positives for image, _ in top), dtype=np.float64, count=len(top))
+        scores = np.fromiter((score for _, score in top), dtype=np.float64, count=len(top))
         R = len(positives)
         row = {"query_id": query_id, "R": R, "retrieved": len(ranked)}
+        if per_candidates:
+            row["k"] = query_k
         if R:
-            row.update(m.score_query(relevance, R, k, metrics, normaliser))
+            row.update(m.score_query(relevance, R, query_k, metrics, normaliser, scores=scores, ties=ties))
         else:
             row.update({name: None for name in metrics}, no_positives=True)
         row.update({key: value for key, value in truth.queries.get(query_id, {}).items() if key})
@@ -148,7 +178,20 @@ def evaluate(
         )
         if unjudged:
             warnings.append(f"{unjudged} images in the runs' top {k} were never labeled; they count as not relevant")
-    return Report(protocol, k, metrics, rows, warnings, run=run.name, ground_truth=truth.source)
+    if per_candidates:
+        k = max((row["k"] for row in rows), default=1)
+    return Report(
+        protocol,
+        k,
+        metrics,
+        rows,
+        warnings,
+        run=run.name,
+        ground_truth=truth.source,
+        ties=ties,
+        normaliser=normaliser,
+        k_is_candidates=per_candidates,
+    )
 
 
 def two_stage(first: Run, second: Run, top: int) -> Run:
@@ -195,8 +238,9 @@ def format_table(report: Report, group_by=()) -> str:
 
     header = " ".join(f"{name:>9}" for name in report.metrics)
     lines = [
-        f"{report.protocol} @ {report.k}: {len(report.per_query)} queries, run {report.run} "
-        "(macro average over queries; AP, nDCG x100)"
+        f"{report.protocol} @ {report.k_label}: {len(report.per_query)} queries, run {report.run} "
+        f"(macro average over queries; AP, nDCG x100; AP normaliser {report.normaliser}; tied scores: "
+        f"{'averaged, as scikit-learn and INQUIRE' if report.ties == 'average' else 'in the run order'})"
     ]
     lines.append(f"{'':24} {header}")
     overall = report.overall()

@@ -43,8 +43,9 @@ def start(data: dict, user) -> Scoring:
         scoring = Scoring.objects.create(
             name=data["name"],
             protocol=data["protocol"],
-            k=data["k"],
+            k=data.get("k"),
             normaliser=data.get("normaliser") or "",
+            ties=data.get("ties") or "average",
             uploaded_by=user if user and user.is_authenticated else None,
             **fields,
         )
@@ -113,7 +114,14 @@ def _evaluate(scoring: Scoring):
                 if "queries" in paths:
                     truth.queries = read_queries(paths["queries"])
             run = read_run(paths["run"], queries=truth.queries)
-            report = evaluate(truth, run, protocol=scoring.protocol, k=scoring.k, normaliser=scoring.normaliser or None)
+            report = evaluate(
+                truth,
+                run,
+                protocol=scoring.protocol,
+                k=scoring.k,
+                normaliser=scoring.normaliser or None,
+                ties=scoring.ties,
+            )
         except ValueError as error:  # InputError is one
             message = str(error)
             for role in ROLES:  # the file as the user named it, not our scratch path

@@ -241,3 +241,74 @@ def test_queries_without_positives_are_undefined_and_left_out_in_both_modes(tmp_
         assert "ap" in report.per_query_csv().splitlines()[0] and "\n2,0,1,,," in report.per_query_csv()
         assert "overall" in format_table(report)
     assert json.loads(json.dumps(from_files.as_json()))["per_query"][1]["ap"] is None
+
+
+def test_tied_scores_are_averaged_by_default_and_the_report_says_so(tmp_path):
+    """An LLM-like run: scores exactly 0 or 1. By default AP follows scikit-learn (INQUIRE's numbers);
+    --ties run-order keeps the file's order, and each report names its rule."""
+    (tmp_path / "qrels.csv").write_text("query_id,image_id,image_path\n1,11,a\n1,12,b\n")
+    (tmp_path / "run.csv").write_text("query_id,image_id,score\n1,10,1\n1,11,1\n1,12,1\n1,13,0\n")
+    from sklearn.metrics import average_precision_score
+
+    truth = read_qrels(tmp_path / "qrels.csv")
+    run = read_run(tmp_path / "run.csv")
+    averaged = evaluate(truth, run, k=4)
+    in_order = evaluate(truth, run, k=4, ties="run-order")
+    assert averaged.per_query[0]["ap"] == pytest.approx(average_precision_score([0, 1, 1, 0], [1, 1, 1, 0]))
+    assert averaged.per_query[0]["ap"] == pytest.approx(2 / 3)  # one threshold: P = 2/3 for both positives
+    assert in_order.per_query[0]["ap"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert averaged.per_query[0]["mrr"] == in_order.per_query[0]["mrr"] == 0.5  # MRR: the run's order
+
+    for ties, expected in (("average", 2 / 3), ("run-order", (1 / 2 + 2 / 3) / 2)):
+        out = StringIO()
+        arguments = ["--qrels", tmp_path / "qrels.csv", "--run", tmp_path / "run.csv", "--k", "4"]
+        arguments += ["--json", tmp_path / f"{ties}.json"] + (["--ties", ties] if ties != "average" else [])
+        call_command("evaluate", *arguments, stdout=out)
+        report = json.loads((tmp_path / f"{ties}.json").read_text())
+        assert report["ties"] == ties and report["overall"]["ap"] == pytest.approx(expected)
+        assert ("averaged, as scikit-learn" if ties == "average" else "in the run order") in out.getvalue()
+    with pytest.raises(CommandError):
+        call_command("evaluate", "--qrels", tmp_path / "qrels.csv", "--run", tmp_path / "run.csv", "--ties", "random")
+
+
+def test_rerank_scores_every_candidate_unless_k_is_given(tmp_path):
+    """INQUIRE-Rerank scores AP over all 100 candidates: with no --k, each query's k is its candidate count."""
+    lines = ["query_id,inat24_image_id,relevant,clip_score"]
+    lines += [f"1,{image},{int(image in (5, 70))},{1 - image / 100}" for image in range(100)]  # positives at 6, 71
+    lines += [f"2,{1000 + image},{int(image == 60)},{1 - image / 100}" for image in range(80)]
+    (tmp_path / "rerank.csv").write_text("\n".join(lines) + "\n")
+    out = StringIO()
+    call_command(
+        "evaluate",
+        "--run",
+        tmp_path / "rerank.csv",
+        "--protocol",
+        "rerank",
+        "--json",
+        tmp_path / "all.json",
+        stdout=out,
+    )
+    report = json.loads((tmp_path / "all.json").read_text())
+    q1 = m.average_precision([int(i in (5, 70)) for i in range(100)], 2, 100, "r")
+    q2 = m.average_precision([int(i == 60) for i in range(80)], 1, 80, "r")
+    assert report["k"] == 100 and report["k_rule"] == "candidates"
+    assert [row["k"] for row in report["per_query"]] == [100, 80]
+    assert report["overall"]["ap"] == pytest.approx((q1 + q2) / 2)
+    assert "rerank @ all candidates (up to 100)" in out.getvalue()
+    call_command(
+        "evaluate",
+        "--run",
+        tmp_path / "rerank.csv",
+        "--protocol",
+        "rerank",
+        "--k",
+        "50",
+        "--json",
+        tmp_path / "50.json",
+        stdout=out,
+    )
+    cut = json.loads((tmp_path / "50.json").read_text())
+    assert cut["k"] == 50 and cut["k_rule"] == "fixed"
+    # At k = 50: query 1 keeps one positive, at rank 6 (AP 1/6, plain AP over what is inside the cut);
+    # query 2's only positive is at rank 61, outside it (AP 0).
+    assert cut["overall"]["ap"] == pytest.approx((1 / 6 + 0.0) / 2)

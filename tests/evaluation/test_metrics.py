@@ -107,3 +107,59 @@ def test_the_permutation_test_tells_a_real_difference_from_none():
     assert m.paired_permutation_test(a, a) == 1.0
     assert m.paired_permutation_test(a + 0.2, a) < 0.001
     assert m.paired_permutation_test(a + rng.normal(0, 0.01, 60), a) > 0.05
+
+
+def inquire_ap_at_k(top_rel, top_scores, R, k):
+    """INQUIRE's released ap_at_k (src/metrics.py): scikit-learn's AP over the run's top k, times r / min(R, k)."""
+    r = int(np.sum(top_rel))
+    return average_precision_score(top_rel, top_scores) * r / min(R, k) if r > 0 else 0.0
+
+
+tied_runs = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 4)), min_size=2, max_size=100)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tied_runs, st.integers(1, 100), st.integers(0, 20))
+def test_tied_scores_are_averaged_as_scikit_learn_and_inquire_do(entries, k, missed):
+    """Integer scores, as an LLM judge gives: many ties. With ties="average" AP@k and nDCG@k equal
+    INQUIRE's code (scikit-learn's average_precision_score and ndcg_score), whatever order the tied
+    entries come in."""
+    entries.sort(key=lambda entry: -entry[1])  # a run comes sorted by score; tied entries in file order
+    rel = np.array([value for value, _ in entries], dtype=float)
+    scores = np.array([score for _, score in entries], dtype=float)
+    k = min(k, len(rel))
+    R = int(rel.sum()) + missed
+    if R == 0:
+        return
+    assert m.average_precision(rel, R, k, scores=scores) == pytest.approx(
+        inquire_ap_at_k(rel[:k], scores[:k], R, k), abs=1e-12
+    )
+    padded_true = np.concatenate([rel[:k], np.ones(R - int(rel[:k].sum()))])
+    padded_scores = np.concatenate([scores[:k], np.full(R - int(rel[:k].sum()), -100.0)])
+    if len(padded_true) > 1:  # scikit-learn refuses a single document
+        assert m.ndcg(rel, R, k, scores=scores) == pytest.approx(
+            ndcg_score([padded_true], [padded_scores], k=k), abs=1e-12
+        )
+    # Inside the top k, the order of tied entries does not matter (it would with ties="run-order").
+    straddles = len(rel) > k and scores[k] == scores[k - 1]
+    if not straddles:
+        reversed_ties = np.lexsort((-np.arange(len(rel)), -scores))
+        for metric in (m.average_precision, m.ndcg):
+            assert metric(rel[reversed_ties], R, k, scores=scores[reversed_ties]) == pytest.approx(
+                metric(rel, R, k, scores=scores), abs=1e-12
+            )
+
+
+def test_a_block_of_ties_is_one_threshold():
+    # Three tied entries, one relevant, then a relevant one: sklearn gives the tied positive P = 1/3.
+    rel, scores = [0, 1, 0, 1], [1.0, 1.0, 1.0, 0.5]
+    assert m.average_precision(rel, R=2, k=4, scores=scores) == pytest.approx((1 / 3 + 2 / 4) / 2)
+    assert m.average_precision(rel, R=2, k=4) == pytest.approx((1 / 2 + 2 / 4) / 2)  # run order
+    discounts = 1 / np.log2(np.arange(2, 6))
+    tied_dcg = (1 / 3) * discounts[:3].sum() + discounts[3]
+    assert m.ndcg(rel, R=2, k=4, scores=scores) == pytest.approx(tied_dcg / discounts[:2].sum())
+    assert m.score_query(rel, 2, 4, ("ap",), scores=scores, ties="run-order") == {"ap": pytest.approx(0.5)}
+    with pytest.raises(ValueError, match="ties are average or run-order"):
+        m.score_query(rel, 2, 4, ties="random")
+    with pytest.raises(ValueError, match="4 relevance values but 3 scores"):
+        m.average_precision(rel, 2, 4, scores=scores[:3])

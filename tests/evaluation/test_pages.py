@@ -56,6 +56,7 @@ def test_upload_score_see_tables_download_and_compare(staff):
     a = SavedReport.objects.get(run__name="run A")
     assert 'id="no-comparison"' in page and 'name="compare"' not in page  # nothing to compare with yet
     assert "By supercategory" in page and "<svg" in page
+    assert "tied scores averaged (scikit-learn, as INQUIRE)" in page and "AP normaliser min" in page
     assert a.result["overall"]["ap"] == pytest.approx((1.0 + 1.0 + 0.0) / 3)
     assert re.search(r"<th>overall</th><td class=\"num\">66\.7</td>", page)
     upload(staff, "run B", RUN_B)

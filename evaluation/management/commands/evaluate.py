@@ -38,12 +38,23 @@ class Command(BaseCommand):
             "--compare", type=Path, help="a second run to compare with (per-query differences, p-value)"
         )
         parser.add_argument("--protocol", choices=["fullrank", "rerank"], default="fullrank")
-        parser.add_argument("--k", type=int, default=50)
+        parser.add_argument(
+            "--k", type=int, help="cut-off (default 50 for fullrank; for rerank, each query's number of candidates)"
+        )
         parser.add_argument(
             "--metrics", default=",".join(DEFAULT_METRICS), help=f"comma-separated, from {', '.join(m.METRICS)}"
         )
         parser.add_argument(
-            "--normaliser", choices=m.NORMALISERS, help="AP normaliser (default min for fullrank, r for rerank)"
+            "--normaliser",
+            choices=m.NORMALISERS,
+            help="AP normaliser: min = min(k, R), INQUIRE full-rank and ILIAS; r = plain AP, INQUIRE rerank; "
+            "R = recall-weighted (default min for fullrank, r for rerank)",
+        )
+        parser.add_argument(
+            "--ties",
+            choices=m.TIES,
+            default="average",
+            help="tied scores: average = scikit-learn's, as INQUIRE's numbers (default); run-order = the file's order",
         )
         parser.add_argument(
             "--group-by", action="append", default=[], help="a queries-file column (repeatable), e.g. category"
@@ -63,6 +74,7 @@ class Command(BaseCommand):
                 k=options["k"],
                 metrics=[name.strip() for name in options["metrics"].split(",") if name.strip()],
                 normaliser=options["normaliser"],
+                ties=options["ties"],
             )
             other = (
                 evaluate(
@@ -72,6 +84,7 @@ class Command(BaseCommand):
                     k=options["k"],
                     metrics=report.metrics,
                     normaliser=options["normaliser"],
+                    ties=options["ties"],
                 )
                 if options["compare"]
                 else None
@@ -110,7 +123,7 @@ class Command(BaseCommand):
         if options["from_model"] and path is None:
             try:
                 run = run_from_method(
-                    truth, options["method"], depth=max(options["k"], options["top"]), top=options["top"]
+                    truth, options["method"], depth=max(options["k"] or 50, options["top"]), top=options["top"]
                 )
             except (SearchUnavailable, ModelUnavailable) as error:
                 raise CommandError(str(error)) from None
