@@ -8,13 +8,18 @@ queries CSV and a 250 x 1,000 run in TREC and CSV form; then times, median of --
   baseline        the released INQUIRE evaluation's formulas through scikit-learn
                   (average_precision_score over the top k x r / min(k, R), ndcg_score with the
                   missed positives appended), on the same inputs
+  end to end      `manage.py evaluate` as a fresh process (start-up, reading, scoring, the tables),
+                  beside INQUIRE's own driver reading the same files with pandas
+                  (bench/inquire_reference_eval.py), each as its own process, alternating
 
 Usage: .venv/bin/python bench/eval_bench.py [--queries 250] [--depth 1000] [--repeat 5]
 """
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -105,7 +110,28 @@ def main():
         started = time.perf_counter()
         baseline = sklearn_baseline(truth, run, 50)
         timings["sklearn_baseline"].append(time.perf_counter() - started)
+    command = [sys.executable, str(ROOT / "manage.py"), "evaluate", "--qrels", str(folder / "qrels.csv")]
+    command += ["--queries", str(folder / "queries.csv"), "--run"]
+    reference = [sys.executable, str(ROOT / "bench" / "inquire_reference_eval.py")]
+    reference += [str(folder / name) for name in ("qrels.csv", "queries.csv", "run.csv")]
+    processes = {
+        "command_trec": command + [str(folder / "run.trec")],
+        "command_csv": command + [str(folder / "run.csv")],
+        "inquire_reference_pandas": reference,
+    }
+    outputs = {}
+    for name in processes:
+        timings[name] = []
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    for _ in range(args.repeat):
+        for name, arguments in processes.items():
+            started = time.perf_counter()
+            outputs[name] = subprocess.run(
+                arguments, check=True, capture_output=True, text=True, cwd=ROOT, env=env
+            ).stdout
+            timings[name].append(time.perf_counter() - started)
     overall = report.overall()
+    reference_ap = float(outputs["inquire_reference_pandas"].split()[1])
     result = {
         "queries": args.queries,
         "depth": args.depth,
@@ -113,6 +139,10 @@ def main():
         **{name: statistics.median(values) for name, values in timings.items()},
         "ap_equal_to_baseline": abs(overall["ap"]["mean"] - baseline[0]) < 1e-9,
         "ndcg_equal_to_baseline": abs(overall["ndcg"]["mean"] - baseline[1]) < 1e-9,
+        "reference_ap_x100": reference_ap,
+        "command_ap_x100": 100 * overall["ap"]["mean"],
+        "reference_over_command_trec": statistics.median(timings["inquire_reference_pandas"])
+        / statistics.median(timings["command_trec"]),
     }
     print(json.dumps(result, indent=2))
 

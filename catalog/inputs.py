@@ -73,6 +73,10 @@ class CsvFile:
         finally:
             self._handle.close()
 
+    def close(self) -> None:
+        """Done with the file without reading its rows (another reader took them)."""
+        self._handle.close()
+
     def records(self) -> Iterator[tuple[int, dict[str, str]]]:
         """(line number, {column: value}) for each data row."""
         for line, fields in self:

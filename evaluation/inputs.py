@@ -15,12 +15,17 @@ Runs:
 A run's order within a query is its score, best first; equal scores keep the
 order of the file (or of the rank column when one is given). Every problem is
 reported with the file and line.
+
+Well-formed runs and ground truth are read by `evaluation.columnar` (pyarrow and numpy); the
+line-by-line readers here read everything else, so that they can name the line to fix.
 """
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from catalog.inputs import CsvFile, InputError
+
+from . import columnar
 
 RELEVANT = "relevant"
 
@@ -94,6 +99,20 @@ def read_qrels(path, queries_path=None) -> GroundTruth:
     rows = CsvFile(path)
     rows.require(["query_id", "image_id"], "give an INQUIRE annotations or Quire labels CSV")
     header = rows.header
+    label = header.index("label") if "label" in header else None
+    queries = read_queries(queries_path) if queries_path else {}
+    if (fast := columnar.qrels(path, header)) is not None:
+        rows.close()
+        positives, judged = fast
+    else:
+        positives, judged = _read_qrels_rows(path, rows)
+    if not any(positives.values()):
+        raise InputError(path, None, "has no relevant images: there is nothing to evaluate against")
+    return GroundTruth(positives, judged if label is not None else {}, queries, source=str(path))
+
+
+def _read_qrels_rows(path, rows: CsvFile) -> tuple[dict, dict]:
+    header = rows.header
     q, i = header.index("query_id"), header.index("image_id")
     label = header.index("label") if "label" in header else None
     positives: dict[int, set[int]] = {}
@@ -109,10 +128,7 @@ def read_qrels(path, queries_path=None) -> GroundTruth:
         relevant = positives.setdefault(query_id, set())
         if label is None or row[label].strip() == RELEVANT:
             relevant.add(image_id)
-    if not any(positives.values()):
-        raise InputError(path, None, "has no relevant images: there is nothing to evaluate against")
-    queries = read_queries(queries_path) if queries_path else {}
-    return GroundTruth(positives, judged if label is not None else {}, queries, source=str(path))
+    return positives, judged
 
 
 def qrels_from_database(query_ids=None) -> GroundTruth:
@@ -196,6 +212,9 @@ def _collect(path, entries):
 
 
 def _read_trec(path) -> Run:
+    if (ranked := columnar.trec_run(path)) is not None:
+        return Run(Path(path).name, ranked)
+
     def entries():
         for line, text in enumerate(Path(path).read_text(encoding="utf-8-sig").splitlines(), start=1):
             if not text.strip():
@@ -217,6 +236,9 @@ def _read_trec(path) -> Run:
 def _read_csv_run(path) -> Run:
     rows = CsvFile(path)
     header = rows.header
+    if (ranked := columnar.csv_run(path, header)) is not None:
+        rows.close()
+        return Run(Path(path).name, ranked)
     q, i, sc = header.index("query_id"), header.index("image_id"), header.index("score")
     rank = header.index("rank") if "rank" in header else None
 

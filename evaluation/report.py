@@ -57,7 +57,12 @@ class Report:
         return [row for row in (self.per_query if rows is None else rows) if not row.get("no_positives")]
 
     def overall(self) -> dict:
-        return {name: m.mean_with_uncertainty([row[name] for row in self.scored()]) for name in self.metrics}
+        """Mean, standard error and bootstrap interval per metric (computed once: the tables and the JSON share it)."""
+        if getattr(self, "_overall", None) is None:
+            self._overall = {
+                name: m.mean_with_uncertainty([row[name] for row in self.scored()]) for name in self.metrics
+            }
+        return self._overall
 
     def groups(self, columns) -> dict:
         result = {}

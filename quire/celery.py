@@ -9,9 +9,12 @@ broker to separate `celery -A quire worker` processes.
 import os
 
 from celery import Celery
+from django.conf import settings
+from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "quire.settings")
 
 app = Celery("quire")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.task_queues = [Queue(name) for name in settings.QUIRE_TASK_QUEUES]
 app.autodiscover_tasks()

@@ -8,6 +8,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from annotator import views as annotator_views
 from annotator.urls import router as api_router
 
+# The admin registers its models when the URLs load (SimpleAdminConfig in settings), not in every process
+# Django starts: commands like evaluate then skip importing every app's admin (bench/eval_bench.py).
+admin.autodiscover()
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/token/", annotator_views.api_token, name="api-token"),

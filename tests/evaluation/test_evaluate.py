@@ -312,3 +312,53 @@ def test_rerank_scores_every_candidate_unless_k_is_given(tmp_path):
     # At k = 50: query 1 keeps one positive, at rank 6 (AP 1/6, plain AP over what is inside the cut);
     # query 2's only positive is at rank 61, outside it (AP 0).
     assert cut["overall"]["ap"] == pytest.approx((1 / 6 + 0.0) / 2)
+
+
+def test_the_columnar_reader_reads_what_the_line_reader_reads(tmp_path, monkeypatch):
+    """pyarrow's path and the line-by-line path give the same runs and ground truth: lines out of order,
+    tied scores with and without a rank column, labels with spaces."""
+    import random
+
+    from evaluation import columnar
+    from evaluation.inputs import read_qrels, read_run
+
+    rng = random.Random(0)
+    rows = [
+        (q, image, rng.choice([0.5, 0.25, 0.125, 1.0]), rank)
+        for q in (3, 1, 2)
+        for rank, image in enumerate(rng.sample(range(10_000), 40), 1)
+    ]
+    rng.shuffle(rows)
+    (tmp_path / "run.csv").write_text(
+        "query_id,image_id,score,rank\n" + "".join(f"{q},{i},{s},{r}\n" for q, i, s, r in rows)
+    )
+    (tmp_path / "run2.csv").write_text("query_id,image_id,score\n" + "".join(f"{q},{i},{s}\n" for q, i, s, _ in rows))
+    (tmp_path / "run.trec").write_text("".join(f"{q} Q0 {i} {r} {s} tag\n" for q, i, s, r in rows))
+    labels = [(q, i, rng.choice(["relevant", " relevant ", "not_relevant", "unsure"])) for q, i, _, _ in rows[:60]]
+    (tmp_path / "labels.csv").write_text(
+        "query_id,image_id,image_path,label\n" + "".join(f"{q},{i},p,{v}\n" for q, i, v in labels)
+    )
+    (tmp_path / "qrels.csv").write_text(
+        "query_id,image_id,image_path\n" + "".join(f"{q},{i},p\n" for q, i, _ in labels)
+    )
+
+    def read_all():
+        runs = [read_run(tmp_path / name).ranked for name in ("run.csv", "run2.csv", "run.trec")]
+        truths = [read_qrels(tmp_path / name) for name in ("labels.csv", "qrels.csv")]
+        return runs, [(t.positives, t.judged) for t in truths]
+
+    fast = read_all()
+    calls = []
+    for name in ("trec_run", "csv_run", "qrels"):
+        monkeypatch.setattr(columnar, name, lambda *a, name=name: calls.append(name))  # returns None: the slow path
+    slow = read_all()
+    assert sorted(calls) == ["csv_run", "csv_run", "qrels", "qrels", "trec_run"]
+    assert fast == slow
+    assert fast[0][0] != fast[0][1]  # ties follow the rank column in one and the line order in the other
+
+
+def test_the_command_lists_the_same_methods_as_the_runs_module():
+    from evaluation.management.commands import evaluate as command
+    from evaluation.runs import METHODS
+
+    assert command.METHODS == METHODS
