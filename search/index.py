@@ -15,7 +15,9 @@ whole subset is ranked exactly, using the store's aligned taxon-id array
 
 import json
 import math
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import faiss
@@ -56,6 +58,75 @@ class _Decoders(dict):
 
 
 _FP16 = _Decoders()
+
+# Subsets at least this large are scanned for their top k without scoring every row into an array:
+# FAISS's fused float16 inner-product scan straight over the memory map (no copy, no float32 widening),
+# split between two threads. 5,400 rows: 1.3 to 1.7 ms, against 7 to 8 ms widening them to float32 first.
+SCAN_MINIMUM = 2_000
+_SCAN_THREADS = max(1, min(2, os.cpu_count() or 1))
+_scan_pool = ThreadPoolExecutor(max_workers=_SCAN_THREADS, thread_name_prefix="quire-scan") if _SCAN_THREADS > 1 else None
+
+
+def _scan_runs(vectors: np.ndarray, runs: list[tuple[int, int]], query: np.ndarray, k: int):
+    """The k best rows by inner product among the row ranges `runs` ([start, end) of a float16 memmap),
+    as (scores, rows), unordered. FAISS's scalar-quantizer scanner (the IVF-SQ list scanner) reads the
+    float16 codes in place; its labels are (range number << 32 | offset), decoded here."""
+    dim = vectors.shape[1]
+    scanner = _FP16[dim].select_InvertedListScanner(faiss.METRIC_INNER_PRODUCT, None, True, None)
+    scanner.set_query(faiss.swig_ptr(query))
+    scores = np.full(k, -np.inf, dtype=np.float32)  # a min-heap of the k best; -inf is its empty value
+    labels = np.full(k, -1, dtype=np.int64)
+    for number, (start, end) in enumerate(runs):
+        codes = np.ascontiguousarray(vectors[start:end]).view(np.uint8)
+        scanner.set_list(number, 0)
+        scanner.scan_codes(end - start, faiss.swig_ptr(codes), None, faiss.swig_ptr(scores), faiss.swig_ptr(labels), k)
+    found = labels >= 0
+    starts = np.array([start for start, _ in runs], dtype=np.int64)
+    labels = labels[found]
+    return scores[found], starts[labels >> 32] + (labels & 0xFFFFFFFF)
+
+
+def top_rows(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best of sorted, unique `rows` by exact inner product (float16 store . float32 query), as
+    (scores, rows), unordered: the contiguous runs of `rows` (a species, in the taxon-ordered store) are
+    scanned in place, in two halves on two threads when there are enough of them."""
+    query = np.ascontiguousarray(query, dtype=np.float32)
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts = rows[np.concatenate([[0], breaks])].tolist()
+    ends = (rows[np.concatenate([breaks - 1, [len(rows) - 1]])] + 1).tolist()
+    runs = list(zip(starts, ends, strict=True))
+    if len(runs) > max(1, len(rows) // 64):  # scattered rows: gather them, then scan the copy
+        gathered = np.ascontiguousarray(vectors[rows])
+        scores, positions = _scan_runs(gathered, [(0, len(rows))], query, k)
+        return scores, rows[positions]
+    if _scan_pool is None or len(rows) < 2 * SCAN_MINIMUM:
+        return _scan_runs(vectors, runs, query, k)
+    halves = _split(runs, len(rows) // 2)
+    other = _scan_pool.submit(_scan_runs, vectors, halves[1], query, k)
+    first = _scan_runs(vectors, halves[0], query, k)
+    second = other.result()
+    scores, found = np.concatenate([first[0], second[0]]), np.concatenate([first[1], second[1]])
+    if len(scores) > k:
+        best = np.argpartition(-scores, k - 1)[:k]
+        scores, found = scores[best], found[best]
+    return scores, found
+
+
+def _split(runs: list[tuple[int, int]], rows_in_first: int) -> tuple[list, list]:
+    """Two lists of ranges covering `runs`, the first holding about `rows_in_first` rows."""
+    first, second, taken = [], [], 0
+    for start, end in runs:
+        if taken >= rows_in_first:
+            second.append((start, end))
+        elif taken + (end - start) <= rows_in_first:
+            first.append((start, end))
+            taken += end - start
+        else:
+            middle = start + (rows_in_first - taken)
+            first.append((start, middle))
+            second.append((middle, end))
+            taken = rows_in_first
+    return first, second
 
 
 def choose_kind(count: int, kind: str = "auto") -> str:
@@ -233,6 +304,22 @@ class Searcher:
             return np.empty(0, dtype=np.int64)
         return np.concatenate([self._taxon_order[a:b] for a, b in zip(starts, ends, strict=True)])
 
+    def _top_of(self, vector, rows: np.ndarray, excluded: np.ndarray, wanted: int):
+        """The `wanted` best of `rows` not excluded, with every row tied with the last of them (so that the
+        order by score, then image id, is the same as scoring them all). Excluded rows stay in the scan
+        (cutting them out would break a species' run into many) and the heap grows by their number."""
+        excluded_rows = self.rows_of_ids(excluded) if len(excluded) else excluded
+        inside = int(np.count_nonzero(np.isin(excluded_rows, rows))) if len(excluded_rows) else 0
+        heap = wanted + inside + 16  # a margin: rows tied at the cut must all be seen
+        while True:
+            scores, found = top_rows(self.embeddings.vectors, rows, vector, min(heap, len(rows)))
+            if inside:
+                keep = ~np.isin(found, excluded_rows)
+                scores, found = scores[keep], found[keep]
+            if heap >= len(rows) or len(scores) <= wanted or np.sort(scores)[::-1][wanted - 1] > scores.min():
+                return scores, found
+            heap *= 4  # the scores tied at the cut fill the margin: look deeper
+
     def _scores(self, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
         """Exact scores of sorted `rows`. Runs of consecutive rows (a species in the taxon-ordered
         store) are read as slices of the memory map, without gathering them row by row."""
@@ -254,11 +341,14 @@ class Searcher:
 
     def _rank_exactly(self, vector, rows: np.ndarray, excluded: np.ndarray, k: int, offset: int) -> list[Hit]:
         rows = np.unique(rows)  # sorted positions read the memmap in order
-        if len(excluded):
-            rows = rows[~np.isin(self.embeddings.image_ids[rows], excluded)]
-        if len(rows) == 0:
-            return []
-        scores = self._scores(rows, vector)
+        if len(rows) >= SCAN_MINIMUM and offset + k < len(rows) // 4:
+            scores, rows = self._top_of(vector, rows, excluded, offset + k)
+        else:
+            if len(excluded):
+                rows = rows[~np.isin(self.embeddings.image_ids[rows], excluded)]
+            if len(rows) == 0:
+                return []
+            scores = self._scores(rows, vector)
         ids = self.embeddings.image_ids[rows]
         order = np.lexsort((ids, -scores))[offset : offset + k]
         taxa = self.embeddings.taxon_ids[rows]

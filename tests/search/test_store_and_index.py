@@ -170,3 +170,71 @@ def test_choose_kind():
     assert search_index.choose_kind(100_000, "ivfpq") == "ivfpq"
     with pytest.raises(ValueError, match="auto, flat or ivfpq"):
         search_index.choose_kind(10, "hnsw")
+
+
+def exact_top(vectors, rows, query, k):
+    """numpy's ranking of `rows` by score, then row: the reference for FAISS's in-place scan."""
+    scores = vectors[rows].astype(np.float32) @ query
+    order = np.lexsort((rows, -scores))[:k]
+    return rows[order], scores[order]
+
+
+@pytest.mark.parametrize("layout", ["one run", "many runs", "scattered"])
+def test_the_in_place_scan_finds_the_exact_top_k(layout):
+    """FAISS's float16 scan over the memory map's row ranges (split over two threads when large) returns
+    the same top k as scoring every row with numpy, for a species (one run), several species, or rows
+    scattered one by one (gathered first)."""
+    vectors = clustered(30_000, 32, seed=3)
+    rng = np.random.default_rng(1)
+    rows = {
+        "one run": np.arange(4_000, 13_000),
+        "many runs": np.concatenate([np.arange(s, s + 700) for s in range(0, 28_000, 2_000)]),
+        "scattered": np.sort(rng.choice(30_000, size=6_000, replace=False)),
+    }[layout]
+    query = clustered(1, 32, seed=9)[0].astype(np.float32)
+    scores, found = search_index.top_rows(vectors, rows, query, 60)
+    expected_rows, expected_scores = exact_top(vectors, rows, query, 60)
+    order = np.lexsort((found, -scores))
+    assert found[order].tolist() == expected_rows.tolist()
+    np.testing.assert_allclose(scores[order], expected_scores, rtol=1e-5, atol=1e-6)
+
+
+def test_runs_split_in_two_cover_every_row_once():
+    runs = [(0, 10), (20, 25), (40, 100)]
+    first, second = search_index._split(runs, 30)
+    assert sum(e - s for s, e in first) == 30 and first[-1] == (40, 55) and second == [(55, 100)]
+    assert search_index._split(runs, 15) == ([(0, 10), (20, 25)], [(40, 100)])
+
+
+@pytest.fixture
+def species_store(tmp_path):
+    """20,000 images of 4 species, ordered by taxon as consolidation leaves them, with duplicated vectors
+    (exact ties) so that ties at the cut are exercised."""
+    vectors = clustered(20_000, 32, seed=4)
+    vectors[1:200:2] = vectors[0:200:2]  # pairs of identical vectors: tied scores
+    store = EmbeddingStore(tmp_path, "tiny/species", 32)
+    ids = np.arange(50_000, 70_000)
+    store.write_part("all", ids, ids % 4, vectors)
+    store.consolidate()
+    return store
+
+
+def test_a_species_filter_pages_through_the_exact_ranking_with_exclusions(species_store):
+    embeddings = species_store.load()
+    searcher = search_index.Searcher(embeddings, search_index.build(embeddings, "flat"))
+    query = embeddings.vectors[3].astype(np.float32)  # one of the tied pairs is near the top
+    rows = searcher.rows_of_taxa([embeddings.taxon_ids[3], (embeddings.taxon_ids[3] + 1) % 4])
+    assert len(rows) >= 2 * search_index.SCAN_MINIMUM  # the two-thread scan
+    excluded = embeddings.image_ids[rows][::7][:800]  # labeled images, inside the subset
+    labeled = set(excluded.tolist())
+    kept = rows[~np.isin(embeddings.image_ids[rows], excluded)]
+    expected = brute_force(embeddings, query, kept)
+    taxa = {int(embeddings.taxon_ids[3]), int((embeddings.taxon_ids[3] + 1) % 4)}
+    pages = [
+        [
+            hit.image_id
+            for hit in searcher.search(query, k=50, offset=offset, taxon_ids=taxa, exclude_image_ids=labeled)
+        ]
+        for offset in (0, 50, 100)
+    ]
+    assert sum(pages, []) == expected[:150]
