@@ -1,5 +1,9 @@
 """INQUIRE-format CSV exports, produced row by row so that no file is ever built whole in memory.
 
+On PostgreSQL the two label files come straight from the database's COPY ... TO STDOUT (CSV), in blocks:
+byte for byte the file the ORM path writes (the SQL formats each column as Python does; a test compares
+the two), several times faster (bench/export_bench.py).
+
 inquire_queries.csv      ,query_id,query_text,supercategory,category,iconic_group
                          (the released file's layout, unnamed index column included, so
                          the released evaluation code reads it unchanged)
@@ -11,6 +15,7 @@ import csv
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from django.db import connection
 from django.db.models import F
 
 from catalog.files import atomic_path
@@ -91,6 +96,77 @@ def csv_lines(rows: Iterable[list], *, for_spreadsheets: bool = False) -> Iterat
         yield writer.writerow([spreadsheet_safe(value) for value in row] if for_spreadsheets else row)
 
 
+def export_lines(
+    name: str, query_ids: Iterable[int] | None = None, *, for_spreadsheets: bool = False
+) -> Iterator[bytes]:
+    """The export `name` as UTF-8 blocks of whole lines: through PostgreSQL's COPY where it can be, else
+    row by row through csv.writer."""
+    if name in _COPY_COLUMNS and connection.vendor == "postgresql":
+        return _copied(name, query_ids, for_spreadsheets)
+    return (line.encode() for line in csv_lines(EXPORTS[name](query_ids), for_spreadsheets=for_spreadsheets))
+
+
+# Each column as the ORM path writes it: timestamps as Python's isoformat() of a UTC datetime (no
+# fraction when it is zero), a missing annotator as an empty field.
+_UPDATED_AT = (
+    "to_char(l.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS') || "
+    "CASE WHEN mod(date_part('microseconds', l.updated_at)::bigint, 1000000) = 0 THEN '' "
+    "ELSE to_char(l.updated_at AT TIME ZONE 'UTC', '.US') END || '+00:00'"
+)
+_COPY_COLUMNS = {
+    "inquire_annotations.csv": [("query_id", "l.query_id"), ("image_id", "l.image_id"), ("image_path", "i.file_name")],
+    "inquire_labels.csv": [
+        ("query_id", "l.query_id"),
+        ("image_id", "l.image_id"),
+        ("image_path", "i.file_name"),
+        ("label", "l.value"),
+        ("annotator", "u.username"),
+        ("updated_at", _UPDATED_AT),
+    ],
+}
+_TEXT_COLUMNS = {"image_path", "label", "annotator"}
+
+
+def _spreadsheet_safe_sql(expression: str) -> str:
+    """spreadsheet_safe() in SQL: an apostrophe before a cell that starts like a formula."""
+    starts = ", ".join(f"chr({ord(c)})" for c in FORMULA_STARTS)
+    return f"CASE WHEN left({expression}, 1) IN ({starts}) THEN chr(39) || {expression} ELSE {expression} END"
+
+
+def _copied(name: str, query_ids, for_spreadsheets: bool) -> Iterator[bytes]:
+    from django.contrib.auth import get_user_model
+
+    from catalog.models import Image
+
+    columns = [
+        f"{_spreadsheet_safe_sql(sql) if for_spreadsheets and column in _TEXT_COLUMNS else sql} AS {column}"
+        for column, sql in _COPY_COLUMNS[name]
+    ]
+    conditions, params = [], []
+    if name == "inquire_annotations.csv":
+        conditions.append("l.value = %s")
+        params.append(str(LabelValue.RELEVANT))
+    if query_ids is not None:
+        conditions.append("l.query_id = ANY(%s)")
+        params.append(list(query_ids))
+    where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+    sql = (
+        f"COPY (SELECT {', '.join(columns)} FROM {Label._meta.db_table} l "
+        f"JOIN {Image._meta.db_table} i ON i.id = l.image_id "
+        f"LEFT JOIN {get_user_model()._meta.db_table} u ON u.id = l.annotator_id "
+        f"{where} ORDER BY l.query_id, l.image_id) TO STDOUT WITH (FORMAT csv, HEADER)"
+    )
+    buffered = bytearray()
+    with connection.cursor() as cursor, cursor.cursor.copy(sql, params) as copy:  # psycopg 3
+        for block in copy:  # about one row a block: gathered into 64 KB writes
+            buffered += block
+            if len(buffered) >= 1 << 16:
+                yield bytes(buffered)
+                buffered.clear()
+    if buffered:
+        yield bytes(buffered)
+
+
 def export_inquire(
     out_dir: Path, query_ids: Iterable[int] | None = None, *, for_spreadsheets: bool = False
 ) -> dict[str, int]:
@@ -102,11 +178,11 @@ def export_inquire(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     counts = {}
-    for name, rows in EXPORTS.items():
+    for name in EXPORTS:
         lines = -1
-        with atomic_path(out_dir / name) as partial, partial.open("w", encoding="utf-8", newline="") as handle:
-            for line in csv_lines(rows(query_ids), for_spreadsheets=for_spreadsheets):
-                handle.write(line)
-                lines += 1
+        with atomic_path(out_dir / name) as partial, partial.open("wb") as handle:
+            for block in export_lines(name, query_ids, for_spreadsheets=for_spreadsheets):
+                handle.write(block)
+                lines += block.count(b"\n")  # no field holds a newline: ids, paths, labels, user names
         counts[name] = lines
     return counts

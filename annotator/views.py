@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from . import progress, selectors
-from .exporters import EXPORTS, csv_lines
+from .exporters import EXPORTS, export_lines
 from .forms import QueryForm, TrackingForm
 from .models import Query
 from .tokens import current_token, new_token, revoke_token
@@ -106,7 +106,7 @@ def download_export(request, name):
         query_ids = sorted({int(value) for value in raw})
     for_spreadsheets = request.GET.get("spreadsheet_safe") in ("1", "on")
     response = StreamingHttpResponse(
-        csv_lines(EXPORTS[name](query_ids), for_spreadsheets=for_spreadsheets), content_type="text/csv; charset=utf-8"
+        export_lines(name, query_ids, for_spreadsheets=for_spreadsheets), content_type="text/csv; charset=utf-8"
     )
     file_name = export_file_name(name, query_ids)
     if for_spreadsheets:

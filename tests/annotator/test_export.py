@@ -178,3 +178,41 @@ def test_downloads_are_for_staff_and_check_their_input(client, labeled):
     assert client.get("/exports/inquire_labels.csv?query=seven").status_code == 400
     body = b"".join(client.get("/exports/inquire_labels.csv?query=3").streaming_content).decode()
     assert body.count("\n") == 3
+
+
+def test_copy_from_postgresql_writes_the_same_bytes_as_the_orm_path(labeled, settings):
+    """On PostgreSQL the label files come from COPY; they must equal csv.writer's output byte for byte,
+    hostile strings, a missing annotator, whole-second timestamps and the spreadsheet-safe variant included."""
+    import datetime
+
+    from django.db import connection
+
+    from annotator.exporters import EXPORTS, csv_lines, export_lines
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the COPY path is PostgreSQL's; this run's database is " + connection.vendor)
+    names = {
+        1000: 'a,b "quoted" ünïcode/x.jpg',
+        1001: "=HYPERLINK(evil).jpg",
+        1002: " leading and trailing space .jpg",
+        1003: "-minus\ttab.jpg",
+        1004: "@at.jpg",
+    }
+    for image_id, file_name in names.items():
+        Image.objects.filter(pk=image_id).update(file_name=file_name)
+    User.objects.filter(username="bob").update(username='+bob,"the" builder')
+    from annotator.models import recording_label_changes
+
+    with recording_label_changes():  # test set-up, not a label change: no history wanted
+        Label.objects.filter(image_id=1004).update(annotator=None)
+        Label.objects.filter(image_id=1000).update(
+            updated_at=datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+        )
+    for name in ("inquire_annotations.csv", "inquire_labels.csv"):
+        for query_ids in (None, [7], []):
+            for safe in (False, True):
+                copied = b"".join(export_lines(name, query_ids, for_spreadsheets=safe))
+                expected = "".join(csv_lines(EXPORTS[name](query_ids), for_spreadsheets=safe)).encode()
+                assert copied == expected, (name, query_ids, safe)
+    assert b"'=HYPERLINK" in b"".join(export_lines("inquire_labels.csv", for_spreadsheets=True))
+    assert b"2026-01-02T03:04:05+00:00" in b"".join(export_lines("inquire_labels.csv"))
