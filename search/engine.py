@@ -48,12 +48,12 @@ def _get(model_name: str) -> _Loaded:
     with _lock:
         loaded = _loaded.get(model_name)
         if loaded is None or loaded.pointer_stamp != stamp:
-            index, _info = faiss_index.load(index_folder(model_name))
+            index, info = faiss_index.load(index_folder(model_name))
             try:
                 embeddings = EmbeddingStore.existing(store_root(), model_name).load()
             except FileNotFoundError as error:
                 raise NoIndex(str(error)) from None
-            searcher = Searcher(embeddings, index)
+            searcher = Searcher(embeddings, index, labels=info["labels"])
             loaded = _Loaded(stamp, searcher)
             _loaded[model_name] = loaded
         return loaded

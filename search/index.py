@@ -1,12 +1,20 @@
 """FAISS indexes over the embedding store: building, saving, loading, and the Searcher that ranks
 the rows of one loaded index. The search function callers use is search.facade.search.
 
-Two kinds:
-  flat    exact inner product. The index holds the vectors as float16, the same
-          numbers as the store, so its scores are the store's scores. For small
-          collections, and on a GPU.
-  ivfpq   IVF with product quantisation, for millions of vectors on a CPU: it proposes
-          candidates, which are re-scored exactly from the float16 store.
+Kinds:
+  flat      exact inner product. The index holds the vectors as float16, the same
+            numbers as the store, so its scores are the store's scores. For small
+            collections, and on a GPU.
+  fastscan  for millions of vectors on a CPU (auto's choice above AUTO_FLAT_LIMIT): PCA to a
+            quarter of the dimensions, IVF, and 4-bit product-quantisation codes scanned with
+            SIMD registers as lookup tables (FAISS's "fast-scan": André et al., "Quicker ADC",
+            and the FAISS wiki's "Fast accumulation of PQ and AQ codes"). It only proposes
+            candidates; they are re-scored exactly from the float16 store. 5M x 1024: built in
+            about 2 minutes on 2 cores, 32 bytes a vector (bench/RESULTS.md). Its labels are image
+            ids, not store rows, so new images are added to a trained index without a rebuild
+            (`update`), and consolidation may reorder the store freely.
+  ivfpq     IVF (HNSW-assigned lists) with 8-bit PQ: the previous CPU kind, still loaded and
+            built on request; 5x slower to build and to search than fastscan (bench/RESULTS.md).
 
 A species (or any taxon set) filter never goes through the approximate index: the
 whole subset is ranked exactly, using the store's aligned taxon-id array
@@ -33,6 +41,10 @@ from .store import Embeddings
 # thousand 1024-d vectors on 2 cores (1.1 s at 5M, bench/RESULTS.md), so about 55 ms here.
 AUTO_FLAT_LIMIT = 250_000
 IVFPQ_MINIMUM = 1_000  # PQ trains 256 centroids per sub-quantizer: fewer points cannot train it
+KINDS = ("auto", "flat", "fastscan", "ivfpq")
+# A fast-scan index takes new images without retraining until the collection is this many times the
+# size it was trained on; then its lists are too long for the nprobe searched and it is rebuilt.
+RETRAIN_GROWTH = 2.0
 
 
 def inner_products(vectors_fp16: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -64,7 +76,9 @@ _FP16 = _Decoders()
 # split between two threads. 5,400 rows: 1.3 to 1.7 ms, against 7 to 8 ms widening them to float32 first.
 SCAN_MINIMUM = 2_000
 _SCAN_THREADS = max(1, min(2, os.cpu_count() or 1))
-_scan_pool = ThreadPoolExecutor(max_workers=_SCAN_THREADS, thread_name_prefix="quire-scan") if _SCAN_THREADS > 1 else None
+_scan_pool = (
+    ThreadPoolExecutor(max_workers=_SCAN_THREADS, thread_name_prefix="quire-scan") if _SCAN_THREADS > 1 else None
+)
 
 
 def _scan_runs(vectors: np.ndarray, runs: list[tuple[int, int]], query: np.ndarray, k: int):
@@ -130,17 +144,54 @@ def _split(runs: list[tuple[int, int]], rows_in_first: int) -> tuple[list, list]
 
 
 def choose_kind(count: int, kind: str = "auto") -> str:
-    if kind not in ("auto", "flat", "ivfpq"):
-        raise ValueError(f"index kind must be auto, flat or ivfpq, not {kind!r}")
+    if kind not in KINDS:
+        raise ValueError(f"index kind must be {', '.join(KINDS[:-1])} or {KINDS[-1]}, not {kind!r}")
     if kind != "auto":
         return kind
-    return "flat" if count <= AUTO_FLAT_LIMIT or faiss.get_num_gpus() > 0 else "ivfpq"
+    return "flat" if count <= AUTO_FLAT_LIMIT or faiss.get_num_gpus() > 0 else "fastscan"
 
 
-def build(embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_000, seed: int = 0) -> faiss.Index:
-    """Build a FAISS index over the rows of `embeddings` (index labels are row positions)."""
+def labels_of(kind: str) -> str:
+    """What an index's labels are: store rows (flat, ivfpq) or image ids (fastscan)."""
+    return "image_ids" if kind == "fastscan" else "rows"
+
+
+def _fastscan_factory(count: int, dim: int) -> str:
+    """PCA to dim/4 (at least 64) when the vectors are wide, about sqrt(N)/2 lists, and 4-bit PQ codes of
+    4 dimensions each. Measured on 500k x 1024 (bench/RESULTS.md): PCA256 halves the build (the list
+    assignment is N x lists x dim) at the same recall after exact re-scoring; 1,024 lists rather than
+    FAISS's usual 4 sqrt(N) because the re-scoring, not the lists, makes the ranking exact."""
+    reduced = max(64, dim // 4) if dim >= 256 else dim
+    nlist = max(4, min(4096, int(math.sqrt(count) / 2)))
+    m = max(2, reduced // 4)
+    while reduced % m:
+        m -= 1
+    prefix = f"PCA{reduced}," if reduced != dim else ""
+    return f"{prefix}IVF{nlist},PQ{m}x4fs"
+
+
+def build(
+    embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_000, seed: int = 0, progress=None
+) -> faiss.Index:
+    """Build a FAISS index over `embeddings` (labels: store rows, or image ids for fastscan, see labels_of).
+    `progress(done, total)` is called as the vectors are added."""
     count, dim = embeddings.vectors.shape
     kind = choose_kind(count, kind)
+    if kind == "fastscan":
+        if count < IVFPQ_MINIMUM:
+            raise ValueError(
+                f"A fast-scan index needs at least {IVFPQ_MINIMUM:,} vectors to train on; there are {count:,}. "
+                "Use --kind flat (exact, and fast at this size)."
+            )
+        index = faiss.index_factory(dim, _fastscan_factory(count, dim), faiss.METRIC_INNER_PRODUCT)
+        ivf = faiss.extract_index_ivf(index)
+        ivf.cp.niter = 10  # rough lists are enough: candidates are re-scored exactly
+        rng = np.random.default_rng(seed)
+        sample_size = min(count, max(min(train_size, 50 * ivf.nlist), 40 * ivf.nlist, 20_000))
+        sample = np.sort(rng.choice(count, size=sample_size, replace=False))
+        index.train(np.ascontiguousarray(embeddings.vectors[sample], dtype=np.float32))
+        _add(index, embeddings, np.arange(count), progress)
+        return index
     if kind == "flat":
         index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
     else:
@@ -168,7 +219,49 @@ def build(embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_0
         index.train(np.ascontiguousarray(embeddings.vectors[sample], dtype=np.float32))
     for start in range(0, count, 100_000):
         index.add(np.ascontiguousarray(embeddings.vectors[start : start + 100_000], dtype=np.float32))
+        if progress:
+            progress(min(count, start + 100_000), count)
     return index
+
+
+def _add(index: faiss.Index, embeddings: Embeddings, rows: np.ndarray, progress=None, batch: int = 100_000) -> None:
+    """Add the vectors of store `rows` under their image ids, in batches (float32 only a batch at a time)."""
+    for start in range(0, len(rows), batch):
+        chunk = rows[start : start + batch]
+        vectors = np.ascontiguousarray(embeddings.vectors[chunk], dtype=np.float32)
+        index.add_with_ids(vectors, np.ascontiguousarray(embeddings.image_ids[chunk], dtype=np.int64))
+        if progress:
+            progress(min(len(rows), start + batch), len(rows))
+
+
+def indexed_ids(index: faiss.Index) -> np.ndarray:
+    """The image ids a fast-scan (IVF) index holds, sorted."""
+    invlists = faiss.extract_index_ivf(index).invlists
+    parts = [
+        faiss.rev_swig_ptr(invlists.get_ids(number), invlists.list_size(number)).copy()
+        for number in range(invlists.nlist)
+        if invlists.list_size(number)
+    ]
+    return np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
+
+
+def update(index: faiss.Index, info: dict, embeddings: Embeddings, progress=None) -> tuple[int, int] | None:
+    """Bring a trained fast-scan index up to date with the store in place: add the images it lacks and
+    remove those the store no longer has. Returns (added, removed), or None when it must be rebuilt
+    instead: another kind, other dimensions, or a collection grown past RETRAIN_GROWTH x what it was
+    trained on. (An embedding job only embeds images without a vector, so a stored id's vector never
+    changes under the index.)"""
+    if info.get("kind") != "fastscan" or index.d != embeddings.vectors.shape[1]:
+        return None
+    if len(embeddings) > RETRAIN_GROWTH * info.get("trained_on", info.get("count", 0)):
+        return None
+    held = indexed_ids(index)
+    missing = np.flatnonzero(~np.isin(embeddings.image_ids, held))
+    gone = held[~np.isin(held, embeddings.image_ids)]
+    if len(gone):
+        index.remove_ids(faiss.IDSelectorBatch(gone))
+    _add(index, embeddings, np.sort(missing), progress)
+    return len(missing), len(gone)
 
 
 def _pq_subquantizers(dim: int) -> int:
@@ -178,14 +271,17 @@ def _pq_subquantizers(dim: int) -> int:
     return 1
 
 
-def save(index: faiss.Index, folder: Path, *, kind: str, count: int) -> Path:
-    """Write the index and point `current.json` at it in one rename: readers swap on their next load."""
+def save(index: faiss.Index, folder: Path, *, kind: str, count: int, trained_on: int | None = None) -> Path:
+    """Write the index and point `current.json` at it in one rename: readers swap on their next load.
+    `trained_on`: how many vectors its quantizers were trained with (for `update`'s retraining rule)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     generation = 1 + max((int(p.stem.split("-")[-1]) for p in folder.glob("index-*.faiss")), default=0)
     path = folder / f"index-{kind}-{generation}.faiss"
     faiss.write_index(index, str(path))
-    write_atomically(folder / "current.json", json.dumps({"file": path.name, "kind": kind, "count": count}))
+    pointer = {"file": path.name, "kind": kind, "count": count, "labels": labels_of(kind)}
+    pointer["trained_on"] = count if trained_on is None else trained_on
+    write_atomically(folder / "current.json", json.dumps(pointer))
     for old in folder.glob("index-*.faiss"):  # keep the previous one for readers still holding it
         if old.name != path.name and int(old.stem.split("-")[-1]) < generation - 1:
             old.unlink(missing_ok=True)
@@ -197,7 +293,8 @@ def load(folder: Path) -> tuple[faiss.Index, dict]:
     if not pointer.exists():
         raise NoIndex("No search index has been built yet: run `manage.py build_index`.")
     info = json.loads(pointer.read_text())
-    return faiss.read_index(str(Path(folder) / info["file"])), info
+    info.setdefault("labels", "rows")  # indexes saved before fast-scan
+    return faiss.read_index(str(Path(folder) / info["file"]), faiss.IO_FLAG_READ_ONLY), info
 
 
 class Searcher:
@@ -208,7 +305,15 @@ class Searcher:
     (bench/RESULTS.md).
     """
 
-    def __init__(self, embeddings: Embeddings, index: faiss.Index, *, nprobe: int = 32, rerank: int = 500):
+    def __init__(
+        self,
+        embeddings: Embeddings,
+        index: faiss.Index,
+        *,
+        nprobe: int | None = None,
+        rerank: int = 500,
+        labels: str = "rows",
+    ):
         if index.ntotal != len(embeddings):
             raise NoIndex(
                 f"The search index holds {index.ntotal} vectors but the store {len(embeddings)}: "
@@ -216,12 +321,16 @@ class Searcher:
             )
         if index.d != embeddings.vectors.shape[1]:
             raise NoIndex(f"The index has {index.d} dimensions but the store {embeddings.vectors.shape[1]}.")
+        if labels not in ("rows", "image_ids"):
+            raise ValueError(f"index labels are rows or image_ids, not {labels!r}")
         self.embeddings = embeddings
         self.index = index
+        self.labels = labels
         self.exact = not isinstance(faiss.try_extract_index_ivf(index), faiss.IndexIVF)
         if not self.exact:
             ivf = faiss.extract_index_ivf(index)
-            ivf.nprobe = nprobe
+            # fast-scan: 16 of ~1,100 lists (recall@50 1.0 after re-scoring, bench/RESULTS.md); ivfpq: 32.
+            ivf.nprobe = nprobe or (16 if labels == "image_ids" else 32)
             quantizer = faiss.downcast_index(ivf.quantizer)
             if hasattr(quantizer, "hnsw"):  # the graph must look at least as wide as the lists probed
                 quantizer.hnsw.efSearch = max(2 * nprobe, 64)
@@ -268,7 +377,8 @@ class Searcher:
         # FAISS by an ID selector, so the candidates asked for and re-scored do not grow with them.
         params = selector = None
         if len(excluded):
-            selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(self.rows_of_ids(excluded)))
+            excluded_labels = excluded if self.labels == "image_ids" else self.rows_of_ids(excluded)
+            selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(excluded_labels))
             params = (
                 faiss.SearchParameters(sel=selector)
                 if self.exact
@@ -278,6 +388,8 @@ class Searcher:
             _, rows = self.index.search(vector[None, :], min(candidates, len(self.embeddings)), params=params)
         del selector
         rows = rows[0][rows[0] >= 0]
+        if self.labels == "image_ids":
+            rows = self.rows_of_ids(rows)
         return self._rank_exactly(vector, rows, excluded, k, offset)
 
     def locate(self, image_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -115,8 +115,12 @@ class EmbeddingFailure(models.Model):
 
 class IndexBuild(JobRecord):
     model_name = models.CharField(max_length=1024)
-    kind = models.CharField(max_length=16, help_text="auto, flat or ivfpq as asked; the built kind is in `built_kind`.")
+    kind = models.CharField(
+        max_length=16, help_text="auto, flat, fastscan or ivfpq as asked; the built kind is in `built_kind`."
+    )
     built_kind = models.CharField(max_length=16, blank=True)
+    rebuild = models.BooleanField(default=False, help_text="Retrain even if the index could be updated in place.")
+    mode = models.CharField(max_length=40, blank=True, help_text="built, or updated +added -removed in place.")
     vectors = models.PositiveIntegerField(default=0)
 
     def __str__(self):

@@ -166,9 +166,9 @@ def test_choose_kind():
     assert search_index.choose_kind(10_000) == "flat"
     import faiss
 
-    assert search_index.choose_kind(5_000_000) == ("flat" if faiss.get_num_gpus() else "ivfpq")
+    assert search_index.choose_kind(5_000_000) == ("flat" if faiss.get_num_gpus() else "fastscan")
     assert search_index.choose_kind(100_000, "ivfpq") == "ivfpq"
-    with pytest.raises(ValueError, match="auto, flat or ivfpq"):
+    with pytest.raises(ValueError, match="auto, flat, fastscan or ivfpq"):
         search_index.choose_kind(10, "hnsw")
 
 
@@ -231,10 +231,56 @@ def test_a_species_filter_pages_through_the_exact_ranking_with_exclusions(specie
     expected = brute_force(embeddings, query, kept)
     taxa = {int(embeddings.taxon_ids[3]), int((embeddings.taxon_ids[3] + 1) % 4)}
     pages = [
-        [
-            hit.image_id
-            for hit in searcher.search(query, k=50, offset=offset, taxon_ids=taxa, exclude_image_ids=labeled)
-        ]
+        [hit.image_id for hit in searcher.search(query, k=50, offset=offset, taxon_ids=taxa, exclude_image_ids=labeled)]
         for offset in (0, 50, 100)
     ]
     assert sum(pages, []) == expected[:150]
+
+
+def test_fastscan_candidates_are_rescored_exactly_and_leave_exclusions_out(store):
+    """The fast-scan index (labels: image ids) proposes candidates; the scores are the store's exact ones."""
+    embeddings = store.load()
+    index = search_index.build(embeddings, "fastscan")
+    assert "x4fs" in search_index._fastscan_factory(len(embeddings), 32)
+    searcher = search_index.Searcher(embeddings, index, labels="image_ids", nprobe=8)
+    query = query_vector(9)
+    hits = searcher.search(query, k=50)
+    truth = brute_force(embeddings, query)
+    assert len({hit.image_id for hit in hits} & set(truth[:50])) / 50 >= 0.9
+    rows = {int(i): r for r, i in enumerate(embeddings.image_ids)}
+    for hit in hits[:5]:
+        assert hit.score == pytest.approx(
+            float(embeddings.vectors[rows[hit.image_id]].astype(np.float32) @ query), abs=1e-5
+        )
+    labeled = set(truth[:100])
+    rest = searcher.search(query, k=50, exclude_image_ids=labeled)
+    assert not {hit.image_id for hit in rest} & labeled
+    left = [i for i in truth if i not in labeled][:50]
+    assert len({hit.image_id for hit in rest} & set(left)) / 50 >= 0.9
+
+
+def test_new_images_join_a_trained_fastscan_index_in_place(store, tmp_path):
+    """An embedding job's new images are added without retraining, whatever order consolidation gives the
+    store's rows; removed images leave; past RETRAIN_GROWTH x the trained size it asks for a rebuild."""
+    embeddings = store.load()
+    folder = tmp_path / "indexes"
+    search_index.save(search_index.build(embeddings, "fastscan"), folder, kind="fastscan", count=len(embeddings))
+    index, info = search_index.load(folder)
+    assert info["labels"] == "image_ids" and info["trained_on"] == 3000
+    # 900 new images, in new taxa that consolidation sorts between the old ones.
+    store.write_part("new", np.arange(20_000, 20_900), np.arange(900) % 7, clustered(900, 32, seed=8))
+    store.consolidate()
+    grown = store.load()
+    assert search_index.update(index, info, grown) == (900, 0)
+    assert index.ntotal == 3900
+    assert search_index.indexed_ids(index).tolist() == sorted(grown.image_ids.tolist())
+    searcher = search_index.Searcher(grown, index, labels="image_ids", nprobe=8)
+    newcomer = grown.vectors[int(np.flatnonzero(grown.image_ids == 20_450)[0])].astype(np.float32)
+    assert searcher.search(newcomer, k=1)[0].image_id == 20_450  # found through the index
+    assert search_index.update(index, info, grown) == (0, 0)  # nothing to do twice
+    fewer = type(grown)(grown.vectors[100:], grown.image_ids[100:], grown.taxon_ids[100:])
+    assert search_index.update(index, info, fewer) == (0, 100) and index.ntotal == 3800  # images removed
+    # A collection past twice the trained size: rebuild.
+    store.write_part("more", np.arange(30_000, 33_000), np.zeros(3000), clustered(3000, 32, seed=11))
+    store.consolidate()
+    assert search_index.update(index, info, store.load()) is None
