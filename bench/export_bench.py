@@ -4,11 +4,11 @@ the request (as today) and a background job with a download when ready.
 It fills a scratch PostgreSQL database (DATABASE_URL; its labels, queries and images are emptied first)
 with --queries x --images-per-query labels, then, --repeat times each:
 
-  stream     the export view's own generator (annotator/exporters.py: label_rows through csv_lines), read to
-             the end as the web server would send it: time to the first line and total time; and once
-             more under tracemalloc for the peak memory the export added
-  copy       PostgreSQL's COPY (SELECT the same columns, same order) TO STDOUT through psycopg: the floor,
-             what the database alone needs to hand over the same rows
+  export     what the export view streams now (annotator/exporters.py export_lines: on PostgreSQL, COPY
+             with the columns formatted in SQL), read to the end: time to the first block, total time,
+             rows per second; and once more under tracemalloc for the peak memory the export added
+  stream     the ORM path it replaced (label_rows through csv_lines), the same way: the baseline
+  copy       PostgreSQL's bare COPY (SELECT the same columns, unformatted) TO STDOUT: the floor
 
 Usage:
   DATABASE_URL=postgres://quire:quire@127.0.0.1:5432/quire_exportbench \\
@@ -68,27 +68,34 @@ def fill(queries: int, images: int) -> int:
         return cursor.fetchone()[0]
 
 
-def stream(*, memory: bool = False) -> dict:
-    """The export as the view streams it; with `memory`, under tracemalloc (which slows it several times:
-    its time is not reported)."""
-    from annotator.exporters import EXPORTS, csv_lines
+def stream(*, memory: bool = False, orm: bool = False) -> dict:
+    """The export as the view streams it (or, with `orm`, as it did through the ORM and csv.writer); with
+    `memory`, under tracemalloc (which slows it several times: its time is not reported)."""
+    from annotator.exporters import EXPORTS, csv_lines, export_lines
 
     if memory:
         tracemalloc.start()
     started = time.perf_counter()
     first = None
     rows = size = 0
-    for line in csv_lines(EXPORTS["inquire_labels.csv"](None)):
+    blocks = csv_lines(EXPORTS["inquire_labels.csv"](None)) if orm else export_lines("inquire_labels.csv")
+    for block in blocks:
         if first is None:
             first = time.perf_counter() - started
-        rows += 1
-        size += len(line)
+        rows += block.count("\n" if orm else b"\n")
+        size += len(block)
     total = time.perf_counter() - started
     if memory:
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         return {"peak_mb": peak / 1e6}
-    return {"seconds": total, "first_line_ms": 1000 * first, "rows": rows - 1, "mb": size / 1e6}
+    return {
+        "seconds": total,
+        "first_block_ms": 1000 * first,
+        "rows": rows - 1,
+        "rows_per_second": (rows - 1) / total,
+        "mb": size / 1e6,
+    }
 
 
 def copy() -> dict:
@@ -119,15 +126,18 @@ def main():
     started = time.perf_counter()
     labels = fill(args.queries, args.images_per_query)
     print(f"filled {labels:,} labels in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    runs = {"stream": [], "copy": []}
-    for _ in range(args.repeat):  # interleaved, so that both meet the same machine
-        runs["stream"].append(stream())
+    runs = {"export": [], "stream": [], "copy": []}
+    for _ in range(args.repeat):  # interleaved, so that all meet the same machine
+        runs["export"].append(stream())
+        runs["stream"].append(stream(orm=True))
         runs["copy"].append(copy())
     median = {
         kind: {key: statistics.median(r[key] for r in results) for key in results[0]} for kind, results in runs.items()
     }
-    median["stream"].update(stream(memory=True))
-    median["ratio_stream_to_copy"] = median["stream"]["seconds"] / median["copy"]["seconds"]
+    median["export"].update(stream(memory=True))
+    median["stream"].update(stream(memory=True, orm=True))
+    median["ratio_export_to_copy"] = median["export"]["seconds"] / median["copy"]["seconds"]
+    median["speedup_export_over_orm_stream"] = median["stream"]["seconds"] / median["export"]["seconds"]
     median["labels"] = labels
     print(json.dumps(median, indent=2))
 

@@ -178,7 +178,7 @@ def bench_search(args) -> dict:
     result["flat"] = {
         "p50_ms": percentile(flat_times, 50),
         "p95_ms": percentile(flat_times, 95),
-        "recall": recall(flat_results, truth_ids),
+        "recall": recall(flat_results, truth_ids[: len(flat_results)]),
         "queries": len(flat_times),
     }
 
@@ -207,7 +207,7 @@ def bench_search(args) -> dict:
         np.mean(
             [
                 len(set(embeddings.image_ids[r].tolist()) & set(t)) / K
-                for r, t in zip(base_results, subset_truth, strict=True)
+                for r, t in zip(base_results, subset_truth[: len(base_results)], strict=True)
             ]
         )
     )

@@ -294,7 +294,11 @@ def load(folder: Path) -> tuple[faiss.Index, dict]:
         raise NoIndex("No search index has been built yet: run `manage.py build_index`.")
     info = json.loads(pointer.read_text())
     info.setdefault("labels", "rows")  # indexes saved before fast-scan
-    return faiss.read_index(str(Path(folder) / info["file"]), faiss.IO_FLAG_READ_ONLY), info
+    # A flat index's float16 codes are memory-mapped, not read: web workers on one machine share one copy
+    # in the page cache (clip-retrieval serves LAION-5B's flat shards so). FAISS reads the inverted lists
+    # of IVF kinds into memory (32 bytes a vector for fast-scan: 160 MB at 5M; bench/RESULTS.md).
+    flags = faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY if info.get("kind") == "flat" else 0
+    return faiss.read_index(str(Path(folder) / info["file"]), flags), info
 
 
 class Searcher:

@@ -148,6 +148,11 @@ def test_index_is_saved_swapped_and_checked_against_the_store(store, tmp_path):
     second = search_index.save(search_index.build(embeddings, "flat"), folder, kind="flat", count=len(embeddings))
     index, info = search_index.load(folder)
     assert info["file"] == second.name and index.ntotal == 3000
+    assert not index.codes.is_owned  # memory-mapped: workers share the page cache
+    query = query_vector(3)
+    assert [h.image_id for h in search_index.Searcher(embeddings, index).search(query, k=20)] == brute_force(
+        embeddings, query
+    )[:20]
     with pytest.raises(search_index.NoIndex, match="run `manage.py build_index` again"):
         search_index.Searcher(store.load(), _small_index())
     with pytest.raises(ValueError, match="33 dimensions"):
