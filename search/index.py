@@ -71,9 +71,10 @@ class _Decoders(dict):
 
 _FP16 = _Decoders()
 
-# Subsets at least this large are scanned for their top k without scoring every row into an array:
-# FAISS's fused float16 inner-product scan straight over the memory map (no copy, no float32 widening),
-# split between two threads. 5,400 rows: 1.3 to 1.7 ms, against 7 to 8 ms widening them to float32 first.
+# A top k of many rows (a species, an index's candidates) is found without scoring every row into an
+# array: FAISS's fused float16 inner-product scan straight over the memory map (no float32 widening),
+# split between two threads from 2 x SCAN_MINIMUM rows. 5,400 rows of a species: 1.3 to 1.7 ms, against
+# 7 to 8 ms widening them first; 1,000 scattered candidates: 0.6 ms against 1.7 ms.
 SCAN_MINIMUM = 2_000
 _SCAN_THREADS = max(1, min(2, os.cpu_count() or 1))
 _scan_pool = (
@@ -304,9 +305,8 @@ def load(folder: Path) -> tuple[faiss.Index, dict]:
 class Searcher:
     """An index with the store it was built from. Thread-safe for searching.
 
-    nprobe 32 and 500 re-scored candidates: recall@50 0.989 at 7 to 14 ms (p50) over 5M x 1024 on
-    2 cores; nprobe 64 or 1,000 candidates add 0.1-0.2 points of recall for 50-80% more time
-    (bench/RESULTS.md).
+    Over 5M x 1024 on 2 cores (bench/RESULTS.md): fast-scan, nprobe 16 and 1,000 re-scored candidates,
+    recall@50 0.995 at about 3.3 ms (p50); ivfpq, nprobe 32 and 500, recall 0.989 at 7 to 15 ms.
     """
 
     def __init__(
@@ -315,7 +315,7 @@ class Searcher:
         index: faiss.Index,
         *,
         nprobe: int | None = None,
-        rerank: int = 500,
+        rerank: int | None = None,
         labels: str = "rows",
     ):
         if index.ntotal != len(embeddings):
@@ -341,7 +341,9 @@ class Searcher:
         # Rows of each taxon, found by binary search: a species filter costs microseconds, not a 5M-row scan.
         self._taxon_order = np.argsort(embeddings.taxon_ids, kind="stable")
         self._taxa_sorted = embeddings.taxon_ids[self._taxon_order]
-        self.rerank = rerank
+        # Candidates re-scored exactly. fast-scan's 32-byte codes need 1,000 for recall@50 0.995 at 5M
+        # (500: 0.946); ivfpq's 256-byte codes 500 for 0.989 (bench/RESULTS.md).
+        self.rerank = rerank or (1000 if labels == "image_ids" else 500)
         self._lock = threading.Lock()
         self._id_order = None  # argsort of the image ids, made on the first lookup by id
 
@@ -457,7 +459,7 @@ class Searcher:
 
     def _rank_exactly(self, vector, rows: np.ndarray, excluded: np.ndarray, k: int, offset: int) -> list[Hit]:
         rows = np.unique(rows)  # sorted positions read the memmap in order
-        if len(rows) >= SCAN_MINIMUM and offset + k < len(rows) // 4:
+        if len(rows) >= 256 and offset + k < len(rows) // 4:  # a species, or an index's 1,000 candidates
             scores, rows = self._top_of(vector, rows, excluded, offset + k)
         else:
             if len(excluded):
