@@ -24,6 +24,10 @@ from . import selectors, stopping
 from .models import Label, LabelEvent, LabelValue, Query
 
 RUN_GOAL = 100
+# The dashboard computes missing signals inside the request for queries holding up to this many labels in
+# all (a small project, the demo); beyond, they are computed in the background and the page says so. At
+# 1M labels computing them inline held the page for 40 s (bench/RESULTS.md).
+INLINE_LABELS = 20_000
 ESTIMATE_HELP = (
     "Found / (found + the expected positives among the unlabeled images), from the feedback model's scores "
     "calibrated on your labels (see the README). Optimistic while few positives are known: keep labeling "
@@ -66,7 +70,7 @@ def label_order_signals(query: Query) -> dict:
 def cached_signals(query: Query, labeled: int, last_activity) -> dict:
     """label_order_signals, cached until the query's labels (count, last change) or its text change:
     ranking every label needs the query's text vector and a pass over the labeled images."""
-    return _cached("signals", query, labeled, last_activity, partial(label_order_signals, query))
+    return _cached("signals", query, labeled, last_activity, partial(label_order_signals, query))[1]
 
 
 def cached_run(query: Query, labeled: int, last_activity) -> int | None:
@@ -112,27 +116,64 @@ def query_recall_estimate(query: Query) -> stopping.RecallEstimate | None:
 
 def cached_estimate(query: Query, labeled: int, last_activity) -> stopping.RecallEstimate | None:
     """query_recall_estimate, cached like cached_run (three feedback fits and a deep search each)."""
-    return _cached("estimate", query, labeled, last_activity, partial(query_recall_estimate, query))
+    return _cached("estimate", query, labeled, last_activity, partial(query_recall_estimate, query))[1]
 
 
-def _cached(kind: str, query: Query, labeled: int, last_activity, compute):
-    """compute(), cached for a day or until the query's labels (count, last change) or its text change."""
+def _cached(kind: str, query: Query, labeled: int, last_activity, compute=None) -> tuple[bool, object]:
+    """(found, value): compute(), cached for a day or until the query's labels (count, last change) or its
+    text change. Without `compute`, only what is cached: (False, None) when nothing is. The value is stored
+    in a tuple, so that a None result (no index; nothing to estimate from yet) is cached too."""
     activity = last_activity.timestamp() if last_activity else None
     text = hashlib.md5(query.text.encode()).hexdigest()
-    return cache.get_or_set(f"quire:{kind}:{query.pk}:{labeled}:{activity}:{text}", compute, timeout=24 * 3600)
+    key = f"quire:{kind}:{query.pk}:{labeled}:{activity}:{text}"
+    stored = cache.get(key)
+    if stored is not None:
+        return True, stored[0]
+    if compute is None:
+        return False, None
+    value = compute()
+    cache.set(key, (value,), timeout=24 * 3600)
+    return True, value
 
 
-def with_runs(queries) -> list[Query]:
+def refresh(query_ids) -> None:
+    """Compute and cache the signals and estimate of `query_ids` (the background half of the dashboard)."""
+    for query in selectors.with_label_counts(Query.objects.filter(pk__in=list(query_ids))):
+        cached_signals(query, query.labeled, query.last_activity)
+        cached_estimate(query, query.labeled, query.last_activity)
+
+
+def with_runs(queries, *, inline_labels: int | None = None) -> list[Query]:
     """Give each query (annotated by selectors.with_label_counts) its not-relevant run (`run`), whether
     it reached INQUIRE's goal (`run_met`) and its progress toward done as a percentage (`done_percent`:
-    100 once the run reaches the goal or the query's status is done)."""
+    100 once the run reaches the goal or the query's status is done). What is not cached is computed here
+    for queries holding up to `inline_labels` labels in all, and sent to the background for the rest:
+    those are marked `pending` (the page says "computing") until a later visit finds them cached."""
+    pending, budget = [], INLINE_LABELS if inline_labels is None else inline_labels
     for query in queries:
-        signals = cached_signals(query, query.labeled, query.last_activity)
+        have_signals, signals = _cached("signals", query, query.labeled, query.last_activity)
+        have_estimate, estimate = _cached("estimate", query, query.labeled, query.last_activity)
+        query.pending = False
+        if not (have_signals and have_estimate):
+            if query.labeled <= budget:
+                budget -= query.labeled
+                signals = cached_signals(query, query.labeled, query.last_activity)
+                estimate = cached_estimate(query, query.labeled, query.last_activity)
+            else:
+                pending.append(query.pk)
+                query.pending = True
+        signals = signals or {"run": None, "tsr": None}
         query.run, query.tsr = signals["run"], signals["tsr"]
-        query.estimate = cached_estimate(query, query.labeled, query.last_activity)
+        query.estimate = estimate
         query.run_met = query.run is not None and query.run >= RUN_GOAL
         finished = query.run_met or query.status == Query.Status.DONE
         query.done_percent = 100 if finished else round(100 * min(query.run or 0, RUN_GOAL) / RUN_GOAL)
+    if pending:
+        from quire import background
+
+        from .tasks import refresh_progress
+
+        background.submit(refresh_progress, tuple(pending))
     return queries
 
 

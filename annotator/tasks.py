@@ -5,6 +5,7 @@ from celery import shared_task
 
 import quire.celery  # noqa: F401  (the configured app: these tasks are sent through it, never a default one)
 
+from . import progress
 from . import rerank as reranking
 
 
@@ -12,3 +13,10 @@ from . import rerank as reranking
 def rerank(job_id: int) -> str:
     """A rerank job (annotator.rerank.run_job); run again after a crash, it asks only what is not cached."""
     return reranking.run_job(job_id).status
+
+
+@shared_task(name="annotator.refresh_progress")
+def refresh_progress(query_ids) -> int:
+    """The dashboard's completeness signals of `query_ids`, computed and cached (annotator.progress.refresh)."""
+    progress.refresh(query_ids)
+    return len(query_ids)

@@ -110,10 +110,11 @@ class Annotator:
         self.port = port
         self.cookies = {"sessionid": session_key}
         self.connection = None
+        self.timeout = 30
 
     def request(self, method, path, body=None):
         if self.connection is None:
-            self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
         headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
         if body is not None:
             headers.update({"Content-Type": "application/json", "X-CSRFToken": self.cookies.get("csrftoken", "")})

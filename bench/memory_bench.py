@@ -4,8 +4,9 @@ Each worker process (as a gunicorn worker would) loads the saved index of --kind
 benchmark's --workdir and its float16 store (memory-mapped), then runs --queries unfiltered searches and
 as many species-filtered ones. All workers then hold still while /proc/PID/smaps_rollup is read: RSS
 (what `top` shows, counting shared pages in every process) and PSS (shared pages divided among the
-processes that map them: what the machine really spends). Baseline in the same run: a process that
-imported the same libraries and loaded nothing.
+processes that map them: what the machine really spends). Baseline in the same run: a bare worker
+process that loaded nothing. Private_Dirty is the worker's own memory (the index, the id arrays);
+Private_Clean and Shared_Clean are store pages it read, the page cache's, which any worker can share.
 
 Usage: .venv/bin/python bench/memory_bench.py [--workers 4] [--kind fastscan] [--workdir DIR]
 Run bench/search_bench.py first: it writes the store and the index this reads.

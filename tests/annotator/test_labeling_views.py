@@ -312,3 +312,40 @@ def test_the_query_page_shows_seconds_per_image_per_annotator(client, labeling):
     client.force_login(labeling["admin"])
     html = client.get(reverse("dashboard-query", args=[query.pk])).content.decode()
     assert "2 (2 relevant, 3.0 s per image)" in html
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_large_projects_dashboard_answers_at_once_and_fills_in_from_the_background(client, labeling, monkeypatch):
+    """Past INLINE_LABELS the completeness signals are not computed in the request (at 1M labels that held
+    the page for 40 s): the row says "computing", the background thread computes and caches them, and the
+    next visit shows them."""
+    from annotator import progress
+    from quire import background
+
+    query = labeling["query"]
+    client.force_login(labeling["admin"])
+    ranked = tile_ids(client.get(reverse("label", args=[query.pk]), {"size": "200"}).content.decode())
+    for image_id in ranked[:5]:
+        set_label(
+            query_id=query.pk,
+            image_id=image_id,
+            value=LabelValue.NOT_RELEVANT,
+            user=labeling["admin"],
+            source=LabelSource.CLICK,
+        )
+    monkeypatch.setattr(progress, "INLINE_LABELS", 0)
+    computed = []
+    original = progress.label_order_signals
+    monkeypatch.setattr(progress, "label_order_signals", lambda q: computed.append(q.pk) or original(q))
+
+    def row():
+        html = client.get(reverse("dashboard")).content.decode()
+        return re.search(rf'<tr data-query-id="{query.pk}">(.*?)</tr>', html, re.S).group(1)
+
+    first = row()
+    assert "computing…" in first and '<td class="num labeled">5</td>' in first  # counts are there at once
+    background.wait_for_all(timeout=120)
+    assert computed == [query.pk]  # by the background job, not the request
+    second = row()
+    assert "computing…" not in second and re.search(r'<td class="num ">5</td>', second)  # the run: 5 not relevant
+    assert computed == [query.pk]  # read from the cache, not computed again
