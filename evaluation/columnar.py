@@ -76,7 +76,8 @@ def _group(query_ids, image_ids, scores, order_keys) -> dict[int, list[tuple[int
 
 
 def _ranked(query_ids, image_ids, scores, order_keys):
-    if not len(query_ids) or np.isnan(scores).any() or _has_repeats(query_ids, image_ids):
+    # NaN, or infinite (a number too long for a float: the line reader names its line)
+    if not len(query_ids) or not np.isfinite(scores).all() or _has_repeats(query_ids, image_ids):
         return None
     return _group(query_ids, image_ids, scores, order_keys)
 
