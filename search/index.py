@@ -7,14 +7,14 @@ Kinds:
             collections, and on a GPU.
   fastscan  for millions of vectors on a CPU (auto's choice above AUTO_FLAT_LIMIT): PCA to a
             quarter of the dimensions, IVF, and 4-bit product-quantisation codes scanned with
-            SIMD registers as lookup tables (FAISS's "fast-scan": André et al., "Quicker ADC",
-            and the FAISS wiki's "Fast accumulation of PQ and AQ codes"). It only proposes
-            candidates; they are re-scored exactly from the float16 store. 5M x 1024: built in
-            about 2 minutes on 2 cores, 32 bytes a vector (bench/RESULTS.md). Its labels are image
-            ids, not store rows, so new images are added to a trained index without a rebuild
-            (`update`), and consolidation may reorder the store freely.
+            SIMD registers as lookup tables (FAISS's fast-scan, after André, Kermarrec and Le
+            Scouarnec, "PQ Fast Scan", VLDB 2015, and "Quicker ADC", 2019; the FAISS wiki's "Fast
+            accumulation of PQ and AQ codes"). It only proposes candidates; they are re-scored
+            exactly from the float16 store. 5M x 1024: built in 158 s on 2 cores, 32 bytes a vector
+            (bench/RESULTS.md). Its labels are image ids, not store rows, so new images are added to
+            a trained index without a rebuild (`update`), and consolidation may reorder the store.
   ivfpq     IVF (HNSW-assigned lists) with 8-bit PQ: the previous CPU kind, still loaded and
-            built on request; 5x slower to build and to search than fastscan (bench/RESULTS.md).
+            built on request; about 4x slower to build and to search than fastscan (bench/RESULTS.md).
 
 A species (or any taxon set) filter never goes through the approximate index: the
 whole subset is ranked exactly, using the store's aligned taxon-id array
@@ -158,10 +158,11 @@ def labels_of(kind: str) -> str:
 
 
 def _fastscan_factory(count: int, dim: int) -> str:
-    """PCA to dim/4 (at least 64) when the vectors are wide, about sqrt(N)/2 lists, and 4-bit PQ codes of
-    4 dimensions each. Measured on 500k x 1024 (bench/RESULTS.md): PCA256 halves the build (the list
-    assignment is N x lists x dim) at the same recall after exact re-scoring; 1,024 lists rather than
-    FAISS's usual 4 sqrt(N) because the re-scoring, not the lists, makes the ranking exact."""
+    """PCA to dim/4 (at least 64) when the vectors are wide, about sqrt(N)/2 lists (1,118 at 5M), and 4-bit
+    PQ codes of 4 dimensions each. Measured on 500k x 1024 (bench/RESULTS.md): PCA256 halves the build (the
+    list assignment is N x lists x dim) at the same recall after exact re-scoring; far fewer lists than
+    FAISS's usual 4 sqrt(N), because the exact re-scoring of 1,000 candidates, not the lists, sets the
+    recall (nprobe 8, 16 and 32 gave the same recall at 5M)."""
     reduced = max(64, dim // 4) if dim >= 256 else dim
     nlist = max(4, min(4096, int(math.sqrt(count) / 2)))
     m = max(2, reduced // 4)
@@ -171,11 +172,8 @@ def _fastscan_factory(count: int, dim: int) -> str:
     return f"{prefix}IVF{nlist},PQ{m}x4fs"
 
 
-def build(
-    embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_000, seed: int = 0, progress=None
-) -> faiss.Index:
-    """Build a FAISS index over `embeddings` (labels: store rows, or image ids for fastscan, see labels_of).
-    `progress(done, total)` is called as the vectors are added."""
+def build(embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_000, seed: int = 0) -> faiss.Index:
+    """Build a FAISS index over `embeddings` (labels: store rows, or image ids for fastscan, see labels_of)."""
     count, dim = embeddings.vectors.shape
     kind = choose_kind(count, kind)
     if kind == "fastscan":
@@ -191,7 +189,7 @@ def build(
         sample_size = min(count, max(min(train_size, 50 * ivf.nlist), 40 * ivf.nlist, 20_000))
         sample = np.sort(rng.choice(count, size=sample_size, replace=False))
         index.train(np.ascontiguousarray(embeddings.vectors[sample], dtype=np.float32))
-        _add(index, embeddings, np.arange(count), progress)
+        _add(index, embeddings, np.arange(count))
         return index
     if kind == "flat":
         index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
@@ -220,19 +218,15 @@ def build(
         index.train(np.ascontiguousarray(embeddings.vectors[sample], dtype=np.float32))
     for start in range(0, count, 100_000):
         index.add(np.ascontiguousarray(embeddings.vectors[start : start + 100_000], dtype=np.float32))
-        if progress:
-            progress(min(count, start + 100_000), count)
     return index
 
 
-def _add(index: faiss.Index, embeddings: Embeddings, rows: np.ndarray, progress=None, batch: int = 100_000) -> None:
+def _add(index: faiss.Index, embeddings: Embeddings, rows: np.ndarray, batch: int = 100_000) -> None:
     """Add the vectors of store `rows` under their image ids, in batches (float32 only a batch at a time)."""
     for start in range(0, len(rows), batch):
         chunk = rows[start : start + batch]
         vectors = np.ascontiguousarray(embeddings.vectors[chunk], dtype=np.float32)
         index.add_with_ids(vectors, np.ascontiguousarray(embeddings.image_ids[chunk], dtype=np.int64))
-        if progress:
-            progress(min(len(rows), start + batch), len(rows))
 
 
 def indexed_ids(index: faiss.Index) -> np.ndarray:
@@ -246,7 +240,7 @@ def indexed_ids(index: faiss.Index) -> np.ndarray:
     return np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
 
 
-def update(index: faiss.Index, info: dict, embeddings: Embeddings, progress=None) -> tuple[int, int] | None:
+def update(index: faiss.Index, info: dict, embeddings: Embeddings) -> tuple[int, int] | None:
     """Bring a trained fast-scan index up to date with the store in place: add the images it lacks and
     remove those the store no longer has. Returns (added, removed), or None when it must be rebuilt
     instead: another kind, other dimensions, or a collection grown past RETRAIN_GROWTH x what it was
@@ -261,7 +255,7 @@ def update(index: faiss.Index, info: dict, embeddings: Embeddings, progress=None
     gone = held[~np.isin(held, embeddings.image_ids)]
     if len(gone):
         index.remove_ids(faiss.IDSelectorBatch(gone))
-    _add(index, embeddings, np.sort(missing), progress)
+    _add(index, embeddings, np.sort(missing))
     return len(missing), len(gone)
 
 
@@ -333,11 +327,12 @@ class Searcher:
         self.exact = not isinstance(faiss.try_extract_index_ivf(index), faiss.IndexIVF)
         if not self.exact:
             ivf = faiss.extract_index_ivf(index)
-            # fast-scan: 16 of ~1,100 lists (recall@50 1.0 after re-scoring, bench/RESULTS.md); ivfpq: 32.
+            # fast-scan: 16 of ~1,100 lists at 5M (8, 16 or 32 give the same recall after re-scoring,
+            # bench/RESULTS.md); ivfpq: 32 of ~4,500.
             ivf.nprobe = nprobe or (16 if labels == "image_ids" else 32)
             quantizer = faiss.downcast_index(ivf.quantizer)
             if hasattr(quantizer, "hnsw"):  # the graph must look at least as wide as the lists probed
-                quantizer.hnsw.efSearch = max(2 * nprobe, 64)
+                quantizer.hnsw.efSearch = max(2 * ivf.nprobe, 64)
         # Rows of each taxon, found by binary search: a species filter costs microseconds, not a 5M-row scan.
         self._taxon_order = np.argsort(embeddings.taxon_ids, kind="stable")
         self._taxa_sorted = embeddings.taxon_ids[self._taxon_order]

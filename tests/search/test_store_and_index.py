@@ -113,7 +113,10 @@ def test_excluded_images_are_left_out(searcher):
 
 def test_ivfpq_candidates_are_rescored_exactly(store):
     embeddings = store.load()
-    searcher = search_index.Searcher(embeddings, search_index.build(embeddings, "ivfpq"), nprobe=16, rerank=500)
+    index = search_index.build(embeddings, "ivfpq")
+    default = search_index.Searcher(embeddings, index)  # as the engine makes it: the kind's own defaults
+    assert (faiss_ivf(index).nprobe, default.rerank) == (32, 500)
+    searcher = search_index.Searcher(embeddings, index, nprobe=16, rerank=500)
     assert not searcher.exact
     query = query_vector(9)
     hits = searcher.search(query, k=50)
@@ -124,6 +127,12 @@ def test_ivfpq_candidates_are_rescored_exactly(store):
         assert hit.score == pytest.approx(
             float(embeddings.vectors[rows[hit.image_id]].astype(np.float32) @ query), abs=1e-5
         )
+
+
+def faiss_ivf(index):
+    import faiss
+
+    return faiss.extract_index_ivf(index)
 
 
 def test_ivfpq_leaves_excluded_images_out_inside_faiss(store):
