@@ -101,9 +101,18 @@ def export_lines(
 ) -> Iterator[bytes]:
     """The export `name` as UTF-8 blocks of whole lines: through PostgreSQL's COPY where it can be, else
     row by row through csv.writer."""
-    if name in _COPY_COLUMNS and connection.vendor == "postgresql":
+    if _copies(name):
         return _copied(name, query_ids, for_spreadsheets)
     return (line.encode() for line in csv_lines(EXPORTS[name](query_ids), for_spreadsheets=for_spreadsheets))
+
+
+def _copies(name: str) -> bool:
+    return name in _COPY_COLUMNS and connection.vendor == "postgresql"
+
+
+def _count(name: str, query_ids) -> int:
+    labels = _labels(query_ids)
+    return (labels.filter(value=LabelValue.RELEVANT) if name == "inquire_annotations.csv" else labels).count()
 
 
 # Each column as the ORM path writes it: timestamps as Python's isoformat() of a UTC datetime (no
@@ -179,10 +188,12 @@ def export_inquire(
     out_dir.mkdir(parents=True, exist_ok=True)
     counts = {}
     for name in EXPORTS:
-        lines = -1
+        blocks = 0
         with atomic_path(out_dir / name) as partial, partial.open("wb") as handle:
             for block in export_lines(name, query_ids, for_spreadsheets=for_spreadsheets):
                 handle.write(block)
-                lines += block.count(b"\n")  # no field holds a newline: ids, paths, labels, user names
-        counts[name] = lines
+                blocks += 1
+        # csv.writer yields a block a row, header included; COPY's blocks are not rows (and a quoted field
+        # may hold a newline), so its rows are counted by the database.
+        counts[name] = _count(name, query_ids) if _copies(name) else blocks - 1
     return counts
