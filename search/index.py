@@ -391,7 +391,8 @@ class Searcher:
         rows = rows[0][rows[0] >= 0]
         if self.labels == "image_ids":
             rows = self.rows_of_ids(rows)
-        return self._rank_exactly(vector, rows, excluded, k, offset)
+        # FAISS's selector has left the excluded images out already: not looked up and filtered again.
+        return self._rank_exactly(vector, rows, np.empty(0, dtype=np.int64), k, offset)
 
     def locate(self, image_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The store rows of `image_ids` (int64, in order), and which of them have a row at all."""
