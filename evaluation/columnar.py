@@ -61,18 +61,19 @@ def _in_order(query_ids, scores, ranks) -> bool:
     return bool(np.all(ordered | ~same))
 
 
+def _blocks(sorted_ids: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) of each run of equal values in `sorted_ids` (one query's lines)."""
+    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+    return list(zip(starts.tolist(), np.r_[starts[1:], len(sorted_ids)].tolist(), strict=True))
+
+
 def _group(query_ids, image_ids, scores, order_keys) -> dict[int, list[tuple[int, float]]]:
     """Each query's images best first: by score, then by the order keys (rank, then line)."""
     if not _in_order(query_ids, scores, order_keys[0]):
         order = np.lexsort((*reversed(order_keys), -scores, query_ids))
         query_ids, image_ids, scores = query_ids[order], image_ids[order], scores[order]
-    starts = np.flatnonzero(np.r_[True, query_ids[1:] != query_ids[:-1]])
-    ends = np.r_[starts[1:], len(query_ids)]
     images, values = image_ids.tolist(), scores.tolist()
-    return {
-        int(query_ids[a]): list(zip(images[a:b], values[a:b], strict=True))
-        for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
-    }
+    return {int(query_ids[a]): list(zip(images[a:b], values[a:b], strict=True)) for a, b in _blocks(query_ids)}
 
 
 def _ranked(query_ids, image_ids, scores, order_keys):
@@ -134,10 +135,8 @@ def qrels(path, header: list[str]) -> tuple[dict, dict] | None:
     )
     order = np.argsort(query_ids, kind="stable")
     query_ids, image_ids, relevant = query_ids[order], image_ids[order], relevant[order]
-    starts = np.flatnonzero(np.r_[True, query_ids[1:] != query_ids[:-1]])
-    ends = np.r_[starts[1:], len(query_ids)]
     positives, judged = {}, {}
-    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+    for a, b in _blocks(query_ids):
         query_id = int(query_ids[a])
         images = image_ids[a:b]
         judged[query_id] = set(images.tolist())

@@ -355,10 +355,3 @@ def test_the_columnar_reader_reads_what_the_line_reader_reads(tmp_path, monkeypa
     assert sorted(calls) == ["csv_run", "csv_run", "qrels", "qrels", "trec_run"]
     assert fast == slow
     assert fast[0][0] != fast[0][1]  # ties follow the rank column in one and the line order in the other
-
-
-def test_the_command_lists_the_same_methods_as_the_runs_module():
-    from evaluation.management.commands import evaluate as command
-    from evaluation.runs import METHODS
-
-    assert command.METHODS == METHODS

@@ -7,15 +7,15 @@ from catalog.files import write_atomically
 from evaluation import metrics as m
 from evaluation.inputs import GroundTruth, InputError, qrels_from_database, read_qrels, read_queries, read_run
 from evaluation.report import DEFAULT_METRICS, compare, evaluate, format_table, two_stage
-
-METHODS = ("clip", "yesno", "structured", "judges", "visret")  # evaluation.runs.METHODS (a test keeps them equal)
+from evaluation.runs import METHODS, run_from_method
+from search.facade import SearchUnavailable
 
 
 class Command(BaseCommand):
     help = "Score a ranked run against relevance labels with the INQUIRE metrics (AP@k, nDCG@k, MRR, ...)."
     # Scoring files needs neither the URL configuration nor the models the system checks import (3 s of
-    # start-up), and the model clients are imported only for --from-model: the command starts in a fraction
-    # of a second (bench/eval_bench.py).
+    # start-up), and the model clients (the OpenAI client: 1 s) are imported only for --from-model
+    # (bench/eval_bench.py).
     requires_system_checks = []
 
     def add_arguments(self, parser):
@@ -124,9 +124,7 @@ class Command(BaseCommand):
 
     def _run(self, path, options, truth):
         if options["from_model"] and path is None:
-            from evaluation.runs import run_from_method
             from lmm.scoring import ModelUnavailable
-            from search.facade import SearchUnavailable
 
             try:
                 run = run_from_method(
