@@ -1,13 +1,17 @@
 # Start and stop a Docker daemon of our own, leaving the host's network as we found it.
-# Sourced by docker/smoke-test and bench/docker_bench.sh: `dockerd_start DATA_ROOT`, then
-# `trap dockerd_stop EXIT`. There is no systemd here (see ../shared/docs/CONTAINERS.md): the daemon
-# is started by hand, remembered by its PID and stopped by it.
+# Sourced by docker/smoke-test: `dockerd_start DATA_ROOT`, then `trap dockerd_stop EXIT`. There is no systemd
+# here (see ../shared/docs/CONTAINERS.md): the daemon is started by hand, remembered by its PID and stopped by it.
 #
-# dockerd changes host networking when it starts: net.ipv4.ip_forward, iptables chains (DOCKER,
-# DOCKER-USER, DOCKER-ISOLATION-*, NAT rules) and a docker0 bridge, plus one bridge per compose
-# network. We save the iptables rules and ip_forward first and put them back after it stops.
+# The daemon does not touch the host's firewall or forwarding at all (--iptables=false --ip-forward=false
+# --ip-masq=false): the stack's containers only talk to each other on their compose bridge, and the host reaches
+# the published port through docker-proxy, so neither NAT nor forwarding is needed. Builds reach Debian's mirror
+# and PyPI through the host's own network (DOCKER_BUILD_NETWORK=host, used by docker/smoke-test). dockerd still
+# makes bridges (docker0, one per compose network); docker/ci/hostnet.sh records the host's state first and puts
+# it back afterwards, firewall included, in case anything else changed it.
 
 DOCKER=${DOCKER:-/usr/bin/docker}  # another `docker` client may come first on PATH
+DOCKER_BUILD_NETWORK=host
+source "$(dirname "${BASH_SOURCE[0]}")/hostnet.sh"
 _dockerd_pid=""
 _dockerd_state=""
 
@@ -18,17 +22,12 @@ dockerd_start() {
     return 0
   fi
   _dockerd_state=$(mktemp -d)
-  sysctl -n net.ipv4.ip_forward >"$_dockerd_state/ip_forward"
-  # Listing the filter and nat tables first makes iptables-save include them even when they are empty,
-  # so that iptables-restore then flushes dockerd's chains out of them.
-  iptables -t filter -S >/dev/null 2>&1 || true
-  iptables -t nat -S >/dev/null 2>&1 || true
-  iptables-save >"$_dockerd_state/iptables" 2>/dev/null || true
-  ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}' >"$_dockerd_state/bridges"
+  hostnet_save "$_dockerd_state/network" || return 1
   mkdir -p "$data_root"
-  echo "== starting dockerd (data root $data_root)"
+  echo "== starting dockerd (data root $data_root; no iptables rules, no forwarding)"
   setsid dockerd --data-root "$data_root" --exec-root "$_dockerd_state/exec" \
-    --pidfile "$_dockerd_state/dockerd.pid" >"$_dockerd_state/dockerd.log" 2>&1 &
+    --pidfile "$_dockerd_state/dockerd.pid" --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false \
+    >"$_dockerd_state/dockerd.log" 2>&1 &
   _dockerd_pid=$!
   for _ in $(seq 1 60); do
     "$DOCKER" info >/dev/null 2>&1 && return 0
@@ -48,14 +47,7 @@ dockerd_stop() {
   kill -9 "$_dockerd_pid" 2>/dev/null || true
   # containerd is dockerd's child in its own session: make sure nothing of it is left.
   pkill -f "containerd --config $_dockerd_state/exec" 2>/dev/null || true
-  # The bridges dockerd made (docker0, br-<network id>) that were not there before.
-  for bridge in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}'); do
-    grep -qx "$bridge" "$_dockerd_state/bridges" || ip link delete "$bridge" 2>/dev/null || true
-  done
-  if [ -s "$_dockerd_state/iptables" ]; then
-    iptables-restore <"$_dockerd_state/iptables" 2>/dev/null || true
-  fi
-  sysctl -q -w net.ipv4.ip_forward="$(cat "$_dockerd_state/ip_forward")" || true
+  hostnet_restore "$_dockerd_state/network" || echo "some of the host's network could not be restored (see above)" >&2
   if [ -n "${DOCKERD_LOG_KEEP:-}" ]; then cp "$_dockerd_state/dockerd.log" "$DOCKERD_LOG_KEEP" 2>/dev/null || true; fi
   rm -rf "$_dockerd_state"
   _dockerd_pid=""
