@@ -52,15 +52,12 @@ def json_login_required(view):
     return wrapper
 
 
-# Who may lock a query, and still change a locked one: staff allowed to change queries.
-MANAGE_QUERIES = "annotator.change_query"
-
-
 def _locked_for(request, query: Query) -> bool:
-    return query.locked and not request.user.has_perm(MANAGE_QUERIES)
+    return labels.locked_for(query, request.user)
 
 
-LOCKED_MESSAGE = "Query {id} is marked done and locked by staff: ask them to reopen it."
+def _locked_message(query: Query) -> str:
+    return labels.LOCKED_MESSAGE.format(id=query.pk)
 
 
 def _ranking(request, query: Query) -> str:
@@ -156,7 +153,7 @@ def label_page(request, query_id):
             "rerank_every": settings.QUIRE_RERANK_EVERY,
             "upload_form": ExampleUploadForm(),
             **_rerank_box(query),
-            "tracking": TrackingForm(instance=query, staff=request.user.has_perm(MANAGE_QUERIES)),
+            "tracking": TrackingForm(instance=query, staff=labels.may_manage(request.user)),
             "locked": _locked_for(request, query),
         },
     )
@@ -190,8 +187,8 @@ def save_tracking(request, query_id):
     """The tracking sheet on the labeling page: status, fully labeled?, notes (and for staff, the lock)."""
     query = get_object_or_404(Query, pk=query_id)
     if _locked_for(request, query):
-        return HttpResponseForbidden(LOCKED_MESSAGE.format(id=query.pk))
-    form = TrackingForm(request.POST, instance=query, staff=request.user.has_perm(MANAGE_QUERIES))
+        return HttpResponseForbidden(_locked_message(query))
+    form = TrackingForm(request.POST, instance=query, staff=labels.may_manage(request.user))
     saved = form.is_valid()
     if saved:
         form.save()
@@ -244,8 +241,6 @@ def save_label(request, query_id):
     {"labels": [{"image", "value", "lead_time_ms"}...], "source"}, all in one transaction.
     Idempotent: the page retries it freely."""
     query = get_object_or_404(Query, pk=query_id)
-    if _locked_for(request, query):
-        return JsonResponse({"error": LOCKED_MESSAGE.format(id=query.pk)}, status=403)
     body = _json_body(request)
     source = body.get("source", LabelSource.CLICK)
     if source not in (LabelSource.CLICK, LabelSource.KEYBOARD):
@@ -263,21 +258,23 @@ def save_label(request, query_id):
     if missing := sorted(wanted - set(Image.objects.filter(pk__in=wanted).values_list("id", flat=True))):
         return JsonResponse({"error": f"No image {', '.join(map(str, missing[:5]))}."}, status=404)
     saved = []
-    with transaction.atomic():
-        for image_id, value, lead_time_ms in changes:
-            if value:
-                _, changed = labels.set_label(
-                    query_id=query.pk,
-                    image_id=image_id,
-                    value=value,
-                    user=request.user,
-                    source=source,
-                    lead_time_ms=lead_time_ms,
-                )
-            else:
-                changed = labels.clear_label(query_id=query.pk, image_id=image_id, user=request.user, source=source)
-            saved.append({"image": image_id, "label": value, "changed": changed})
+    try:
+        with transaction.atomic():
+            _save_changes(query, changes, request.user, source, saved)
+    except labels.LabelRefused as refused:
+        return JsonResponse({"error": str(refused)}, status=403)
     return JsonResponse({**saved[0], "saved": saved, "counts": selectors.label_counts(query)})
+
+
+def _save_changes(query: Query, changes, user, source: str, saved: list) -> None:
+    for image_id, value, lead_time_ms in changes:
+        if value:
+            _, changed = labels.set_label(
+                query_id=query.pk, image_id=image_id, value=value, user=user, source=source, lead_time_ms=lead_time_ms
+            )
+        else:
+            changed = labels.clear_label(query_id=query.pk, image_id=image_id, user=user, source=source)
+        saved.append({"image": image_id, "label": value, "changed": changed})
 
 
 @json_login_required
@@ -286,8 +283,6 @@ def submit(request, query_id):
     """Every image shown and not yet labeled becomes not relevant, in one transaction. Images are
     checked to be in the collection (not to be the ones shown: the page sends what it showed)."""
     query = get_object_or_404(Query, pk=query_id)
-    if _locked_for(request, query):
-        return JsonResponse({"error": LOCKED_MESSAGE.format(id=query.pk)}, status=403)
     body = _json_body(request)
     raw = body.getlist("images") if hasattr(body, "getlist") else body.get("images", [])  # a form, or JSON
     try:
@@ -299,9 +294,12 @@ def submit(request, query_id):
     known = set(Image.objects.filter(pk__in=image_ids).values_list("id", flat=True))
     if unknown := [image_id for image_id in image_ids if image_id not in known]:
         return JsonResponse({"error": f"Unknown image ids: {unknown[:5]}."}, status=400)
-    written = labels.label_unlabeled(
-        query.pk, image_ids, value=LabelValue.NOT_RELEVANT, user=request.user, source=LabelSource.SUBMIT
-    )
+    try:
+        written = labels.label_unlabeled(
+            query.pk, image_ids, value=LabelValue.NOT_RELEVANT, user=request.user, source=LabelSource.SUBMIT
+        )
+    except labels.LabelRefused as refused:
+        return JsonResponse({"error": str(refused)}, status=403)
     return JsonResponse({"written": len(written), "labeled": written, "counts": selectors.label_counts(query)})
 
 
@@ -312,7 +310,7 @@ def upload_example(request, query_id):
     the examples together. Staff and annotators alike: an example is a search aid, not a label."""
     query = get_object_or_404(Query, pk=query_id)
     if _locked_for(request, query):
-        return HttpResponseForbidden(LOCKED_MESSAGE.format(id=query.pk))
+        return HttpResponseForbidden(_locked_message(query))
     form = ExampleUploadForm(request.POST, request.FILES)
     if not form.is_valid():
         return HttpResponseBadRequest(" ".join(message for errors in form.errors.values() for message in errors))
@@ -351,6 +349,9 @@ def start_rerank(request, query_id):
     method = request.POST.get("method", "yesno")
     if method not in rerank.JOB_METHODS:
         return HttpResponseBadRequest(f"method is one of {', '.join(rerank.JOB_METHODS)}.")
+    if _locked_for(request, query):
+        box = {**_rerank_box(query), "error": _locked_message(query)}
+        return render(request, "annotator/_rerank.html", box, status=403)
     try:
         rerank.start_job(query, user=request.user, method=method)
     except ModelUnavailable as error:

@@ -10,15 +10,47 @@ wrote it (`import_batch`).
 
 from collections.abc import Iterable
 
+from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
 from django.utils import timezone
 
 from catalog.models import ROWS_PER_STATEMENT
 
-from .models import ImportBatch, Label, LabelEvent, LabelSource, LabelValue, recording_label_changes
+from .models import ImportBatch, Label, LabelEvent, LabelSource, LabelValue, Query, recording_label_changes
 
 # A decision that took longer than a day is a tab left open, not a lead time.
 MAX_LEAD_TIME_MS = 24 * 3600 * 1000
+
+# Who may lock a query, still change a locked one, and remove another annotator's label: staff allowed to
+# change queries.
+MANAGE_QUERIES = "annotator.change_query"
+LOCKED_MESSAGE = "Query {id} is marked done and locked by staff: ask them to reopen it."
+
+
+class LabelRefused(PermissionDenied):
+    """A label write the project's rules refuse; the text says why. Views answer 403 with it, and so does
+    DRF (it turns Django's PermissionDenied into a 403 that keeps the message)."""
+
+
+def may_manage(user) -> bool:
+    return user is not None and user.has_perm(MANAGE_QUERIES)
+
+
+def locked_for(query: Query, user) -> bool:
+    """Whether `user` is held off `query`'s labels by its lock (what the pages show as locked)."""
+    return query.locked and not may_manage(user)
+
+
+def check_writable(query_ids: Iterable[int], user) -> None:
+    """Raise LabelRefused when `user` may not change labels of one of `query_ids`: a locked query is staff's
+    alone. The one rule every write path meets, because every write path comes through this module (the
+    page, the API, Submit, the admin, a confirmed pre-label). `user` None is the system itself (an import or
+    a command an operator runs), which the lock does not hold off."""
+    if user is None or may_manage(user):
+        return
+    locked = Query.objects.filter(pk__in=set(query_ids), locked=True).order_by("pk").values_list("pk", flat=True)
+    if first := locked.first():
+        raise LabelRefused(LOCKED_MESSAGE.format(id=first))
 
 
 def set_label(
@@ -34,6 +66,7 @@ def set_label(
     _check_source(source)
     lead_time_ms = _check_lead_time(lead_time_ms)
     with transaction.atomic(), recording_label_changes():
+        check_writable([query_id], user)
         label, created = Label.objects.select_for_update().get_or_create(
             query_id=query_id, image_id=image_id, defaults={"value": value, "annotator": user}
         )
@@ -57,12 +90,21 @@ def set_label(
 
 
 def clear_label(*, query_id: int, image_id: int, user=None, source: str) -> bool:
-    """Remove a label (the image goes back to "not yet seen"), recording it. Returns whether one existed."""
+    """Remove a label (the image goes back to "not yet seen"), recording it. Returns whether one existed.
+
+    An annotator removes only their own labels (or unattributed ones); another annotator's label is
+    removed by staff, or replaced by setting a value, which the history keeps as a change."""
     _check_source(source)
     with transaction.atomic(), recording_label_changes():
+        check_writable([query_id], user)
         label = Label.objects.select_for_update().filter(query_id=query_id, image_id=image_id).first()
         if label is None:
             return False
+        if user is not None and label.annotator_id not in (None, user.pk) and not may_manage(user):
+            raise LabelRefused(
+                f"The label of image {image_id} is another annotator's: only staff may remove it "
+                "(you may set your own value instead)."
+            )
         LabelEvent.objects.create(
             query_id=query_id, image_id=image_id, old_value=label.value, new_value="", user=user, source=source
         )
@@ -113,6 +155,7 @@ def _set_batch(pairs: list[tuple[int, int]], value: str, user, source: str, impo
     pairs = list(dict.fromkeys(pairs))  # a pair listed twice is one label
     query_ids = {q for q, _ in pairs}
     image_ids = {i for _, i in pairs}
+    check_writable(query_ids, user)
     existing = {
         (label.query_id, label.image_id): label
         for label in Label.objects.select_for_update().filter(query_id__in=query_ids, image_id__in=image_ids)
@@ -167,6 +210,7 @@ def label_unlabeled(query_id: int, image_ids: Iterable[int], *, value: str, user
     written: list[int] = []
     rows_per_insert = ROWS_PER_STATEMENT // 6  # six parameters a row, within SQLite's 32,766
     with transaction.atomic(), recording_label_changes():
+        check_writable([query_id], user)
         for start in range(0, len(image_ids), rows_per_insert):
             written += _insert_absent(query_id, image_ids[start : start + rows_per_insert], value, user)
         LabelEvent.objects.bulk_create(
