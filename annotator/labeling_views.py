@@ -4,7 +4,6 @@ Thin: the work is in labeling.py, labels.py, selectors.py, catalog.taxa and the 
 Taxon suggestions and image files are the catalog's (catalog/views.py).
 """
 
-import json
 from functools import wraps
 
 import numpy as np
@@ -24,7 +23,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from catalog import taxa
-from catalog.api_params import strict_id
+from catalog.api_params import BadJson, echo, parse_json, strict_id
 from catalog.formats import RASTER_TYPES
 from catalog.models import Image
 from lmm.scoring import ModelUnavailable
@@ -200,23 +199,26 @@ def save_tracking(request, query_id):
     )
 
 
-def _json_body(request) -> dict:
-    if request.content_type == "application/json":
-        try:
-            body = json.loads(request.body or b"{}")
-        except ValueError:
-            return {}
-        return body if isinstance(body, dict) else {}
-    return request.POST
-
-
 class BadSave(ValueError):
     """A save the page sent wrongly; the text says what is wrong."""
 
 
+def _json_body(request):
+    """The body as the page sends it: a JSON object, or a form. Raises BadSave for anything else."""
+    if request.content_type != "application/json":
+        return request.POST
+    try:
+        body = parse_json(request.body)
+    except BadJson as error:
+        raise BadSave(str(error)) from None
+    if not isinstance(body, dict):
+        raise BadSave("The body must be a JSON object.")
+    return body
+
+
 def _image_id(value) -> int:
     if (image_id := strict_id(value)) is None:
-        raise BadSave(f"image must be an image id (a whole number), not {value!r}.")
+        raise BadSave(f"image must be an image id (a whole number), not {echo(value)}.")
     return image_id
 
 
@@ -225,7 +227,7 @@ def _parse_change(item, source: str) -> tuple[int, str, int | None]:
         raise BadSave("each label must be an object with image and value.")
     value = item.get("value")
     if value not in (*LabelValue.values, ""):
-        raise BadSave(f"value must be one of {', '.join(LabelValue.values)} or empty (to clear), not {value!r}.")
+        raise BadSave(f"value must be one of {', '.join(LabelValue.values)} or empty (to clear), not {echo(value)}.")
     lead_time_ms = item.get("lead_time_ms")
     if lead_time_ms is not None and (
         isinstance(lead_time_ms, bool) or not isinstance(lead_time_ms, int) or not 0 <= lead_time_ms < 2**31
@@ -241,12 +243,12 @@ def save_label(request, query_id):
     {"labels": [{"image", "value", "lead_time_ms"}...], "source"}, all in one transaction.
     Idempotent: the page retries it freely."""
     query = get_object_or_404(Query, pk=query_id)
-    body = _json_body(request)
-    source = body.get("source", LabelSource.CLICK)
-    if source not in (LabelSource.CLICK, LabelSource.KEYBOARD):
-        return JsonResponse({"error": "source must be click or keyboard."}, status=400)
-    items = body.get("labels", [body])
     try:
+        body = _json_body(request)
+        source = body.get("source", LabelSource.CLICK)
+        if source not in (LabelSource.CLICK, LabelSource.KEYBOARD):
+            raise BadSave("source must be click or keyboard.")
+        items = body.get("labels", [body])
         if not isinstance(items, list) or not items:
             raise BadSave("labels must be a non-empty list of {image, value} objects.")
         if len(items) > MAX_LABELS_PER_SAVE:
@@ -283,14 +285,16 @@ def submit(request, query_id):
     """Every image shown and not yet labeled becomes not relevant, in one transaction. Images are
     checked to be in the collection (not to be the ones shown: the page sends what it showed)."""
     query = get_object_or_404(Query, pk=query_id)
-    body = _json_body(request)
-    raw = body.getlist("images") if hasattr(body, "getlist") else body.get("images", [])  # a form, or JSON
     try:
+        body = _json_body(request)
+        if "images" not in body:
+            raise BadSave("images is missing: send the ids of the images shown, as a JSON list or form fields.")
+        raw = body.getlist("images") if hasattr(body, "getlist") else body["images"]  # a form, or JSON
         if not isinstance(raw, list):
             raise BadSave("images must be a list of image ids.")
         image_ids = [_image_id(value) for value in raw]
-    except BadSave:
-        return JsonResponse({"error": "images must be a list of image ids."}, status=400)
+    except BadSave as error:
+        return JsonResponse({"error": str(error)}, status=400)
     known = set(Image.objects.filter(pk__in=image_ids).values_list("id", flat=True))
     if unknown := [image_id for image_id in image_ids if image_id not in known]:
         return JsonResponse({"error": f"Unknown image ids: {unknown[:5]}."}, status=400)

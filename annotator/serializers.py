@@ -1,9 +1,21 @@
 from rest_framework import serializers
 
-from catalog.api_params import StrictPrimaryKeyRelatedField
+from catalog.api_params import StrictPrimaryKeyRelatedField, echo
 from catalog.models import Image
 
 from .models import Label, LabelValue, Query
+
+
+class LabelValueField(serializers.ChoiceField):
+    """A label value. A wrong one is quoted cut short in the error: DRF quotes it whole, megabytes included."""
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=LabelValue.choices, **kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and data in LabelValue.values:
+            return data
+        self.fail("invalid_choice", input=echo(data))
 
 
 class QuerySerializer(serializers.ModelSerializer):
@@ -28,6 +40,7 @@ class LabelSerializer(serializers.ModelSerializer):
     annotator = serializers.SlugRelatedField(slug_field="username", read_only=True)
     query = StrictPrimaryKeyRelatedField(queryset=Query.objects.all())
     image = StrictPrimaryKeyRelatedField(queryset=Image.objects.all())
+    value = LabelValueField()
 
     class Meta:
         model = Label
@@ -39,7 +52,7 @@ class LabelSerializer(serializers.ModelSerializer):
 
 
 class LabelValueSerializer(serializers.Serializer):
-    value = serializers.ChoiceField(choices=LabelValue.choices)
+    value = LabelValueField()
 
 
 class CandidateSerializer(serializers.Serializer):
@@ -55,7 +68,7 @@ class CandidatesSerializer(serializers.Serializer):
 
 class LabelChangeSerializer(serializers.Serializer):
     image = StrictPrimaryKeyRelatedField(queryset=Image.objects.all())
-    value = serializers.ChoiceField(choices=LabelValue.choices)
+    value = LabelValueField()
 
 
 class LabelBatchSerializer(serializers.Serializer):

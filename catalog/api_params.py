@@ -4,10 +4,14 @@ Kept apart from the views: DRF's settings import the pagination class from here 
 view classes are still loading.
 """
 
+import json
+import re
+
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ParseError, ValidationError
 from rest_framework.pagination import CursorPagination, LimitOffsetPagination
+from rest_framework.parsers import JSONParser
 
 
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
@@ -33,6 +37,14 @@ class ByIdCursorPagination(CursorPagination):
     page_size = 100
     page_size_query_param = "page_size"
     max_page_size = 1000
+
+    def decode_cursor(self, request):
+        """DRF's decoding, and the position checked to be an id: a forged cursor (`p=abc`) would otherwise
+        reach the database's filter and answer 500."""
+        cursor = super().decode_cursor(request)
+        if cursor is not None and cursor.position is not None and strict_id(cursor.position) is None:
+            raise NotFound(self.invalid_cursor_message)
+        return cursor
 
 
 BIGINT = 2**63  # the database's whole numbers end here: a larger one must be refused, not sent
@@ -98,3 +110,58 @@ class StrictPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
 # What list endpoints answer when a parameter is wrong, for the OpenAPI schema.
 BAD_PARAMETERS = {400: OpenApiResponse(description="A parameter is malformed; the body names it and says why.")}
 NOT_FOUND = {404: OpenApiResponse(description="No such object.")}
+
+
+# --- JSON bodies: bounded before they are parsed -------------------------------------------------------
+# A batch of 5,000 labels is about 300 KB; nothing Quire takes as JSON is deeper than a few levels. Python's
+# parser recurses once per level (100,000 levels: RecursionError, a 500) and DRF reads the body with no size
+# limit at all, so both are checked on the raw bytes first.
+MAX_JSON_BYTES = 5 * 1024 * 1024
+MAX_JSON_DEPTH = 32
+_JSON_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_JSON_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+class BadJson(ValueError):
+    """A JSON body refused before or while parsing; the text says what to fix."""
+
+
+def json_depth(raw: bytes) -> int:
+    """How deep the brackets of `raw` nest, strings left out (a bracket inside a string is text)."""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:  # the common case: no scan needed
+        return min(raw.count(b"[") + raw.count(b"{"), MAX_JSON_DEPTH)
+    depth = deepest = 0
+    for bracket in _JSON_BRACKETS.findall(_JSON_STRINGS.sub(b"", raw)):
+        depth += 1 if bracket in (b"[", b"{") else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def parse_json(raw: bytes):
+    """The document in `raw`, or BadJson: too large, nested too deep, or not JSON."""
+    if len(raw) > MAX_JSON_BYTES:
+        raise BadJson(f"The JSON body is larger than {MAX_JSON_BYTES // (1024 * 1024)} MB; send it in smaller batches.")
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        raise BadJson(f"The JSON body nests more than {MAX_JSON_DEPTH} levels deep; send a flatter document.")
+    try:
+        return json.loads(raw or b"{}")
+    except (ValueError, RecursionError) as error:
+        raise BadJson(f"The body is not valid JSON ({str(error)[:80]}).") from None
+
+
+class BoundedJSONParser(JSONParser):
+    """DRF's JSON parser with parse_json's bounds (a 413-sized body or a deep one is a 400, not a 500)."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        raw = stream.read(MAX_JSON_BYTES + 1) if stream is not None else b""
+        try:
+            return parse_json(raw)
+        except BadJson as error:
+            raise ParseError(str(error)) from None
+
+
+def echo(value, limit: int = 40) -> str:
+    """`value` as an error message may quote it: repr, cut to `limit` characters (a 49 MB value sent back
+    whole in a 400 is a 49 MB answer)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"

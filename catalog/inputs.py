@@ -6,8 +6,13 @@ say where and why, never touch the database.
 
 import codecs
 import csv
+import re
 from collections.abc import Iterator
 from pathlib import Path
+
+# What a whole number looks like in a file: ASCII digits, an optional sign. Python's int() also takes other
+# scripts' digits ("٣٣٣" is 333), underscores and spaces, none of which an id in a CSV should be.
+WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
 
 
 class InputError(ValueError):

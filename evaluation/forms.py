@@ -3,6 +3,7 @@ from django import forms
 from .metrics import NORMALISERS, TIES
 
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024  # a 5M-line run is about 150 MB
+MAX_FILE_NAME_BYTES = 255
 
 
 class EvaluateForm(forms.Form):
@@ -34,5 +35,13 @@ class EvaluateForm(forms.Form):
             if upload and upload.size > MAX_UPLOAD_BYTES:
                 self.add_error(
                     name, f"{upload.name} is {upload.size / 2**20:.0f} MB; the limit is {MAX_UPLOAD_BYTES // 2**20} MB."
+                )
+            elif upload and len(str(upload.name).encode()) > MAX_FILE_NAME_BYTES:
+                # The readers name the file in their messages through a link bearing its name, and a file
+                # system takes 255 bytes a name (260 "é" are 520).
+                self.add_error(
+                    name,
+                    f"The file's name is {len(str(upload.name).encode())} bytes long; the limit is "
+                    f"{MAX_FILE_NAME_BYTES}: rename the file and upload it again.",
                 )
         return data

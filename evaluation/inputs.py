@@ -23,7 +23,7 @@ line-by-line readers here read everything else, so that they can name the line t
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from catalog.inputs import CsvFile, InputError
+from catalog.inputs import WHOLE_NUMBER, CsvFile, InputError
 
 from . import columnar
 
@@ -52,10 +52,9 @@ class Run:
 
 def _int(path, line, row, column) -> int:
     value = (row.get(column) or "").strip()
-    try:
-        return int(value)
-    except ValueError:
-        raise InputError(path, line, f"{column} must be a whole number, not {value!r}") from None
+    if not WHOLE_NUMBER.fullmatch(value):  # int() would also read other scripts' digits ("٣" is 3)
+        raise InputError(path, line, f"{column} must be a whole number in ASCII digits, not {value[:40]!r}")
+    return int(value)
 
 
 def _float(path, line, value, column) -> float:
@@ -85,7 +84,10 @@ def read_queries(path) -> dict[int, dict]:
 
 def _ints(path, line, row, positions, names):
     try:
-        return [int(row[position]) for position in positions]
+        values = [row[position] for position in positions]
+        if not all(WHOLE_NUMBER.fullmatch(value.strip()) for value in values):
+            raise ValueError
+        return [int(value) for value in values]
     except (ValueError, IndexError):
         for position, name in zip(positions, names, strict=True):
             _int(path, line, {name: row[position] if position < len(row) else ""}, name)

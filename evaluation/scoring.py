@@ -29,7 +29,8 @@ ROLES = ("run", "qrels", "queries")
 def upload_name(upload, role: str) -> str:
     """The uploaded file's own name, for messages: its last path part, printable, or the role's name."""
     name = os.path.basename(str(upload.name or "")).replace("\x00", "").strip()
-    return name[:255] or f"{role}.csv"
+    name = name.encode()[:255].decode(errors="ignore")  # a file system's limit is 255 bytes, not characters
+    return name or f"{role}.csv"
 
 
 def start(data: dict, user) -> Scoring:

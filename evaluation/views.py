@@ -8,6 +8,8 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
+from catalog.api_params import strict_id
+
 from . import plots, scoring
 from .forms import EvaluateForm
 from .models import SavedReport, SavedSimulation, Scoring
@@ -62,7 +64,7 @@ def report(request, report_id):
     result = saved.result
     other = (
         SavedReport.objects.filter(pk=request.GET.get("compare") or 0).first()
-        if request.GET.get("compare", "").isdigit()
+        if strict_id(request.GET.get("compare", "")) is not None
         else None
     )
     comparison = scatter = None

@@ -266,6 +266,12 @@ REST_FRAMEWORK = {
         "user": os.environ.get("QUIRE_API_RATE_USER", "6000/minute"),
     },
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON bounded in size and depth before parsing (catalog/api_params.py); forms as DRF has them.
+    "DEFAULT_PARSER_CLASSES": [
+        "catalog.api_params.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "catalog.api_params.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,

@@ -4,6 +4,7 @@ import datetime
 import math
 
 from ..formats import IMAGE_EXTENSIONS
+from ..inputs import WHOLE_NUMBER
 
 
 class BadValue(ValueError):
@@ -32,10 +33,10 @@ def optional_int(value, field: str, bounds: tuple[int, int] = INT64) -> int | No
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int):
-        try:
-            value = int(str(value).strip())
-        except ValueError:
-            raise BadValue(f"{field} must be a whole number, not {str(value)[:40]!r}") from None
+        text = str(value).strip()
+        if not WHOLE_NUMBER.fullmatch(text):
+            raise BadValue(f"{field} must be a whole number in ASCII digits, not {text[:40]!r}")
+        value = int(text)
     low, high = bounds
     if not low <= value <= high:
         raise BadValue(f"{field} must be a whole number from {low} to {high}, not {value}")

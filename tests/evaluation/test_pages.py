@@ -141,3 +141,22 @@ def test_files_uploaded_with_the_same_name_do_not_overwrite_each_other(staff):
     page = scored(staff, staff.post("/evaluation/", data)).content.decode()
     report = SavedReport.objects.get(run__name="same names")
     assert report.result["overall"]["ap"] == pytest.approx((1.0 + 1.0 + 0.0) / 3), page[:500]
+
+
+def test_a_compare_that_is_not_a_report_id_is_ignored_not_a_500(staff):
+    upload(staff, "run A", RUN_A)
+    report = SavedReport.objects.get(run__name="run A")
+    for value in ("²", "٣", "abc", "9" * 30, ""):
+        response = staff.get(f"/evaluation/reports/{report.pk}/", {"compare": value})
+        assert response.status_code == 200, value
+        assert 'id="no-comparison"' in response.content.decode()
+
+
+def test_a_file_name_past_255_bytes_is_refused_with_a_sentence(staff):
+    data = {"name": "run A", "protocol": "fullrank", "k": 50, "normaliser": ""}
+    data["run"] = SimpleUploadedFile("é" * 260 + ".csv", RUN_A.encode())
+    data["qrels"] = SimpleUploadedFile("qrels.csv", QRELS.encode())
+    response = staff.post("/evaluation/", data)
+    assert response.status_code == 400
+    assert "bytes long; the limit is 255: rename the file" in response.content.decode()
+    assert not Scoring.objects.exists() and not SavedRun.objects.exists()
