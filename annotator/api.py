@@ -17,6 +17,7 @@ from catalog.api_params import (
     int_param,
 )
 from catalog.taxa import UnknownTaxon, species_for_all
+from quire.database import retry_once_if_dropped
 from search.facade import STRATEGIES, SearchUnavailable
 
 from . import labeling, labels
@@ -77,6 +78,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         "refused with their ids). Every change is recorded in the label history, with source api.",
     )
     @action(detail=True, methods=["post"], url_path="labels")
+    @retry_once_if_dropped
     def set_labels(self, request, pk=None):
         query = self.get_object()
         batch = LabelBatchSerializer(data=request.data)
@@ -138,6 +140,7 @@ class LabelViewSet(
             found = found.filter(value=value)
         return found
 
+    @retry_once_if_dropped
     def create(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -154,6 +157,7 @@ class LabelViewSet(
             self.get_serializer(label).data, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED
         )
 
+    @retry_once_if_dropped
     def update(self, request, *args, **kwargs):
         label = self.get_object()
         serializer = LabelValueSerializer(data=request.data)

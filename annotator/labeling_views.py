@@ -27,6 +27,7 @@ from catalog.api_params import BadJson, echo, parse_json, strict_id
 from catalog.formats import RASTER_TYPES
 from catalog.models import Image
 from lmm.scoring import ModelUnavailable
+from quire.database import retry_once_if_dropped
 from search.facade import SearchUnavailable, configured_spec, embed_image
 
 from . import labeling, labels, progress, rerank, selectors
@@ -238,6 +239,7 @@ def _parse_change(item, source: str) -> tuple[int, str, int | None]:
 
 @json_login_required
 @require_POST
+@retry_once_if_dropped
 def save_label(request, query_id):
     """Set (or with value "" clear) labels: one, {"image", "value", "source", "lead_time_ms"}, or several,
     {"labels": [{"image", "value", "lead_time_ms"}...], "source"}, all in one transaction.
@@ -281,6 +283,7 @@ def _save_changes(query: Query, changes, user, source: str, saved: list) -> None
 
 @json_login_required
 @require_POST
+@retry_once_if_dropped
 def submit(request, query_id):
     """Every image shown and not yet labeled becomes not relevant, in one transaction. Images are
     checked to be in the collection (not to be the ones shown: the page sends what it showed)."""
