@@ -27,6 +27,7 @@ from catalog.api_params import BadJson, echo, parse_json, strict_id
 from catalog.formats import RASTER_TYPES
 from catalog.models import Image
 from lmm.scoring import ModelUnavailable
+from quire.background import QueueUnavailable
 from quire.database import retry_once_if_dropped
 from search.facade import SearchUnavailable, configured_spec, embed_image
 
@@ -363,6 +364,8 @@ def start_rerank(request, query_id):
         rerank.start_job(query, user=request.user, method=method)
     except ModelUnavailable as error:
         return render(request, "annotator/_rerank.html", {**_rerank_box(query), "error": str(error)}, status=409)
+    except QueueUnavailable as error:  # the job row ends failed with the same sentence
+        return render(request, "annotator/_rerank.html", {**_rerank_box(query), "error": str(error)}, status=503)
     return render(request, "annotator/_rerank.html", _rerank_box(query))
 
 

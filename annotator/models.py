@@ -317,6 +317,9 @@ class RerankJob(models.Model):
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Stamped while a worker runs the job; a stale one means the worker died."
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -11,6 +11,7 @@ bottom up to the first label that is not "not relevant".
 """
 
 import hashlib
+from contextlib import suppress
 from functools import partial
 
 import numpy as np
@@ -173,7 +174,9 @@ def with_runs(queries, *, inline_labels: int | None = None) -> list[Query]:
 
         from .tasks import refresh_progress
 
-        background.submit(refresh_progress, tuple(pending))
+        # With the queue away the page still shows its counts; the figures say "computing" until it is back.
+        with suppress(background.QueueUnavailable):
+            background.submit(refresh_progress, tuple(pending))
     return queries
 
 

@@ -3,11 +3,13 @@ model's P(yes), best first. Scores are stored per (query, image, method, model);
 are cached by lmm/ so a second rerank of the same images asks nothing.
 """
 
+import datetime
 import io
 import logging
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils import timezone
@@ -25,6 +27,7 @@ from lmm.scoring import (
     configured_text_model,
     score_images,
 )
+from quire import background
 from search.facade import SearchUnavailable, configured_spec, embed_image, fuse_rankings, rank, search
 
 from .models import GeneratedImage, PreLabel, Query, RerankJob, RerankScore
@@ -125,10 +128,43 @@ def start_job(query: Query, *, user=None, top: int = DEFAULT_TOP, method: str = 
     else:
         model = configured_scorer().name
     job = RerankJob.objects.create(query=query, method=method, model=model, top=top, started_by=user)
+    transaction.on_commit(lambda: _send(job.pk))
+    return job
+
+
+def _send(job_id: int) -> None:
+    """Queue the job on the `models` queue; if the broker is away the job ends failed with the reason (never
+    "queued" for ever) and QueueUnavailable goes on to the caller."""
     from .tasks import rerank as rerank_task  # the task module imports this one
 
-    transaction.on_commit(lambda: rerank_task.apply_async((job.pk,), queue="models"))
-    return job
+    try:
+        background.submit(rerank_task, job_id, queue="models")
+    except background.QueueUnavailable as error:
+        RerankJob.objects.filter(pk=job_id).update(
+            status=RerankJob.Status.FAILED, error=str(error), finished_at=timezone.now()
+        )
+        raise
+
+
+def requeue_stale_jobs(stale_seconds: float | None = None) -> list[int]:
+    """Queue again the running jobs whose worker stopped stamping their heartbeat `stale_seconds` ago
+    (default QUIRE_JOB_STALE_SECONDS): the worker was killed, or its machine lost. Without this the broker
+    gives the task back only after its visibility timeout (hours). A job run again asks only what its cache
+    lacks, and a job done twice is still done once (run_job returns a finished job as it is)."""
+    stale_seconds = settings.QUIRE_JOB_STALE_SECONDS if stale_seconds is None else stale_seconds
+    cutoff = timezone.now() - datetime.timedelta(seconds=stale_seconds)
+    requeued = []
+    for job_id in RerankJob.objects.filter(status=RerankJob.Status.RUNNING, heartbeat_at__lt=cutoff).values_list(
+        "pk", flat=True
+    ):
+        # One UPDATE per job, conditional: two reapers never both take it.
+        if RerankJob.objects.filter(pk=job_id, status=RerankJob.Status.RUNNING, heartbeat_at__lt=cutoff).update(
+            status=RerankJob.Status.QUEUED
+        ):
+            log.warning("rerank job %s: no heartbeat for %s s; queued again", job_id, stale_seconds)
+            _send(job_id)
+            requeued.append(job_id)
+    return requeued
 
 
 def run_job(job_id: int) -> RerankJob:
@@ -137,10 +173,10 @@ def run_job(job_id: int) -> RerankJob:
     job = RerankJob.objects.select_related("query").get(pk=job_id)
     if job.status == RerankJob.Status.DONE:
         return job
-    RerankJob.objects.filter(pk=job.pk).update(status=RerankJob.Status.RUNNING, error="")
+    RerankJob.objects.filter(pk=job.pk).update(status=RerankJob.Status.RUNNING, error="", heartbeat_at=timezone.now())
 
-    def progress(done, total):
-        RerankJob.objects.filter(pk=job.pk).update(done=done, total=total)
+    def progress(done, total):  # each answer: the job's progress, and the heartbeat the reaper reads
+        RerankJob.objects.filter(pk=job.pk).update(done=done, total=total, heartbeat_at=timezone.now())
 
     try:
         if job.method == "visret":

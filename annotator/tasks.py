@@ -20,3 +20,9 @@ def refresh_progress(query_ids) -> int:
     """The dashboard's completeness signals of `query_ids`, computed and cached (annotator.progress.refresh)."""
     progress.refresh(query_ids)
     return len(query_ids)
+
+
+@shared_task(name="annotator.requeue_stale_rerank_jobs")
+def requeue_stale_rerank_jobs() -> list[int]:
+    """Celery beat's reaper for model jobs whose worker died (annotator.rerank.requeue_stale_jobs)."""
+    return reranking.requeue_stale_jobs()

@@ -50,8 +50,18 @@ def start(data: dict, user) -> Scoring:
             uploaded_by=user if user and user.is_authenticated else None,
             **fields,
         )
-        background.submit_on_commit(_task(), scoring.pk)
+        transaction.on_commit(lambda: _send(scoring.pk))
     return scoring
+
+
+def _send(scoring_id: int) -> None:
+    """Queue the scoring; if the broker is away, the scoring ends failed with the reason (nothing stays
+    "queued" for ever) and QueueUnavailable goes on to the view, which answers 503."""
+    try:
+        background.submit(_task(), scoring_id)
+    except background.QueueUnavailable as error:
+        _fail(Scoring.objects.get(pk=scoring_id), str(error))
+        raise
 
 
 def resume_if_lost(scoring: Scoring) -> bool:

@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from catalog.api_params import strict_id
+from quire import background
 
 from . import plots, scoring
 from .forms import EvaluateForm
@@ -22,7 +23,10 @@ def index(request):
     form = EvaluateForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         # Scoring a large run takes minutes: answer 202 with the status page, which polls until done.
-        job = scoring.start(form.cleaned_data, request.user)
+        try:
+            job = scoring.start(form.cleaned_data, request.user)
+        except background.QueueUnavailable as error:
+            return HttpResponse(str(error), status=503, content_type="text/plain; charset=utf-8")
         response = _scoring_page(request, job, status=202)
         response["Content-Location"] = reverse("evaluation:scoring", args=[job.pk])
         return response

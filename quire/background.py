@@ -31,10 +31,25 @@ def embedded() -> bool:
     return settings.CELERY_TASK_ALWAYS_EAGER
 
 
-def submit(task, *args) -> None:
-    """Run the Celery `task` with `args` outside this request: on a worker, or in the background thread."""
+class QueueUnavailable(RuntimeError):
+    """The broker (Redis) did not take the job; the text says so in the user's words."""
+
+
+QUEUE_UNAVAILABLE = "The job queue (Redis) is not answering, so the job was not started: try again in a minute."
+
+
+def submit(task, *args, queue: str | None = None) -> None:
+    """Run the Celery `task` with `args` outside this request: on a worker, or in the background thread.
+    Raises QueueUnavailable when the broker cannot be reached (within CELERY_BROKER_CONNECTION_TIMEOUT and
+    the short publish retry policy in settings, not Celery's minutes-long defaults)."""
     if not embedded():
-        task.delay(*args)
+        from kombu.exceptions import OperationalError
+
+        try:
+            task.apply_async(args, **({"queue": queue} if queue else {}))
+        except (OperationalError, ConnectionError, TimeoutError) as error:
+            log.warning("could not queue %s%s: %s", task.name, args, error)
+            raise QueueUnavailable(QUEUE_UNAVAILABLE) from error
         return
     global _executor
     key = (task.name, *args)

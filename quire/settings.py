@@ -302,7 +302,13 @@ if CACHE_URL and not CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
     raise ImproperlyConfigured(f"CACHE_URL must be a redis:// URL (got {CACHE_URL.split('://')[0]}://...).")
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL, "KEY_PREFIX": "quire"}
+        {
+            # Django's RedisCache, but a Redis that is away is a cache miss, not a 500 (quire/cache.py).
+            "BACKEND": "quire.cache.ForgivingRedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": "quire",
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 1},
+        }
         if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
@@ -319,7 +325,18 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A whole worker killed (or its machine lost) leaves its message unacknowledged in Redis, which gives
 # it back after this many seconds: longer than the longest chunk (5,000 ViT-H/14 images on a CPU take
 # about 40 minutes), or a slow chunk would run twice. The reaper below recovers dead chunks sooner.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("QUIRE_TASK_VISIBILITY_TIMEOUT", "10800"))}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": int(os.environ.get("QUIRE_TASK_VISIBILITY_TIMEOUT", "10800")),
+    "socket_connect_timeout": 2,
+}
+# A job is queued from a web request: with Redis away, give up within seconds and say so (503) rather than
+# hold the page for Celery's default retries (19 s measured, mostly the result backend's 20 retries).
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
+    "retry_policy": {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5},
+    "socket_connect_timeout": 2,
+}
 CELERY_RESULT_EXPIRES = 24 * 3600
 # The vision-language model that reranks (lmm/): any OpenAI-compatible chat-completions server with logprobs.
 QUIRE_LMM_BASE_URL = os.environ.get("QUIRE_LMM_BASE_URL", "")  # e.g. http://127.0.0.1:8000/v1 (vLLM)
@@ -352,6 +369,9 @@ QUIRE_RERANK_EVERY = int(os.environ.get("QUIRE_RERANK_EVERY", "25"))
 QUIRE_MAX_EXAMPLE_BYTES = int(os.environ.get("QUIRE_MAX_EXAMPLE_BYTES", str(20 * 1024 * 1024)))
 # A running chunk with no heartbeat for this long (a batch takes seconds) is taken as dead and queued again.
 QUIRE_CHUNK_STALE_SECONDS = int(os.environ.get("QUIRE_CHUNK_STALE_SECONDS", "600"))
+# A running model job (rerank, judge panel, VisRet) with no heartbeat for this long is taken as dead and queued
+# again (each answer stamps it; one model call takes seconds, a slow one a minute or two).
+QUIRE_JOB_STALE_SECONDS = int(os.environ.get("QUIRE_JOB_STALE_SECONDS", "300"))
 # `embed` gives up following a job that made no progress for this long with no worker alive.
 QUIRE_EMBED_STALL_SECONDS = int(os.environ.get("QUIRE_EMBED_STALL_SECONDS", "120"))
 # Three queues: "celery" (index builds, scoring uploaded runs, the reaper), "embed" (CLIP embedding chunks)
@@ -362,6 +382,7 @@ QUIRE_TASK_QUEUES = ("celery", "embed", "models")  # made kombu Queues in quire/
 CELERY_TASK_ROUTES = {"annotator.rerank": {"queue": "models"}, "search.embed_chunk": {"queue": "embed"}}
 CELERY_BEAT_SCHEDULE = {
     "requeue-stale-chunks": {"task": "search.requeue_stale_chunks", "schedule": 60.0},
+    "requeue-stale-rerank-jobs": {"task": "annotator.requeue_stale_rerank_jobs", "schedule": 60.0},
 }
 
 LOGGING = {

@@ -117,7 +117,11 @@ class EmbeddingJobAdmin(ReadOnlyAdmin):
             messages.info(request, f"Nothing to embed: every image has a {spec.name} vector.")
         else:
             # Never inside this request: to the workers, or to the background thread in embedded mode.
-            background.submit_on_commit(tasks.send_embedding_job, job.pk)
+            try:
+                background.submit(tasks.send_embedding_job, job.pk)
+            except background.QueueUnavailable as error:
+                messages.error(request, f"{error} (Embedding job {job.pk} waits; start it again once Redis is back.)")
+                return redirect("admin:search_embeddingjob_changelist")
             messages.success(
                 request,
                 f"Embedding job {job.pk} started: {job.chunks.count()} chunks of {job.total:,} images. "
@@ -134,8 +138,12 @@ class EmbeddingJobAdmin(ReadOnlyAdmin):
         except ValueError as error:
             messages.error(request, str(error))
         else:
-            background.submit_on_commit(tasks.build_index, build.pk)
-            messages.success(request, f"Index build {build.pk} started: Index builds shows when it is done.")
+            try:
+                background.submit(tasks.build_index, build.pk)
+            except background.QueueUnavailable as error:
+                messages.error(request, str(error))
+            else:
+                messages.success(request, f"Index build {build.pk} started: Index builds shows when it is done.")
         return redirect("admin:search_embeddingjob_changelist")
 
 

@@ -102,8 +102,8 @@ CACHE = "from django.conf import settings; print(settings.CACHES['default']['BAC
 def test_the_cache_is_shared_redis_when_there_is_a_broker_or_a_cache_url(tmp_path):
     common = {"QUIRE_DATA_DIR": str(tmp_path), "DEBUG": "1"}
     assert settings_of(CACHE, **common)[1].split() == ["LocMemCache"]  # the demo: this process's memory
-    assert settings_of(CACHE, CELERY_BROKER_URL="redis://redis:6379/0", **common)[1].split() == ["RedisCache"]
-    assert settings_of(CACHE, CACHE_URL="redis://cache:6379/1", **common)[1].split() == ["RedisCache"]
+    assert settings_of(CACHE, CELERY_BROKER_URL="redis://redis:6379/0", **common)[1].split() == ["ForgivingRedisCache"]
+    assert settings_of(CACHE, CACHE_URL="redis://cache:6379/1", **common)[1].split() == ["ForgivingRedisCache"]
     code, output = settings_of(CACHE, CACHE_URL="memcached://cache:11211", **common)
     assert code != 0 and "CACHE_URL must be a redis:// URL (got memcached://...)" in output
 

@@ -58,3 +58,46 @@ def test_a_rerank_on_the_models_queue_survives_its_pool_process_being_killed(
     assert len(asked) == 60 and sum(n - 1 for n in asked.values()) <= 2 * 4
     assert 0 < job.asked < 60
     assert "annotator.rerank[" not in celery_only.log_path.read_text()  # never received (the banner lists it)
+
+
+def test_a_rerank_whose_whole_worker_was_killed_is_queued_again_and_finishes_on_a_new_worker(
+    labeling,
+    chat_server,
+    sending_to_broker,
+    start_worker,
+    settings,  # noqa: F811
+):
+    """Issue 27: a killed worker (not only its pool process) left its job "running" until the broker's
+    visibility timeout (3 hours). Its heartbeat goes stale; the reaper (Celery beat, every minute) queues it
+    again, and a new worker finishes it from the answers already cached."""
+    from annotator.rerank import requeue_stale_jobs
+
+    def slow(request):
+        if "messages" not in request:
+            return 400, {"error": {"message": "incomplete request"}}, {}
+        time.sleep(0.15)
+        return model_answer(request)
+
+    chat_server.answer = slow
+    model_env = {
+        "QUIRE_LMM_BASE_URL": chat_server.base_url,
+        "QUIRE_LMM_MODEL": "tiny-vlm",
+        "QUIRE_LMM_MAX_RETRIES": "0",
+    }
+    settings.QUIRE_LMM_BASE_URL, settings.QUIRE_LMM_MODEL = chat_server.base_url, "tiny-vlm"
+    first = start_worker(pool="solo", queues="models", **model_env)
+    job = start_job(labeling["query"], top=60)
+    wait_for(lambda: Answer.objects.count() >= 8, first, "the first answers")
+    os.killpg(first.pid, signal.SIGKILL)  # the whole worker, as a lost machine
+    first.wait()
+    assert RerankJob.objects.get(pk=job.pk).status == "running"
+    assert requeue_stale_jobs(stale_seconds=3600) == [], "a fresh heartbeat is not stale"
+    time.sleep(1.5)
+    second = start_worker(pool="solo", queues="models", **model_env)
+    assert requeue_stale_jobs(stale_seconds=1) == [job.pk]
+    wait_for(lambda: RerankJob.objects.get(pk=job.pk).status in ("done", "failed"), second, "the job finishing")
+    job.refresh_from_db()
+    assert job.status == "done", job.error
+    assert RerankScore.objects.filter(query=labeling["query"]).count() == 60
+    asked = Counter(r["messages"][0]["content"][1]["image_url"]["url"] for r in chat_server.requests if "messages" in r)
+    assert len(asked) == 60 and sum(n - 1 for n in asked.values()) <= 4  # resumed, not started over
