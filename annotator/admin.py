@@ -1,6 +1,7 @@
 from django.contrib import admin, messages
 
 from . import labels, selectors
+from .forms import ExampleInlineForm
 from .models import ImportBatch, Label, LabelEvent, LabelSource, Query, QueryExample, RerankJob
 
 
@@ -8,6 +9,7 @@ class ExampleInline(admin.TabularInline):
     """The example images annotators see beside the grid, with the query's guidelines."""
 
     model = QueryExample
+    form = ExampleInlineForm  # an uploaded file meets the labeling page's checks
     raw_id_fields = ["image"]
     extra = 1
 

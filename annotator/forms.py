@@ -1,11 +1,14 @@
+import io
+
 from django import forms
 from django.conf import settings
+from django.core.files.base import ContentFile
 from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
 from catalog.formats import RASTER_TYPES
 
-from .models import MAX_QUERY_TEXT, Query, normalised_text
+from .models import MAX_QUERY_TEXT, Query, QueryExample, normalised_text
 
 
 class QueryForm(forms.ModelForm):
@@ -57,30 +60,66 @@ class ExampleUploadForm(forms.Form):
     note = forms.CharField(max_length=500, required=False)
 
     def clean_image(self):
-        upload = self.cleaned_data["image"]
-        limit = settings.QUIRE_MAX_EXAMPLE_BYTES
-        if upload.size > limit:
-            raise forms.ValidationError(
-                f"The image is {upload.size / 1e6:.1f} MB; upload one under {limit / 1e6:.0f} MB."
-            )
-        try:
-            with PILImage.open(upload) as probe:
-                kind = probe.format
-                probe.verify()  # a truncated or corrupt file fails here, before anything is kept
-            upload.seek(0)
-            with PILImage.open(upload) as picture:
-                if picture.width * picture.height > 100_000_000:
-                    raise forms.ValidationError("The image is over 100 megapixels; upload a smaller one.")
-                self.cleaned_data["picture"] = picture.convert("RGB")
-        except (UnidentifiedImageError, OSError, SyntaxError, ValueError, PILImage.DecompressionBombError):
-            raise forms.ValidationError(
-                "That file is not an image Quire can read: upload a JPEG, PNG, WebP or GIF."
-            ) from None
-        if kind not in RASTER_TYPES:
-            raise forms.ValidationError(f"{kind} images are not taken: upload a JPEG, PNG, WebP or GIF.")
-        upload.seek(0)
-        # Kept under a name of our making whose extension is the decoded format: the file is later served
-        # with the type that name implies, never with one an uploader chose ("photo.html").
-        upload.name = f"example.{kind.lower()}"
-        self.cleaned_data["content_type"] = RASTER_TYPES[kind]
+        upload, picture, content_type = read_example_image(self.cleaned_data["image"])
+        self.cleaned_data["picture"], self.cleaned_data["content_type"] = picture, content_type
         return upload
+
+
+class ExampleInlineForm(forms.ModelForm):
+    """The admin's example rows: an uploaded file meets the labeling page's checks and is re-encoded too."""
+
+    class Meta:
+        model = QueryExample
+        fields = ["query", "image", "upload", "relevant", "note"]
+
+    def clean_upload(self):
+        upload = self.cleaned_data.get("upload")
+        if not upload or not hasattr(upload, "content_type"):  # nothing new uploaded
+            return upload
+        return read_example_image(upload)[0]
+
+
+# Decoding an image takes width x height x (bytes a pixel), and the RGB copy embedding needs another 4 (Pillow keeps
+# RGB in 4 bytes a pixel): a 97 KB PNG of 9999 x 10000 took a web worker from 675 MB to 1,440 MB. So the bound is
+# on memory, not on pixels alone.
+PIXEL_BYTES = {"1": 1, "L": 1, "P": 1, "LA": 2, "PA": 2, "La": 2, "I;16": 2}  # every other mode: 4
+
+
+def decoded_bytes(width: int, height: int, mode: str) -> int:
+    """Memory, in bytes, that Pillow takes to decode an image of `mode` and hold its RGB copy."""
+    copy = 0 if mode == "RGB" else 4
+    return width * height * (PIXEL_BYTES.get(mode, 4) + copy)
+
+
+def read_example_image(upload):
+    """(the file to keep, the RGB picture, its content type) of an uploaded example, or ValidationError
+    with what to fix. The file kept is the decoded picture encoded again, never the uploaded bytes: whatever
+    rode along in them (HTML after a JPEG's end, metadata) is gone, and its name's extension is the format."""
+    limit = settings.QUIRE_MAX_EXAMPLE_BYTES
+    if upload.size > limit:
+        raise forms.ValidationError(f"The image is {upload.size / 1e6:.1f} MB; upload one under {limit / 1e6:.0f} MB.")
+    unreadable = "That file is not an image Quire can read: upload a JPEG, PNG, WebP or GIF."
+    try:
+        with PILImage.open(upload) as probe:
+            kind, size, mode = probe.format, probe.size, probe.mode
+            probe.verify()  # a truncated or corrupt file fails here, before anything is kept
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, PILImage.DecompressionBombError):
+        raise forms.ValidationError(unreadable) from None
+    if kind not in RASTER_TYPES:
+        raise forms.ValidationError(f"{kind} images are not taken: upload a JPEG, PNG, WebP or GIF.")
+    memory_limit = settings.QUIRE_MAX_EXAMPLE_DECODED_BYTES
+    if decoded_bytes(*size, mode) > memory_limit:
+        raise forms.ValidationError(
+            f"The image is {size[0]:,} x {size[1]:,} pixels, too large to open safely (over "
+            f"{memory_limit / 1e6:.0f} MB once decoded): upload a smaller one."
+        )
+    upload.seek(0)
+    try:
+        with PILImage.open(upload) as decoded:
+            picture = decoded.convert("RGB")
+    except (OSError, SyntaxError, ValueError, PILImage.DecompressionBombError):
+        raise forms.ValidationError(unreadable) from None
+    encoded = io.BytesIO()
+    kept = "JPEG" if kind == "JPEG" else "PNG"  # lossless for everything but photos already lossy
+    picture.save(encoded, kept, quality=95) if kept == "JPEG" else picture.save(encoded, kept)
+    return ContentFile(encoded.getvalue(), name=f"example.{kept.lower()}"), picture, RASTER_TYPES[kept]

@@ -346,7 +346,14 @@ def example_file(request, query_id, example_id):
         raise Http404("This example is an image of the collection.")
     kind = example.upload.name.rsplit(".", 1)[-1].upper()
     content_type = RASTER_TYPES.get("JPEG" if kind == "JPG" else kind, "application/octet-stream")
-    return FileResponse(example.upload.open("rb"), content_type=content_type)
+    return _sandboxed(FileResponse(example.upload.open("rb"), content_type=content_type))
+
+
+def _sandboxed(response):
+    """A file a user or a model made, opened on its own: no script runs, nothing is fetched, no type is sniffed."""
+    response["Content-Security-Policy"] = "sandbox; default-src 'none'; img-src 'self'"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 @login_required
@@ -392,4 +399,4 @@ def _rerank_box(query: Query) -> dict:
 def drawing_file(request, query_id, drawing_id):
     """A VisRet drawing (behind the login, like uploaded examples)."""
     drawing = get_object_or_404(GeneratedImage, pk=drawing_id, query_id=query_id)
-    return FileResponse(drawing.file.open("rb"))
+    return _sandboxed(FileResponse(drawing.file.open("rb"), content_type="image/png"))

@@ -15,6 +15,13 @@ from pathlib import Path
 WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
 
 
+def not_a_whole_number(field: str, text: str) -> str:
+    """The sentence for a field that is not a whole number (naming the digits when they are another script's)."""
+    if text.lstrip("+-").isdigit():
+        return f"{field} must be written in ASCII digits (0-9), not {text[:40]!r}"
+    return f"{field} must be a whole number, not {text[:40]!r}"
+
+
 class InputError(ValueError):
     """A file cannot be read as asked. Its text is one line: the file, the place in it, and what to fix.
 

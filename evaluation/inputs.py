@@ -23,7 +23,7 @@ line-by-line readers here read everything else, so that they can name the line t
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from catalog.inputs import WHOLE_NUMBER, CsvFile, InputError
+from catalog.inputs import WHOLE_NUMBER, CsvFile, InputError, not_a_whole_number
 
 from . import columnar
 
@@ -53,7 +53,7 @@ class Run:
 def _int(path, line, row, column) -> int:
     value = (row.get(column) or "").strip()
     if not WHOLE_NUMBER.fullmatch(value):  # int() would also read other scripts' digits ("٣" is 3)
-        raise InputError(path, line, f"{column} must be a whole number in ASCII digits, not {value[:40]!r}")
+        raise InputError(path, line, not_a_whole_number(column, value))
     return int(value)
 
 

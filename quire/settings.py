@@ -367,6 +367,8 @@ QUIRE_IMAGE_SIZE = os.environ.get("QUIRE_IMAGE_SIZE", "512x512")
 QUIRE_RERANK_EVERY = int(os.environ.get("QUIRE_RERANK_EVERY", "25"))
 # An uploaded example image is refused above this size.
 QUIRE_MAX_EXAMPLE_BYTES = int(os.environ.get("QUIRE_MAX_EXAMPLE_BYTES", str(20 * 1024 * 1024)))
+# ...and above this much memory once decoded (a 50-megapixel photo takes 200 MB; a small file can hold far more).
+QUIRE_MAX_EXAMPLE_DECODED_BYTES = int(os.environ.get("QUIRE_MAX_EXAMPLE_DECODED_BYTES", str(256 * 1024 * 1024)))
 # A running chunk with no heartbeat for this long (a batch takes seconds) is taken as dead and queued again.
 QUIRE_CHUNK_STALE_SECONDS = int(os.environ.get("QUIRE_CHUNK_STALE_SECONDS", "600"))
 # A running model job (rerank, judge panel, VisRet) with no heartbeat for this long is taken as dead and queued

@@ -4,7 +4,7 @@ import datetime
 import math
 
 from ..formats import IMAGE_EXTENSIONS
-from ..inputs import WHOLE_NUMBER
+from ..inputs import WHOLE_NUMBER, not_a_whole_number
 
 
 class BadValue(ValueError):
@@ -35,7 +35,7 @@ def optional_int(value, field: str, bounds: tuple[int, int] = INT64) -> int | No
     if not isinstance(value, int):
         text = str(value).strip()
         if not WHOLE_NUMBER.fullmatch(text):
-            raise BadValue(f"{field} must be a whole number in ASCII digits, not {text[:40]!r}")
+            raise BadValue(not_a_whole_number(field, text))
         value = int(text)
     low, high = bounds
     if not low <= value <= high:
