@@ -138,7 +138,7 @@ def _send(job_id: int) -> None:
     from .tasks import rerank as rerank_task  # the task module imports this one
 
     try:
-        background.submit(rerank_task, job_id, queue="models")
+        background.publish(rerank_task, job_id, queue="models")
     except background.QueueUnavailable as error:
         RerankJob.objects.filter(pk=job_id).update(
             status=RerankJob.Status.FAILED, error=str(error), finished_at=timezone.now()

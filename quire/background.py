@@ -38,18 +38,24 @@ class QueueUnavailable(RuntimeError):
 QUEUE_UNAVAILABLE = "The job queue (Redis) is not answering, so the job was not started: try again in a minute."
 
 
+def publish(task, *args, queue: str | None = None) -> None:
+    """Send `task` through Celery as it is configured (to the broker; eagerly, in this process, in embedded
+    mode). Raises QueueUnavailable when the broker cannot be reached."""
+    from kombu.exceptions import OperationalError
+
+    try:
+        task.apply_async(args, **({"queue": queue} if queue else {}))
+    except (OperationalError, ConnectionError, TimeoutError) as error:
+        log.warning("could not queue %s%s: %s", task.name, args, error)
+        raise QueueUnavailable(QUEUE_UNAVAILABLE) from error
+
+
 def submit(task, *args, queue: str | None = None) -> None:
     """Run the Celery `task` with `args` outside this request: on a worker, or in the background thread.
     Raises QueueUnavailable when the broker cannot be reached (within CELERY_BROKER_CONNECTION_TIMEOUT and
     the short publish retry policy in settings, not Celery's minutes-long defaults)."""
     if not embedded():
-        from kombu.exceptions import OperationalError
-
-        try:
-            task.apply_async(args, **({"queue": queue} if queue else {}))
-        except (OperationalError, ConnectionError, TimeoutError) as error:
-            log.warning("could not queue %s%s: %s", task.name, args, error)
-            raise QueueUnavailable(QUEUE_UNAVAILABLE) from error
+        publish(task, *args, queue=queue)
         return
     global _executor
     key = (task.name, *args)

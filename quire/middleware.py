@@ -36,3 +36,29 @@ class ServerTiming:
         response = self.get_response(request)
         response["Server-Timing"] = f"app;dur={1000 * (time.perf_counter() - started):.2f}"
         return response
+
+
+class ContentSecurityPolicy:
+    """Quire's pages run only their own scripts (htmx and static/js), load nothing from elsewhere, and are never
+    framed: an injected <script> or a stored hostile string cannot run. Inline style attributes stay allowed
+    (the dashboard's bars). Django's admin and the API's documentation pages carry inline scripts of their own
+    and keep the browser's default; user-supplied files get a stricter sandbox where they are served."""
+
+    POLICY = (
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+        "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+    )
+    EXEMPT = ("/admin/", "/api/")
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if (
+            "Content-Security-Policy" not in response
+            and response.get("Content-Type", "").startswith("text/html")
+            and not request.path.startswith(self.EXEMPT)
+        ):
+            response["Content-Security-Policy"] = self.POLICY
+        return response

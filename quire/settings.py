@@ -125,6 +125,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "quire.middleware.ServerTiming",
+    "quire.middleware.ContentSecurityPolicy",
     "quire.health.HealthCheck",  # before the host check and the HTTPS redirect (see quire/health.py)
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -191,7 +191,7 @@ def test_submit_refuses_what_is_not_a_list_of_ids(ann, labeling):
     url = reverse("submit", args=[labeling["query"].pk])
     for body in ({"images": "1,2"}, {"images": [1, "x"]}, {"images": {"1": 2}}):
         assert ann.post(url, body, content_type="application/json").status_code == 400
-    assert ann.post(url, "not json", content_type="application/json").json()["written"] == 0
+    assert ann.post(url, "not json", content_type="application/json").status_code == 400  # issue 27: was 200
     assert not Label.objects.exists()
 
 

@@ -94,3 +94,14 @@ def test_ids_in_other_scripts_digits_are_refused(tmp_path):
     assert not Query.objects.exists()
     with pytest.raises(InputError, match="ASCII digits \\(0-9\\)"):
         read_queries(path)
+
+
+def test_html_pages_carry_a_content_security_policy_that_refuses_inline_scripts(world):
+    client = world["client"]
+    for url in ("/", reverse("label", args=[5])):
+        policy = client.get(url)["Content-Security-Policy"]
+        assert "script-src 'self';" in policy and "frame-ancestors 'none'" in policy, url
+        assert "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
+    page = client.get("/").content.decode()
+    assert "<script>" not in page and "onchange=" not in page  # what the policy would block
+    assert "Content-Security-Policy" not in world["api"].get("/api/queries/")  # JSON: nothing to protect
