@@ -49,7 +49,7 @@ def check_writable(query_ids: Iterable[int], user) -> None:
     if user is None or may_manage(user):
         return
     locked = Query.objects.filter(pk__in=set(query_ids), locked=True).order_by("pk").values_list("pk", flat=True)
-    if first := locked.first():
+    if (first := locked.first()) is not None:  # query ids start at 0 in some files
         raise LabelRefused(LOCKED_MESSAGE.format(id=first))
 
 

@@ -106,3 +106,11 @@ def test_an_annotator_removes_only_their_own_labels(world):
     assert database_snapshot() == before
     assert api.delete(f"/api/labels/{mine}/").status_code == 204
     assert api_as(world["staff"]).delete(f"/api/labels/{theirs}/").status_code == 204
+
+
+def test_a_locked_query_numbered_0_is_locked_too(world):
+    """INQUIRE-style files may number a query 0; the check must not read that id as "none locked"."""
+    Query.objects.create(id=0, text="Query zero", locked=True)
+    with pytest.raises(LabelRefused, match="Query 0 is marked done"):
+        set_label(query_id=0, image_id=world["ids"][2], value="relevant", user=world["ann"], source="api")
+    assert not Query.objects.get(pk=0).labels.exists()
