@@ -19,6 +19,21 @@ from tests.search.test_celery_worker import broker, sending_to_broker, start_wor
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def slow_model(chat_server, settings) -> dict:
+    """The chat server answers as a model does, slowly enough for a kill to land mid-job (a request the kill cut
+    off arrives without its body); this process's settings point at it. Returns a worker's environment for it."""
+
+    def slow(request):
+        if "messages" not in request:
+            return 400, {"error": {"message": "incomplete request"}}, {}
+        time.sleep(0.15)
+        return model_answer(request)
+
+    chat_server.answer = slow
+    settings.QUIRE_LMM_BASE_URL, settings.QUIRE_LMM_MODEL = chat_server.base_url, "tiny-vlm"
+    return {"QUIRE_LMM_BASE_URL": chat_server.base_url, "QUIRE_LMM_MODEL": "tiny-vlm", "QUIRE_LMM_MAX_RETRIES": "0"}
+
+
 def test_a_rerank_on_the_models_queue_survives_its_pool_process_being_killed(
     labeling,
     chat_server,
@@ -26,19 +41,7 @@ def test_a_rerank_on_the_models_queue_survives_its_pool_process_being_killed(
     start_worker,
     settings,  # noqa: F811
 ):
-    def slow(request):
-        if "messages" not in request:  # a request the kill cut off
-            return 400, {"error": {"message": "incomplete request"}}, {}
-        time.sleep(0.15)  # a model's time, so the kill lands mid-job
-        return model_answer(request)
-
-    chat_server.answer = slow
-    model_env = {
-        "QUIRE_LMM_BASE_URL": chat_server.base_url,
-        "QUIRE_LMM_MODEL": "tiny-vlm",
-        "QUIRE_LMM_MAX_RETRIES": "0",
-    }
-    settings.QUIRE_LMM_BASE_URL, settings.QUIRE_LMM_MODEL = chat_server.base_url, "tiny-vlm"
+    model_env = slow_model(chat_server, settings)
     celery_only = start_worker(pool="solo")  # the default queue's worker must not take model work
     worker = start_worker(pool="prefork", queues="models", **model_env)
     job = start_job(labeling["query"], top=60)
@@ -72,19 +75,7 @@ def test_a_rerank_whose_whole_worker_was_killed_is_queued_again_and_finishes_on_
     again, and a new worker finishes it from the answers already cached."""
     from annotator.rerank import requeue_stale_jobs
 
-    def slow(request):
-        if "messages" not in request:
-            return 400, {"error": {"message": "incomplete request"}}, {}
-        time.sleep(0.15)
-        return model_answer(request)
-
-    chat_server.answer = slow
-    model_env = {
-        "QUIRE_LMM_BASE_URL": chat_server.base_url,
-        "QUIRE_LMM_MODEL": "tiny-vlm",
-        "QUIRE_LMM_MAX_RETRIES": "0",
-    }
-    settings.QUIRE_LMM_BASE_URL, settings.QUIRE_LMM_MODEL = chat_server.base_url, "tiny-vlm"
+    model_env = slow_model(chat_server, settings)
     first = start_worker(pool="solo", queues="models", **model_env)
     job = start_job(labeling["query"], top=60)
     wait_for(lambda: Answer.objects.count() >= 8, first, "the first answers")
