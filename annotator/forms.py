@@ -121,5 +121,5 @@ def read_example_image(upload):
         raise forms.ValidationError(unreadable) from None
     encoded = io.BytesIO()
     kept = "JPEG" if kind == "JPEG" else "PNG"  # lossless for everything but photos already lossy
-    picture.save(encoded, kept, quality=95) if kept == "JPEG" else picture.save(encoded, kept)
+    picture.save(encoded, kept, quality=95)  # PNG's encoder takes no quality and ignores it
     return ContentFile(encoded.getvalue(), name=f"example.{kept.lower()}"), picture, RASTER_TYPES[kept]

@@ -50,12 +50,12 @@ def publish(task, *args, queue: str | None = None) -> None:
         raise QueueUnavailable(QUEUE_UNAVAILABLE) from error
 
 
-def submit(task, *args, queue: str | None = None) -> None:
+def submit(task, *args) -> None:
     """Run the Celery `task` with `args` outside this request: on a worker, or in the background thread.
     Raises QueueUnavailable when the broker cannot be reached (within CELERY_BROKER_CONNECTION_TIMEOUT and
     the short publish retry policy in settings, not Celery's minutes-long defaults)."""
     if not embedded():
-        publish(task, *args, queue=queue)
+        publish(task, *args)
         return
     global _executor
     key = (task.name, *args)
@@ -68,6 +68,8 @@ def submit(task, *args, queue: str | None = None) -> None:
 
 
 def submit_on_commit(task, *args) -> None:
+    """submit() once the current transaction commits; outside one, at once, so that QueueUnavailable reaches
+    the caller."""
     transaction.on_commit(lambda: submit(task, *args))
 
 

@@ -8,6 +8,7 @@ minute says so in the log. Short socket timeouts (settings) keep a dead Redis fr
 
 import logging
 import time
+from functools import wraps
 
 from django.core.cache.backends.redis import RedisCache
 from redis.exceptions import ConnectionError, TimeoutError
@@ -24,64 +25,30 @@ def _away(error: Exception) -> None:
         log.warning("the cache (Redis) is not answering; serving without it: %s", error)
 
 
+def _forgiving(name: str, answer_while_away):
+    """RedisCache's method `name`, answering `answer_while_away(*arguments)` while Redis is away; that
+    function takes the method's own arguments, so get() can give back its caller's default."""
+    method = getattr(RedisCache, name)
+
+    @wraps(method)
+    def forgiving(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except _REDIS_AWAY as error:
+            _away(error)
+            return answer_while_away(*args, **kwargs)
+
+    return forgiving
+
+
 class ForgivingRedisCache(RedisCache):
-    def get(self, key, default=None, version=None):
-        try:
-            return super().get(key, default, version)
-        except _REDIS_AWAY as error:
-            _away(error)
-            return default
-
-    def get_many(self, keys, version=None):
-        try:
-            return super().get_many(keys, version)
-        except _REDIS_AWAY as error:
-            _away(error)
-            return {}
-
-    def has_key(self, key, version=None):
-        try:
-            return super().has_key(key, version)
-        except _REDIS_AWAY as error:
-            _away(error)
-            return False
-
-    def set(self, key, value, timeout=None, version=None):
-        try:
-            super().set(key, value, timeout, version)
-        except _REDIS_AWAY as error:
-            _away(error)
-
-    def add(self, key, value, timeout=None, version=None):
-        try:
-            return super().add(key, value, timeout, version)
-        except _REDIS_AWAY as error:
-            _away(error)
-            return False
-
-    def set_many(self, data, timeout=None, version=None):
-        try:
-            return super().set_many(data, timeout, version)
-        except _REDIS_AWAY as error:
-            _away(error)
-            return list(data)
-
-    def touch(self, key, timeout=None, version=None):
-        try:
-            return super().touch(key, timeout, version)
-        except _REDIS_AWAY as error:
-            _away(error)
-            return False
-
-    def delete(self, key, version=None):
-        try:
-            return super().delete(key, version)
-        except _REDIS_AWAY as error:
-            _away(error)
-            return False
-
-    def delete_many(self, keys, version=None):
-        try:
-            super().delete_many(keys, version)
-        except _REDIS_AWAY as error:
-            _away(error)
+    # Reads miss; writes are dropped (set_many names every key it could not set, as Django's API says).
+    get = _forgiving("get", lambda key, default=None, version=None: default)
+    get_many = _forgiving("get_many", lambda keys, version=None: {})
+    has_key = _forgiving("has_key", lambda key, version=None: False)
+    set = _forgiving("set", lambda key, value, timeout=None, version=None: None)
+    add = _forgiving("add", lambda key, value, timeout=None, version=None: False)
+    set_many = _forgiving("set_many", lambda data, timeout=None, version=None: list(data))
+    touch = _forgiving("touch", lambda key, timeout=None, version=None: False)
+    delete = _forgiving("delete", lambda key, version=None: False)
+    delete_many = _forgiving("delete_many", lambda keys, version=None: None)

@@ -118,7 +118,7 @@ class EmbeddingJobAdmin(ReadOnlyAdmin):
         else:
             # Never inside this request: to the workers, or to the background thread in embedded mode.
             try:
-                background.submit(tasks.send_embedding_job, job.pk)
+                background.submit_on_commit(tasks.send_embedding_job, job.pk)
             except background.QueueUnavailable as error:
                 messages.error(request, f"{error} (Embedding job {job.pk} waits; start it again once Redis is back.)")
                 return redirect("admin:search_embeddingjob_changelist")
@@ -139,7 +139,7 @@ class EmbeddingJobAdmin(ReadOnlyAdmin):
             messages.error(request, str(error))
         else:
             try:
-                background.submit(tasks.build_index, build.pk)
+                background.submit_on_commit(tasks.build_index, build.pk)
             except background.QueueUnavailable as error:
                 messages.error(request, str(error))
             else:
