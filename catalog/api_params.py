@@ -12,6 +12,8 @@ from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ParseError, ValidationError
 from rest_framework.pagination import CursorPagination, LimitOffsetPagination
 from rest_framework.parsers import JSONParser
+from rest_framework.permissions import BasePermission
+from rest_framework.throttling import AnonRateThrottle
 
 
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
@@ -164,3 +166,19 @@ def echo(value, limit: int = 40) -> str:
     whole in a 400 is a 49 MB answer)."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+class AnonymousRateFirst(BasePermission):
+    """The anonymous rate limit, counted before any refusal.
+
+    DRF checks permissions before throttles, so an anonymous flood was answered 403 forever and never
+    throttled (2026 audit). As the first permission this counts anonymous requests (AnonRateThrottle keys
+    only those) and answers 429 once over the rate; logged-in users are counted by UserRateThrottle, which
+    stays a throttle. A request with a bogus token is refused (401) by authentication, before permissions.
+    """
+
+    def has_permission(self, request, view) -> bool:
+        throttle = AnonRateThrottle()
+        if not throttle.allow_request(request, view):
+            view.throttled(request, throttle.wait())
+        return True

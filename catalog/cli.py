@@ -30,3 +30,23 @@ def progress_bar(description: str, unit: str):
         yield progress
     finally:
         bar.close()
+
+
+@contextmanager
+def reading_bar():
+    """Yield a reading(step, bytes_read, file_bytes) callback drawing one byte-counting tqdm bar per
+    step of reading a file (silent when not a terminal)."""
+    bars: dict[str, tqdm] = {}
+
+    def reading(step: str, done: int, total: int) -> None:
+        if step not in bars:
+            for bar in bars.values():
+                bar.close()
+            bars[step] = tqdm(desc=f"reading ({step})", total=total, unit="B", unit_scale=True, disable=None)
+        bars[step].update(done - bars[step].n)
+
+    try:
+        yield reading
+    finally:
+        for bar in bars.values():
+            bar.close()

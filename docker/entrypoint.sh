@@ -11,7 +11,8 @@ role=${1:-web}
 case "$role" in
   web)
     # Threads serve while other requests wait on the database; workers use the cores.
-    exec gunicorn quire.wsgi \
+    # Each worker loads the index and the text encoder before its first request (quire/gunicorn_hooks.py).
+    exec gunicorn quire.wsgi --config python:quire.gunicorn_hooks \
       --bind "0.0.0.0:${PORT:-8000}" \
       --workers "${GUNICORN_WORKERS:-4}" \
       --threads "${GUNICORN_THREADS:-4}" \

@@ -50,5 +50,6 @@ class ForgivingRedisCache(RedisCache):
     add = _forgiving("add", lambda key, value, timeout=None, version=None: False)
     set_many = _forgiving("set_many", lambda data, timeout=None, version=None: list(data))
     touch = _forgiving("touch", lambda key, timeout=None, version=None: False)
+    incr = _forgiving("incr", lambda key, delta=1, version=None: 0)  # a sign-in count of 0: not counted
     delete = _forgiving("delete", lambda key, version=None: False)
     delete_many = _forgiving("delete_many", lambda keys, version=None: None)

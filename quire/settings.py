@@ -131,6 +131,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "quire.middleware.RejectNulCharacters",
     "quire.database.DatabaseOutage",  # a lost database: 503 with a sentence (JSON for the page and the API)
+    "quire.signin.SignInLimits",  # before the session and CSRF: a refused sign-in costs no hash and no row
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -147,10 +148,14 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-# Login attempts: 10 failures lock out that user name and, separately, that address, for 15 minutes.
+# Login attempts: 10 failures lock out that user name at that address for 15 minutes (others at the same
+# address, a lab's NAT, still log in). quire/signin.py limits each address before any password is hashed:
+# 20 attempts a minute, and 100 failures within the cool-off.
 AXES_FAILURE_LIMIT = int(os.environ.get("QUIRE_LOGIN_FAILURE_LIMIT", "10"))
 AXES_COOLOFF_TIME = datetime.timedelta(minutes=int(os.environ.get("QUIRE_LOGIN_COOLOFF_MINUTES", "15")))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+QUIRE_LOGIN_ATTEMPTS_PER_MINUTE = int(os.environ.get("QUIRE_LOGIN_ATTEMPTS_PER_MINUTE", "20"))
+QUIRE_LOGIN_ADDRESS_FAILURE_LIMIT = int(os.environ.get("QUIRE_LOGIN_ADDRESS_FAILURE_LIMIT", "100"))
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
@@ -262,15 +267,17 @@ REST_FRAMEWORK = {
         # Basic: it ran the password hash (about a second of CPU) for any header, even an unknown user's.
         "rest_framework.authentication.TokenAuthentication",
     ],
-    "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
-    ],
+    # Anonymous requests are counted by the first permission (catalog.api_params.AnonymousRateFirst):
+    # DRF's throttles run after the permissions, which refuse anonymous requests first.
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "anon": os.environ.get("QUIRE_API_RATE_ANON", "60/minute"),
         "user": os.environ.get("QUIRE_API_RATE_USER", "6000/minute"),
     },
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "catalog.api_params.AnonymousRateFirst",
+        "rest_framework.permissions.IsAuthenticated",
+    ],
     # JSON bounded in size and depth before parsing (catalog/api_params.py); forms as DRF has them.
     "DEFAULT_PARSER_CLASSES": [
         "catalog.api_params.BoundedJSONParser",
@@ -287,7 +294,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Queries, taxa and images (read-only) and labels (read/write) of a Quire project.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_PERMISSIONS": ["catalog.api_params.AnonymousRateFirst", "rest_framework.permissions.IsAuthenticated"],
     # The docs pages' JavaScript comes from drf-spectacular-sidecar, served with Quire's static files.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -105,11 +105,14 @@ def import_inat(
     *,
     batch_size: int = 50_000,
     progress: Callable[[int, int], None] | None = None,
+    reading: Callable[[str, int, int], None] | None = None,
 ) -> InatResult:
     """Import taxa and images from an iNat JSON file (plain or .gz), all or nothing.
 
     `images_root` is the folder the images' file_name values are relative to.
-    `progress(done, total)` is called after each batch of images.
+    `progress(done, total)` is called after each batch of images written.
+    `reading(step, bytes_read, file_bytes)` is called as the file is read before that, once per step
+    ("checking", "licenses", "taxa", "annotations"): on the 2 GB iNat24 file these take minutes.
     Raises InputError naming the record for any bad value.
     """
     path = Path(path)
@@ -120,11 +123,12 @@ def import_inat(
     if images_root is not None and not allowed_root(images_root):
         raise InputError(images_root, None, "the images root is not inside QUIRE_IMAGE_ROOTS; add it there first")
 
-    _prescan(path)
-    licenses = {license_id: name for license_id, name in _licenses(path)}
-    taxa = list(_taxa(path))
+    reading = reading or _quietly
+    _prescan(path, reading)
+    licenses = {license_id: name for license_id, name in _licenses(path, reading)}
+    taxa = list(_taxa(path, reading))
     taxon_ids = np.array(sorted(row[0] for row in taxa), dtype=np.int64)
-    annotated_ids, annotated_taxa = _annotations(path, taxon_ids)
+    annotated_ids, annotated_taxa = _annotations(path, taxon_ids, reading)
     total = len(annotated_ids)
 
     with transaction.atomic():
@@ -158,15 +162,23 @@ def import_inat(
 # iNat's records are at most four levels deep (document, section, record, a bbox list); allow slack
 # for brackets inside strings, which the byte scan below counts too.
 MAX_NESTING = 64
+# iNat's longest text (a rights holder, a file name) is a few hundred bytes, so no stretch of a real file
+# goes a megabyte without a quote; a file that does (the audit's 1 GB string on one line) would be parsed
+# into memory whole before any check could refuse it.
+MAX_VALUE_BYTES = 1 << 20
 _LONE_SURROGATE = re.compile(
     rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
     rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
 )
 
 
-def _prescan(path: Path, chunk_size: int = 16 << 20) -> None:
-    """Refuse, before any parsing, a document nested deeper than MAX_NESTING or holding an unpaired
-    \\ud800-\\udfff escape.
+def _quietly(step: str, bytes_read: int, file_bytes: int) -> None:
+    """A reading() callback that shows nothing."""
+
+
+def _prescan(path: Path, reading: Callable[[str, int, int], None] = _quietly, chunk_size: int = 16 << 20) -> None:
+    """Refuse, before any parsing, a document nested deeper than MAX_NESTING, holding a value longer
+    than MAX_VALUE_BYTES or an unpaired \\ud800-\\udfff escape.
 
     Why a byte scan and not the JSON parser: ijson keeps each value's full prefix ("images.item.
     item.item..."), so memory grows with the square of the depth (128 KB of nested arrays took
@@ -176,9 +188,13 @@ def _prescan(path: Path, chunk_size: int = 16 << 20) -> None:
     depth = 0
     offset = 0
     tail = b""
+    last_quote = 0
+    file_bytes = path.stat().st_size
     with _open(path) as handle:
         while chunk := handle.read(chunk_size):
+            reading("checking", _bytes_read(handle), file_bytes)
             data = np.frombuffer(chunk, dtype=np.uint8)
+            last_quote = _check_value_lengths(path, data, offset, last_quote)
             steps = (data == ord("[")).astype(np.int64) + (data == ord("{")) - (data == ord("]")) - (data == ord("}"))
             running = depth + np.cumsum(steps)
             if len(running) and running.max() > MAX_NESTING:
@@ -197,6 +213,22 @@ def _prescan(path: Path, chunk_size: int = 16 << 20) -> None:
                 )
             tail = window[-24:]
             offset += len(chunk)
+
+
+def _check_value_lengths(path: Path, data: np.ndarray, offset: int, last_quote: int) -> int:
+    """Refuse a stretch of more than MAX_VALUE_BYTES without a quote in this chunk (starting `offset`
+    bytes into the file; the previous quote was at `last_quote`). Returns the last quote's position."""
+    # The distance from each quote, and from the chunk's end, back to the quote before it.
+    quotes = offset + np.flatnonzero(data == ord('"'))
+    gaps = np.diff(np.append(quotes, offset + len(data)), prepend=last_quote)
+    if gaps.max() > MAX_VALUE_BYTES:
+        where = int(np.append(last_quote, quotes)[np.argmax(gaps)])
+        raise InputError(
+            path,
+            f"byte {where}",
+            f"a value runs over {MAX_VALUE_BYTES >> 20} MB; iNat metadata's longest text is a few hundred bytes",
+        )
+    return int(quotes[-1]) if len(quotes) else last_quote
 
 
 def _write_batch(path, writer: UpsertWriter, batch: list[tuple], seen: np.ndarray) -> int:
@@ -223,14 +255,26 @@ def _open(path: Path):
     return path.open("rb")
 
 
-def _items(path: Path, section: str) -> Iterator[tuple[int, dict]]:
+def _bytes_read(handle) -> int:
+    """How far into the file on disk a reader is (for .gz, the compressed bytes, to compare with its size)."""
+    return (handle.fileobj if isinstance(handle, gzip.GzipFile) else handle).tell()
+
+
+def _items(
+    path: Path, section: str, reading: Callable[[str, int, int], None] | None = None, step: str = ""
+) -> Iterator[tuple[int, dict]]:
     """Yield (position, record) for each record of one top-level list of the file."""
     handle = _open(path)
+    file_bytes = path.stat().st_size
     try:
         for index, record in enumerate(ijson.items(handle, f"{section}.item", use_float=True)):
             if not isinstance(record, dict):
                 raise InputError(path, f"{section}[{index}]", "each record must be a JSON object")
+            if reading and index % 10_000 == 0:
+                reading(step, _bytes_read(handle), file_bytes)
             yield index, record
+        if reading:
+            reading(step, file_bytes, file_bytes)
     except ijson.JSONError as error:
         # ijson reads ahead in 64 KB blocks, so the position is that close.
         message = _first_line(error)
@@ -253,17 +297,17 @@ def _first_line(error: Exception) -> str:
     return message.splitlines()[0] if message else type(error).__name__
 
 
-def _licenses(path: Path) -> Iterator[tuple[int, str]]:
-    for index, record in _items(path, "licenses"):
+def _licenses(path: Path, reading) -> Iterator[tuple[int, str]]:
+    for index, record in _items(path, "licenses", reading, "licenses"):
         try:
             yield required_int(record.get("id"), "id"), optional_text(record.get("name"), "name", 255)
         except BadValue as error:
             raise InputError(path, f"licenses[{index}]", str(error)) from None
 
 
-def _taxa(path: Path) -> Iterator[tuple]:
+def _taxa(path: Path, reading) -> Iterator[tuple]:
     seen = set()
-    for index, record in _items(path, "categories"):
+    for index, record in _items(path, "categories", reading, "taxa"):
         try:
             taxon_id = required_int(record.get("id"), "id", INT32)
             row = (
@@ -282,10 +326,10 @@ def _taxa(path: Path) -> Iterator[tuple]:
         yield row
 
 
-def _annotations(path: Path, taxon_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _annotations(path: Path, taxon_ids: np.ndarray, reading) -> tuple[np.ndarray, np.ndarray]:
     """Return (image ids sorted, their taxon ids): the map images are looked up in."""
     image_ids, category_ids = [], []
-    for index, record in _items(path, "annotations"):
+    for index, record in _items(path, "annotations", reading, "annotations"):
         try:
             image_id = required_int(record.get("image_id"), "image_id")
             category_id = required_int(record.get("category_id"), "category_id", INT32)

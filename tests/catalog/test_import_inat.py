@@ -55,6 +55,39 @@ def test_reads_gzip_and_reports_progress(tmp_path):
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)
 
 
+def test_reading_the_file_reports_progress_in_bytes_for_each_step(tmp_path):
+    # Before the images are written the file is read four times (minutes on the 2 GB iNat24 file):
+    # the audit's 1 GB file ran 300 s without a word.
+    path = tmp_path / "train.json.gz"
+    with gzip.open(path, "wt") as handle:
+        json.dump(inat_document(images=7), handle)
+    calls = []
+
+    import_inat(path, reading=lambda step, done, total: calls.append((step, done, total)))
+
+    size = path.stat().st_size  # compressed bytes, as the bar compares them with the file's size
+    assert list(dict.fromkeys(step for step, *_ in calls)) == ["checking", "licenses", "taxa", "annotations"]
+    assert all(total == size and 0 < done <= size for _, done, total in calls)
+    assert calls[-1] == ("annotations", size, size)
+
+
+def test_a_value_of_more_than_a_megabyte_is_refused_before_parsing(tmp_path, write_json):
+    import_inat(write_json(inat_document(images=3), "existing.json"))
+    before = database_snapshot()
+    path = tmp_path / "one-line.json"
+    # One line, a 2 MB file name: ijson would build the whole string before any check saw it.
+    head = b'{"licenses": [], "categories": [], "annotations": [], "images": [{"id": 1, "file_name": "'
+    path.write_bytes(head + b"a" * (2 << 20) + b'"}]}')
+
+    with pytest.raises(InputError) as failure:
+        import_inat(path)
+
+    assert str(failure.value) == (
+        f"{path}, byte {len(head) - 1}: a value runs over 1 MB; iNat metadata's longest text is a few hundred bytes"
+    )
+    assert database_snapshot() == before
+
+
 def test_running_twice_changes_nothing(write_json):
     path = write_json(inat_document(images=6))
     import_inat(path)

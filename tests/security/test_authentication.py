@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import MD5PasswordHasher
 from django.core.cache import cache
 from django.core.management import CommandError, call_command
-from rest_framework.throttling import UserRateThrottle
+from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 pytestmark = pytest.mark.django_db
 
@@ -62,22 +62,67 @@ def test_a_user_makes_and_revokes_their_key_on_a_page(client, ann):
 
 
 def test_api_requests_are_throttled_per_user(client, ann, monkeypatch):
-    # DRF checks permissions before throttles: anonymous calls are refused (403) before they cost
-    # anything; a logged-in user's calls are counted.
     monkeypatch.setattr(UserRateThrottle, "rate", "3/minute", raising=False)
     client.force_login(ann)
     answers = [client.get("/api/queries/").status_code for _ in range(5)]
     assert answers == [200, 200, 200, 429, 429]
 
 
-def test_repeated_wrong_passwords_lock_out_the_user_and_the_address(client, ann, settings):
+def test_anonymous_api_requests_are_throttled_before_they_are_refused(client, monkeypatch):
+    # DRF checks permissions before throttles: before the fix an anonymous flood got 403 forever.
+    monkeypatch.setattr(AnonRateThrottle, "rate", "3/minute", raising=False)
+    answers = [client.get("/api/queries/").status_code for _ in range(5)]
+    assert answers == [403, 403, 403, 429, 429]
+    assert client.get("/api/schema/").status_code == 429
+
+
+def test_wrong_passwords_lock_out_that_user_at_that_address_only(client, ann, settings):
     settings.AXES_ENABLED = True
     settings.AXES_FAILURE_LIMIT = 3
     for _ in range(2):
         assert client.post("/accounts/login/", {"username": "ann", "password": "wrong"}).status_code == 200
     assert client.post("/accounts/login/", {"username": "ann", "password": "wrong"}).status_code == 429
     locked = client.post("/accounts/login/", {"username": "ann", "password": "pw-ann-1"})
-    assert locked.status_code == 429 and "Too many failed logins" in locked.content.decode()
-    get_user_model().objects.create_user("bob", password="pw-bob-1")
-    assert client.post("/accounts/login/", {"username": "bob", "password": "pw-bob-1"}).status_code == 429
+    assert locked.status_code == 429 and "failed to log in too many times" in locked.content.decode()
     assert "_auth_user_id" not in client.session
+    # A colleague at the same address (a lab's NAT) who never failed still logs in.
+    bob = get_user_model().objects.create_user("bob", password="pw-bob-1")
+    assert client.post("/accounts/login/", {"username": "bob", "password": "pw-bob-1"}).status_code == 302
+    assert client.session["_auth_user_id"] == str(bob.pk)
+
+
+def _count_hashes(monkeypatch) -> list:
+    hashed = []
+    original = MD5PasswordHasher.verify
+    monkeypatch.setattr(MD5PasswordHasher, "verify", lambda self, *a: hashed.append(1) or original(self, *a))
+    monkeypatch.setattr(MD5PasswordHasher, "harden_runtime", lambda self, *a: hashed.append(1))
+    return hashed
+
+
+def test_an_address_trying_many_user_names_is_refused_before_hashing(client, ann, settings, monkeypatch):
+    settings.AXES_ENABLED = True
+    settings.QUIRE_LOGIN_ADDRESS_FAILURE_LIMIT = 4
+    hashed = _count_hashes(monkeypatch)
+    for name in ("ann", "bob", "cy", "dee"):  # four users, each failing once: no per-user lockout
+        assert client.post("/accounts/login/", {"username": name, "password": "guess"}).status_code == 200
+    hashes_so_far = len(hashed)
+    refused = client.post("/accounts/login/", {"username": "ann", "password": "pw-ann-1"})
+    assert refused.status_code == 429
+    assert "This address has failed to log in too many times" in refused.content.decode()
+    assert len(hashed) == hashes_so_far  # refused before any password was checked
+    assert client.post("/admin/login/", {"username": "ann", "password": "pw-ann-1"}).status_code == 429
+
+
+def test_a_burst_of_attempts_from_one_address_is_refused_before_hashing(client, ann, settings, monkeypatch):
+    settings.QUIRE_LOGIN_ATTEMPTS_PER_MINUTE = 3
+    hashed = _count_hashes(monkeypatch)
+    answers = [client.post("/accounts/login/", {"username": "ann", "password": "x"}).status_code for _ in range(5)]
+    assert answers == [200, 200, 200, 429, 429]
+    assert len(hashed) == 3
+    refused = client.post("/accounts/login/", {"username": "ann", "password": "pw-ann-1"})
+    assert "tried to log in too often" in refused.content.decode() and "Wait a minute" in refused.content.decode()
+    # Another address is not affected.
+    assert (
+        client.post("/accounts/login/", {"username": "ann", "password": "pw-ann-1"}, REMOTE_ADDR="10.0.0.9").status_code
+        == 302
+    )

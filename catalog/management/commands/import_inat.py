@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from catalog.cli import input_errors_as_command_errors, progress_bar
+from catalog.cli import input_errors_as_command_errors, progress_bar, reading_bar
 from catalog.importers import import_inat
 
 
@@ -15,6 +15,6 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=50_000, help="images written per batch")
 
     def handle(self, json_file, images_root, batch_size, **options):
-        with input_errors_as_command_errors(), progress_bar("images", "img") as progress:
-            result = import_inat(json_file, images_root, batch_size=batch_size, progress=progress)
+        with input_errors_as_command_errors(), reading_bar() as reading, progress_bar("images", "img") as progress:
+            result = import_inat(json_file, images_root, batch_size=batch_size, progress=progress, reading=reading)
         self.stdout.write(self.style.SUCCESS(f"Imported {json_file}: {result}."))

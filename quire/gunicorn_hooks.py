@@ -1,0 +1,22 @@
+"""Gunicorn's settings for Quire's web role (docker/entrypoint.sh: `--config python:quire.gunicorn_hooks`).
+
+Each worker loads Django's URLs, the search index and the CLIP text encoder once it has started, before it
+takes requests, instead of on its first request. QUIRE_WARM_UP=0 turns this off (a worker then starts in
+about a second and its first search pays instead).
+"""
+
+import os
+import time
+
+
+def post_worker_init(worker):
+    if os.environ.get("QUIRE_WARM_UP", "1") == "0":
+        return
+    started = time.monotonic()
+    from django.urls import get_resolver
+
+    from search.facade import warm_up
+
+    get_resolver().url_patterns  # noqa: B018 -- imports every view module (the admin's autodiscover too)
+    outcome = warm_up()
+    worker.log.info("worker %s: %s (%.1f s)", worker.pid, outcome, time.monotonic() - started)
