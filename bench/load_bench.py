@@ -6,11 +6,18 @@ it is emptied first), serves it with `gunicorn quire.wsgi -w 4` on 127.0.0.1, an
 threads for --seconds, each with its own session and CSRF token over plain HTTP keep-alive
 connections (http.client: nothing but this machine's loopback is ever addressed). Each annotator
 labels images of one shared pool of 200 (so they overlap), and now and then presses Submit over 20
-of them. Half-way, one gunicorn worker is killed with SIGKILL; gunicorn starts another.
+of them. Half-way, a fault (--fault):
+
+  worker     one gunicorn worker is killed with SIGKILL; gunicorn starts another (the default)
+  redis      the server runs with a Redis broker and cache (its own redis-server on a free port), which is
+             stopped for 10 s and started again
+  postgres   the PostgreSQL cluster is restarted (`pg_ctlcluster 15 main restart`: run as root, on a
+             machine whose cluster is yours to restart)
 
 Reported: requests per second; label saves' client-side and server-side (Server-Timing) p50 and p95;
-answers by status, and connection errors; labels whose final value is not the last acknowledged
-write (or one of the writes in flight with it); acknowledged changes without a history event.
+answers by status, and connection errors; writes acknowledged (200) and, of those, labels whose final value
+is not the last acknowledged write (or one of the writes in flight with it); acknowledged changes without a
+history event. The client does not retry: a 503 or a dropped connection is counted, not hidden.
 
 With --server URL it loads a server that runs already (the docker stack's web container: gunicorn with
 GUNICORN_WORKERS workers) and its database, as configured in this process's environment, instead: no
@@ -51,8 +58,10 @@ def percentile(values, q):
     return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))] if ordered else float("nan")
 
 
-def server_env(data_dir: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
+def server_env(data_dir: Path, redis_url: str = "") -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "CACHE_URL")}
+    if redis_url:
+        env.update({"CELERY_BROKER_URL": redis_url, "CACHE_URL": redis_url})
     env.update(
         {
             "QUIRE_DATA_DIR": str(data_dir),
@@ -179,8 +188,11 @@ def crowd(port: int, query_id: int, pool: list[int], users, seconds: float, kill
 
 def check(records, query_id):
     """Labels against acknowledged writes, and acknowledged changes against the history."""
+    from django.db import connection
+
     from annotator.models import Label, LabelEvent
 
+    connection.close()  # this process's connection may not have lived through the fault (a restart)
     writes = defaultdict(list)  # image -> [(sent, acked, value)]
     changes = []  # (user, image, value) acknowledged as changed
     for kind, user, body, status, sent, acked, _, _, data in records:
@@ -215,6 +227,7 @@ def main():
     parser.add_argument("--images", type=int, default=3000)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--server", help="load this running server (http://HOST:PORT) instead of starting one")
+    parser.add_argument("--fault", choices=["worker", "redis", "postgres"], default="worker")
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         sys.exit("Set DATABASE_URL to a scratch PostgreSQL database (it is emptied).")
@@ -230,15 +243,14 @@ def main():
     query = Query.objects.order_by("id").first()
     pool = [hit.image_id for hit in search(text=query.text, k=200)]
     users = sessions(args.annotators)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
+    redis = Redis() if args.fault == "redis" else None
     log(f"gunicorn with {args.workers} workers on 127.0.0.1:{port}")
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "quire.wsgi", "-w", str(args.workers), "-b", f"127.0.0.1:{port}",
-         "--timeout", "60", "--log-level", "warning"],
+        [sys.executable, "-m", "gunicorn", "quire.wsgi", "-c", "python:quire.gunicorn_hooks",
+         "-w", str(args.workers), "-b", f"127.0.0.1:{port}", "--timeout", "60", "--log-level", "warning"],
         cwd=ROOT,
-        env=server_env(data_dir),
+        env=server_env(data_dir, redis.url if redis else ""),
     )  # fmt: skip
     killed = []
 
@@ -246,23 +258,69 @@ def main():
         children = subprocess.run(["pgrep", "-P", str(server.pid)], capture_output=True, text=True).stdout.split()
         if children:
             os.kill(int(children[0]), signal.SIGKILL)
-            killed.append(int(children[0]))
+            killed.append(f"gunicorn worker {children[0]} killed")
             log(f"killed gunicorn worker {children[0]} with SIGKILL")
 
+    def restart_postgres():
+        log("restarting PostgreSQL")
+        subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", "15", "main", "restart"], check=True)
+        killed.append("postgres restarted")
+
+    def redis_away():
+        redis.stop()
+        log("Redis stopped for 10 s")
+        time.sleep(10)
+        redis.start()
+        killed.append("redis stopped 10 s")
+
+    fault = {"worker": kill_one_worker, "postgres": restart_postgres, "redis": redis_away}[args.fault]
+
     try:
-        for _ in range(60):
+        # Ready once a worker answers (each loads the index and the text encoder first: quire/gunicorn_hooks.py).
+        for _ in range(120):
             try:
-                http.client.HTTPConnection("127.0.0.1", port, timeout=2).request("GET", "/accounts/login/")
+                probe = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                probe.request("GET", "/accounts/login/")
+                probe.getresponse().read()
                 break
-            except OSError:
+            except (OSError, http.client.HTTPException):
                 time.sleep(0.5)
         # Baseline, same server and data: one annotator alone for 10 s (no kill).
         alone, _ = crowd(port, query.pk, pool, users[:1], 10, lambda: None)
-        records, elapsed = crowd(port, query.pk, pool, users, args.seconds, kill_one_worker)
+        records, elapsed = crowd(port, query.pk, pool, users, args.seconds, fault)
     finally:
         server.terminate()
         server.wait(timeout=30)
+        if redis:
+            redis.stop()
     report(args, records, alone, elapsed, query, killed)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Redis:
+    """A private redis-server on a free loopback port, so that stopping it disturbs nothing else."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process = None
+        self.start()
+
+    def start(self):
+        self.process = subprocess.Popen(
+            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+        )
+        time.sleep(0.5)
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
 
 
 def load_running_server(args):
@@ -306,7 +364,9 @@ def report(args, records, alone, elapsed, query, killed):
             "p95": percentile([r[7] for r in alone if r[0] == "save" and r[7] is not None], 95),
         },
         "submits_ok": sum(1 for r in records if r[0] == "submit" and r[3] == 200),
-        "workers_killed": len(killed),
+        "fault": killed,
+        "writes_acknowledged": sum(1 for r in records if r[3] == 200),
+        "refused_503": statuses.get("503", 0),
         "images_written": images,
         "labels_not_last_acknowledged": wrong,
         "acknowledged_changes_without_event": unrecorded,
