@@ -1,6 +1,5 @@
 """REST API: queries read-only; labels read/write through annotator.labels. (Taxa and images: catalog/api.py.)"""
 
-from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -84,18 +83,13 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         batch = LabelBatchSerializer(data=request.data)
         batch.is_valid(raise_exception=True)
         items = batch.validated_data["labels"]
-        written = 0
-        with transaction.atomic():
-            for item in items:
-                _, changed = labels.set_label(
-                    query_id=query.pk,
-                    image_id=item["image"].pk,
-                    value=item["value"],
-                    user=request.user,
-                    source=LabelSource.API,
-                )
-                written += changed
-        return Response({"written": written, "labels": len(items)})
+        saved = labels.set_labels(
+            query_id=query.pk,
+            changes=items,
+            user=request.user,
+            source=LabelSource.API,
+        )
+        return Response({"written": sum(s.changed for s in saved), "labels": len(items)})
 
     def get_queryset(self):
         queries = Query.objects.all()

@@ -9,7 +9,6 @@ from functools import wraps
 import numpy as np
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.http import (
     FileResponse,
     Http404,
@@ -34,8 +33,7 @@ from search.facade import SearchUnavailable, configured_spec, embed_image
 from . import labeling, labels, progress, rerank, selectors
 from .forms import ExampleUploadForm, TrackingForm
 from .models import GeneratedImage, LabelSource, LabelValue, Query, QueryExample
-
-MAX_LABELS_PER_SAVE = 1000  # a range selection or the undo of a Submit of 500 fits; more is a wrong client
+from .serializers import MAX_LABELS_PER_SAVE, LabelChangeSerializer, missing_images
 
 
 def json_login_required(view):
@@ -224,18 +222,18 @@ def _image_id(value) -> int:
     return image_id
 
 
-def _parse_change(item, source: str) -> tuple[int, str, int | None]:
-    if not isinstance(item, dict):
-        raise BadSave("each label must be an object with image and value.")
-    value = item.get("value")
-    if value not in (*LabelValue.values, ""):
-        raise BadSave(f"value must be one of {', '.join(LabelValue.values)} or empty (to clear), not {echo(value)}.")
-    lead_time_ms = item.get("lead_time_ms")
-    if lead_time_ms is not None and (
-        isinstance(lead_time_ms, bool) or not isinstance(lead_time_ms, int) or not 0 <= lead_time_ms < 2**31
-    ):
-        raise BadSave("lead_time_ms must be a whole number of milliseconds.")
-    return _image_id(item.get("image")), value, lead_time_ms
+def _changes(items: list) -> list[labels.LabelChange]:
+    """The page's labels read with the API's serializer; BadSave names the first wrong one."""
+    read = LabelChangeSerializer(data=items, many=True)
+    if read.is_valid():
+        return read.validated_data
+    found = read.errors  # DRF gives a dict of the wrong items' positions, or a list with {} for good ones
+    for position, errors in sorted(found.items()) if isinstance(found, dict) else enumerate(found):
+        if isinstance(errors, dict) and errors:
+            field, messages = next(iter(errors.items()))
+            where = f"labels[{position}]" if len(items) > 1 else "the label"
+            raise BadSave(f"{where}: {field}: {messages[0]}")
+    raise BadSave("each label must be an object with image and value.")
 
 
 @json_login_required
@@ -256,30 +254,17 @@ def save_label(request, query_id):
             raise BadSave("labels must be a non-empty list of {image, value} objects.")
         if len(items) > MAX_LABELS_PER_SAVE:
             raise BadSave(f"at most {MAX_LABELS_PER_SAVE} labels per request; send the rest in another.")
-        changes = [_parse_change(item, source) for item in items]
+        changes = _changes(items)
     except BadSave as error:
         return JsonResponse({"error": str(error)}, status=400)
-    wanted = {image_id for image_id, _, _ in changes}
-    if missing := sorted(wanted - set(Image.objects.filter(pk__in=wanted).values_list("id", flat=True))):
+    if missing := missing_images(changes):
         return JsonResponse({"error": f"No image {', '.join(map(str, missing[:5]))}."}, status=404)
-    saved = []
     try:
-        with transaction.atomic():
-            _save_changes(query, changes, request.user, source, saved)
+        results = labels.set_labels(query_id=query.pk, changes=changes, user=request.user, source=source)
     except labels.LabelRefused as refused:
         return JsonResponse({"error": str(refused)}, status=403)
+    saved = [{"image": r.image_id, "label": r.value, "changed": r.changed} for r in results]
     return JsonResponse({**saved[0], "saved": saved, "counts": selectors.label_counts(query)})
-
-
-def _save_changes(query: Query, changes, user, source: str, saved: list) -> None:
-    for image_id, value, lead_time_ms in changes:
-        if value:
-            _, changed = labels.set_label(
-                query_id=query.pk, image_id=image_id, value=value, user=user, source=source, lead_time_ms=lead_time_ms
-            )
-        else:
-            changed = labels.clear_label(query_id=query.pk, image_id=image_id, user=user, source=source)
-        saved.append({"image": image_id, "label": value, "changed": changed})
 
 
 @json_login_required

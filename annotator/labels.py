@@ -8,7 +8,9 @@ looked before deciding (`lead_time_ms`, sent by the labeling page), and which im
 wrote it (`import_batch`).
 """
 
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
@@ -53,40 +55,130 @@ def check_writable(query_ids: Iterable[int], user) -> None:
         raise LabelRefused(LOCKED_MESSAGE.format(id=first))
 
 
-def set_label(
-    *, query_id: int, image_id: int, value: str, user=None, source: str, lead_time_ms: int | None = None
-) -> tuple[Label, bool]:
-    """Set the label of one image for one query, recording the change.
+@dataclass(frozen=True)
+class LabelChange:
+    """One label an annotator sets: `value` "" clears it. `lead_time_ms`: how long they looked first."""
 
-    Returns (label, changed). Setting the value a label already has changes
-    nothing and writes no event. Concurrent writers: the later write wins and
-    both changes stay in the history (the row is locked while it is changed).
+    image_id: int
+    value: str
+    lead_time_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What became of one LabelChange: `changed` is False when the label already had that value."""
+
+    image_id: int
+    value: str
+    changed: bool
+
+
+def set_labels(*, query_id: int, changes: Sequence[LabelChange], user=None, source: str) -> list[Saved]:
+    """Set (or, with value "", clear) labels of one query, all in one transaction, recording each change.
+
+    The one write path for labels an annotator sets: the labeling page's saves and the API's, one label or
+    5,000, go through here. It reads every label concerned in one SELECT (locking the rows: concurrent
+    writers queue, the later write wins, both changes stay in the history) and writes with one statement per
+    kind of change. Changes apply in the order given, so an image listed twice ends with its last value and
+    both events. Returns one Saved per change, in order. Raises ValueError for a bad value, source or lead
+    time and LabelRefused (nothing written) when the lock or another annotator's label forbids a change.
     """
-    _check_value(value)
+    for change in changes:
+        if change.value:
+            _check_value(change.value)
+        _check_lead_time(change.lead_time_ms)
     _check_source(source)
-    lead_time_ms = _check_lead_time(lead_time_ms)
+    by_image: dict[int, list[LabelChange]] = defaultdict(list)
+    for change in changes:
+        by_image[change.image_id].append(change)
     with transaction.atomic(), recording_label_changes():
         check_writable([query_id], user)
-        label, created = Label.objects.select_for_update().get_or_create(
-            query_id=query_id, image_id=image_id, defaults={"value": value, "annotator": user}
-        )
-        old_value = "" if created else label.value
-        if not created and old_value == value:
-            return label, False
-        if not created:
-            label.value = value
-            label.annotator = user
-            label.save(update_fields=["value", "annotator", "updated_at"])
-        LabelEvent.objects.create(
+        stored = _lock(query_id, by_image)
+        plans = {image_id: _replay(stored.get(image_id), todo, user) for image_id, todo in by_image.items()}
+        created = [(image_id, plan.value) for image_id, plan in plans.items() if image_id not in stored and plan.value]
+        raced = {image_id for image_id, _ in created} - set(_insert_absent(query_id, created, user))
+        if raced:  # another writer created these since the SELECT: lock their rows and replay on them
+            stored.update(_lock(query_id, raced))
+            plans.update({image_id: _replay(stored[image_id], by_image[image_id], user) for image_id in raced})
+        _write_plans(query_id, stored, plans, user, source)
+    changed = {image_id: iter(plan.changed) for image_id, plan in plans.items()}
+    return [Saved(change.image_id, change.value, next(changed[change.image_id])) for change in changes]
+
+
+@dataclass
+class _Plan:
+    """One image's labels replayed in memory: its final value ("" for none), the events, and for each
+    change whether it changed anything."""
+
+    value: str
+    owner_id: int | None
+    events: list[tuple[str, str, int | None]]  # (old value, new value, lead time)
+    changed: list[bool]
+
+
+def _replay(label: Label | None, changes: list[LabelChange], user) -> _Plan:
+    plan = _Plan(label.value if label else "", label.annotator_id if label else None, [], [])
+    user_id = user.pk if user is not None else None
+    for change in changes:
+        if change.value == plan.value:
+            plan.changed.append(False)
+            continue
+        if not change.value and plan.owner_id not in (None, user_id) and not may_manage(user):
+            raise LabelRefused(
+                f"The label of image {change.image_id} is another annotator's: only staff may remove it "
+                "(you may set your own value instead)."
+            )
+        lead_time_ms = _check_lead_time(change.lead_time_ms) if change.value else None
+        plan.events.append((plan.value, change.value, lead_time_ms))
+        plan.changed.append(True)
+        plan.value, plan.owner_id = change.value, (user_id if change.value else None)
+    return plan
+
+
+def _lock(query_id: int, image_ids) -> dict[int, Label]:
+    """The stored labels of these images for the query, their rows locked until the transaction ends."""
+    found = Label.objects.select_for_update().filter(query_id=query_id, image_id__in=list(image_ids))
+    return {label.image_id: label for label in found}
+
+
+def _write_plans(query_id: int, stored: dict[int, Label], plans: dict[int, _Plan], user, source: str) -> None:
+    """Updates and removals of rows that existed (new rows are already inserted), and every event."""
+    now = timezone.now()
+    updated, removed = [], []
+    for image_id, plan in plans.items():
+        label = stored.get(image_id)
+        if label is None or not plan.events:
+            continue
+        if not plan.value:
+            removed.append(label.pk)
+        elif plan.value != label.value or label.annotator_id != (user.pk if user else None):
+            label.value, label.annotator, label.updated_at = plan.value, user, now  # bulk_update skips auto_now
+            updated.append(label)
+    Label.objects.bulk_update(updated, ["value", "annotator", "updated_at"], batch_size=ROWS_PER_STATEMENT // 4)
+    Label.objects.filter(pk__in=removed).delete()
+    LabelEvent.objects.bulk_create(
+        LabelEvent(
             query_id=query_id,
             image_id=image_id,
-            old_value=old_value,
-            new_value=value,
+            old_value=old,
+            new_value=new,
             user=user,
             source=source,
             lead_time_ms=lead_time_ms,
         )
-    return label, True
+        for image_id, plan in plans.items()
+        for old, new, lead_time_ms in plan.events
+    )
+
+
+def set_label(
+    *, query_id: int, image_id: int, value: str, user=None, source: str, lead_time_ms: int | None = None
+) -> tuple[Label, bool]:
+    """Set the label of one image for one query (set_labels with one change). Returns (label, changed)."""
+    (saved,) = set_labels(
+        query_id=query_id, changes=[LabelChange(image_id, value, lead_time_ms)], user=user, source=source
+    )
+    return Label.objects.get(query_id=query_id, image_id=image_id), saved.changed
 
 
 def clear_label(*, query_id: int, image_id: int, user=None, source: str) -> bool:
@@ -94,22 +186,8 @@ def clear_label(*, query_id: int, image_id: int, user=None, source: str) -> bool
 
     An annotator removes only their own labels (or unattributed ones); another annotator's label is
     removed by staff, or replaced by setting a value, which the history keeps as a change."""
-    _check_source(source)
-    with transaction.atomic(), recording_label_changes():
-        check_writable([query_id], user)
-        label = Label.objects.select_for_update().filter(query_id=query_id, image_id=image_id).first()
-        if label is None:
-            return False
-        if user is not None and label.annotator_id not in (None, user.pk) and not may_manage(user):
-            raise LabelRefused(
-                f"The label of image {image_id} is another annotator's: only staff may remove it "
-                "(you may set your own value instead)."
-            )
-        LabelEvent.objects.create(
-            query_id=query_id, image_id=image_id, old_value=label.value, new_value="", user=user, source=source
-        )
-        label.delete()
-    return True
+    (saved,) = set_labels(query_id=query_id, changes=[LabelChange(image_id, "")], user=user, source=source)
+    return saved.changed
 
 
 def clear_labels(labels: Iterable[Label], *, user=None, source: str) -> int:
@@ -207,12 +285,9 @@ def label_unlabeled(query_id: int, image_ids: Iterable[int], *, value: str, user
     _check_value(value)
     _check_source(source)
     image_ids = list(dict.fromkeys(int(image_id) for image_id in image_ids))
-    written: list[int] = []
-    rows_per_insert = ROWS_PER_STATEMENT // 6  # six parameters a row, within SQLite's 32,766
     with transaction.atomic(), recording_label_changes():
         check_writable([query_id], user)
-        for start in range(0, len(image_ids), rows_per_insert):
-            written += _insert_absent(query_id, image_ids[start : start + rows_per_insert], value, user)
+        written = _insert_absent(query_id, [(image_id, value) for image_id in image_ids], user)
         LabelEvent.objects.bulk_create(
             LabelEvent(query_id=query_id, image_id=image_id, old_value="", new_value=value, user=user, source=source)
             for image_id in written
@@ -221,27 +296,31 @@ def label_unlabeled(query_id: int, image_ids: Iterable[int], *, value: str, user
     return [image_id for image_id in image_ids if image_id in inserted]
 
 
-def _insert_absent(query_id: int, image_ids: list[int], value: str, user) -> list[int]:
-    """Insert a label for each image that has none for the query; return the ids inserted.
+def _insert_absent(query_id: int, rows: list[tuple[int, str]], user) -> list[int]:
+    """Insert a label (image id, value) for each image that has none for the query; return the ids
+    inserted (a row another writer inserted first is left alone).
 
     Django's bulk_create(ignore_conflicts=True) cannot say which rows it inserted, and the events
     must name exactly those, so this is one statement of SQL that PostgreSQL and SQLite (3.35 and
     later) both speak.
     """
-    if not image_ids:
-        return []
     table = connection.ops.quote_name(Label._meta.db_table)
     now = timezone.now()
     user_id = user.pk if user is not None else None
-    placeholders = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(image_ids))
-    parameters = [item for image_id in image_ids for item in (query_id, image_id, value, user_id, now, now)]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table} (query_id, image_id, value, annotator_id, created_at, updated_at) "
-            f"VALUES {placeholders} ON CONFLICT (query_id, image_id) DO NOTHING RETURNING image_id",
-            parameters,
-        )
-        return [row[0] for row in cursor.fetchall()]
+    inserted: list[int] = []
+    per_statement = ROWS_PER_STATEMENT // 6  # six parameters a row, within SQLite's 32,766
+    for start in range(0, len(rows), per_statement):
+        chunk = rows[start : start + per_statement]
+        placeholders = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(chunk))
+        parameters = [item for image_id, value in chunk for item in (query_id, image_id, value, user_id, now, now)]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} (query_id, image_id, value, annotator_id, created_at, updated_at) "
+                f"VALUES {placeholders} ON CONFLICT (query_id, image_id) DO NOTHING RETURNING image_id",
+                parameters,
+            )
+            inserted += [row[0] for row in cursor.fetchall()]
+    return inserted
 
 
 def _check_value(value: str) -> None:

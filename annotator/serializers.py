@@ -1,8 +1,9 @@
 from rest_framework import serializers
 
-from catalog.api_params import StrictPrimaryKeyRelatedField, echo
+from catalog.api_params import StrictPrimaryKeyRelatedField, echo, strict_id
 from catalog.models import Image
 
+from .labels import LabelChange
 from .models import Label, LabelValue, Query
 
 
@@ -13,7 +14,7 @@ class LabelValueField(serializers.ChoiceField):
         super().__init__(choices=LabelValue.choices, **kwargs)
 
     def to_internal_value(self, data):
-        if isinstance(data, str) and data in LabelValue.values:
+        if isinstance(data, str) and (data in LabelValue.values or (data == "" and self.allow_blank)):
             return data
         self.fail("invalid_choice", input=echo(data))
 
@@ -66,13 +67,65 @@ class CandidatesSerializer(serializers.Serializer):
     results = CandidateSerializer(many=True)
 
 
+# A range selection or the undo of a Submit of 500 fits; more is a wrong client.
+MAX_LABELS_PER_SAVE = 1000
+
+
+class ImageIdField(serializers.Field):
+    """An image id, checked in one query for the whole batch (LabelBatchSerializer), not one per label."""
+
+    default_error_messages = {"invalid": "Must be an image id (a whole number), not {input}."}
+
+    def to_internal_value(self, data):
+        if (image_id := strict_id(data)) is None:
+            self.fail("invalid", input=echo(data))
+        return image_id
+
+    def to_representation(self, value):
+        return value
+
+
+class MillisecondsField(serializers.Field):
+    """A JSON whole number of milliseconds, 0 to 2^31 - 1: not "2700", not 1.5, not true."""
+
+    default_error_messages = {"invalid": "Must be a whole number of milliseconds, not {input}."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int) or not 0 <= data < 2**31:
+            self.fail("invalid", input=echo(data))
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
 class LabelChangeSerializer(serializers.Serializer):
-    image = StrictPrimaryKeyRelatedField(queryset=Image.objects.all())
-    value = LabelValueField()
+    """One label as the labeling page and the API both send it."""
+
+    image = ImageIdField()
+    value = LabelValueField(allow_blank=True, help_text='"" removes the label')
+    lead_time_ms = MillisecondsField(required=False, allow_null=True, help_text="how long the image was looked at")
+
+    def to_internal_value(self, data):
+        item = super().to_internal_value(data)
+        return LabelChange(item["image"], item["value"], item.get("lead_time_ms"))
 
 
 class LabelBatchSerializer(serializers.Serializer):
-    labels = LabelChangeSerializer(many=True, allow_empty=False, max_length=5000)
+    """A batch of label changes of one query (labels.set_labels); every image must be in the collection."""
+
+    labels = LabelChangeSerializer(many=True, allow_empty=False, max_length=MAX_LABELS_PER_SAVE)
+
+    def validate_labels(self, changes: list[LabelChange]) -> list[LabelChange]:
+        if missing := missing_images(changes):
+            raise serializers.ValidationError(f"No image {', '.join(map(str, missing[:5]))} in the collection.")
+        return changes
+
+
+def missing_images(changes: list[LabelChange]) -> list[int]:
+    """The ids among `changes`' images that are not in the collection, in order (one query)."""
+    wanted = {change.image_id for change in changes}
+    return sorted(wanted - set(Image.objects.filter(pk__in=wanted).values_list("id", flat=True)))
 
 
 class LabelBatchResultSerializer(serializers.Serializer):

@@ -1,7 +1,7 @@
 import pytest
 from django.contrib.auth.models import User
 
-from annotator.labels import clear_label, set_label, set_labels_in_bulk
+from annotator.labels import LabelChange, LabelRefused, clear_label, set_label, set_labels, set_labels_in_bulk
 from annotator.models import Label, LabelEvent, Query
 from catalog.importers import import_inat
 from tests.factories import inat_document
@@ -92,3 +92,60 @@ def test_history_is_append_only(query):
     with pytest.raises(TypeError, match="append-only"):
         LabelEvent.objects.all().delete()
     assert LabelEvent.objects.get().new_value == "relevant"
+
+
+def test_a_batch_applies_in_order_and_records_every_change(query):
+    ann = User.objects.create(username="ann")
+    set_label(query_id=query.id, image_id=1003, value="unsure", user=ann, source="click")
+    changes = [
+        LabelChange(1000, "relevant", 900),
+        LabelChange(1001, "not_relevant"),
+        LabelChange(1000, "unsure", 400),  # the same image again: the later value wins, both recorded
+        LabelChange(1003, "unsure"),  # already so: not a change
+        LabelChange(1003, ""),  # cleared
+        LabelChange(1004, ""),  # no label to clear
+    ]
+    saved = set_labels(query_id=query.id, changes=changes, user=ann, source="keyboard")
+    assert [(s.image_id, s.value, s.changed) for s in saved] == [
+        (1000, "relevant", True),
+        (1001, "not_relevant", True),
+        (1000, "unsure", True),
+        (1003, "unsure", False),
+        (1003, "", True),
+        (1004, "", False),
+    ]
+    assert dict(Label.objects.filter(query=query).values_list("image_id", "value")) == {
+        1000: "unsure",
+        1001: "not_relevant",
+    }
+    assert history(query)[1:] == [
+        (1000, "", "relevant", "keyboard"),
+        (1000, "relevant", "unsure", "keyboard"),
+        (1001, "", "not_relevant", "keyboard"),
+        (1003, "unsure", "", "keyboard"),
+    ]
+    assert list(LabelEvent.objects.filter(image_id=1000).values_list("lead_time_ms", flat=True)) == [900, 400]
+
+
+def test_a_batch_of_500_costs_a_handful_of_statements(query, django_assert_max_num_queries):
+    # The page and the API used to call set_label once per item: a SELECT FOR UPDATE and more each.
+    ann = User.objects.create(username="ann")
+    set_labels(query_id=query.id, changes=[LabelChange(1000, "relevant")], user=ann, source="api")
+    many = [LabelChange(1000 + n % 5, ("relevant", "unsure", "not_relevant")[n % 3]) for n in range(500)]
+    # Savepoint, lock check, SELECT FOR UPDATE, INSERT, UPDATE, DELETE, and the events in bulk (SQLite's
+    # parameter limit may split those 500 rows in a few INSERTs).
+    with django_assert_max_num_queries(16):
+        saved = set_labels(query_id=query.id, changes=many, user=ann, source="api")
+    assert sum(s.changed for s in saved) == 500 - 1  # the first sets 1000 to what it was
+    assert LabelEvent.objects.count() == 1 + 499
+
+
+def test_a_refused_clear_in_a_batch_writes_nothing(query):
+    ann, bob = User.objects.create(username="ann"), User.objects.create(username="bob")
+    set_label(query_id=query.id, image_id=1000, value="relevant", user=ann, source="click")
+    before = history(query)
+    with pytest.raises(LabelRefused, match="image 1000 is another annotator's"):
+        set_labels(
+            query_id=query.id, changes=[LabelChange(1001, "relevant"), LabelChange(1000, "")], user=bob, source="click"
+        )
+    assert history(query) == before and Label.objects.filter(query=query).count() == 1
