@@ -210,7 +210,7 @@ def set_labels_in_bulk(
 ) -> int:
     """Give many (query_id, image_id) pairs the same label; returns how many labels changed.
 
-    Used by imports and by "Submit". All pairs land or none do. Pairs that
+    Used by the relevant-label import (annotator/importers.py). All pairs land or none do. Pairs that
     already carry `value` are left alone, so running the same import twice
     changes nothing. `import_batch` is recorded on every event written.
     """

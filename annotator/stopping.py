@@ -101,7 +101,7 @@ def trailing_not_relevant(values_in_rank_order) -> int:
 
 
 def tail_negativeness(values_in_rank_order) -> float | None:
-    """RMIR's tail-negativeness score over a ranked list of K labels (seed 004, "RMIR"):
+    """RMIR's tail-negativeness score over a ranked list of K labels (the RMIR paper; ../shared/docs/ANCHORS.md):
     TSR = (1/K) * sum over i = 1..K of the share of not-relevant labels among ranks i..K. Near 1 when
     the labels below the head are all negatives (the ranking has run dry); None with no label.
     Computed from the bottom in one pass."""

@@ -121,7 +121,7 @@ def replay(
     return result
 
 
-# --- a synthetic world, for tests and the benchmark (no CLIP weights exist on these machines) -------
+# --- a synthetic world with known answers, for tests and the benchmark: CLIP-shaped vectors, no weights needed
 
 
 @dataclass

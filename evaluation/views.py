@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django_htmx.http import HttpResponseClientRedirect
 
 from catalog.api_params import strict_id
 from quire import background
@@ -50,9 +51,7 @@ def scoring_status(request, scoring_id):
     job = get_object_or_404(Scoring, pk=scoring_id)
     scoring.resume_if_lost(job)
     if request.htmx and job.status == Scoring.Status.DONE:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = reverse("evaluation:report", args=[job.report_id])
-        return response
+        return HttpResponseClientRedirect(reverse("evaluation:report", args=[job.report_id]))
     return _scoring_page(request, job)
 
 

@@ -1,8 +1,9 @@
-"""A panel of judges (seed 004, RMIR): N vision-language judges (models, or one model with different
-prompts; 5 in the paper) each vote accept, reject or abstain on a candidate; the panel's pre-label is
-the majority vote and its confidence the majority's share of the panel. Pre-labels only propose: an
-annotator confirms each with one key, and only confirmed labels count as ground truth.
-"""
+"""A panel of judges (the RMIR paper's 5-judge panels; see ../shared/docs/ANCHORS.md).
+
+N vision-language judges (models, or one model with different prompts; 5 in the paper) each vote accept,
+reject or abstain on a candidate; the panel's pre-label is the majority vote and its confidence the majority's
+share of the panel. Pre-labels only propose: an annotator confirms each with one key, and only confirmed
+labels count as ground truth."""
 
 from collections import Counter
 from dataclasses import dataclass

@@ -1,7 +1,8 @@
-"""Structured reranking (seed 001, "Divide and Conquer"): a query is split into 2 or 3 visually
-verifiable yes/no sub-questions, written by a text model from the query and a short context; every
-candidate image is asked each sub-question in turn with its own earlier answers chained into the
-prompt, and its score is the mean of the P(yes) answers: S = (1/m) * sum over j of p_j.
+"""Structured reranking (Kumar, Vendrow and Beery, for INQUIRE; see ../shared/docs/ANCHORS.md).
+
+A query is split into 2 or 3 visually verifiable yes/no sub-questions, written by a text model from the query
+and a short context; every candidate image is asked each sub-question in turn with its own earlier answers
+chained into the prompt, and its score is the mean of the P(yes) answers: S = (1/m) * sum over j of p_j.
 
 The context and the questions are plain text staff can edit before a run (Query.context,
 Query.subquestions); a run with them set asks the text model nothing.

@@ -1,6 +1,8 @@
-"""Visualize-then-retrieve (seed 003, VisRet): a text model rewrites the query as what it looks like (at
-most 30 words: appearance, posture, action), an image generator draws it 3 times, each drawing is
-searched image-to-image, and the rankings are fused by reciprocal rank fusion with k = 1."""
+"""Visualize-then-retrieve (the VisRet paper; see ../shared/docs/ANCHORS.md).
+
+A text model rewrites the query as what it looks like (at most 30 words: appearance, posture, action), an
+image generator draws it 3 times, each drawing is searched image-to-image, and the rankings are fused by
+reciprocal rank fusion with k = 1."""
 
 from .text import TextModel
 
