@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import metrics as m
+from . import metrics as measures
 from .inputs import GroundTruth, Run
 
 DEFAULT_METRICS = ("ap", "ndcg", "mrr", "precision", "recall", "hit", "oracle_ap")
@@ -60,7 +60,7 @@ class Report:
         """Mean, standard error and bootstrap interval per metric (computed once: the tables and the JSON share it)."""
         if getattr(self, "_overall", None) is None:
             self._overall = {
-                name: m.mean_with_uncertainty([row[name] for row in self.scored()]) for name in self.metrics
+                name: measures.mean_with_uncertainty([row[name] for row in self.scored()]) for name in self.metrics
             }
         return self._overall
 
@@ -123,66 +123,35 @@ def evaluate(
     normaliser=None,
     ties: str = "average",
 ) -> Report:
+    """Score `run` against `truth`: one row per query of the metrics named, and the warnings a reader of
+    the table must see (queries missing on either side, queries with no positive, unjudged top images).
+
+    `protocol` "fullrank" scores each query's top `k` (default FULLRANK_K) against every relevant image of
+    the ground truth; "rerank" scores a run in the INQUIRE-Rerank layout against its own candidate sets,
+    over each query's whole candidate list unless `k` is given. `normaliser` is AP's denominator ("min" or
+    "r"; the protocol's by default) and `ties` how equal scores are ranked ("average" or "order").
+    Raises ValueError for an unknown protocol, metric or tie rule, or a k below 1.
+    """
     if protocol not in PROTOCOLS:
         raise ValueError(f"the protocol is fullrank or rerank, not {protocol!r}")
     if k is not None and k < 1:
         raise ValueError("k must be at least 1")
     metrics = tuple(metrics)
-    m.score_query([], 0, 1, metrics, ties=ties)  # unknown metric names and tie rules fail here, before any work
+    measures.score_query([], 0, 1, metrics, ties=ties)  # unknown metric names and tie rules fail here, first
     normaliser = normaliser or ("r" if protocol == "rerank" else "min")
     per_candidates = protocol == "rerank" and k is None
     k = k or FULLRANK_K
-    warnings = []
-    query_ids = truth.query_ids()
-    if protocol == "rerank":
-        if run.candidate_relevance is None:
-            raise ValueError("the rerank protocol needs a run in the INQUIRE-Rerank layout (with a relevant column)")
-        query_ids = sorted(run.candidate_relevance)  # the candidate sets define the queries
-    unknown = sorted(set(run.ranked) - set(query_ids))
-    if unknown:
-        warnings.append(
-            f"{len(unknown)} queries of the run are not in the ground truth and were ignored: {unknown[:10]}"
-        )
-    missing = [q for q in query_ids if q not in run.ranked]
-    if missing:
-        warnings.append(f"{len(missing)} queries have no entries in the run and score 0: {missing[:10]}")
+    query_ids, warnings = _queries(truth, run, protocol)
     rows = []
     for query_id in query_ids:
-        ranked = run.ranked.get(query_id, [])
-        query_k = k
-        if protocol == "rerank":
-            candidates = (run.candidate_relevance or {}).get(query_id, {})
-            positives = {image for image, relevant in candidates.items() if relevant}
-            query_k = max(1, len(candidates)) if per_candidates else k
-        else:
-            positives = truth.positives.get(query_id, set())
-        top = ranked[:query_k]
-        relevance = np.fromiter((image in positives for image, _ in top), dtype=np.float64, count=len(top))
-        scores = np.fromiter((score for _, score in top), dtype=np.float64, count=len(top))
-        R = len(positives)
-        row = {"query_id": query_id, "R": R, "retrieved": len(ranked)}
+        positives, query_k = _positives(truth, run, protocol, query_id, k, per_candidates)
+        row = {"query_id": query_id, "R": len(positives), "retrieved": len(run.ranked.get(query_id, []))}
         if per_candidates:
             row["k"] = query_k
-        if R:
-            row.update(m.score_query(relevance, R, query_k, metrics, normaliser, scores=scores, ties=ties))
-        else:
-            row.update({name: None for name in metrics}, no_positives=True)
+        row.update(_scores(run.ranked.get(query_id, []), positives, query_k, metrics, normaliser, ties))
         row.update({key: value for key, value in truth.queries.get(query_id, {}).items() if key})
         rows.append(row)
-    if empty := [row["query_id"] for row in rows if row.get("no_positives")]:
-        warnings.append(
-            f"{len(empty)} queries have no relevant image: their metrics are undefined and left out of the "
-            f"means: {empty[:10]}"
-        )
-    if protocol == "fullrank" and truth.judged:
-        unjudged = sum(
-            1
-            for query_id in query_ids
-            for image, _ in run.ranked.get(query_id, [])[:k]
-            if image not in truth.judged.get(query_id, ())
-        )
-        if unjudged:
-            warnings.append(f"{unjudged} images in the runs' top {k} were never labeled; they count as not relevant")
+    warnings += _coverage_warnings(truth, run, protocol, query_ids, rows, k)
     if per_candidates:
         k = max((row["k"] for row in rows), default=1)
     return Report(
@@ -197,6 +166,63 @@ def evaluate(
         normaliser=normaliser,
         k_is_candidates=per_candidates,
     )
+
+
+def _queries(truth: GroundTruth, run: Run, protocol: str) -> tuple[list, list[str]]:
+    """The queries scored (the ground truth's, or under rerank the run's candidate sets) and warnings
+    about the run's queries that are not among them or missing from the run."""
+    query_ids = truth.query_ids()
+    if protocol == "rerank":
+        if run.candidate_relevance is None:
+            raise ValueError("the rerank protocol needs a run in the INQUIRE-Rerank layout (with a relevant column)")
+        query_ids = sorted(run.candidate_relevance)  # the candidate sets define the queries
+    warnings = []
+    if unknown := sorted(set(run.ranked) - set(query_ids)):
+        warnings.append(
+            f"{len(unknown)} queries of the run are not in the ground truth and were ignored: {unknown[:10]}"
+        )
+    if missing := [q for q in query_ids if q not in run.ranked]:
+        warnings.append(f"{len(missing)} queries have no entries in the run and score 0: {missing[:10]}")
+    return query_ids, warnings
+
+
+def _positives(truth: GroundTruth, run: Run, protocol: str, query_id, k: int, per_candidates: bool):
+    """A query's relevant images and the depth it is scored to."""
+    if protocol != "rerank":
+        return truth.positives.get(query_id, set()), k
+    candidates = (run.candidate_relevance or {}).get(query_id, {})
+    positives = {image for image, relevant in candidates.items() if relevant}
+    return positives, (max(1, len(candidates)) if per_candidates else k)
+
+
+def _scores(ranked: list, positives: set, k: int, metrics, normaliser: str, ties: str) -> dict:
+    """One query's metrics over its top k; None for each (and no_positives) when it has no positive."""
+    if not positives:
+        return {**{name: None for name in metrics}, "no_positives": True}
+    top = ranked[:k]
+    relevance = np.fromiter((image in positives for image, _ in top), dtype=np.float64, count=len(top))
+    scores = np.fromiter((score for _, score in top), dtype=np.float64, count=len(top))
+    return measures.score_query(relevance, len(positives), k, metrics, normaliser, scores=scores, ties=ties)
+
+
+def _coverage_warnings(truth: GroundTruth, run: Run, protocol: str, query_ids, rows: list[dict], k: int) -> list[str]:
+    """Warnings about what the scores cannot see: queries with no positive, unjudged top images."""
+    warnings = []
+    if empty := [row["query_id"] for row in rows if row.get("no_positives")]:
+        warnings.append(
+            f"{len(empty)} queries have no relevant image: their metrics are undefined and left out of the "
+            f"means: {empty[:10]}"
+        )
+    if protocol == "fullrank" and truth.judged:
+        unjudged = sum(
+            1
+            for query_id in query_ids
+            for image, _ in run.ranked.get(query_id, [])[:k]
+            if image not in truth.judged.get(query_id, ())
+        )
+        if unjudged:
+            warnings.append(f"{unjudged} images in the runs' top {k} were never labeled; they count as not relevant")
+    return warnings
 
 
 def two_stage(first: Run, second: Run, top: int) -> Run:
@@ -228,7 +254,7 @@ def compare(a: Report, b: Report, metric: str = "ap") -> dict:
         "mean_b": float(b_values.mean()) if pairs else 0.0,
         "improved": float(np.mean(a_values > b_values)) if pairs else 0.0,
         "worse": float(np.mean(a_values < b_values)) if pairs else 0.0,
-        "p_value": m.paired_permutation_test(a_values, b_values),
+        "p_value": measures.paired_permutation_test(a_values, b_values),
         "per_query": [{"query_id": q, "a": x, "b": y, "difference": x - y} for q, x, y in pairs],
     }
 
@@ -239,7 +265,7 @@ def format_table(report: Report, group_by=()) -> str:
     def cell(name, value):
         if value is None:
             return "     –"
-        return f"{100 * value:6.1f}" if name in m.PERCENT_METRICS else f"{value:6.3f}"
+        return f"{100 * value:6.1f}" if name in measures.PERCENT_METRICS else f"{value:6.3f}"
 
     header = " ".join(f"{name:>9}" for name in report.metrics)
     lines = [

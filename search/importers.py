@@ -60,6 +60,17 @@ def import_clip_retrieval(
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(folder, None, "not a folder")
+    plan, dim = _check(folder)
+    try:
+        store = EmbeddingStore(root, model_name, dim)
+    except StoreMismatch as error:
+        raise InputError(folder, None, str(error)) from None
+    _write(store, plan, progress)
+    return EmbeddingsImported(files=len(plan), vectors=sum(len(ids) for _, ids, _ in plan), dim=dim)
+
+
+def _paired_files(folder: Path) -> list[tuple[Path, Path]]:
+    """(img_emb_N.npy, metadata_N.parquet) for each N, in order of N."""
     vectors_files = _numbered(folder / "img_emb", "img_emb_*.npy", folder)
     metadata_files = _numbered(folder / "metadata", "metadata_*.parquet", folder)
     if set(vectors_files) != set(metadata_files):
@@ -68,33 +79,19 @@ def import_clip_retrieval(
             None,
             f"img_emb files {sorted(vectors_files)} and metadata files {sorted(metadata_files)} are not numbered alike",
         )
+    return [(vectors_files[number], metadata_files[number]) for number in sorted(vectors_files)]
 
-    # Pass 1: read and check everything, map every path to an image.
-    plan = []  # (vectors path, image ids, taxon ids)
+
+def _check(folder: Path) -> tuple[list[tuple[Path, np.ndarray, np.ndarray]], int]:
+    """Pass 1: read and check every file and map every path to an image, writing nothing.
+    Returns the plan, (vectors file, image ids, taxon ids) per file, and the dimension."""
+    plan = []
     dim = None
     prefix = None
-    for number in sorted(vectors_files):
-        vectors_path, metadata_path = vectors_files[number], metadata_files[number]
-        try:
-            vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError) as error:
-            raise InputError(vectors_path, None, f"not a .npy array: {error}") from None
-        if vectors.ndim != 2 or vectors.dtype.kind != "f":
-            raise InputError(vectors_path, None, f"expected a 2-D float array, found {vectors.ndim}-D {vectors.dtype}")
-        if dim is not None and vectors.shape[1] != dim:
-            raise InputError(vectors_path, None, f"{vectors.shape[1]} dimensions, but the files before have {dim}")
+    for vectors_path, metadata_path in _paired_files(folder):
+        vectors = _vectors(vectors_path, dim)
         dim = vectors.shape[1]
-        try:
-            table = pq.read_table(metadata_path, columns=["image_path"])
-        except Exception as error:  # pyarrow raises ArrowInvalid, KeyError...: all mean "not the expected parquet"
-            raise InputError(
-                metadata_path, None, f"cannot read an image_path column: {str(error).splitlines()[0]}"
-            ) from None
-        paths = table.column("image_path").to_pylist()
-        if bad := next((row for row, path in enumerate(paths, start=1) if not isinstance(path, str) or not path), None):
-            raise InputError(
-                metadata_path, f"row {bad}", f"image_path must be a file path (text), not {paths[bad - 1]!r}"
-            )
+        paths = _image_paths(metadata_path)
         if len(paths) != len(vectors):
             raise InputError(
                 metadata_path, None, f"{len(paths)} rows, but {vectors_path.name} has {len(vectors)} vectors"
@@ -103,12 +100,36 @@ def import_clip_retrieval(
             prefix = _shared_prefix(paths[0], metadata_path)
         image_ids, taxon_ids = _match(paths, prefix, metadata_path)
         plan.append((vectors_path, image_ids, taxon_ids))
+    return plan, dim
 
-    # Pass 2: write one part per file, then fold them into the store.
+
+def _vectors(path: Path, dim: int | None) -> np.ndarray:
+    """A file's vectors, memory-mapped, checked to be a 2-D float array of `dim` columns (when known)."""
     try:
-        store = EmbeddingStore(root, model_name, dim)
-    except StoreMismatch as error:
-        raise InputError(folder, None, str(error)) from None
+        vectors = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise InputError(path, None, f"not a .npy array: {error}") from None
+    if vectors.ndim != 2 or vectors.dtype.kind != "f":
+        raise InputError(path, None, f"expected a 2-D float array, found {vectors.ndim}-D {vectors.dtype}")
+    if dim is not None and vectors.shape[1] != dim:
+        raise InputError(path, None, f"{vectors.shape[1]} dimensions, but the files before have {dim}")
+    return vectors
+
+
+def _image_paths(path: Path) -> list[str]:
+    """A metadata file's image_path column, every row a non-empty text."""
+    try:
+        table = pq.read_table(path, columns=["image_path"])
+    except Exception as error:  # pyarrow raises ArrowInvalid, KeyError...: all mean "not the expected parquet"
+        raise InputError(path, None, f"cannot read an image_path column: {str(error).splitlines()[0]}") from None
+    paths = table.column("image_path").to_pylist()
+    if bad := next((row for row, value in enumerate(paths, start=1) if not isinstance(value, str) or not value), None):
+        raise InputError(path, f"row {bad}", f"image_path must be a file path (text), not {paths[bad - 1]!r}")
+    return paths
+
+
+def _write(store: EmbeddingStore, plan, progress) -> None:
+    """Pass 2: one part per file, then folded into the store; a failure leaves no part behind."""
     total = sum(len(ids) for _, ids, _ in plan)
     written, parts = 0, []
     try:
@@ -126,7 +147,6 @@ def import_clip_retrieval(
             part.unlink(missing_ok=True)
         raise
     store.consolidate()
-    return EmbeddingsImported(files=len(plan), vectors=total, dim=dim)
 
 
 def _shared_prefix(path: str, where: Path) -> str:
