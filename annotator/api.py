@@ -7,7 +7,8 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from catalog.api_params import (
+from catalog.facade import UnknownTaxon, species_for_all
+from common.api_params import (
     BAD_PARAMETERS,
     NOT_FOUND,
     ByIdCursorPagination,
@@ -15,7 +16,6 @@ from catalog.api_params import (
     int_list_param,
     int_param,
 )
-from catalog.taxa import UnknownTaxon, species_for_all
 from quire.database import retry_once_if_dropped
 from search.facade import STRATEGIES, SearchUnavailable
 

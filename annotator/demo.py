@@ -19,8 +19,8 @@ from django.db import transaction
 from PIL import Image as PILImage
 from PIL import ImageDraw
 
-from catalog.files import write_atomically
-from catalog.importers import import_inat
+from catalog.facade import import_inat
+from common.files import write_atomically
 
 from .models import Query
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from django.db import connection
 from django.db.models import F
 
-from catalog.files import atomic_path
 from catalog.models import ROWS_PER_STATEMENT
+from common.files import atomic_path
 
 from .models import Label, LabelValue, Query
 

@@ -6,7 +6,7 @@ from django.core.files.base import ContentFile
 from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
-from catalog.formats import RASTER_TYPES
+from common.formats import RASTER_TYPES
 
 from .models import MAX_QUERY_TEXT, Query, QueryExample, normalised_text
 

@@ -11,7 +11,9 @@ from pathlib import Path, PurePosixPath
 from django.core.management.color import no_style
 from django.db import connection, transaction
 
-from catalog.importers.values import (
+from catalog.models import ROWS_PER_STATEMENT, Image, Taxon
+from common.inputs import InputError, read_csv
+from common.values import (
     INT32,
     BadValue,
     image_file_name,
@@ -20,8 +22,6 @@ from catalog.importers.values import (
     required_int,
     required_text,
 )
-from catalog.inputs import InputError, read_csv
-from catalog.models import ROWS_PER_STATEMENT, Image, Taxon
 
 from .labels import set_labels_in_bulk
 from .models import ImportBatch, LabelSource, LabelValue, Query

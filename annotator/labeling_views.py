@@ -21,12 +21,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from catalog import taxa
-from catalog.api_params import BadJson, echo, parse_json, strict_id
-from catalog.formats import RASTER_TYPES
+from catalog import facade as taxa  # describe, species_for, UnknownTaxon
 from catalog.models import Image
-from lmm.scoring import ModelUnavailable
-from quire.background import QueueUnavailable
+from common.api_params import BadJson, echo, parse_json, strict_id
+from common.background import QueueUnavailable
+from common.formats import RASTER_TYPES
+from lmm.facade import ModelUnavailable
 from quire.database import retry_once_if_dropped
 from search.facade import SearchUnavailable, configured_spec, embed_image
 

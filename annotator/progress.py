@@ -170,7 +170,7 @@ def with_runs(queries, *, inline_labels: int | None = None) -> list[Query]:
         finished = query.run_met or query.status == Query.Status.DONE
         query.done_percent = 100 if finished else round(100 * min(query.run or 0, RUN_GOAL) / RUN_GOAL)
     if pending:
-        from quire import background
+        from common import background
 
         from .tasks import refresh_progress
 

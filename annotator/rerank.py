@@ -15,19 +15,21 @@ from django.db import transaction
 from django.utils import timezone
 from PIL import Image as PILImage
 
+from catalog.facade import NotServable, original_file
 from catalog.models import Image
-from catalog.thumbnails import NotServable, original_file
-from lmm import panel, structured, visret
-from lmm.scoring import (
+from common import background
+from lmm.facade import (
     ImageInput,
     ModelUnavailable,
     configured_image_generator,
     configured_panel,
     configured_scorer,
     configured_text_model,
+    panel,
     score_images,
+    structured,
+    visret,
 )
-from quire import background
 from search.facade import SearchUnavailable, configured_spec, embed_image, fuse_rankings, rank, search
 
 from .models import GeneratedImage, PreLabel, Query, RerankJob, RerankScore
@@ -309,3 +311,18 @@ def latest_prelabels(query: Query) -> dict:
     """{image id: PreLabel} from the query's last finished judge panel."""
     job = query.rerank_jobs.filter(method="judges", status=RerankJob.Status.DONE).first()
     return {} if job is None else {p.image_id: p for p in job.prelabels.all()}
+
+
+def ranking_by(query: Query, method: str, *, top: int, depth: int) -> list[tuple[int, float]]:
+    """The head of `query`'s ranking by a model method, run in this process (evaluation's runs of a method):
+    yesno and structured rerank the CLIP top `top`; judges orders it by the panel's verdicts; visret fuses
+    the searches of its drawings (to `depth`). Raises ModelUnavailable, SearchUnavailable, or ValueError
+    when the job fails."""
+    if method in METHODS:
+        return rerank(query, top=top, method=method).ranking
+    job = run_job(RerankJob.objects.create(query=query, method=method, model="", top=top).pk)
+    if job.status != RerankJob.Status.DONE:
+        raise ValueError(f"{method} failed on query {query.pk}: {job.error}")
+    if method == "visret":
+        return visret_ranking(query, exclude_ids=(), depth=depth)[0]
+    return panel_ranking(job.prelabels.all())

@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
-from catalog.api_params import StrictPrimaryKeyRelatedField, echo, strict_id
 from catalog.models import Image
+from common.api_params import StrictPrimaryKeyRelatedField, echo, strict_id
 
 from .labels import LabelChange
 from .models import Label, LabelValue, Query

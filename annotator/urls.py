@@ -1,33 +1,6 @@
 from django.urls import path
-from rest_framework.reverse import reverse
-from rest_framework.routers import DefaultRouter
 
-from catalog import api as catalog_api
-
-from . import api, labeling_views, views
-
-
-class QuireRouter(DefaultRouter):
-    """DRF's router whose root page also links the OpenAPI schema and its browsable docs."""
-
-    class APIRootView(DefaultRouter.APIRootView):
-        """Quire's REST API. Log in with a session; the docs list every endpoint, its parameters and its answers."""
-
-        def get(self, request, *args, **kwargs):
-            response = super().get(request, *args, **kwargs)
-            response.data = {
-                **response.data,
-                "schema": reverse("api-schema", request=request),
-                "docs": reverse("api-docs", request=request),
-            }
-            return response
-
-
-router = QuireRouter()
-router.register("queries", api.QueryViewSet, basename="query")
-router.register("taxa", catalog_api.TaxonViewSet, basename="taxon")
-router.register("images", catalog_api.ImageViewSet, basename="image")
-router.register("labels", api.LabelViewSet, basename="label")
+from . import labeling_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),

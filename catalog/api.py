@@ -5,7 +5,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import viewsets
 
-from .api_params import BAD_PARAMETERS, NOT_FOUND, ByIdCursorPagination, int_param, text_param
+from common.api_params import BAD_PARAMETERS, NOT_FOUND, ByIdCursorPagination, int_param, text_param
+
 from .models import Image, Taxon
 from .serializers import ImageSerializer, TaxonSerializer
 

@@ -13,8 +13,9 @@ from pathlib import Path
 from django.conf import settings
 from PIL import Image as PILImage
 
-from .files import atomic_path
-from .formats import IMAGE_EXTENSIONS, RASTER_TYPES
+from common.files import atomic_path
+from common.formats import IMAGE_EXTENSIONS, RASTER_TYPES
+
 from .models import Image
 
 THUMBNAIL_SIZE = 256  # px on the long side: four columns of a grid on a laptop screen, sharp on HiDPI

@@ -23,7 +23,7 @@ line-by-line readers here read everything else, so that they can name the line t
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from catalog.inputs import WHOLE_NUMBER, CsvFile, InputError, not_a_whole_number
+from common.inputs import WHOLE_NUMBER, CsvFile, InputError, not_a_whole_number
 
 from . import columnar
 

@@ -33,8 +33,8 @@ def run_from_method(truth: GroundTruth, method: str, *, depth: int, top: int = 1
     Raises ModelUnavailable, SearchUnavailable, or ValueError naming queries Quire does not have."""
     if method == "clip":
         return run_from_model(truth, depth=depth)
-    from annotator import rerank as reranking
-    from annotator.models import Query, RerankJob
+    from annotator.facade import ranking_by
+    from annotator.models import Query
 
     queries = Query.objects.in_bulk(truth.query_ids())
     if missing := [q for q in truth.query_ids() if q not in queries]:
@@ -44,16 +44,7 @@ def run_from_method(truth: GroundTruth, method: str, *, depth: int, top: int = 1
     ranked = {}
     for number, (query_id, query) in enumerate(sorted(queries.items()), start=1):
         clip = [(hit.image_id, hit.score) for hit in search(text=query.text, k=max(depth, top))]
-        if method in reranking.METHODS:
-            head = reranking.rerank(query, top=top, method=method).ranking
-        else:
-            job = reranking.run_job(RerankJob.objects.create(query=query, method=method, model="", top=top).pk)
-            if job.status != RerankJob.Status.DONE:
-                raise ValueError(f"{method} failed on query {query_id}: {job.error}")
-            if method == "visret":
-                head = reranking.visret_ranking(query, exclude_ids=(), depth=depth)[0]
-            else:
-                head = reranking.panel_ranking(job.prelabels.all())
+        head = ranking_by(query, method, top=top, depth=depth)
         seen = {image_id for image_id, _ in head}
         # Scores below the head are shifted under its lowest, so that a run sorted by score keeps this order.
         floor = min((score for _, score in head), default=0.0) - 1.0

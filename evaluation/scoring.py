@@ -17,7 +17,7 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
-from quire import background
+from common import background
 
 from .inputs import GroundTruth, qrels_from_database, read_qrels, read_queries, read_run
 from .models import SavedReport, SavedRun, Scoring

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from annotator.stopping import DEPTH, cross_fitted
+from annotator.facade import DEPTH, cross_fitted
 from search.facade import strategy_vector
 
 TARGETS = (0.5, 0.9, 0.95)

@@ -9,8 +9,8 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
-from catalog.api_params import strict_id
-from quire import background
+from common import background
+from common.api_params import strict_id
 
 from . import plots, scoring
 from .forms import EvaluateForm

@@ -267,7 +267,7 @@ REST_FRAMEWORK = {
         # Basic: it ran the password hash (about a second of CPU) for any header, even an unknown user's.
         "rest_framework.authentication.TokenAuthentication",
     ],
-    # Anonymous requests are counted by the first permission (catalog.api_params.AnonymousRateFirst):
+    # Anonymous requests are counted by the first permission (common.api_params.AnonymousRateFirst):
     # DRF's throttles run after the permissions, which refuse anonymous requests first.
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
@@ -275,17 +275,17 @@ REST_FRAMEWORK = {
         "user": os.environ.get("QUIRE_API_RATE_USER", "6000/minute"),
     },
     "DEFAULT_PERMISSION_CLASSES": [
-        "catalog.api_params.AnonymousRateFirst",
+        "common.api_params.AnonymousRateFirst",
         "rest_framework.permissions.IsAuthenticated",
     ],
     # JSON bounded in size and depth before parsing (catalog/api_params.py); forms as DRF has them.
     "DEFAULT_PARSER_CLASSES": [
-        "catalog.api_params.BoundedJSONParser",
+        "common.api_params.BoundedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "catalog.api_params.BoundedLimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "common.api_params.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
 }
 
@@ -294,7 +294,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Queries, taxa and images (read-only) and labels (read/write) of a Quire project.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["catalog.api_params.AnonymousRateFirst", "rest_framework.permissions.IsAuthenticated"],
+    "SERVE_PERMISSIONS": ["common.api_params.AnonymousRateFirst", "rest_framework.permissions.IsAuthenticated"],
     # The docs pages' JavaScript comes from drf-spectacular-sidecar, served with Quire's static files.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -6,7 +6,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from annotator import views as annotator_views
-from annotator.urls import router as api_router
+from quire.api import router as api_router
 
 # The admin registers its models when the URLs load (SimpleAdminConfig in settings), not in every process
 # Django starts: commands like evaluate then skip importing every app's admin (bench/eval_bench.py).

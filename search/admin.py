@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from django.shortcuts import redirect
 from django.urls import path
 
-from quire import background
+from common import background
 
 from . import jobs, tasks
 from .exceptions import WeightsUnavailable

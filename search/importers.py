@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from catalog.inputs import InputError
 from catalog.models import Image
+from common.inputs import InputError
 
 from .store import NO_TAXON, EmbeddingStore, StoreMismatch
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from catalog.files import write_atomically
+from common.files import write_atomically
 
 from .exceptions import NoIndex
 from .results import Hit

@@ -20,8 +20,8 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from catalog.facade import NotServable, contained_path
 from catalog.models import Image
-from catalog.thumbnails import NotServable, contained_path
 
 from .exceptions import NoIndex, StoreMismatch, WeightsUnavailable
 from .models import ChunkStatus, EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus

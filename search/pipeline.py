@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from PIL import Image as PILImage
 
-from catalog.formats import RASTER_TYPES
+from common.formats import RASTER_TYPES
 
 from .clip import ClipEmbedder
 

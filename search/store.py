@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from catalog.files import atomic_path, write_atomically
+from common.files import atomic_path, write_atomically
 
 from .exceptions import StoreMismatch
 from .spec import model_slug

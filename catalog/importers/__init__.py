@@ -1,10 +1,11 @@
 """Importers of the collection: plain functions that read a file and write taxa and images, all or nothing.
 
-Each raises catalog.inputs.InputError (one line: file, place, problem) and leaves the
+Each raises common.inputs.InputError (one line: file, place, problem) and leaves the
 database unchanged when the file cannot be imported.
 """
 
-from ..inputs import InputError
+from common.inputs import InputError
+
 from .folder import import_folder
 from .inat import import_inat
 

@@ -15,11 +15,12 @@ import PIL.Image
 from django.db import transaction
 from django.db.models import Max
 
-from ..formats import IMAGE_EXTENSIONS, RASTER_TYPES
-from ..inputs import InputError
+from common.formats import IMAGE_EXTENSIONS, RASTER_TYPES
+from common.inputs import InputError
+from common.values import BadValue
+
 from ..models import ROWS_PER_STATEMENT, Image, ImageRoot, Taxon
 from ..thumbnails import allowed_root
-from .values import BadValue
 
 
 @dataclass

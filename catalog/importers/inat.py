@@ -24,10 +24,8 @@ import ijson
 import numpy as np
 from django.db import transaction
 
-from ..inputs import InputError
-from ..models import Image, ImageRoot, Taxon
-from ..thumbnails import allowed_root
-from .values import (
+from common.inputs import InputError
+from common.values import (
     INT32,
     BadValue,
     image_file_name,
@@ -38,6 +36,9 @@ from .values import (
     required_int,
     required_text,
 )
+
+from ..models import Image, ImageRoot, Taxon
+from ..thumbnails import allowed_root
 from .writers import UpsertWriter
 
 TAXON_FIELDS = [

@@ -320,7 +320,7 @@ def test_a_large_projects_dashboard_answers_at_once_and_fills_in_from_the_backgr
     the page for 40 s): the row says "computing", the background thread computes and caches them, and the
     next visit shows them."""
     from annotator import progress
-    from quire import background
+    from common import background
 
     query = labeling["query"]
     client.force_login(labeling["admin"])

@@ -5,9 +5,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from common import background
 from evaluation import forms
 from evaluation.models import SavedReport, SavedRun, Scoring
-from quire import background
 
 from .test_evaluate import QRELS, QUERIES
 

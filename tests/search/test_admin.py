@@ -1,7 +1,7 @@
 import pytest
 from django.contrib.auth import get_user_model
 
-from quire import background
+from common import background
 from search.models import EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
 from tests.factories import make_collection
 

@@ -10,10 +10,10 @@ from rest_framework.test import APIClient
 
 from annotator.importers import import_queries
 from annotator.models import Query
-from catalog.api_params import MAX_JSON_DEPTH, json_depth
 from catalog.importers import import_inat
-from catalog.inputs import InputError
 from catalog.models import Image
+from common.api_params import MAX_JSON_DEPTH, json_depth
+from common.inputs import InputError
 from evaluation.inputs import read_queries
 from tests.factories import database_snapshot, inat_document
 

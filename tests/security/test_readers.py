@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from annotator.importers import import_annotations, import_queries
 from catalog.importers import InputError, import_folder, import_inat
-from catalog.inputs import CsvFile
+from common.inputs import CsvFile
 from evaluation.inputs import read_qrels, read_queries, read_run
 from search.importers import import_clip_retrieval
 from search.spec import store_root

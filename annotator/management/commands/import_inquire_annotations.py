@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 
 from annotator.importers import import_annotations
-from catalog.cli import input_errors_as_command_errors
+from common.cli import input_errors_as_command_errors
 
 
 class Command(BaseCommand):

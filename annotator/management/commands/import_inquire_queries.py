@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand
 
 from annotator.importers import import_queries
 from annotator.models import Query
-from catalog.cli import input_errors_as_command_errors
+from common.cli import input_errors_as_command_errors
 
 
 class Command(BaseCommand):

@@ -4,8 +4,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotator.models import Query
 from annotator.rerank import DEFAULT_TOP, METHODS, plan_for, rerank
-from catalog.cli import progress_bar
-from lmm.scoring import ModelUnavailable
+from common.cli import progress_bar
+from lmm.facade import ModelUnavailable
 from search.facade import SearchUnavailable
 
 

@@ -3,8 +3,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.models import Label
+from catalog.facade import UnknownTaxon, species_for_all
 from catalog.models import Taxon
-from catalog.taxa import UnknownTaxon, species_for_all
 from search.facade import SearchUnavailable, configured_spec, search
 
 

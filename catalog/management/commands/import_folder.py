@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from catalog.cli import input_errors_as_command_errors
 from catalog.importers import import_folder
+from common.cli import input_errors_as_command_errors
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from catalog.files import write_atomically
+from common.files import write_atomically
 from evaluation import metrics as m
 from evaluation.inputs import GroundTruth, InputError, qrels_from_database, read_qrels, read_queries, read_run
 from evaluation.report import DEFAULT_METRICS, compare, evaluate, format_table, two_stage
@@ -124,7 +124,7 @@ class Command(BaseCommand):
 
     def _run(self, path, options, truth):
         if options["from_model"] and path is None:
-            from lmm.scoring import ModelUnavailable
+            from lmm.facade import ModelUnavailable
 
             try:
                 run = run_from_method(

@@ -3,10 +3,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.facade import recall_estimate
 from annotator.models import Query
-from annotator.progress import recall_estimate
-from catalog.cli import progress_bar
-from catalog.files import write_atomically
+from common.cli import progress_bar
+from common.files import write_atomically
 from evaluation import plots, simulation
 from evaluation.inputs import InputError, read_qrels
 from evaluation.models import SavedSimulation

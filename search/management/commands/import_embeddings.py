@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from catalog.cli import input_errors_as_command_errors, progress_bar
+from common.cli import input_errors_as_command_errors, progress_bar
 from search import jobs
 from search.importers import import_clip_retrieval
 from search.spec import configured_spec, store_root

@@ -3,8 +3,8 @@
 import datetime
 import math
 
-from ..formats import IMAGE_EXTENSIONS
-from ..inputs import WHOLE_NUMBER, not_a_whole_number
+from common.formats import IMAGE_EXTENSIONS
+from common.inputs import WHOLE_NUMBER, not_a_whole_number
 
 
 class BadValue(ValueError):

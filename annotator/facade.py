@@ -1,0 +1,18 @@
+"""The labeling app's one public door. Code outside annotator/ imports from here, or annotator.models.
+
+    from annotator.facade import cross_fitted, ranking_by, recall_estimate
+
+Importing it is cheap: the model jobs (annotator.rerank, lmm) load on the first ranking_by.
+"""
+
+from .progress import recall_estimate
+from .stopping import DEPTH, cross_fitted
+
+__all__ = ["DEPTH", "cross_fitted", "ranking_by", "recall_estimate"]
+
+
+def ranking_by(query, method: str, *, top: int, depth: int) -> list[tuple[int, float]]:
+    """The head of `query`'s ranking by a model method, run in this process: annotator.rerank.ranking_by."""
+    from .rerank import ranking_by as run
+
+    return run(query, method, top=top, depth=depth)

@@ -1,0 +1,31 @@
+"""Quire's REST API: one router for every app's viewsets, wired here in the project (apps know only
+their own endpoints)."""
+
+from rest_framework.reverse import reverse
+from rest_framework.routers import DefaultRouter
+
+from annotator.api import LabelViewSet, QueryViewSet
+from catalog.api import ImageViewSet, TaxonViewSet
+
+
+class QuireRouter(DefaultRouter):
+    """DRF's router whose root page also links the OpenAPI schema and its browsable docs."""
+
+    class APIRootView(DefaultRouter.APIRootView):
+        """Quire's REST API. Log in with a session; the docs list every endpoint, its parameters and its answers."""
+
+        def get(self, request, *args, **kwargs):
+            response = super().get(request, *args, **kwargs)
+            response.data = {
+                **response.data,
+                "schema": reverse("api-schema", request=request),
+                "docs": reverse("api-docs", request=request),
+            }
+            return response
+
+
+router = QuireRouter()
+router.register("queries", QueryViewSet, basename="query")
+router.register("taxa", TaxonViewSet, basename="taxon")
+router.register("images", ImageViewSet, basename="image")
+router.register("labels", LabelViewSet, basename="label")
