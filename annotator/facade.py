@@ -5,13 +5,14 @@
 Importing it is cheap: the model jobs (annotator.rerank, lmm) load on the first ranking_by.
 """
 
+from .models import Query
 from .progress import recall_estimate
 from .stopping import DEPTH, cross_fitted
 
 __all__ = ["DEPTH", "cross_fitted", "ranking_by", "recall_estimate"]
 
 
-def ranking_by(query, method: str, *, top: int, depth: int) -> list[tuple[int, float]]:
+def ranking_by(query: Query, method: str, *, top: int, depth: int) -> list[tuple[int, float]]:
     """The head of `query`'s ranking by a model method, run in this process: annotator.rerank.ranking_by."""
     from .rerank import ranking_by as run
 

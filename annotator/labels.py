@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
 from django.utils import timezone
@@ -19,6 +20,9 @@ from django.utils import timezone
 from catalog.models import ROWS_PER_STATEMENT
 
 from .models import ImportBatch, Label, LabelEvent, LabelSource, LabelValue, Query, recording_label_changes
+
+# Who writes: a user (an annotator, staff), or None for the system itself (an import, a command).
+Writer = User | None  # settings.AUTH_USER_MODEL is Django's User
 
 # A decision that took longer than a day is a tab left open, not a lead time.
 MAX_LEAD_TIME_MS = 24 * 3600 * 1000
@@ -34,16 +38,16 @@ class LabelRefused(PermissionDenied):
     DRF (it turns Django's PermissionDenied into a 403 that keeps the message)."""
 
 
-def may_manage(user) -> bool:
+def may_manage(user: Writer) -> bool:
     return user is not None and user.has_perm(MANAGE_QUERIES)
 
 
-def locked_for(query: Query, user) -> bool:
+def locked_for(query: Query, user: Writer) -> bool:
     """Whether `user` is held off `query`'s labels by its lock (what the pages show as locked)."""
     return query.locked and not may_manage(user)
 
 
-def check_writable(query_ids: Iterable[int], user) -> None:
+def check_writable(query_ids: Iterable[int], user: Writer) -> None:
     """Raise LabelRefused when `user` may not change labels of one of `query_ids`: a locked query is staff's
     alone. The one rule every write path meets, because every write path comes through this module (the
     page, the API, Submit, the admin, a confirmed pre-label). `user` None is the system itself (an import or
@@ -73,7 +77,7 @@ class Saved:
     changed: bool
 
 
-def set_labels(*, query_id: int, changes: Sequence[LabelChange], user=None, source: str) -> list[Saved]:
+def set_labels(*, query_id: int, changes: Sequence[LabelChange], user: Writer = None, source: str) -> list[Saved]:
     """Set (or, with value "", clear) labels of one query, all in one transaction, recording each change.
 
     The one write path for labels an annotator sets: the labeling page's saves and the API's, one label or
@@ -116,7 +120,7 @@ class _Plan:
     changed: list[bool]
 
 
-def _replay(label: Label | None, changes: list[LabelChange], user) -> _Plan:
+def _replay(label: Label | None, changes: list[LabelChange], user: Writer) -> _Plan:
     plan = _Plan(label.value if label else "", label.annotator_id if label else None, [], [])
     user_id = user.pk if user is not None else None
     for change in changes:
@@ -135,13 +139,13 @@ def _replay(label: Label | None, changes: list[LabelChange], user) -> _Plan:
     return plan
 
 
-def _lock(query_id: int, image_ids) -> dict[int, Label]:
+def _lock(query_id: int, image_ids: Iterable[int]) -> dict[int, Label]:
     """The stored labels of these images for the query, their rows locked until the transaction ends."""
     found = Label.objects.select_for_update().filter(query_id=query_id, image_id__in=list(image_ids))
     return {label.image_id: label for label in found}
 
 
-def _write_plans(query_id: int, stored: dict[int, Label], plans: dict[int, _Plan], user, source: str) -> None:
+def _write_plans(query_id: int, stored: dict[int, Label], plans: dict[int, _Plan], user: Writer, source: str) -> None:
     """Updates and removals of rows that existed (new rows are already inserted), and every event."""
     now = timezone.now()
     updated, removed = [], []
@@ -172,7 +176,7 @@ def _write_plans(query_id: int, stored: dict[int, Label], plans: dict[int, _Plan
 
 
 def set_label(
-    *, query_id: int, image_id: int, value: str, user=None, source: str, lead_time_ms: int | None = None
+    *, query_id: int, image_id: int, value: str, user: Writer = None, source: str, lead_time_ms: int | None = None
 ) -> tuple[Label, bool]:
     """Set the label of one image for one query (set_labels with one change). Returns (label, changed)."""
     (saved,) = set_labels(
@@ -181,7 +185,7 @@ def set_label(
     return Label.objects.get(query_id=query_id, image_id=image_id), saved.changed
 
 
-def clear_label(*, query_id: int, image_id: int, user=None, source: str) -> bool:
+def clear_label(*, query_id: int, image_id: int, user: Writer = None, source: str) -> bool:
     """Remove a label (the image goes back to "not yet seen"), recording it. Returns whether one existed.
 
     An annotator removes only their own labels (or unattributed ones); another annotator's label is
@@ -190,7 +194,7 @@ def clear_label(*, query_id: int, image_id: int, user=None, source: str) -> bool
     return saved.changed
 
 
-def clear_labels(labels: Iterable[Label], *, user=None, source: str) -> int:
+def clear_labels(labels: Iterable[Label], *, user: Writer = None, source: str) -> int:
     """Remove several labels in one transaction (the admin's "delete selected"); returns how many."""
     _check_source(source)
     with transaction.atomic():
@@ -203,7 +207,7 @@ def set_labels_in_bulk(
     pairs: Iterable[tuple[int, int]],
     *,
     value: str,
-    user=None,
+    user: Writer = None,
     source: str,
     import_batch: ImportBatch | None = None,
     batch_size: int = ROWS_PER_STATEMENT,
@@ -229,7 +233,9 @@ def set_labels_in_bulk(
     return changed
 
 
-def _set_batch(pairs: list[tuple[int, int]], value: str, user, source: str, import_batch) -> int:
+def _set_batch(
+    pairs: list[tuple[int, int]], value: str, user: Writer, source: str, import_batch: ImportBatch | None
+) -> int:
     pairs = list(dict.fromkeys(pairs))  # a pair listed twice is one label
     query_ids = {q for q, _ in pairs}
     image_ids = {i for _, i in pairs}
@@ -273,7 +279,9 @@ def _set_batch(pairs: list[tuple[int, int]], value: str, user, source: str, impo
     return len(events)
 
 
-def label_unlabeled(query_id: int, image_ids: Iterable[int], *, value: str, user=None, source: str) -> list[int]:
+def label_unlabeled(
+    query_id: int, image_ids: Iterable[int], *, value: str, user: Writer = None, source: str
+) -> list[int]:
     """Give `value` to those of `image_ids` that have no label for the query yet, in one transaction
     (the annotation tool's Submit: every image shown and not labeled becomes not relevant).
 
@@ -296,7 +304,7 @@ def label_unlabeled(query_id: int, image_ids: Iterable[int], *, value: str, user
     return [image_id for image_id in image_ids if image_id in inserted]
 
 
-def _insert_absent(query_id: int, rows: list[tuple[int, str]], user) -> list[int]:
+def _insert_absent(query_id: int, rows: list[tuple[int, str]], user: Writer) -> list[int]:
     """Insert a label (image id, value) for each image that has none for the query; return the ids
     inserted (a row another writer inserted first is left alone).
 
@@ -333,7 +341,7 @@ def _check_source(source: str) -> None:
         raise ValueError(f"{source!r} is not a label source; use one of {', '.join(LabelSource.values)}.")
 
 
-def _check_lead_time(lead_time_ms) -> int | None:
+def _check_lead_time(lead_time_ms: object) -> int | None:
     if lead_time_ms is None:
         return None
     if isinstance(lead_time_ms, bool) or not isinstance(lead_time_ms, int) or lead_time_ms < 0:

@@ -12,8 +12,10 @@ Provenance rules, enforced here rather than trusted to callers:
   labels.
 """
 
+from collections.abc import Iterable
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -150,20 +152,20 @@ def _refuse_unrecorded(action: str) -> None:
         )
 
 
-class LabelQuerySet(models.QuerySet):
-    def update(self, **kwargs):
+class LabelQuerySet(models.QuerySet["Label"]):
+    def update(self, **kwargs: Any) -> int:
         _refuse_unrecorded("updated")
         return super().update(**kwargs)
 
-    def delete(self):
+    def delete(self) -> tuple[int, dict[str, int]]:
         _refuse_unrecorded("deleted")
         return super().delete()
 
-    def bulk_create(self, objs, *args, **kwargs):
+    def bulk_create(self, objs: Iterable["Label"], *args: Any, **kwargs: Any) -> list["Label"]:
         _refuse_unrecorded("created")
         return super().bulk_create(objs, *args, **kwargs)
 
-    def bulk_update(self, objs, *args, **kwargs):
+    def bulk_update(self, objs: Iterable["Label"], *args: Any, **kwargs: Any) -> int:
         _refuse_unrecorded("updated")
         return super().bulk_update(objs, *args, **kwargs)
 
@@ -225,11 +227,11 @@ class ImportBatch(models.Model):
         return f"import {self.pk}: {self.kind} from {self.file_name}"
 
 
-class LabelEventQuerySet(models.QuerySet):
-    def update(self, **kwargs):
+class LabelEventQuerySet(models.QuerySet["LabelEvent"]):
+    def update(self, **kwargs: Any) -> int:
         raise TypeError("Label events are append-only; they cannot be updated.")
 
-    def delete(self):
+    def delete(self) -> tuple[int, dict[str, int]]:
         raise TypeError("Label events are append-only; they cannot be deleted.")
 
 

@@ -5,8 +5,14 @@
 Importing it is cheap: the importers (ijson) load on the first import_inat.
 """
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 from .taxa import UnknownTaxon, describe, species_for, species_for_all
 from .thumbnails import NotServable, contained_path, original_file
+
+if TYPE_CHECKING:
+    from .importers.inat import InatResult
 
 __all__ = [
     "NotServable",
@@ -20,7 +26,7 @@ __all__ = [
 ]
 
 
-def import_inat(path, images_root=None, **options):
+def import_inat(path: Path, images_root: Path | None = None, **options: Any) -> "InatResult":
     """Import an iNat metadata file: catalog.importers.import_inat, whose docstring says the rest."""
     from .importers import import_inat as run
 

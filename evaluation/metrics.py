@@ -34,26 +34,33 @@ does not define it; the run's order is at least reproducible.
               r / min(k, R)
 """
 
+from collections.abc import Callable, Iterable
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
+
+# What the functions take: relevance or scores as any 1-D sequence of numbers (a list, a numpy array).
+Values = npt.ArrayLike
 
 NORMALISERS = ("min", "r", "R")
 TIES = ("average", "run-order")
 
 
-def rank(scores) -> np.ndarray:
+def rank(scores: Values) -> np.ndarray:
     """Positions sorted by score, best first. Ties keep the run's own order (the order the
     entries were given in): a stable sort, so the same run always scores the same."""
     scores = np.asarray(scores, dtype=np.float64)
     return np.argsort(-scores, kind="stable")
 
 
-def _top(relevance, k: int) -> np.ndarray:
+def _top(relevance: Values, k: int) -> np.ndarray:
     if k < 1:
         raise ValueError("k must be at least 1")
     return (np.asarray(relevance, dtype=np.float64)[:k] > 0).astype(np.float64)
 
 
-def _block_ends(scores, n: int) -> np.ndarray | None:
+def _block_ends(scores: Values | None, n: int) -> np.ndarray | None:
     """Last position of each block of equal consecutive scores among the first n (None: no scores
     given, every position its own block). Runs come sorted by score, so equal scores are adjacent."""
     if scores is None:
@@ -64,7 +71,9 @@ def _block_ends(scores, n: int) -> np.ndarray | None:
     return np.append(np.flatnonzero(scores[1:] != scores[:-1]), n - 1) if n else np.empty(0, dtype=np.int64)
 
 
-def average_precision(relevance, R: int, k: int, normaliser: str = "min", scores=None) -> float:
+def average_precision(
+    relevance: Values, R: int, k: int, normaliser: str = "min", scores: Values | None = None
+) -> float:
     """AP@k; with `scores`, tied scores are averaged as scikit-learn does (see the module's notes)."""
     if normaliser not in NORMALISERS:
         raise ValueError(f"the AP normaliser is one of {', '.join(NORMALISERS)}, not {normaliser!r}")
@@ -81,7 +90,7 @@ def average_precision(relevance, R: int, k: int, normaliser: str = "min", scores
     return float(np.sum(gained * hits[ends] / (ends + 1)) / nf)
 
 
-def ndcg(relevance, R: int, k: int, scores=None) -> float:
+def ndcg(relevance: Values, R: int, k: int, scores: Values | None = None) -> float:
     """nDCG@k; with `scores`, each block of tied scores shares its mean gain (scikit-learn's ndcg_score)."""
     rel = _top(relevance, k)
     discounts = 1.0 / np.log2(np.arange(2, k + 2))
@@ -97,29 +106,30 @@ def ndcg(relevance, R: int, k: int, scores=None) -> float:
     return float(np.sum(gains * position_discounts) / ideal)
 
 
-def reciprocal_rank(relevance, k: int) -> float:
+def reciprocal_rank(relevance: Values, k: int) -> float:
     found = np.flatnonzero(_top(relevance, k))
-    return 1.0 / (found[0] + 1) if len(found) else 0.0
+    return 1.0 / float(found[0] + 1) if len(found) else 0.0
 
 
-def precision(relevance, k: int) -> float:
+def precision(relevance: Values, k: int) -> float:
     return float(_top(relevance, k).sum() / k)
 
 
-def recall(relevance, R: int, k: int) -> float:
+def recall(relevance: Values, R: int, k: int) -> float:
     return float(_top(relevance, k).sum() / R) if R > 0 else 0.0
 
 
-def hit(relevance, k: int) -> float:
+def hit(relevance: Values, k: int) -> float:
     return float(_top(relevance, k).sum() > 0)
 
 
-def oracle_average_precision(relevance, R: int, k: int) -> float:
+def oracle_average_precision(relevance: Values, R: int, k: int) -> float:
     nf = min(k, R)
     return float(_top(relevance, k).sum() / nf) if nf > 0 else 0.0
 
 
-METRICS = {
+# name -> f(relevance, R, k, normaliser, scores)
+METRICS: dict[str, Callable[[Values, int, int, str, Values | None], float]] = {
     "ap": lambda rel, R, k, nf, s: average_precision(rel, R, k, nf, s),
     "ndcg": lambda rel, R, k, nf, s: ndcg(rel, R, k, s),
     "mrr": lambda rel, R, k, nf, s: reciprocal_rank(rel, k),
@@ -132,8 +142,15 @@ PERCENT_METRICS = {"ap", "ndcg", "oracle_ap"}  # reported x100, as the papers do
 
 
 def score_query(
-    relevance, R: int, k: int, metrics=tuple(METRICS), normaliser: str = "min", *, scores=None, ties: str = "average"
-) -> dict:
+    relevance: Values,
+    R: int,
+    k: int,
+    metrics: Iterable[str] = tuple(METRICS),
+    normaliser: str = "min",
+    *,
+    scores: Values | None = None,
+    ties: str = "average",
+) -> dict[str, float]:
     """The metrics of one query. `scores` (the run's scores of `relevance`, best first) are needed for
     ties="average"; without them every position is its own threshold."""
     unknown = [name for name in metrics if name not in METRICS]
@@ -145,7 +162,7 @@ def score_query(
     return {name: METRICS[name](relevance, R, k, normaliser, scores) for name in metrics}
 
 
-def mean_with_uncertainty(values, *, resamples: int = 1000, seed: int = 0) -> dict:
+def mean_with_uncertainty(values: Values, *, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Mean, standard error and a bootstrap 95% interval (queries resampled with replacement)."""
     values = np.asarray(values, dtype=np.float64)
     if len(values) == 0:
@@ -160,7 +177,7 @@ def mean_with_uncertainty(values, *, resamples: int = 1000, seed: int = 0) -> di
     }
 
 
-def paired_permutation_test(a, b, *, resamples: int = 10000, seed: int = 0) -> float:
+def paired_permutation_test(a: Values, b: Values, *, resamples: int = 10000, seed: int = 0) -> float:
     """Two-sided p-value that runs A and B score alike, flipping the sign of per-query differences."""
     differences = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     if len(differences) == 0 or not np.any(differences):

@@ -10,11 +10,19 @@ Importing this module is cheap: FAISS, torch and open_clip load on the first sea
 needs them, so commands and pages that never search start fast.
 """
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
 
 from .exceptions import SearchUnavailable
 from .results import Hit
 from .spec import ClipSpec, configured_spec, index_folder
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
 
 __all__ = [
     "ClipSpec",
@@ -40,12 +48,12 @@ def search(
     *,
     text: str | None = None,
     image_id: int | None = None,
-    image=None,
-    vector=None,
+    image: "PILImage | None" = None,
+    vector: npt.ArrayLike | None = None,
     k: int = 50,
     offset: int = 0,
-    taxon_ids=None,
-    exclude_image_ids=None,
+    taxon_ids: Iterable[int] | None = None,
+    exclude_image_ids: Iterable[int] | None = None,
     spec: ClipSpec | None = None,
 ) -> list[Hit]:
     """Rank the collection by similarity to exactly one of: a `text`, an image of the collection
@@ -81,15 +89,15 @@ def rank(
     *,
     strategy: str,
     text: str | None = None,
-    relevant_ids=(),
-    not_relevant_ids=(),
-    example_ids=(),
-    example_images=(),
-    example_vectors=(),
+    relevant_ids: Iterable[int] = (),
+    not_relevant_ids: Iterable[int] = (),
+    example_ids: Iterable[int] = (),
+    example_images: Iterable["PILImage"] = (),
+    example_vectors: Iterable[npt.ArrayLike] = (),
     k: int = 50,
     offset: int = 0,
-    taxon_ids=None,
-    exclude_image_ids=None,
+    taxon_ids: Iterable[int] | None = None,
+    exclude_image_ids: Iterable[int] | None = None,
     spec: ClipSpec | None = None,
 ) -> list[Hit]:
     """Rank the collection with a strategy that may learn from labels and examples (search/strategies.py):
@@ -124,34 +132,40 @@ def rank(
     )
 
 
-def strategy_vector(strategy: str, text, relevant=(), not_relevant=(), examples=()):
+def strategy_vector(
+    strategy: str,
+    text: npt.ArrayLike,
+    relevant: npt.ArrayLike = (),
+    not_relevant: npt.ArrayLike = (),
+    examples: npt.ArrayLike = (),
+) -> np.ndarray:
     """The vector a strategy ranks by, from vectors given directly (unit rows): for simulations and
     research over vectors that are not in the store. text, feedback, rocchio, image, fusion."""
     from . import strategies
 
     if strategy == "text":
-        return strategies.unit_vector(text)
+        return strategies.unit_vector(np.asarray(text))
     if strategy == "feedback":
-        return strategies.feedback_vector(text, relevant, not_relevant)
+        return strategies.feedback_vector(np.asarray(text), relevant, not_relevant)
     if strategy == "rocchio":
-        return strategies.rocchio_vector(text, relevant, not_relevant)
+        return strategies.rocchio_vector(np.asarray(text), relevant, not_relevant)
     if strategy == "image":
         return strategies.image_vector(examples)
     if strategy == "fusion":
-        return strategies.fusion_vector(text, examples)
+        return strategies.fusion_vector(np.asarray(text), examples)
     raise ValueError(f"strategy_vector takes text, feedback, rocchio, image or fusion, not {strategy!r}")
 
 
 def score_images(
     *,
     text: str,
-    image_ids,
+    image_ids: Iterable[int],
     strategy: str = "text",
-    relevant_ids=(),
-    not_relevant_ids=(),
-    example_ids=(),
+    relevant_ids: Iterable[int] = (),
+    not_relevant_ids: Iterable[int] = (),
+    example_ids: Iterable[int] = (),
     spec: ClipSpec | None = None,
-):
+) -> np.ndarray:
     """The score of each of `image_ids` under a strategy's ranking (default: similarity to `text`), as
     a float32 numpy array in the same order (NaN for an image without a vector): where given images
     sit in a ranking, without ranking the whole collection. Raises SearchUnavailable."""
@@ -168,7 +182,7 @@ def score_images(
     )
 
 
-def embed_image(image, spec: ClipSpec | None = None):
+def embed_image(image: "PILImage", spec: ClipSpec | None = None) -> np.ndarray:
     """An uploaded PIL image's vector (float32, unit length), to keep with a query as an example and
     rank by later (rank's `example_vectors`) without encoding it again. Raises SearchUnavailable."""
     from .engine import embed_image as engine_embed_image
@@ -210,7 +224,7 @@ def write_random_model(folder: Path) -> str:
     return write_tiny_model(folder)
 
 
-def fuse_rankings(rankings, *, k: float = 1.0) -> list[tuple[int, float]]:
+def fuse_rankings(rankings: Iterable[Iterable[int]], *, k: float = 1.0) -> list[tuple[int, float]]:
     """Reciprocal rank fusion of rankings (lists of image ids, best first): score = sum of 1 / (k + rank),
     ranks from 1 (Cormack et al. 2009; k = 1 as VisRet uses it). Returns (id, score) best first."""
     from .strategies import reciprocal_rank_fusion

@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 from catalog.models import Image
 from common.inputs import InputError
 
-from .store import NO_TAXON, EmbeddingStore, StoreMismatch
+from .exceptions import StoreMismatch
+from .store import NO_TAXON, EmbeddingStore
 
 
 @dataclass
@@ -29,7 +30,7 @@ class EmbeddingsImported:
     vectors: int
     dim: int
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.vectors:,} vectors of {self.dim} dimensions from {self.files} file(s)"
 
 
@@ -98,15 +99,17 @@ def _check(folder: Path) -> tuple[list[tuple[Path, np.ndarray, np.ndarray]], int
             )
         if prefix is None and paths:
             prefix = _shared_prefix(paths[0], metadata_path)
-        image_ids, taxon_ids = _match(paths, prefix, metadata_path)
+        image_ids, taxon_ids = _match(paths, prefix or "", metadata_path)
         plan.append((vectors_path, image_ids, taxon_ids))
+    if dim is None:  # _numbered found at least one pair, so the loop ran
+        raise InputError(folder, None, "no vectors")
     return plan, dim
 
 
 def _vectors(path: Path, dim: int | None) -> np.ndarray:
     """A file's vectors, memory-mapped, checked to be a 2-D float array of `dim` columns (when known)."""
     try:
-        vectors = np.load(path, mmap_mode="r", allow_pickle=False)
+        vectors: np.ndarray = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as error:
         raise InputError(path, None, f"not a .npy array: {error}") from None
     if vectors.ndim != 2 or vectors.dtype.kind != "f":
@@ -122,13 +125,17 @@ def _image_paths(path: Path) -> list[str]:
         table = pq.read_table(path, columns=["image_path"])
     except Exception as error:  # pyarrow raises ArrowInvalid, KeyError...: all mean "not the expected parquet"
         raise InputError(path, None, f"cannot read an image_path column: {str(error).splitlines()[0]}") from None
-    paths = table.column("image_path").to_pylist()
+    paths: list[str] = table.column("image_path").to_pylist()
     if bad := next((row for row, value in enumerate(paths, start=1) if not isinstance(value, str) or not value), None):
         raise InputError(path, f"row {bad}", f"image_path must be a file path (text), not {paths[bad - 1]!r}")
     return paths
 
 
-def _write(store: EmbeddingStore, plan, progress) -> None:
+def _write(
+    store: EmbeddingStore,
+    plan: list[tuple[Path, np.ndarray, np.ndarray]],
+    progress: Callable[[int, int], None] | None,
+) -> None:
     """Pass 2: one part per file, then folded into the store; a failure leaves no part behind."""
     total = sum(len(ids) for _, ids, _ in plan)
     written, parts = 0, []

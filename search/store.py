@@ -38,7 +38,7 @@ class Embeddings:
     image_ids: np.ndarray  # int64 (N,)
     taxon_ids: np.ndarray  # int64 (N,)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.image_ids)
 
 
@@ -71,7 +71,7 @@ class EmbeddingStore:
 
     # Writing
 
-    def write_part(self, name: str, image_ids, taxon_ids, vectors: np.ndarray) -> Path:
+    def write_part(self, name: str, image_ids: np.ndarray, taxon_ids: np.ndarray, vectors: np.ndarray) -> Path:
         """Store one chunk's rows. Writing the same part again replaces it (a retried chunk)."""
         vectors = np.asarray(vectors)
         if vectors.ndim != 2 or vectors.shape[1] != self.dim or len(vectors) != len(image_ids):
