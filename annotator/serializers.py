@@ -1,3 +1,5 @@
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from catalog.models import Image
@@ -71,6 +73,7 @@ class CandidatesSerializer(serializers.Serializer):
 MAX_LABELS_PER_SAVE = 1000
 
 
+@extend_schema_field(OpenApiTypes.INT)
 class ImageIdField(serializers.Field):
     """An image id, checked in one query for the whole batch (LabelBatchSerializer), not one per label."""
 
@@ -85,6 +88,7 @@ class ImageIdField(serializers.Field):
         return value
 
 
+@extend_schema_field(OpenApiTypes.INT)
 class MillisecondsField(serializers.Field):
     """A JSON whole number of milliseconds, 0 to 2^31 - 1: not "2700", not 1.5, not true."""
 

@@ -8,11 +8,19 @@ from django.core.management import call_command
 from annotator.models import Query
 from tests.factories import make_collection
 
+# Fixtures that start a process (a Celery worker, a Redis server, a live server with Chromium): a test using
+# one is `slow`. Tests that run a command as its own process are marked where they are written.
+PROCESS_FIXTURES = {"start_worker", "worker", "broker", "broker_on", "cache_on", "live_server", "page", "browser"}
+
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `postgresql` skip, saying why, when the suite runs on SQLite (CI runs them on PostgreSQL)."""
+    """Marks the tests that start processes `slow`; tests marked `postgresql` skip, saying why, when the suite
+    runs on SQLite (CI runs them on PostgreSQL)."""
     from django.conf import settings
 
+    for item in items:
+        if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
     if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
         return
     skip = pytest.mark.skip(reason="needs PostgreSQL: set DATABASE_URL (as .ci/run does)")

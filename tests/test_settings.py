@@ -2,6 +2,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # each test runs a command or a kernel tool as its own process
+
 SERVICES = (
     "import django; from django.conf import settings; "
     "print(settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER, settings.DEBUG)"

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test runs a command or a kernel tool as its own process
+
 ROOT = Path(__file__).resolve().parents[2]
 SET_BY_TESTS = {"DEBUG", "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "HF_HUB_OFFLINE", "DJANGO_SETTINGS_MODULE"}
 

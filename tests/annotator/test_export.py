@@ -180,17 +180,14 @@ def test_downloads_are_for_staff_and_check_their_input(client, labeled):
     assert body.count("\n") == 3
 
 
+@pytest.mark.postgresql
 def test_copy_from_postgresql_writes_the_same_bytes_as_the_orm_path(labeled, settings):
     """On PostgreSQL the label files come from COPY; they must equal csv.writer's output byte for byte,
     hostile strings, a missing annotator, whole-second timestamps and the spreadsheet-safe variant included."""
     import datetime
 
-    from django.db import connection
-
     from annotator.exporters import EXPORTS, csv_lines, export_lines
 
-    if connection.vendor != "postgresql":
-        pytest.skip("the COPY path is PostgreSQL's; this run's database is " + connection.vendor)
     names = {
         1000: 'a,b "quoted" ünïcode/x.jpg',
         1001: "=HYPERLINK(evil).jpg",

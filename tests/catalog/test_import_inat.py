@@ -208,6 +208,7 @@ def test_command_prints_a_summary_and_turns_errors_into_command_errors(write_jso
         call_command("import_inat", str(bad))
 
 
+@pytest.mark.slow
 def test_command_exits_non_zero_with_one_line(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"images": [{"id": "seven"}]}')

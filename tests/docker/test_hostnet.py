@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test runs a command or a kernel tool as its own process
+
 HELPER = Path(__file__).resolve().parents[2] / "docker" / "ci" / "hostnet.sh"
 REQUIRED = os.environ.get("QUIRE_REQUIRE_SERVICES") == "1"
 

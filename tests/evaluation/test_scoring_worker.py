@@ -12,7 +12,8 @@ from tests.search.test_celery_worker import broker, sending_to_broker, start_wor
 from .test_evaluate import QRELS, QUERIES
 from .test_pages import RUN_A
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The worker process shares the test database, which must be PostgreSQL (a file, not SQLite's memory).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgresql, pytest.mark.slow]
 
 
 def test_an_upload_is_scored_on_the_worker_not_in_the_request(client, sending_to_broker, start_worker, settings):

@@ -16,7 +16,8 @@ from lmm.models import Answer
 from tests.lmm.server import model_answer
 from tests.search.test_celery_worker import broker, sending_to_broker, start_worker, wait_for  # noqa: F401
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The worker process shares the test database, which must be PostgreSQL (a file, not SQLite's memory).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgresql, pytest.mark.slow]
 
 
 def slow_model(chat_server, settings) -> dict:

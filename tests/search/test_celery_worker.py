@@ -24,7 +24,8 @@ from search.jobs import live_workers
 from search.models import EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
 from tests.factories import make_collection
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The worker process shares the test database, which must be PostgreSQL (a file, not SQLite's memory).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgresql, pytest.mark.slow]
 
 REDIS_URL = os.environ.get("QUIRE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 REQUIRED = os.environ.get("QUIRE_REQUIRE_SERVICES") == "1"
@@ -72,8 +73,6 @@ def worker(start_worker):
 @pytest.fixture
 def start_worker(broker, tiny_settings, tmp_path):
     """Start `celery -A quire worker` processes (each in its own process group); stops any left at the end."""
-    if connection.vendor != "postgresql":
-        unavailable("the worker process shares the test database, which needs PostgreSQL (set DATABASE_URL)")
     started = []
 
     def start(pool="solo", queues="celery,embed", **extra_env):

@@ -99,6 +99,7 @@ def test_import_folder_with_a_fifo_and_a_non_utf8_name(tmp_path):
     assert result.created == 0 and sorted(result.skipped) == ["caf\\udce9.jpg", "pipe.jpg"]
 
 
+@pytest.mark.slow
 def test_the_csv_field_limit_is_set_at_start_up_not_by_the_first_import():
     program = "import django, csv; django.setup(); print(csv.field_size_limit())"
     env = {"DJANGO_SETTINGS_MODULE": "tests.settings", "PATH": "/usr/bin:/bin"}
