@@ -69,8 +69,10 @@ class CandidatesSerializer(serializers.Serializer):
     results = CandidateSerializer(many=True)
 
 
-# A range selection or the undo of a Submit of 500 fits; more is a wrong client.
+# The labeling page's saves: a range selection or the undo of a Submit of 500 fits; more is a wrong client.
 MAX_LABELS_PER_SAVE = 1000
+# A script's batch through the API (POST /api/queries/{id}/labels/).
+MAX_LABELS_PER_API_BATCH = 5000
 
 
 @extend_schema_field(OpenApiTypes.INT)
@@ -118,7 +120,7 @@ class LabelChangeSerializer(serializers.Serializer):
 class LabelBatchSerializer(serializers.Serializer):
     """A batch of label changes of one query (labels.set_labels); every image must be in the collection."""
 
-    labels = LabelChangeSerializer(many=True, allow_empty=False, max_length=MAX_LABELS_PER_SAVE)
+    labels = LabelChangeSerializer(many=True, allow_empty=False, max_length=MAX_LABELS_PER_API_BATCH)
 
     def validate_labels(self, changes: list[LabelChange]) -> list[LabelChange]:
         if missing := missing_images(changes):

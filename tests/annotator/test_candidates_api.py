@@ -131,3 +131,12 @@ def test_both_are_in_the_openapi_schema(api):
     schema = api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     assert "/api/queries/{id}/candidates/" in schema["paths"] and "/api/queries/{id}/labels/" in schema["paths"]
     assert User.objects.exists() and Query.objects.exists()
+
+
+def test_a_batch_holds_up_to_5000_labels(api, labeling):
+    url = f"/api/queries/{labeling['query'].pk}/labels/"
+    too_many = {"labels": [{"image": 3, "value": "relevant"}] * 5001}
+    assert api.post(url, too_many, format="json").status_code == 400
+    many = {"labels": [{"image": 3 + n % 100, "value": "relevant"} for n in range(5000)]}
+    answer = api.post(url, many, format="json")
+    assert answer.status_code == 200 and answer.json() == {"written": 100, "labels": 5000}
