@@ -2,7 +2,7 @@
 
 The upload is stored with a Scoring row (queued) and answered at once; `score` then reads the files,
 scores the run and saves the report, in a Celery worker or, with no broker, in the web process's
-background thread (quire/background.py). A 200 MB run takes a minute or more to read and score, too
+background thread (common/background.py). A 200 MB run takes a minute or more to read and score, too
 long to hold a request; the status page polls until the report is ready or the error is known.
 
 `score` may run twice for one scoring (a worker killed mid-way gives its message back; an embedded

@@ -278,7 +278,7 @@ REST_FRAMEWORK = {
         "common.api_params.AnonymousRateFirst",
         "rest_framework.permissions.IsAuthenticated",
     ],
-    # JSON bounded in size and depth before parsing (catalog/api_params.py); forms as DRF has them.
+    # JSON bounded in size and depth before parsing (common/api_params.py); forms as DRF has them.
     "DEFAULT_PARSER_CLASSES": [
         "common.api_params.BoundedJSONParser",
         "rest_framework.parsers.FormParser",
