@@ -11,6 +11,7 @@ wrote it (`import_batch`).
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
@@ -77,14 +78,22 @@ class Saved:
     changed: bool
 
 
-def set_labels(*, query_id: int, changes: Sequence[LabelChange], user: Writer = None, source: str) -> list[Saved]:
+def set_labels(
+    *,
+    query_id: int,
+    changes: Sequence[LabelChange],
+    user: Writer = None,
+    source: str,
+    import_batch: ImportBatch | None = None,
+) -> list[Saved]:
     """Set (or, with value "", clear) labels of one query, all in one transaction, recording each change.
 
     The one write path for labels an annotator sets: the labeling page's saves and the API's, one label or
     5,000, go through here. It reads every label concerned in one SELECT (locking the rows: concurrent
     writers queue, the later write wins, both changes stay in the history) and writes with one statement per
     kind of change. Changes apply in the order given, so an image listed twice ends with its last value and
-    both events. Returns one Saved per change, in order. Raises ValueError for a bad value, source or lead
+    both events; `import_batch` is recorded on each event an import writes. Returns one Saved per change,
+    in order. Raises ValueError for a bad value, source or lead
     time and LabelRefused (nothing written) when the lock or another annotator's label forbids a change.
     """
     for change in changes:
@@ -104,7 +113,7 @@ def set_labels(*, query_id: int, changes: Sequence[LabelChange], user: Writer = 
         if raced:  # another writer created these since the SELECT: lock their rows and replay on them
             stored.update(_lock(query_id, raced))
             plans.update({image_id: _replay(stored[image_id], by_image[image_id], user) for image_id in raced})
-        _write_plans(query_id, stored, plans, user, source)
+        _write_plans(query_id, stored, plans, user, source, import_batch)
     changed = {image_id: iter(plan.changed) for image_id, plan in plans.items()}
     return [Saved(change.image_id, change.value, next(changed[change.image_id])) for change in changes]
 
@@ -145,7 +154,14 @@ def _lock(query_id: int, image_ids: Iterable[int]) -> dict[int, Label]:
     return {label.image_id: label for label in found}
 
 
-def _write_plans(query_id: int, stored: dict[int, Label], plans: dict[int, _Plan], user: Writer, source: str) -> None:
+def _write_plans(
+    query_id: int,
+    stored: dict[int, Label],
+    plans: dict[int, _Plan],
+    user: Writer,
+    source: str,
+    import_batch: ImportBatch | None,
+) -> None:
     """Updates and removals of rows that existed (new rows are already inserted), and every event."""
     now = timezone.now()
     updated, removed = [], []
@@ -169,6 +185,7 @@ def _write_plans(query_id: int, stored: dict[int, Label], plans: dict[int, _Plan
             user=user,
             source=source,
             lead_time_ms=lead_time_ms,
+            import_batch=import_batch,
         )
         for image_id, plan in plans.items()
         for old, new, lead_time_ms in plan.events
@@ -214,69 +231,24 @@ def set_labels_in_bulk(
 ) -> int:
     """Give many (query_id, image_id) pairs the same label; returns how many labels changed.
 
-    Used by the relevant-label import (annotator/importers.py). All pairs land or none do. Pairs that
-    already carry `value` are left alone, so running the same import twice
-    changes nothing. `import_batch` is recorded on every event written.
+    Used by the relevant-label import (annotator/importers.py): set_labels for each query's pairs, read
+    `batch_size` pairs at a time. All pairs land or none do. Pairs that already carry `value` are left
+    alone, so running the same import twice changes nothing. `import_batch` is recorded on every event.
     """
     _check_value(value)
-    _check_source(source)
     changed = 0
-    batch: list[tuple[int, int]] = []
-    with transaction.atomic(), recording_label_changes():
-        for pair in pairs:
-            batch.append(pair)
-            if len(batch) >= batch_size:
-                changed += _set_batch(batch, value, user, source, import_batch)
-                batch = []
-        if batch:
-            changed += _set_batch(batch, value, user, source, import_batch)
+    remaining = iter(pairs)
+    with transaction.atomic():
+        while chunk := list(islice(remaining, batch_size)):
+            by_query: dict[int, list[LabelChange]] = defaultdict(list)
+            for query_id, image_id in chunk:
+                by_query[query_id].append(LabelChange(image_id, value))
+            for query_id, changes in by_query.items():
+                saved = set_labels(
+                    query_id=query_id, changes=changes, user=user, source=source, import_batch=import_batch
+                )
+                changed += sum(result.changed for result in saved)
     return changed
-
-
-def _set_batch(
-    pairs: list[tuple[int, int]], value: str, user: Writer, source: str, import_batch: ImportBatch | None
-) -> int:
-    pairs = list(dict.fromkeys(pairs))  # a pair listed twice is one label
-    query_ids = {q for q, _ in pairs}
-    image_ids = {i for _, i in pairs}
-    check_writable(query_ids, user)
-    existing = {
-        (label.query_id, label.image_id): label
-        for label in Label.objects.select_for_update().filter(query_id__in=query_ids, image_id__in=image_ids)
-    }
-    to_create, to_update, events = [], [], []
-    for query_id, image_id in pairs:
-        label = existing.get((query_id, image_id))
-        if label is None:
-            to_create.append(Label(query_id=query_id, image_id=image_id, value=value, annotator=user))
-            old_value = ""
-        elif label.value == value:
-            continue
-        else:
-            old_value = label.value
-            label.value = value
-            label.annotator = user
-            to_update.append(label)
-        events.append(
-            LabelEvent(
-                query_id=query_id,
-                image_id=image_id,
-                old_value=old_value,
-                new_value=value,
-                user=user,
-                source=source,
-                import_batch=import_batch,
-            )
-        )
-    Label.objects.bulk_create(to_create)
-    if to_update:
-        # bulk_update skips auto_now; updated_at must move with the value.
-        now = timezone.now()
-        for label in to_update:
-            label.updated_at = now
-        Label.objects.bulk_update(to_update, ["value", "annotator", "updated_at"])
-    LabelEvent.objects.bulk_create(events)
-    return len(events)
 
 
 def label_unlabeled(

@@ -147,7 +147,7 @@ def recording_label_changes():
 def _refuse_unrecorded(action: str) -> None:
     if not _recording.get():
         raise TypeError(
-            f"Labels cannot be {action} directly: use annotator.labels (set_label, clear_label, "
+            f"Labels cannot be {action} directly: use annotator.labels (set_labels, set_label, clear_label, "
             "set_labels_in_bulk), which records every change in the label history."
         )
 
