@@ -5,11 +5,12 @@
 Importing it is cheap: the model jobs (annotator.rerank, lmm) load on the first ranking_by.
 """
 
+from .model_methods import MODEL_METHODS
 from .models import Query
 from .progress import recall_estimate
 from .stopping import DEPTH, cross_fitted
 
-__all__ = ["DEPTH", "cross_fitted", "ranking_by", "recall_estimate"]
+__all__ = ["DEPTH", "MODEL_METHODS", "cross_fitted", "ranking_by", "recall_estimate"]
 
 
 def ranking_by(query: Query, method: str, *, top: int, depth: int) -> list[tuple[int, float]]:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from catalog.models import Image
-from search.facade import Hit, SearchUnavailable, configured_spec, rank, search
+from search.facade import STRATEGY_REGISTRY, Hit, SearchUnavailable, configured_spec, rank, search
 
+from .model_methods import MODEL_RANKINGS
 from .models import Label, LabelValue, Query
 
 PAGE_SIZES = (50, 200, 500)
@@ -115,16 +116,10 @@ def labeled_down_to(query: Query, *, text: str, taxon_ids=None) -> int | None:
     return position
 
 
-# The rankings the labeling page offers, in the annotator's words.
-RANKINGS = {
-    "text": "the query text",
-    "feedback": "learn from my labels",
-    "image": "like the example images",
-    "fusion": "text + example images",
-    "rerank": "the vision model's rerank",
-    "visret": "drawings of the query (VisRet)",
-    "judges": "the judge panel's pre-labels",
-}
+# The rankings the labeling page offers, in the annotator's words: four of search's strategies (rocchio
+# and alpha_qe are for research: simulate_labeling and the API), then the finished model jobs'.
+PAGE_STRATEGIES = ("text", "feedback", "image", "fusion")
+RANKINGS = {name: STRATEGY_REGISTRY[name].description for name in PAGE_STRATEGIES} | MODEL_RANKINGS
 
 
 def candidates(
@@ -175,12 +170,8 @@ def adaptive_results(
     already (`shown_ids`), from everything labeled so far. Positions count on from `offset` (the tiles
     already shown), so tile numbers run on down the page. Never raises for the user's input."""
     limit = max(1, min(limit, max(PAGE_SIZES)))
-    if strategy == "rerank":
-        return _reranked(query, shown_ids, offset, limit)
-    if strategy == "visret":
-        return _visret(query, shown_ids, offset, limit)
-    if strategy == "judges":
-        return _judged(query, shown_ids, offset, limit)
+    if strategy in MODEL_RANKINGS:
+        return _MODEL_RANKING_PAGES[strategy](query, shown_ids, offset, limit)
     try:
         hits = candidates(
             query, strategy=strategy, k=limit, example_ids=example_ids, taxon_ids=taxon_ids, text=text,
@@ -229,6 +220,11 @@ def _judged(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
             [], offset, limit, "No judge panel has finished for this query yet: start one in the side pane."
         )
     return _page_of(query, panel_ranking(prelabels.values()), shown_ids, offset, limit)
+
+
+# What shows each model ranking of MODEL_RANKINGS (checked at import: a new one cannot lack its page).
+_MODEL_RANKING_PAGES = {"rerank": _reranked, "visret": _visret, "judges": _judged}
+assert set(_MODEL_RANKING_PAGES) == set(MODEL_RANKINGS)
 
 
 def _page_of(query: Query, ranked, shown_ids, offset: int, limit: int, why=None) -> ResultsPage:

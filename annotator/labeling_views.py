@@ -32,6 +32,7 @@ from search.facade import SearchUnavailable, configured_spec, embed_image
 
 from . import labeling, labels, progress, rerank, selectors
 from .forms import ExampleUploadForm, TrackingForm
+from .model_methods import MODEL_METHODS, page_ranking
 from .models import GeneratedImage, LabelSource, LabelValue, Query, QueryExample
 from .serializers import MAX_LABELS_PER_SAVE, LabelChangeSerializer, missing_images
 
@@ -347,8 +348,8 @@ def start_rerank(request, query_id):
     """Queue a rerank of the query's CLIP top 100 by the configured vision-language model."""
     query = get_object_or_404(Query, pk=query_id)
     method = request.POST.get("method", "yesno")
-    if method not in rerank.JOB_METHODS:
-        return HttpResponseBadRequest(f"method is one of {', '.join(rerank.JOB_METHODS)}.")
+    if method not in MODEL_METHODS:
+        return HttpResponseBadRequest(f"method is one of {', '.join(MODEL_METHODS)}.")
     if _locked_for(request, query):
         box = {**_rerank_box(query), "error": _locked_message(query)}
         return render(request, "annotator/_rerank.html", box, status=403)
@@ -372,9 +373,12 @@ def rerank_status(request, query_id):
 def _rerank_box(query: Query) -> dict:
     """What the side pane's model box shows: the last job, and the last VisRet drawings."""
     visret_job = query.rerank_jobs.filter(method="visret", status="done").first()
+    job = query.rerank_jobs.first()
     return {
         "query": query,
-        "job": query.rerank_jobs.first(),
+        "job": job,
+        "job_ranking": page_ranking(job.method) if job else None,
+        "methods": MODEL_METHODS.values(),
         "drawings": list(visret_job.generated_images.all()) if visret_job else [],
     }
 

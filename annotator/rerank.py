@@ -32,10 +32,9 @@ from lmm.facade import (
 )
 from search.facade import SearchUnavailable, configured_spec, embed_image, fuse_rankings, rank, search
 
+from .model_methods import MODEL_METHODS, RERANK_METHODS
 from .models import GeneratedImage, PreLabel, Query, RerankJob, RerankScore
 
-METHODS = ("yesno", "structured")  # reranks: a score per image
-JOB_METHODS = (*METHODS, "judges", "visret")  # what a job can run
 DEFAULT_TOP = 100  # INQUIRE-Rerank: 100 candidates per query
 
 log = logging.getLogger(__name__)
@@ -69,8 +68,8 @@ def candidates(query: Query, top: int) -> tuple[dict, dict, list[int]]:
 def rerank(query: Query, *, top: int = DEFAULT_TOP, method: str = "yesno", scorer=None, progress=None) -> Reranked:
     """Rerank the CLIP top `top` of `query` with `method`. Raises SearchUnavailable (no index) or
     ModelUnavailable (no model, or it failed: the answers given so far stay cached)."""
-    if method not in METHODS:
-        raise ValueError(f"method is one of {', '.join(METHODS)}, not {method!r}")
+    if method not in RERANK_METHODS:
+        raise ValueError(f"method is one of {', '.join(RERANK_METHODS)}, not {method!r}")
     scorer = scorer or configured_scorer()
     images, clip_rank, skipped = candidates(query, top)
     if method == "structured":
@@ -122,13 +121,10 @@ def plan_for(query: Query) -> structured.Plan:
 def start_job(query: Query, *, user=None, top: int = DEFAULT_TOP, method: str = "yesno") -> RerankJob:
     """Queue a rerank of `query`, or with method "visret" the drawing of it (a Celery task on the `models`
     queue, so that only a machine with the model's worker runs it). Raises ModelUnavailable when no model
-    is configured."""
-    if method == "visret":
-        model = configured_image_generator().model
-    elif method == "judges":
-        model = ", ".join(sorted({judge.name for judge in configured_panel()}))
-    else:
-        model = configured_scorer().name
+    is configured; ValueError for a method MODEL_METHODS does not have."""
+    if method not in MODEL_METHODS:
+        raise ValueError(f"method is one of {', '.join(MODEL_METHODS)}, not {method!r}")
+    model = _MODEL_NAMES.get(method, lambda: configured_scorer().name)()
     job = RerankJob.objects.create(query=query, method=method, model=model, top=top, started_by=user)
     transaction.on_commit(lambda: _send(job.pk))
     return job
@@ -181,10 +177,8 @@ def run_job(job_id: int) -> RerankJob:
         RerankJob.objects.filter(pk=job.pk).update(done=done, total=total, heartbeat_at=timezone.now())
 
     try:
-        if job.method == "visret":
-            result = draw(job, progress=progress)
-        elif job.method == "judges":
-            result = prelabel(job, progress=progress)
+        if job.method in _JOB_RUNNERS:
+            result = _JOB_RUNNERS[job.method](job, progress=progress)
         else:
             result = rerank(job.query, top=job.top, method=job.method, progress=progress)
     except (ModelUnavailable, SearchUnavailable) as error:
@@ -206,7 +200,7 @@ def run_job(job_id: int) -> RerankJob:
 
 def latest_scores(query: Query) -> tuple[RerankJob | None, list[tuple[int, float, list]]]:
     """The query's last finished rerank and its (image id, score, sub-question answers) ranking, best first."""
-    job = query.rerank_jobs.filter(status=RerankJob.Status.DONE, method__in=METHODS).first()
+    job = query.rerank_jobs.filter(status=RerankJob.Status.DONE, method__in=RERANK_METHODS).first()
     if job is None:
         return None, []
     rows = RerankScore.objects.filter(query=query, method=job.method, model=job.model).order_by("-score", "clip_rank")
@@ -318,7 +312,7 @@ def ranking_by(query: Query, method: str, *, top: int, depth: int) -> list[tuple
     yesno and structured rerank the CLIP top `top`; judges orders it by the panel's verdicts; visret fuses
     the searches of its drawings (to `depth`). Raises ModelUnavailable, SearchUnavailable, or ValueError
     when the job fails."""
-    if method in METHODS:
+    if method in RERANK_METHODS:
         return rerank(query, top=top, method=method).ranking
     job = run_job(RerankJob.objects.create(query=query, method=method, model="", top=top).pk)
     if job.status != RerankJob.Status.DONE:
@@ -326,3 +320,14 @@ def ranking_by(query: Query, method: str, *, top: int, depth: int) -> list[tuple
     if method == "visret":
         return visret_ranking(query, exclude_ids=(), depth=depth)[0]
     return panel_ranking(job.prelabels.all())
+
+
+# The methods that are not a per-image rerank: who answers them, and what runs them (the reranks use
+# configured_scorer and rerank()). Checked against the registry at import, so a new method cannot be
+# registered without its runner.
+_MODEL_NAMES = {
+    "visret": lambda: configured_image_generator().model,
+    "judges": lambda: ", ".join(sorted({judge.name for judge in configured_panel()})),
+}
+_JOB_RUNNERS = {"visret": draw, "judges": prelabel}
+assert set(_JOB_RUNNERS) == set(_MODEL_NAMES) == set(MODEL_METHODS) - set(RERANK_METHODS)

@@ -1,6 +1,7 @@
 """A run made by Quire itself: the configured CLIP model's ranking for every query of the ground truth, or
 one of the model-based systems on top of it (two-stage: the CLIP top N reranked, the rest in CLIP order)."""
 
+from annotator.facade import MODEL_METHODS
 from search.facade import search
 
 from .inputs import GroundTruth, Run
@@ -22,7 +23,8 @@ def run_from_model(truth: GroundTruth, *, depth: int, texts: dict[int, str] | No
     return Run("configured model", ranked)
 
 
-METHODS = ("clip", "yesno", "structured", "judges", "visret")
+# The configured CLIP model alone, or a model method on top of it (annotator.model_methods).
+METHODS = ("clip", *MODEL_METHODS)
 
 
 def run_from_method(truth: GroundTruth, method: str, *, depth: int, top: int = 100, progress=None) -> Run:

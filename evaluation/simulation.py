@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from annotator.facade import DEPTH, cross_fitted
-from search.facade import strategy_vector
+from search.facade import LABEL_ONLY_STRATEGIES, strategy_vector
 
 TARGETS = (0.5, 0.9, 0.95)
 CHECKPOINTS = (100, 500, 1000)
@@ -185,16 +185,19 @@ def synthetic_world(
     return World(vectors.astype(np.float32), texts, positives, hard)
 
 
-WORLD_STRATEGIES = ("text", "feedback", "rocchio")
-
-
 def world_ranker(world: World, query_id: int) -> Callable:
     """rank(...) over the synthetic world: the strategies' vectors, scored exactly with numpy."""
 
     def rank(strategy, relevant, not_relevant, exclude, k):
-        if strategy not in WORLD_STRATEGIES:
-            raise ValueError(f"the synthetic world ranks by text, feedback or rocchio, not {strategy!r}")
-        vector = strategy_vector(strategy, world.texts[query_id], world.vectors[relevant], world.vectors[not_relevant])
+        if strategy not in LABEL_ONLY_STRATEGIES:
+            raise ValueError(f"the synthetic world ranks by {', '.join(LABEL_ONLY_STRATEGIES)}, not {strategy!r}")
+        vector = strategy_vector(
+            strategy,
+            world.texts[query_id],
+            world.vectors[relevant],
+            world.vectors[not_relevant],
+            collection=world.vectors,
+        )
         scores = world.vectors @ vector.astype(np.float32)
         scores[list(exclude)] = -np.inf
         top = np.argpartition(-scores, k)[:k]

@@ -227,31 +227,36 @@ def _strategy_vector(
     example_vectors,
     taxon_ids,
 ) -> np.ndarray:
-    """The vector `strategy` ranks by, from the text, the labels' and the examples' vectors."""
-    if strategy not in strategies.STRATEGIES:
-        raise SearchError(f"The ranking strategy is one of {', '.join(strategies.STRATEGIES)}, not {strategy!r}.")
-    needs_text = strategy in ("text", "feedback", "rocchio", "fusion", "alpha_qe")
-    if needs_text and not (text and text.strip()):
+    """The vector `strategy` (one of strategies.REGISTRY) ranks by, from the text, the labels' and the
+    examples' vectors."""
+    try:
+        chosen = strategies.strategy(strategy)
+    except ValueError as error:
+        raise SearchError(str(error)) from None
+    if chosen.needs_text and not (text and text.strip()):
         raise SearchError(f"The {strategy} ranking starts from the query text, which is empty.")
     examples = _vectors_of(loaded, example_ids)
     if len(example_images):
         examples = np.vstack([examples, _embedder(spec).encode_images(list(example_images))])
     if len(example_vectors):
         examples = np.vstack([examples, np.asarray(example_vectors, dtype=np.float32).reshape(-1, loaded.searcher.dim)])
-    q = _embedder(spec).encode_text([text.strip()])[0] if needs_text else None
-    if strategy == "text":
-        vector = q
-    elif strategy == "feedback":
-        vector = strategies.feedback_vector(q, _vectors_of(loaded, relevant_ids), _vectors_of(loaded, not_relevant_ids))
-    elif strategy == "rocchio":
-        vector = strategies.rocchio_vector(q, _vectors_of(loaded, relevant_ids), _vectors_of(loaded, not_relevant_ids))
-    elif strategy == "alpha_qe":
-        top = loaded.searcher.search(q, k=1, taxon_ids=None if taxon_ids is None else list(taxon_ids))
-        vector = strategies.alpha_qe_vector(q, _vectors_of(loaded, [hit.image_id for hit in top]))
-    else:
-        if not len(examples):
-            raise SearchError(f"The {strategy} ranking needs example images: give image ids or upload one.")
-        vector = strategies.image_vector(examples) if strategy == "image" else strategies.fusion_vector(q, examples)
+    taxa = None if taxon_ids is None else list(taxon_ids)
+
+    def best_match(vector: np.ndarray) -> np.ndarray:
+        top = loaded.searcher.search(np.asarray(vector, dtype=np.float32), k=1, taxon_ids=taxa)
+        return _vectors_of(loaded, [hit.image_id for hit in top])
+
+    inputs = strategies.RankingInputs(
+        text=_embedder(spec).encode_text([text.strip()])[0] if chosen.needs_text else None,
+        relevant=_vectors_of(loaded, relevant_ids if chosen.learns_from_labels else ()),
+        not_relevant=_vectors_of(loaded, not_relevant_ids if chosen.learns_from_labels else ()),
+        examples=examples,
+        best_match=best_match,
+    )
+    try:
+        vector = chosen.vector_for(inputs)
+    except ValueError as error:
+        raise SearchError(str(error)) from None
     if vector.shape[0] != loaded.searcher.dim:
         raise SearchError(f"The query vector has {vector.shape[0]} dimensions; this index has {loaded.searcher.dim}.")
     return vector

@@ -17,9 +17,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from . import strategies
 from .exceptions import SearchUnavailable
 from .results import Hit
 from .spec import ClipSpec, configured_spec, index_folder
+from .strategies import LABEL_ONLY_STRATEGIES, STRATEGIES
+from .strategies import REGISTRY as STRATEGY_REGISTRY
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
@@ -37,7 +40,9 @@ __all__ = [
     "prepare_demo_model",
     "write_random_model",
     "rank",
+    "LABEL_ONLY_STRATEGIES",
     "STRATEGIES",
+    "STRATEGY_REGISTRY",
     "score_images",
     "strategy_vector",
     "search",
@@ -80,9 +85,6 @@ def search(
         exclude_image_ids=exclude_image_ids,
         spec=spec,
     )
-
-
-STRATEGIES = ("text", "feedback", "rocchio", "image", "fusion", "alpha_qe")
 
 
 def rank(
@@ -138,22 +140,27 @@ def strategy_vector(
     relevant: npt.ArrayLike = (),
     not_relevant: npt.ArrayLike = (),
     examples: npt.ArrayLike = (),
+    collection: npt.ArrayLike | None = None,
 ) -> np.ndarray:
-    """The vector a strategy ranks by, from vectors given directly (unit rows): for simulations and
-    research over vectors that are not in the store. text, feedback, rocchio, image, fusion."""
-    from . import strategies
+    """The vector a strategy of STRATEGY_REGISTRY ranks by, from vectors given directly (unit rows): for
+    simulations and research over vectors that are not in the store. alpha_qe needs the `collection`'s
+    rows to find the text's best match in. ValueError (a sentence) for an unknown strategy or a missing input."""
+    chosen = strategies.strategy(strategy)
+    query = strategies.unit_vector(np.asarray(text))
+    dim = query.shape[0]
 
-    if strategy == "text":
-        return strategies.unit_vector(np.asarray(text))
-    if strategy == "feedback":
-        return strategies.feedback_vector(np.asarray(text), relevant, not_relevant)
-    if strategy == "rocchio":
-        return strategies.rocchio_vector(np.asarray(text), relevant, not_relevant)
-    if strategy == "image":
-        return strategies.image_vector(examples)
-    if strategy == "fusion":
-        return strategies.fusion_vector(np.asarray(text), examples)
-    raise ValueError(f"strategy_vector takes text, feedback, rocchio, image or fusion, not {strategy!r}")
+    def rows(vectors: npt.ArrayLike) -> np.ndarray:
+        array = np.asarray(vectors, dtype=np.float32)
+        return array.reshape(-1, dim) if array.size else np.empty((0, dim), dtype=np.float32)
+
+    def best_match(vector: np.ndarray) -> np.ndarray:
+        if collection is None:
+            raise ValueError("alpha_qe expands the text by its best match: pass the collection's vectors")
+        everything = rows(collection)
+        return everything[[int(np.argmax(everything @ vector.astype(np.float32)))]]
+
+    inputs = strategies.RankingInputs(query, rows(relevant), rows(not_relevant), rows(examples), best_match)
+    return chosen.vector_for(inputs)
 
 
 def score_images(

@@ -16,13 +16,11 @@ index, so it stays as fast at 5M images as a text search.
 """
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
-
-STRATEGIES = ("text", "feedback", "rocchio", "image", "fusion", "alpha_qe")
 
 
 def unit_vector(vector: np.ndarray) -> np.ndarray:
@@ -113,6 +111,8 @@ def fit_seesaw(
 
     One BLAS thread: each step is two matrix-vector products of a few megabytes, where waking a second
     thread costs more than it saves (measured at 2,000 x 1,024 on 2 cores: 28 ms against 75 ms a fit)."""
+    from scipy.optimize import minimize  # here, so that importing the registry (the facade does) stays cheap
+
     with threadpool_limits(limits=1, user_api="blas"):
         fitted = minimize(
             seesaw_objective(q, positives, negatives, reg_lambda),
@@ -186,3 +186,95 @@ def reciprocal_rank_fusion(rankings: Iterable[Iterable[int]], *, k: float = 1.0)
         for rank, item in enumerate(ranking, start=1):
             scores[int(item)] = scores.get(int(item), 0.0) + 1.0 / (k + rank)
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+# --- the registry: one entry per strategy, read by the engine, the facade, the labeling page's menu,
+# the candidates API's validation and the simulator (so a new strategy is added in one place) -------------
+
+
+def _no_best_match(vector: np.ndarray) -> np.ndarray:
+    raise ValueError("alpha_qe expands the query by its best match, and no collection was given to search")
+
+
+@dataclass(frozen=True)
+class RankingInputs:
+    """What a strategy may rank from, all as unit rows of one dimension: the query text's vector (None when
+    the strategy needs none), the relevant and not relevant labeled images, the example images, and a way
+    to find the collection's best match of a vector (for alpha_qe; returns its rows)."""
+
+    text: np.ndarray | None
+    relevant: np.ndarray
+    not_relevant: np.ndarray
+    examples: np.ndarray
+    best_match: Callable[[np.ndarray], np.ndarray] = field(default=_no_best_match)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A ranking strategy: its name (in URLs, the API and stored choices), what it is in the annotator's
+    words, what it needs, and the function from its inputs to the vector the collection is ranked by."""
+
+    name: str
+    description: str
+    needs_text: bool
+    needs_examples: bool
+    learns_from_labels: bool
+    vector: Callable[[RankingInputs], np.ndarray]
+
+    def vector_for(self, inputs: RankingInputs) -> np.ndarray:
+        """The ranking vector; ValueError (a sentence) when an input it needs is missing."""
+        if self.needs_text and inputs.text is None:
+            raise ValueError(f"The {self.name} ranking starts from the query text, which is empty.")
+        if self.needs_examples and not len(inputs.examples):
+            raise ValueError(f"The {self.name} ranking needs example images: give image ids or upload one.")
+        return self.vector(inputs)
+
+
+def _text(inputs: RankingInputs) -> np.ndarray:
+    assert inputs.text is not None  # vector_for checked it
+    return inputs.text
+
+
+REGISTRY: dict[str, Strategy] = {
+    strategy.name: strategy
+    for strategy in (
+        Strategy("text", "the query text", True, False, False, lambda i: unit_vector(_text(i))),
+        Strategy(
+            "feedback",
+            "learn from my labels",
+            True,
+            False,
+            True,
+            lambda i: feedback_vector(_text(i), i.relevant, i.not_relevant),
+        ),
+        Strategy(
+            "rocchio",
+            "the text moved toward my labels (Rocchio)",
+            True,
+            False,
+            True,
+            lambda i: rocchio_vector(_text(i), i.relevant, i.not_relevant),
+        ),
+        Strategy("image", "like the example images", False, True, False, lambda i: image_vector(i.examples)),
+        Strategy("fusion", "text + example images", True, True, False, lambda i: fusion_vector(_text(i), i.examples)),
+        Strategy(
+            "alpha_qe",
+            "the text expanded by its best match",
+            True,
+            False,
+            False,
+            lambda i: alpha_qe_vector(_text(i), i.best_match(unit_vector(_text(i)))),
+        ),
+    )
+}
+STRATEGIES = tuple(REGISTRY)
+# The strategies an oracle replay can run: it only labels, it never gives example images.
+LABEL_ONLY_STRATEGIES = tuple(name for name, strategy in REGISTRY.items() if not strategy.needs_examples)
+
+
+def strategy(name: str) -> Strategy:
+    """The registered strategy `name`; ValueError naming the choices for any other."""
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"The ranking strategy is one of {', '.join(STRATEGIES)}, not {name!r}.") from None

@@ -34,7 +34,7 @@ def test_the_synthetic_world_shows_feedback_winning_where_the_text_misses(tmp_pa
 @pytest.mark.parametrize(
     "arguments, message",
     [
-        (["--synthetic", "--strategy", "image"], "--strategy takes text, feedback, rocchio"),
+        (["--synthetic", "--strategy", "image"], "--strategy takes text, feedback, rocchio, alpha_qe, not image"),
         (["--synthetic", "--batch", "0"], "--batch must be 1 to 1,000"),
         (["--synthetic", "--target", "1.5"], "--target must be a share"),
         (["--synthetic", "--synthetic-queries", "500"], "need more than 20000 images"),

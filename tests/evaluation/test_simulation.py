@@ -1,8 +1,11 @@
 """The oracle annotator's replay, on rankings small enough to check by hand."""
 
+import numpy as np
 import pytest
 
 from evaluation import simulation
+from search import strategies
+from search.facade import LABEL_ONLY_STRATEGIES, strategy_vector
 
 
 def fixed(order):
@@ -48,5 +51,20 @@ def test_the_synthetic_world_and_its_ranker():
         assert len(first) == len(set(first)) == 50
         assert not set(rank("text", [], [], first, 50)) & set(first)
         assert simulation.replay(rank, query_id, "feedback", positives, max_labels=3000).labels_to(0.95)
-    with pytest.raises(ValueError, match="ranks by text, feedback or rocchio"):
+    with pytest.raises(ValueError, match="ranks by text, feedback, rocchio, alpha_qe, not 'image'"):
         simulation.world_ranker(world, 1)("image", [], [], [], 5)
+
+
+def test_the_world_replays_every_strategy_an_oracle_can_and_alpha_qe_expands_by_the_best_match():
+    world = simulation.synthetic_world(images=3000, queries=2, species=20)
+    rank = simulation.world_ranker(world, 1)
+    for strategy in LABEL_ONLY_STRATEGIES:
+        assert len(rank(strategy, [], [], [], 20)) == 20, strategy
+    text = strategies.unit_vector(world.texts[1])
+    best = int(np.argmax(world.vectors @ text.astype(np.float32)))
+    expanded = strategy_vector("alpha_qe", world.texts[1], collection=world.vectors)
+    # alpha QE moves the text toward its best match by their similarity (Radenovic et al.).
+    similarity = max(float(world.vectors[best] @ text), 0.0)
+    assert np.allclose(expanded, strategies.unit_vector(text + similarity * world.vectors[best]), atol=1e-5)
+    with pytest.raises(ValueError, match="pass the collection's vectors"):
+        strategy_vector("alpha_qe", world.texts[1])

@@ -8,6 +8,8 @@ import re
 import pytest
 from django.urls import reverse
 
+from annotator.labeling import RANKINGS
+from annotator.model_methods import MODEL_METHODS, MODEL_RANKINGS, page_ranking
 from annotator.models import RerankJob, RerankScore
 from annotator.rerank import run_job, start_job
 from tests.lmm.server import completion, p_yes
@@ -74,3 +76,19 @@ def test_no_model_configured_is_a_409_with_what_to_set(client, labeling, setting
     assert not RerankJob.objects.exists()
     with pytest.raises(Exception, match="QUIRE_LMM_BASE_URL"):
         start_job(labeling["query"])
+
+
+def test_the_side_pane_offers_each_registered_method_and_refuses_any_other(client, labeling):
+    client.force_login(labeling["annotator"])
+    pane = client.get(reverse("rerank-status", args=[labeling["query"].pk])).content.decode()
+    offered = re.findall(r'name="method" value="(\w+)"', pane)
+    assert offered == list(MODEL_METHODS) == ["yesno", "structured", "judges", "visret"]
+    assert all(method.button in pane for method in MODEL_METHODS.values())
+    response = client.post(reverse("start-rerank", args=[labeling["query"].pk]), {"method": "grep"})
+    assert response.status_code == 400
+    assert response.content.decode() == "method is one of yesno, structured, judges, visret."
+    with pytest.raises(ValueError, match="method is one of yesno, structured, judges, visret, not 'grep'"):
+        start_job(labeling["query"], method="grep")
+    assert not RerankJob.objects.exists()
+    # Each method's finished job is shown by one of the page's rankings.
+    assert {page_ranking(name) for name in MODEL_METHODS} == set(MODEL_RANKINGS) <= set(RANKINGS)

@@ -104,3 +104,30 @@ def test_reciprocal_rank_fusion_is_its_formula():
     fused = strategies.reciprocal_rank_fusion(rankings)
     assert dict(fused) == pytest.approx(brute)
     assert [item for item, _ in fused] == sorted(brute, key=lambda item: (-brute[item], item))
+
+
+def test_each_registered_strategy_ranks_by_its_own_function_and_says_what_it_lacks(world):
+    q, _, positives, negatives = world
+    inputs = strategies.RankingInputs(q, positives, negatives, positives[:2], best_match=lambda v: positives[:1])
+    expected = {
+        "text": q,
+        "feedback": strategies.feedback_vector(q, positives, negatives),
+        "rocchio": strategies.rocchio_vector(q, positives, negatives),
+        "image": strategies.image_vector(positives[:2]),
+        "fusion": strategies.fusion_vector(q, positives[:2]),
+        "alpha_qe": strategies.alpha_qe_vector(q, positives[:1]),
+    }
+    assert set(strategies.REGISTRY) == set(expected) and tuple(strategies.REGISTRY) == strategies.STRATEGIES
+    for name, vector in expected.items():
+        assert np.allclose(strategies.strategy(name).vector_for(inputs), vector), name
+    no_text = strategies.RankingInputs(None, positives, negatives, np.empty((0, 32)))
+    for name, chosen in strategies.REGISTRY.items():
+        if chosen.needs_text:
+            with pytest.raises(ValueError, match=f"The {name} ranking starts from the query text"):
+                chosen.vector_for(no_text)
+        if chosen.needs_examples:
+            with pytest.raises(ValueError, match=f"The {name} ranking needs example images"):
+                chosen.vector_for(strategies.RankingInputs(q, positives, negatives, np.empty((0, 32))))
+    assert strategies.LABEL_ONLY_STRATEGIES == ("text", "feedback", "rocchio", "alpha_qe")
+    with pytest.raises(ValueError, match="one of text, feedback, rocchio, image, fusion, alpha_qe, not 'grep'"):
+        strategies.strategy("grep")

@@ -2,8 +2,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.model_methods import RERANK_METHODS
 from annotator.models import Query
-from annotator.rerank import DEFAULT_TOP, METHODS, plan_for, rerank
+from annotator.rerank import DEFAULT_TOP, plan_for, rerank
 from common.cli import progress_bar
 from lmm.facade import ModelUnavailable
 from search.facade import SearchUnavailable
@@ -18,7 +19,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("query_id", help="the query's id")
         parser.add_argument("--top", type=int, default=DEFAULT_TOP, help=f"first-stage depth (default {DEFAULT_TOP})")
-        parser.add_argument("--method", choices=METHODS, default="yesno")
+        parser.add_argument("--method", choices=RERANK_METHODS, default="yesno")
         parser.add_argument("--json", action="store_true", help="print a JSON list of {image_id, score}")
         parser.add_argument(
             "--plan-only",

@@ -10,10 +10,7 @@ from common.files import write_atomically
 from evaluation import plots, simulation
 from evaluation.inputs import InputError, read_qrels
 from evaluation.models import SavedSimulation
-from search.facade import SearchUnavailable, rank
-
-# Strategies that need no example images (an oracle annotator only labels).
-REAL_STRATEGIES = ("text", "feedback", "rocchio", "alpha_qe")
+from search.facade import LABEL_ONLY_STRATEGIES, SearchUnavailable, rank
 
 
 class Command(BaseCommand):
@@ -57,9 +54,9 @@ class Command(BaseCommand):
 
     def handle(self, **options):
         strategies = list(dict.fromkeys(options["strategy"] or ["text", "feedback"]))
-        allowed = simulation.WORLD_STRATEGIES if options["synthetic"] else REAL_STRATEGIES
-        if unknown := [name for name in strategies if name not in allowed]:
-            raise CommandError(f"--strategy takes {', '.join(allowed)} here, not {', '.join(unknown)}.")
+        # An oracle annotator only labels: the strategies that need example images cannot be replayed.
+        if unknown := [name for name in strategies if name not in LABEL_ONLY_STRATEGIES]:
+            raise CommandError(f"--strategy takes {', '.join(LABEL_ONLY_STRATEGIES)}, not {', '.join(unknown)}.")
         if not 1 <= options["batch"] <= 1000:
             raise CommandError("--batch must be 1 to 1,000 labels.")
         if not 0 < options["target"] <= 1:
