@@ -16,6 +16,7 @@ import numpy as np
 from catalog.models import Image
 from search.facade import STRATEGY_REGISTRY, Hit, SearchUnavailable, configured_spec, rank, search
 
+from .examples import waiting
 from .model_methods import MODEL_RANKINGS
 from .models import Label, LabelValue, Query
 
@@ -119,6 +120,7 @@ def labeled_down_to(query: Query, *, text: str, taxon_ids=None) -> int | None:
 # The rankings the labeling page offers, in the annotator's words: four of search's strategies (rocchio
 # and alpha_qe are for research: simulate_labeling and the API), then the finished model jobs'.
 PAGE_STRATEGIES = ("text", "feedback", "image", "fusion")
+EMBEDDING_EXAMPLE = "Your uploaded example is still being embedded: this ranking appears once it is ready."
 RANKINGS = {name: STRATEGY_REGISTRY[name].description for name in PAGE_STRATEGIES} | MODEL_RANKINGS
 
 
@@ -178,6 +180,9 @@ def adaptive_results(
             exclude_ids=shown_ids,
         )  # fmt: skip
     except SearchUnavailable as error:
+        chosen = STRATEGY_REGISTRY.get(strategy)
+        if not example_ids and chosen and chosen.needs_examples and waiting(query):
+            return ResultsPage([], offset, limit, EMBEDDING_EXAMPLE)
         return ResultsPage([], offset, limit, str(error))
     tiles = _tiles(query, hits, offset)
     return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(hits) == limit else None)

@@ -6,7 +6,6 @@ Taxon suggestions and image files are the catalog's (catalog/views.py).
 
 from functools import wraps
 
-import numpy as np
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import (
@@ -20,6 +19,7 @@ from django.http import (
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRefresh
 
 from catalog import facade as taxa  # describe, species_for, UnknownTaxon
 from catalog.models import Image
@@ -28,9 +28,8 @@ from common.background import QueueUnavailable
 from common.formats import RASTER_TYPES
 from lmm.facade import ModelUnavailable
 from quire.database import retry_once_if_dropped
-from search.facade import SearchUnavailable, configured_spec, embed_image
 
-from . import labeling, labels, progress, rerank, selectors
+from . import examples, labeling, labels, progress, rerank, selectors
 from .forms import ExampleUploadForm, TrackingForm
 from .model_methods import MODEL_METHODS, page_ranking
 from .models import GeneratedImage, LabelSource, LabelValue, Query, QueryExample
@@ -146,9 +145,10 @@ def label_page(request, query_id):
             "labeled_down_to": labeling.labeled_down_to(query, text=state["q"], taxon_ids=state["taxon_ids"]),
             "run": progress.cached_run(query, counts["labeled"], counts["last_activity"]),
             "run_goal": progress.RUN_GOAL,
-            "estimate": progress.cached_estimate(query, counts["labeled"], counts["last_activity"]),
+            "estimate": progress.estimate_or_computing(query, counts["labeled"], counts["last_activity"]),
             "estimate_help": progress.ESTIMATE_HELP,
             "examples": query.examples.all(),
+            "examples_embedding": examples.ensure_embedding(query),
             "rankings": labeling.RANKINGS,
             "rerank_every": settings.QUIRE_RERANK_EVERY,
             "upload_form": ExampleUploadForm(),
@@ -300,27 +300,47 @@ def submit(request, query_id):
 @login_required
 @require_POST
 def upload_example(request, query_id):
-    """Keep an uploaded example image with the query (its file and its vector) and rank by the text and
-    the examples together. Staff and annotators alike: an example is a search aid, not a label."""
+    """Keep an uploaded example image with the query and rank by the text and the examples together. Its
+    vector is computed in the background (annotator.examples): the page says "embedding…" until it is
+    ready. Staff and annotators alike: an example is a search aid, not a label."""
     query = get_object_or_404(Query, pk=query_id)
     if _locked_for(request, query):
         return HttpResponseForbidden(_locked_message(query))
     form = ExampleUploadForm(request.POST, request.FILES)
     if not form.is_valid():
         return HttpResponseBadRequest(" ".join(message for errors in form.errors.values() for message in errors))
-    try:
-        vector = embed_image(form.cleaned_data["picture"])
-    except SearchUnavailable as error:
-        return HttpResponse(f"The example could not be embedded: {error}", status=409)
-    QueryExample.objects.create(
-        query=query,
-        upload=form.cleaned_data["image"],
-        vector=np.asarray(vector, dtype=np.float32).tobytes(),
-        vector_model=configured_spec().name,
-        relevant=True,
-        note=form.cleaned_data["note"],
+    example = QueryExample.objects.create(
+        query=query, upload=form.cleaned_data["image"], relevant=True, note=form.cleaned_data["note"]
     )
+    examples.send(example.pk)
     return redirect(f"{reverse('label', args=[query.pk])}?ranking=fusion")
+
+
+@login_required
+@require_GET
+def examples_embedding(request, query_id):
+    """Polled by the labeling page while an uploaded example is being embedded: 204 while any still is (and
+    sends it again if its job was lost), then htmx's refresh, so that the page ranks with it."""
+    query = get_object_or_404(Query, pk=query_id)
+    if examples.ensure_embedding(query):
+        return HttpResponse(status=204)
+    return HttpResponseClientRefresh()
+
+
+@login_required
+@require_GET
+def estimate_fragment(request, query_id):
+    """The recall estimate of a query, polled by the labeling page and the dashboard while it is computed
+    in the background (`?cell=1`: as the dashboard's table cell)."""
+    query = get_object_or_404(Query, pk=query_id)
+    counts = selectors.label_counts(query)
+    context = {
+        "query": query,
+        "estimate": progress.estimate_or_computing(query, counts["labeled"], counts["last_activity"]),
+        "estimate_help": progress.ESTIMATE_HELP,
+    }
+    template = "annotator/_estimate_cell.html" if request.GET.get("cell") else "annotator/_estimate.html"
+    return render(request, template, context)
 
 
 @login_required

@@ -97,6 +97,9 @@ class QueryExample(models.Model):
     upload = models.FileField(upload_to="examples/%Y/%m/", blank=True, help_text="An uploaded example image.")
     vector = models.BinaryField(null=True, editable=False, help_text="The upload's vector (float32).")
     vector_model = models.CharField(max_length=200, blank=True, editable=False, help_text="The model of `vector`.")
+    embedding_error = models.CharField(
+        max_length=500, blank=True, editable=False, help_text="Why the upload could not be embedded, if it could not."
+    )
     relevant = models.BooleanField(help_text="An example of a relevant image (else of a not relevant one).")
     note = models.CharField(max_length=500, blank=True, help_text="Why, in a few words.")
 
@@ -112,6 +115,11 @@ class QueryExample(models.Model):
     def __str__(self):
         what = f"image {self.image_id}" if self.image_id else "upload"
         return f"{'relevant' if self.relevant else 'not relevant'} example ({what}) of query {self.query_id}"
+
+    @property
+    def embedding(self) -> bool:
+        """An upload whose vector a background job is still computing (annotator.examples)."""
+        return bool(self.upload) and self.vector is None and not self.embedding_error
 
 
 class LabelValue(models.TextChoices):

@@ -12,23 +12,30 @@ bottom up to the first label that is not "not relevant".
 
 import hashlib
 from contextlib import suppress
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 from django.core.cache import cache
+from django.db import transaction
 from django.db.models import Avg, Count, Q
 from django.db.models.functions import TruncDate
 
+from common import background
 from search.facade import SearchUnavailable, rank, score_images
 
 from . import selectors, stopping
 from .models import Label, LabelEvent, LabelValue, Query
 
 RUN_GOAL = 100
-# The dashboard computes missing signals inside the request for queries holding up to this many labels in
-# all (a small project, the demo); beyond, they are computed in the background and the page says so. At
-# 1M labels computing them inline held the page for 40 s (bench/RESULTS.md).
+# The dashboard computes the missing label-order signals (the run, TSR: one pass over the labels) inside
+# the request for queries holding up to this many labels in all (a small project, the demo); beyond, they
+# are computed in the background and the page says so. At 1M labels computing them inline held the page
+# for 40 s (bench/RESULTS.md). The recall estimate is never computed in a request (estimate_or_computing).
 INLINE_LABELS = 20_000
+# With a broker, a page polling every two seconds would queue the same refresh each time: one send per
+# query and labels state per this many seconds.
+RESEND_SECONDS = 60
 ESTIMATE_HELP = (
     "Found / (found + the expected positives among the unlabeled images), from the feedback model's scores "
     "calibrated on your labels (see the README). Optimistic while few positives are known: keep labeling "
@@ -120,13 +127,53 @@ def cached_estimate(query: Query, labeled: int, last_activity) -> stopping.Recal
     return _cached("estimate", query, labeled, last_activity, partial(query_recall_estimate, query))[1]
 
 
+@dataclass(frozen=True)
+class EstimateState:
+    """What a page shows of the recall estimate: the value (None: nothing to estimate from, or no index),
+    or that the background is computing it."""
+
+    value: stopping.RecallEstimate | None
+    computing: bool
+
+
+def estimate_or_computing(query: Query, labeled: int, last_activity) -> EstimateState:
+    """The cached recall estimate of `query`, or "computing" after asking the background for it: three
+    feedback fits and a deep search (seconds on a large collection) are never run in a request. A page
+    showing "computing" polls the estimate fragment, which asks again until the value is cached."""
+    found, value = _cached("estimate", query, labeled, last_activity)
+    if found:
+        return EstimateState(value, False)
+    # Embedded, the background thread already runs a job once however often it is sent.
+    if background.embedded() or cache.add(_key("sent", query, labeled, last_activity), True, RESEND_SECONDS):
+        _send_refresh([query.pk])
+    return EstimateState(None, True)
+
+
+def _send_refresh(query_ids: list[int]) -> None:
+    """Ask the background to compute and cache the figures of `query_ids`, once the request's transaction
+    (if any) commits. With the queue away the page still shows its counts; the figures say "computing"
+    until it is back."""
+    from .tasks import refresh_progress  # the task module imports this one
+
+    def send() -> None:
+        with suppress(background.QueueUnavailable):
+            background.submit(refresh_progress, tuple(query_ids))
+
+    transaction.on_commit(send)
+
+
+def _key(kind: str, query: Query, labeled: int, last_activity) -> str:
+    """A cache key that changes with the query's labels (count, last change) and its text."""
+    activity = last_activity.timestamp() if last_activity else None
+    text = hashlib.md5(query.text.encode()).hexdigest()
+    return f"quire:{kind}:{query.pk}:{labeled}:{activity}:{text}"
+
+
 def _cached(kind: str, query: Query, labeled: int, last_activity, compute=None) -> tuple[bool, object]:
     """(found, value): compute(), cached for a day or until the query's labels (count, last change) or its
     text change. Without `compute`, only what is cached: (False, None) when nothing is. The value is stored
     in a tuple, so that a None result (no index; nothing to estimate from yet) is cached too."""
-    activity = last_activity.timestamp() if last_activity else None
-    text = hashlib.md5(query.text.encode()).hexdigest()
-    key = f"quire:{kind}:{query.pk}:{labeled}:{activity}:{text}"
+    key = _key(kind, query, labeled, last_activity)
     stored = cache.get(key)
     if stored is not None:
         return True, stored[0]
@@ -147,36 +194,30 @@ def refresh(query_ids) -> None:
 def with_runs(queries, *, inline_labels: int | None = None) -> list[Query]:
     """Give each query (annotated by selectors.with_label_counts) its not-relevant run (`run`), whether
     it reached INQUIRE's goal (`run_met`) and its progress toward done as a percentage (`done_percent`:
-    100 once the run reaches the goal or the query's status is done). What is not cached is computed here
-    for queries holding up to `inline_labels` labels in all, and sent to the background for the rest:
-    those are marked `pending` (the page says "computing") until a later visit finds them cached."""
+    100 once the run reaches the goal or the query's status is done), and its recall `estimate` (an
+    EstimateState). Run and TSR not cached are computed here for queries holding up to `inline_labels`
+    labels in all, and sent to the background for the rest: those are marked `pending` (the page says
+    "computing") until a later visit finds them cached. The estimate always comes from the background."""
     pending, budget = [], INLINE_LABELS if inline_labels is None else inline_labels
     for query in queries:
         have_signals, signals = _cached("signals", query, query.labeled, query.last_activity)
         have_estimate, estimate = _cached("estimate", query, query.labeled, query.last_activity)
         query.pending = False
+        if not have_signals and query.labeled <= budget:
+            budget -= query.labeled
+            signals = cached_signals(query, query.labeled, query.last_activity)
+        elif not have_signals:
+            query.pending = True
         if not (have_signals and have_estimate):
-            if query.labeled <= budget:
-                budget -= query.labeled
-                signals = cached_signals(query, query.labeled, query.last_activity)
-                estimate = cached_estimate(query, query.labeled, query.last_activity)
-            else:
-                pending.append(query.pk)
-                query.pending = True
+            pending.append(query.pk)
         signals = signals or {"run": None, "tsr": None}
         query.run, query.tsr = signals["run"], signals["tsr"]
-        query.estimate = estimate
+        query.estimate = EstimateState(estimate if have_estimate else None, not have_estimate)
         query.run_met = query.run is not None and query.run >= RUN_GOAL
         finished = query.run_met or query.status == Query.Status.DONE
         query.done_percent = 100 if finished else round(100 * min(query.run or 0, RUN_GOAL) / RUN_GOAL)
     if pending:
-        from common import background
-
-        from .tasks import refresh_progress
-
-        # With the queue away the page still shows its counts; the figures say "computing" until it is back.
-        with suppress(background.QueueUnavailable):
-            background.submit(refresh_progress, tuple(pending))
+        _send_refresh(pending)
     return queries
 
 

@@ -5,7 +5,7 @@ from celery import shared_task
 
 import quire.celery  # noqa: F401  (the configured app: these tasks are sent through it, never a default one)
 
-from . import progress
+from . import examples, progress
 from . import rerank as reranking
 
 
@@ -13,6 +13,12 @@ from . import rerank as reranking
 def rerank(job_id: int) -> str:
     """A rerank job (annotator.rerank.run_job); run again after a crash, it asks only what is not cached."""
     return reranking.run_job(job_id).status
+
+
+@shared_task(name="annotator.embed_example")
+def embed_example(example_id: int) -> str:
+    """An uploaded example's vector (annotator.examples.embed): on a CPU worker, not in the upload's request."""
+    return examples.embed(example_id)
 
 
 @shared_task(name="annotator.refresh_progress")

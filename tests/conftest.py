@@ -32,6 +32,17 @@ def pytest_collection_modifyitems(config, items):
 SHARED_INQUIRE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "inquire"
 
 
+@pytest.fixture(autouse=True)
+def _background_jobs_end_with_their_test():
+    """A job a test's request sent to the embedded background thread finishes before the next test starts:
+    otherwise it runs against the next test's database, and the next test's own job (the same task and
+    arguments) is taken for it and never runs."""
+    yield
+    from common import background
+
+    background.wait_for_all(timeout=120)
+
+
 @pytest.fixture
 def inquire_dir() -> Path:
     """The released INQUIRE files in ../shared (never copied into the project)."""

@@ -5,6 +5,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from annotator import progress
 from annotator.labels import set_label
 from annotator.models import Label, LabelEvent, LabelSource, LabelValue, Query, QueryExample
 from catalog.models import Image, ImageRoot
@@ -177,7 +178,11 @@ def test_dashboard_counts_run_and_tracking(client, labeling):
     assert re.search(r'<td class="num ">4</td>', row)
     # In rank order: relevant, then four not relevant. TSR = (4/5 + 1 + 1 + 1 + 1) / 5.
     assert '<td class="num tsr">0.96</td>' in row
-    assert '<td class="num estimate">–</td>' in row  # one relevant label: nothing to estimate from yet
+    # The estimate is never computed in the request: the cell polls until the background job has cached it.
+    assert f'hx-get="/queries/{query.pk}/estimate?cell=1"' in row and "computing…" in row
+    progress.refresh([query.pk])  # the background job (annotator.refresh_progress)
+    cell = client.get(reverse("query-estimate", args=[query.pk]), {"cell": "1"}).content.decode()
+    assert cell == '<td class="num estimate">–</td>\n'  # one relevant label: nothing to estimate from yet
     page = client.get(reverse("dashboard-query", args=[query.pk])).content.decode()
     assert "Labels per annotator" in page and "boss" in page and f"?query={query.pk}" in page
     client.post(
@@ -333,6 +338,7 @@ def test_a_large_projects_dashboard_answers_at_once_and_fills_in_from_the_backgr
             user=labeling["admin"],
             source=LabelSource.CLICK,
         )
+    background.wait_for_all(timeout=120)  # the label page's own request for its estimate, at no labels
     monkeypatch.setattr(progress, "INLINE_LABELS", 0)
     computed = []
     original = progress.label_order_signals

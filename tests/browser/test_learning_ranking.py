@@ -83,6 +83,8 @@ def test_more_like_this_and_an_uploaded_example(page, live_server, labeling, art
     page.fill('#upload-example input[name="note"]', "a skimmer skimming")
     page.click('#upload-example button[type="submit"]')
     page.wait_for_url("**ranking=fusion**")
+    # CLIP runs in the background, not in the upload's request: the page says so, then reloads with it.
+    expect(page.locator("#examples-embedding")).to_have_count(0, timeout=30_000)
     example = QueryExample.objects.get(query=query)
     assert example.upload and example.vector is not None and example.note == "a skimmer skimming"
     expect(page.locator(f'.examples img[alt="uploaded example {example.pk}"]')).to_be_visible()

@@ -1,0 +1,90 @@
+"""Uploaded example images get their vector in the background: encoding a photo with CLIP ViT-H/14 takes
+a second or more on a CPU, too long to hold the upload's request (and a web worker) for.
+
+The upload is kept at once with no vector; `embed` (the task annotator.embed_example) encodes it, or
+records why it could not. The labeling page shows the example as "embedding…" and reloads when it is
+ready; `ensure_embedding` sends any example still waiting again (after a crash, or an admin upload).
+"""
+
+import logging
+
+import numpy as np
+from django.core.cache import cache
+from django.db import transaction
+from PIL import Image as PILImage
+from PIL import UnidentifiedImageError
+
+from common import background
+from search.facade import SearchUnavailable, configured_spec, embed_image
+
+from .models import Query, QueryExample
+
+log = logging.getLogger(__name__)
+
+# With a broker, a page polling every two seconds would queue the same job each time: one send per example
+# per this many seconds (long enough for a worker to take it; short enough to retry a lost one soon).
+RESEND_SECONDS = 60
+
+
+def embed(example_id: int) -> str:
+    """Encode the uploaded example `example_id` with the configured model and keep its vector; on failure
+    keep the reason on the example instead. Returns "embedded", "failed" or "gone"; run twice, the second
+    run finds the vector and does nothing."""
+    example = QueryExample.objects.filter(pk=example_id).first()
+    if example is None or not example.upload:
+        return "gone"
+    if example.vector is not None and example.vector_model == configured_spec().name:
+        return "embedded"
+    try:
+        with example.upload.open("rb") as file, PILImage.open(file) as picture:
+            vector = embed_image(picture.convert("RGB"))
+    except SearchUnavailable as error:
+        return _failed(example_id, f"This example could not be embedded: {error}")
+    except (OSError, UnidentifiedImageError) as error:  # the stored file is gone or damaged
+        log.warning("example %s: its file could not be read: %s", example_id, error)
+        return _failed(example_id, "This example's stored file could not be read as an image: upload it again.")
+    QueryExample.objects.filter(pk=example_id).update(
+        vector=np.asarray(vector, dtype=np.float32).tobytes(), vector_model=configured_spec().name, embedding_error=""
+    )
+    return "embedded"
+
+
+def _failed(example_id: int, reason: str) -> str:
+    log.warning("example %s could not be embedded: %s", example_id, reason)
+    QueryExample.objects.filter(pk=example_id).update(embedding_error=reason[:500])
+    return "failed"
+
+
+def send(example_id: int) -> None:
+    """Ask the background for `example_id`'s vector (once per RESEND_SECONDS with a broker). With the queue
+    away, the example keeps the reason, and the page shows it instead of "embedding…"."""
+    from .tasks import embed_example  # the task module imports this one
+
+    if background.embedded():
+        if background.is_pending(embed_example, example_id):
+            return
+    elif not cache.add(f"quire:embed-example:{example_id}", True, timeout=RESEND_SECONDS):
+        return
+
+    def submit() -> None:
+        try:
+            background.submit(embed_example, example_id)
+        except background.QueueUnavailable as error:
+            QueryExample.objects.filter(pk=example_id).update(embedding_error=str(error)[:500])
+
+    transaction.on_commit(submit)  # a worker, or the thread, must find the example's row committed
+
+
+def waiting(query: Query) -> list[int]:
+    """The ids of `query`'s uploads that have no vector yet and no reason why not."""
+    return list(
+        query.examples.filter(vector__isnull=True, embedding_error="").exclude(upload="").values_list("pk", flat=True)
+    )
+
+
+def ensure_embedding(query: Query) -> list[int]:
+    """Send every upload of `query` still waiting for its vector (see `send`); returns their ids."""
+    pending = waiting(query)
+    for example_id in pending:
+        send(example_id)
+    return pending

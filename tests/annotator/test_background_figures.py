@@ -1,0 +1,144 @@
+"""Issue 21, item 3: no heavy work in a request. The recall estimate (three feedback fits and a deep search)
+and an uploaded example's CLIP vector are computed by the background path; the pages say "computing" (or
+"embedding") and poll until the result is stored."""
+
+import io
+import re
+
+import numpy as np
+import pytest
+from django.urls import reverse
+from PIL import Image as PILImage
+
+from annotator import examples, progress
+from annotator import labeling as ranking_page
+from annotator.labels import set_label
+from annotator.models import LabelSource, LabelValue, QueryExample
+from search.facade import configured_spec, embed_image
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ann(client, labeling):
+    client.force_login(labeling["annotator"])
+    return client
+
+
+def tile_ids(html: str) -> list[int]:
+    return [int(i) for i in re.findall(r'data-image-id="(\d+)"', html)]
+
+
+def label_top(labeling, values):
+    query = labeling["query"]
+    ranked = labeling_ranking(query)
+    for image_id, value in zip(ranked, values, strict=False):
+        set_label(query_id=query.pk, image_id=image_id, value=value, user=labeling["annotator"], source="click")
+
+
+def labeling_ranking(query):
+    return [hit.image_id for hit in ranking_page.candidates(query, strategy="text", k=100)]
+
+
+def test_the_estimate_is_never_computed_in_the_request_and_the_page_polls_until_it_is_cached(
+    ann, labeling, monkeypatch, django_capture_on_commit_callbacks
+):
+    query = labeling["query"]
+    values = [LabelValue.RELEVANT] * 6 + [LabelValue.NOT_RELEVANT] * 30
+    label_top(labeling, values)
+    computed = []
+    original = progress.query_recall_estimate
+    monkeypatch.setattr(progress, "query_recall_estimate", lambda q: computed.append(q.pk) or original(q))
+
+    with django_capture_on_commit_callbacks() as sent:
+        page = ann.get(reverse("label", args=[query.pk])).content.decode()
+    assert computed == []  # not in the request
+    assert len(sent) == 1  # the background job was asked for it, once the request's transaction commits
+    box = re.search(r'<p id="recall-estimate-box".*?</p>', page, re.S).group(0)
+    assert f'hx-get="/queries/{query.pk}/estimate"' in box and "computing…" in box
+    fragment = ann.get(reverse("query-estimate", args=[query.pk])).content.decode()
+    assert "computing…" in fragment and computed == []  # still polling, still not computed here
+
+    progress.refresh([query.pk])  # what the background job annotator.refresh_progress runs
+    assert computed == [query.pk]
+    fragment = ann.get(reverse("query-estimate", args=[query.pk])).content.decode()
+    estimate = progress.cached_estimate(query, len(values), query.labels.latest("updated_at").updated_at)
+    assert estimate is not None and f"~{estimate.percent}%" in fragment
+    assert "hx-get" not in fragment and "computing" not in fragment  # done: the polling stops
+    assert f"{estimate.found} found" in fragment and computed == [query.pk]
+
+    # A new label changes the cache key: computing again, in the background.
+    set_label(
+        query_id=query.pk, image_id=labeling_ranking(query)[0], value=LabelValue.RELEVANT, user=labeling["annotator"],
+        source=LabelSource.CLICK,
+    )  # fmt: skip
+    assert "computing…" in ann.get(reverse("query-estimate", args=[query.pk])).content.decode()
+    assert computed == [query.pk]
+
+
+def test_the_estimate_fragment_answers_404_for_an_unknown_query_and_needs_a_login(client, ann):
+    assert ann.get("/queries/999999/estimate").status_code == 404
+    client.logout()
+    assert client.get("/queries/1/estimate").status_code == 302
+
+
+def _png(colour=(10, 120, 200)) -> io.BytesIO:
+    data = io.BytesIO()
+    PILImage.new("RGB", (40, 30), colour).save(data, "PNG")
+    data.seek(0)
+    data.name = "photo.png"
+    return data
+
+
+def test_an_upload_is_kept_at_once_and_embedded_by_the_background(ann, labeling, django_capture_on_commit_callbacks):
+    query = labeling["query"]
+    with django_capture_on_commit_callbacks() as sent:
+        response = ann.post(reverse("upload-example", args=[query.pk]), {"image": _png(), "note": "wings out"})
+    assert response.status_code == 302 and response["Location"].endswith("?ranking=fusion")
+    example = QueryExample.objects.get(query=query)
+    assert example.vector is None and example.embedding and len(sent) == 1  # CLIP did not run in the request
+
+    page = ann.get(response["Location"]).content.decode()
+    assert "(embedding…)" in page and 'id="examples-embedding"' in page
+    assert ranking_page.EMBEDDING_EXAMPLE in page  # the fused ranking waits for its example, and says so
+    assert ann.get(reverse("examples-embedding", args=[query.pk])).status_code == 204  # still waiting
+
+    assert examples.embed(example.pk) == "embedded"  # the task annotator.embed_example
+    example.refresh_from_db()
+    with PILImage.open(example.upload.path) as kept:
+        expected_vector = embed_image(kept.convert("RGB"))
+    assert np.array_equal(np.frombuffer(bytes(example.vector), dtype=np.float32), expected_vector)
+    assert example.vector_model == configured_spec().name and not example.embedding
+    assert examples.embed(example.pk) == "embedded"  # run twice: nothing changes
+    done = ann.get(reverse("examples-embedding", args=[query.pk]))
+    assert done.status_code == 200 and done["HX-Refresh"] == "true"  # htmx reloads the page
+    page = ann.get(response["Location"]).content.decode()
+    assert "(embedding…)" not in page and 'id="examples-embedding"' not in page
+    expected = [hit.image_id for hit in ranking_page.candidates(query, strategy="fusion", k=50)]
+    assert tile_ids(page) == expected and expected != labeling_ranking(query)[:50]
+
+
+def test_an_upload_that_cannot_be_embedded_says_why_beside_it(ann, labeling, django_capture_on_commit_callbacks):
+    query = labeling["query"]
+    with django_capture_on_commit_callbacks():
+        ann.post(reverse("upload-example", args=[query.pk]), {"image": _png()})
+    example = QueryExample.objects.get(query=query)
+    with open(example.upload.path, "wb") as file:  # the stored file lost (a disk fault, a bad restore)
+        file.write(b"not a picture any more")
+    assert examples.embed(example.pk) == "failed"
+    example.refresh_from_db()
+    assert example.embedding_error == "This example's stored file could not be read as an image: upload it again."
+    page = ann.get(reverse("label", args=[query.pk])).content.decode()
+    assert "stored file could not be read as an image: upload it again." in page
+    assert "(embedding…)" not in page and 'id="examples-embedding"' not in page
+    assert examples.embed(999_999) == "gone"
+
+
+def test_an_example_whose_job_was_lost_is_sent_again_by_the_page(ann, labeling, django_capture_on_commit_callbacks):
+    """After a crash (or an upload in the admin, which sends no job) the labeling page sends the job."""
+    query = labeling["query"]
+    with django_capture_on_commit_callbacks():
+        ann.post(reverse("upload-example", args=[query.pk]), {"image": _png()})  # its job is never run
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        assert ann.get(reverse("examples-embedding", args=[query.pk])).status_code == 204
+    assert len(sent) == 1
