@@ -1,11 +1,14 @@
 """Admin pages for embedding jobs and index builds: progress, rate, ETA, failures, and the buttons that start them."""
 
 import datetime
+from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.db.models import Model
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.urls import path
+from django.urls import URLPattern, path
 
 from common import background
 
@@ -18,28 +21,31 @@ from .spec import configured_spec
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Jobs are written by the workers; the admin watches them."""
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
+
+
+CHUNK_FIELDS = (
+    "number",
+    "first_image_id",
+    "last_image_id",
+    "size",
+    "status",
+    "attempts",
+    "done",
+    "failed",
+    "worker",
+    "finished_at",
+)
 
 
 class ChunkInline(admin.TabularInline):
     model = EmbeddingChunk
-    fields = [
-        "number",
-        "first_image_id",
-        "last_image_id",
-        "size",
-        "status",
-        "attempts",
-        "done",
-        "failed",
-        "worker",
-        "finished_at",
-    ]
-    readonly_fields = fields
+    fields = CHUNK_FIELDS
+    readonly_fields = CHUNK_FIELDS
     extra = 0
     can_delete = False
     max_num = 0
@@ -66,20 +72,20 @@ class EmbeddingJobAdmin(ReadOnlyAdmin):
     change_list_template = "admin/search/embeddingjob/change_list.html"
 
     @admin.display(description="done / total")
-    def progress(self, job):
+    def progress(self, job: EmbeddingJob) -> str:
         percent = 100 * job.processed / job.total if job.total else 100
         return f"{job.done:,} / {job.total:,} ({percent:.0f}%)"
 
     @admin.display(description="images/s")
-    def images_per_second(self, job):
+    def images_per_second(self, job: EmbeddingJob) -> str:
         return f"{job.rate:,.1f}" if job.rate else "–"
 
     @admin.display(description="ETA")
-    def eta(self, job):
+    def eta(self, job: EmbeddingJob) -> str:
         seconds = job.eta_seconds
         return str(datetime.timedelta(seconds=round(seconds))) if seconds is not None else "–"
 
-    def get_urls(self):
+    def get_urls(self) -> list[URLPattern]:
         return [
             path("start/", self.admin_site.admin_view(self.start_view), name="search_embeddingjob_start"),
             path(
@@ -89,7 +95,7 @@ class EmbeddingJobAdmin(ReadOnlyAdmin):
             ),
         ] + super().get_urls()
 
-    def changelist_view(self, request, extra_context=None):
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         extra_context = {
             **(extra_context or {}),
             "model_name": configured_spec().name,
@@ -99,7 +105,7 @@ class EmbeddingJobAdmin(ReadOnlyAdmin):
         }
         return super().changelist_view(request, extra_context)
 
-    def start_view(self, request):
+    def start_view(self, request: HttpRequest) -> HttpResponse:
         """Start (or resume) an embedding job: POST only, staff only."""
         if request.method != "POST" or not request.user.has_perm("search.add_embeddingjob"):
             messages.error(request, "Starting an embedding job needs a POST by a user allowed to add embedding jobs.")
@@ -129,7 +135,7 @@ class EmbeddingJobAdmin(ReadOnlyAdmin):
             )
         return redirect("admin:search_embeddingjob_changelist")
 
-    def build_index_view(self, request):
+    def build_index_view(self, request: HttpRequest) -> HttpResponse:
         if request.method != "POST" or not request.user.has_perm("search.add_indexbuild"):
             messages.error(request, "Building the index needs a POST by a user allowed to add index builds.")
             return redirect("admin:search_embeddingjob_changelist")
@@ -153,7 +159,7 @@ class EmbeddingFailureAdmin(ReadOnlyAdmin):
     list_filter = ["model_name"]
     search_fields = ["=image_id", "reason"]
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return True  # deleting a failure lets the next job try that image again
 
 

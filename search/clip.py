@@ -6,7 +6,9 @@ Which model is configured is search.spec's business (no torch there).
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +20,9 @@ import torch
 
 from .exceptions import WeightsUnavailable
 from .spec import ClipSpec, configured_spec
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
 
 
 def best_device() -> str:
@@ -74,7 +79,7 @@ class ClipEmbedder:
         features = self.model.encode_image(pixels.to(self.device, dtype=dtype, non_blocking=True))
         return _normalise(features.float().cpu().numpy())
 
-    def encode_images(self, images) -> np.ndarray:
+    def encode_images(self, images: Iterable["PILImage"]) -> np.ndarray:
         """Embed PIL images."""
         return self.encode_pixels(torch.stack([self.preprocess(image.convert("RGB")) for image in images]))
 
@@ -115,7 +120,8 @@ def check_weights(spec: ClipSpec) -> None:
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    unit: np.ndarray = (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    return unit
 
 
 _loaded: dict[ClipSpec, ClipEmbedder] = {}

@@ -2,10 +2,12 @@
 
 from functools import lru_cache
 
+from django.http import HttpRequest
+
 from .spec import ClipSpec, configured_spec
 
 
-def model_warning(request):
+def model_warning(request: HttpRequest) -> dict[str, str]:
     """A banner when the configured model has random weights (the offline demo's): its rankings mean nothing."""
     spec = configured_spec()
     if _is_random(spec):

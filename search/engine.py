@@ -9,9 +9,12 @@ moves `current.json` (checked with one stat per search).
 
 import os
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from . import index as faiss_index
 from . import strategies
@@ -21,8 +24,13 @@ from .results import Hit
 from .spec import ClipSpec, configured_spec, index_folder, store_root
 from .store import EmbeddingStore
 
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
 
-def _embedder(spec: ClipSpec):
+    from .clip import ClipEmbedder
+
+
+def _embedder(spec: ClipSpec) -> "ClipEmbedder":
     from .clip import get_embedder  # torch and open_clip: only when a text or image must be encoded
 
     return get_embedder(spec)
@@ -30,7 +38,7 @@ def _embedder(spec: ClipSpec):
 
 @dataclass
 class _Loaded:
-    pointer_stamp: tuple
+    pointer_stamp: tuple[int, int, int]
     searcher: Searcher
 
 
@@ -68,19 +76,20 @@ def vector_of_image(loaded: _Loaded, image_id: int) -> np.ndarray:
     rows, found = _rows_of(loaded, np.array([image_id], dtype=np.int64))
     if not found[0]:
         raise SearchError(f"Image {image_id} has no embedding (it is not in the collection, or not embedded yet).")
-    return loaded.searcher.embeddings.vectors[rows[0]].astype(np.float32)
+    vector: np.ndarray = loaded.searcher.embeddings.vectors[rows[0]].astype(np.float32)
+    return vector
 
 
 def search(
     *,
     text: str | None = None,
     image_id: int | None = None,
-    image=None,
-    vector=None,
+    image: "PILImage | None" = None,
+    vector: npt.ArrayLike | None = None,
     k: int = 50,
     offset: int = 0,
-    taxon_ids=None,
-    exclude_image_ids=None,
+    taxon_ids: Iterable[int] | None = None,
+    exclude_image_ids: Iterable[int] | None = None,
     spec: ClipSpec | None = None,
 ) -> list[Hit]:
     """Rank the collection by similarity to exactly one of: a text, an image of the
@@ -121,7 +130,11 @@ def search(
                 f"The model {spec.name} gives {embedder.dim}-dimensional vectors but the index has "
                 f"{loaded.searcher.dim}: embed the collection with this model, or configure the model it was made with."
             )
-        query = embedder.encode_text([text.strip()])[0] if text is not None else embedder.encode_images([image])[0]
+        if text is not None:
+            query = embedder.encode_text([text.strip()])[0]
+        else:
+            assert image is not None  # exactly one of the four was given (checked above)
+            query = embedder.encode_images([image])[0]
     return loaded.searcher.search(
         query,
         k=k,
@@ -134,11 +147,11 @@ def search(
 def score_images(
     *,
     text: str,
-    image_ids,
+    image_ids: Iterable[int],
     strategy: str = "text",
-    relevant_ids=(),
-    not_relevant_ids=(),
-    example_ids=(),
+    relevant_ids: Iterable[int] = (),
+    not_relevant_ids: Iterable[int] = (),
+    example_ids: Iterable[int] = (),
     spec: ClipSpec | None = None,
 ) -> np.ndarray:
     """The score of each image under a strategy's ranking (NaN for an image without a vector): where
@@ -160,33 +173,34 @@ def score_images(
     return scores
 
 
-def embed_image(image, spec: ClipSpec | None = None) -> np.ndarray:
+def embed_image(image: "PILImage", spec: ClipSpec | None = None) -> np.ndarray:
     """An uploaded PIL image's vector (float32, unit length) under the configured model."""
     return np.asarray(_embedder(spec or configured_spec()).encode_images([image])[0], dtype=np.float32)
 
 
-def _vectors_of(loaded: _Loaded, image_ids) -> np.ndarray:
+def _vectors_of(loaded: _Loaded, image_ids: Iterable[int]) -> np.ndarray:
     """The stored vectors (float32, one row each) of those of `image_ids` that have one."""
     ids = np.asarray(sorted({int(i) for i in image_ids}), dtype=np.int64)
     if not len(ids):
         return np.empty((0, loaded.searcher.dim), dtype=np.float32)
     rows, found = _rows_of(loaded, ids)
-    return loaded.searcher.embeddings.vectors[np.sort(rows[found])].astype(np.float32)
+    vectors: np.ndarray = loaded.searcher.embeddings.vectors[np.sort(rows[found])].astype(np.float32)
+    return vectors
 
 
 def rank(
     *,
     strategy: str,
     text: str | None = None,
-    relevant_ids=(),
-    not_relevant_ids=(),
-    example_ids=(),
-    example_images=(),
-    example_vectors=(),
+    relevant_ids: Iterable[int] = (),
+    not_relevant_ids: Iterable[int] = (),
+    example_ids: Iterable[int] = (),
+    example_images: Sequence["PILImage"] = (),
+    example_vectors: Sequence[npt.ArrayLike] = (),
     k: int = 50,
     offset: int = 0,
-    taxon_ids=None,
-    exclude_image_ids=None,
+    taxon_ids: Iterable[int] | None = None,
+    exclude_image_ids: Iterable[int] | None = None,
     spec: ClipSpec | None = None,
 ) -> list[Hit]:
     """Rank the collection with one of strategies.STRATEGIES (see search.facade.rank)."""
@@ -218,14 +232,14 @@ def rank(
 def _strategy_vector(
     loaded: _Loaded,
     spec: ClipSpec,
-    strategy,
-    text,
-    relevant_ids,
-    not_relevant_ids,
-    example_ids,
-    example_images,
-    example_vectors,
-    taxon_ids,
+    strategy: str,
+    text: str | None,
+    relevant_ids: Iterable[int],
+    not_relevant_ids: Iterable[int],
+    example_ids: Iterable[int],
+    example_images: Sequence["PILImage"],
+    example_vectors: Sequence[npt.ArrayLike],
+    taxon_ids: Iterable[int] | None,
 ) -> np.ndarray:
     """The vector `strategy` (one of strategies.REGISTRY) ranks by, from the text, the labels' and the
     examples' vectors."""
@@ -247,7 +261,7 @@ def _strategy_vector(
         return _vectors_of(loaded, [hit.image_id for hit in top])
 
     inputs = strategies.RankingInputs(
-        text=_embedder(spec).encode_text([text.strip()])[0] if chosen.needs_text else None,
+        text=_embedder(spec).encode_text([(text or "").strip()])[0] if chosen.needs_text else None,
         relevant=_vectors_of(loaded, relevant_ids if chosen.learns_from_labels else ()),
         not_relevant=_vectors_of(loaded, not_relevant_ids if chosen.learns_from_labels else ()),
         examples=examples,

@@ -25,10 +25,12 @@ import json
 import math
 import os
 import threading
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
-import faiss
+import faiss as _faiss
 import numpy as np
 
 from common.files import write_atomically
@@ -36,6 +38,10 @@ from common.files import write_atomically
 from .exceptions import NoIndex
 from .results import Hit
 from .store import Embeddings
+
+# FAISS's SWIG-generated type information lacks much of what is used here (fvec_inner_products_ny, the search
+# parameters' keywords, IndexIVFPQ's fields): the module is read as untyped rather than wrongly typed.
+faiss: Any = _faiss
 
 # Up to this many vectors an exact scan is fast enough on a CPU: it costs about 0.22 ms per
 # thousand 1024-d vectors on 2 cores (1.1 s at 5M, bench/RESULTS.md), so about 55 ms here.
@@ -63,8 +69,10 @@ def inner_products(vectors_fp16: np.ndarray, query: np.ndarray) -> np.ndarray:
     return out
 
 
-class _Decoders(dict):
-    def __missing__(self, dim):
+class _Decoders(dict[int, Any]):
+    """One float16 scalar quantizer (FAISS's decoder) per dimension, made on first use."""
+
+    def __missing__(self, dim: int) -> Any:
         self[dim] = faiss.ScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16)
         return self[dim]
 
@@ -82,7 +90,9 @@ _scan_pool = (
 )
 
 
-def _scan_runs(vectors: np.ndarray, runs: list[tuple[int, int]], query: np.ndarray, k: int):
+def _scan_runs(
+    vectors: np.ndarray, runs: list[tuple[int, int]], query: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The k best rows by inner product among the row ranges `runs` ([start, end) of a float16 memmap),
     as (scores, rows), unordered. FAISS's scalar-quantizer scanner (the IVF-SQ list scanner) reads the
     float16 codes in place; its labels are (range number << 32 | offset), decoded here."""
@@ -119,7 +129,7 @@ def top_rows(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray, k: int) -
     halves = _split(runs, len(rows) // 2)
     other = _scan_pool.submit(_scan_runs, vectors, halves[1], query, k)
     first = _scan_runs(vectors, halves[0], query, k)
-    second = other.result()
+    second: tuple[np.ndarray, np.ndarray] = other.result()
     scores, found = np.concatenate([first[0], second[0]]), np.concatenate([first[1], second[1]])
     if len(scores) > k:
         best = np.argpartition(-scores, k - 1)[:k]
@@ -127,9 +137,11 @@ def top_rows(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray, k: int) -
     return scores, found
 
 
-def _split(runs: list[tuple[int, int]], rows_in_first: int) -> tuple[list, list]:
+def _split(runs: list[tuple[int, int]], rows_in_first: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """Two lists of ranges covering `runs`, the first holding about `rows_in_first` rows."""
-    first, second, taken = [], [], 0
+    first: list[tuple[int, int]] = []
+    second: list[tuple[int, int]] = []
+    taken = 0
     for start, end in runs:
         if taken >= rows_in_first:
             second.append((start, end))
@@ -172,10 +184,11 @@ def _fastscan_factory(count: int, dim: int) -> str:
     return f"{prefix}IVF{nlist},PQ{m}x4fs"
 
 
-def build(embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_000, seed: int = 0) -> faiss.Index:
+def build(embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_000, seed: int = 0) -> "_faiss.Index":
     """Build a FAISS index over `embeddings` (labels: store rows, or image ids for fastscan, see labels_of)."""
     count, dim = embeddings.vectors.shape
     kind = choose_kind(count, kind)
+    index: _faiss.Index
     if kind == "fastscan":
         if count < IVFPQ_MINIMUM:
             raise ValueError(
@@ -221,7 +234,7 @@ def build(embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_0
     return index
 
 
-def _add(index: faiss.Index, embeddings: Embeddings, rows: np.ndarray, batch: int = 100_000) -> None:
+def _add(index: "_faiss.Index", embeddings: Embeddings, rows: np.ndarray, batch: int = 100_000) -> None:
     """Add the vectors of store `rows` under their image ids, in batches (float32 only a batch at a time)."""
     for start in range(0, len(rows), batch):
         chunk = rows[start : start + batch]
@@ -229,7 +242,7 @@ def _add(index: faiss.Index, embeddings: Embeddings, rows: np.ndarray, batch: in
         index.add_with_ids(vectors, np.ascontiguousarray(embeddings.image_ids[chunk], dtype=np.int64))
 
 
-def indexed_ids(index: faiss.Index) -> np.ndarray:
+def indexed_ids(index: "_faiss.Index") -> np.ndarray:
     """The image ids a fast-scan (IVF) index holds, sorted."""
     invlists = faiss.extract_index_ivf(index).invlists
     parts = [
@@ -240,7 +253,7 @@ def indexed_ids(index: faiss.Index) -> np.ndarray:
     return np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
 
 
-def update(index: faiss.Index, info: dict, embeddings: Embeddings) -> tuple[int, int] | None:
+def update(index: "_faiss.Index", info: dict[str, Any], embeddings: Embeddings) -> tuple[int, int] | None:
     """Bring a trained fast-scan index up to date with the store in place: add the images it lacks and
     remove those the store no longer has. Returns (added, removed), or None when it must be rebuilt
     instead: another kind, other dimensions, or a collection grown past RETRAIN_GROWTH x what it was
@@ -266,7 +279,7 @@ def _pq_subquantizers(dim: int) -> int:
     return 1
 
 
-def save(index: faiss.Index, folder: Path, *, kind: str, count: int, trained_on: int | None = None) -> Path:
+def save(index: "_faiss.Index", folder: Path, *, kind: str, count: int, trained_on: int | None = None) -> Path:
     """Write the index and point `current.json` at it in one rename: readers swap on their next load.
     `trained_on`: how many vectors its quantizers were trained with (for `update`'s retraining rule)."""
     folder = Path(folder)
@@ -283,7 +296,7 @@ def save(index: faiss.Index, folder: Path, *, kind: str, count: int, trained_on:
     return path
 
 
-def load(folder: Path) -> tuple[faiss.Index, dict]:
+def load(folder: Path) -> tuple["_faiss.Index", dict[str, Any]]:
     pointer = Path(folder) / "current.json"
     if not pointer.exists():
         raise NoIndex("No search index has been built yet: run `manage.py build_index`.")
@@ -306,7 +319,7 @@ class Searcher:
     def __init__(
         self,
         embeddings: Embeddings,
-        index: faiss.Index,
+        index: "_faiss.Index",
         *,
         nprobe: int | None = None,
         rerank: int | None = None,
@@ -340,7 +353,7 @@ class Searcher:
         # (500: 0.946); ivfpq's 256-byte codes 500 for 0.989 (bench/RESULTS.md).
         self.rerank = rerank or (1000 if labels == "image_ids" else 500)
         self._lock = threading.Lock()
-        self._id_order = None  # argsort of the image ids, made on the first lookup by id
+        self._id_order: np.ndarray | None = None  # argsort of the image ids, made on the first lookup by id
 
     @property
     def dim(self) -> int:
@@ -352,8 +365,8 @@ class Searcher:
         *,
         k: int = 50,
         offset: int = 0,
-        taxon_ids=None,
-        exclude_image_ids=None,
+        taxon_ids: Iterable[int] | None = None,
+        exclude_image_ids: Iterable[int] | None = None,
     ) -> list[Hit]:
         """Rank images by inner product with `vector` (unit length, float32, shape (dim,)).
 
@@ -402,15 +415,16 @@ class Searcher:
                     self._id_order = np.argsort(self.embeddings.image_ids, kind="stable")
         ids = self.embeddings.image_ids
         positions = np.minimum(np.searchsorted(ids, image_ids, sorter=self._id_order), len(ids) - 1)
-        rows = self._id_order[positions]
+        rows: np.ndarray = self._id_order[positions]
         return rows, ids[rows] == image_ids
 
     def rows_of_ids(self, image_ids: np.ndarray) -> np.ndarray:
         """The store rows of those of `image_ids` that are in it."""
         rows, found = self.locate(image_ids)
-        return rows[found].astype(np.int64)
+        present: np.ndarray = rows[found].astype(np.int64)
+        return present
 
-    def rows_of_taxa(self, taxon_ids) -> np.ndarray:
+    def rows_of_taxa(self, taxon_ids: Iterable[int]) -> np.ndarray:
         wanted = np.unique(np.asarray(list(taxon_ids), dtype=np.int64))
         starts = np.searchsorted(self._taxa_sorted, wanted, side="left")
         ends = np.searchsorted(self._taxa_sorted, wanted, side="right")
@@ -418,7 +432,9 @@ class Searcher:
             return np.empty(0, dtype=np.int64)
         return np.concatenate([self._taxon_order[a:b] for a, b in zip(starts, ends, strict=True)])
 
-    def _top_of(self, vector, rows: np.ndarray, excluded: np.ndarray, wanted: int):
+    def _top_of(
+        self, vector: np.ndarray, rows: np.ndarray, excluded: np.ndarray, wanted: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The `wanted` best of `rows` not excluded, with every row tied with the last of them (so that the
         order by score, then image id, is the same as scoring them all). Excluded rows stay in the scan
         (cutting them out would break a species' run into many) and the heap grows by their number."""
@@ -453,7 +469,9 @@ class Searcher:
             scores[start : start + len(block)] = inner_products(self.embeddings.vectors[block], vector)
         return scores
 
-    def _rank_exactly(self, vector, rows: np.ndarray, excluded: np.ndarray, k: int, offset: int) -> list[Hit]:
+    def _rank_exactly(
+        self, vector: np.ndarray, rows: np.ndarray, excluded: np.ndarray, k: int, offset: int
+    ) -> list[Hit]:
         if len(rows) > 1 and not np.all(rows[1:] > rows[:-1]):  # a species' rows come sorted already
             # Sorted positions read the memmap in order. (np.unique hashes: 0.5 ms at 5,000 rows; this, 0.05.)
             rows = np.sort(rows)

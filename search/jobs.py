@@ -13,11 +13,13 @@ import os
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
 from catalog.facade import NotServable, contained_path
@@ -26,7 +28,7 @@ from catalog.models import Image
 from .exceptions import NoIndex, StoreMismatch, WeightsUnavailable
 from .models import ChunkStatus, EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
 from .spec import ClipSpec, configured_spec, index_folder, store_root
-from .store import NO_TAXON, EmbeddingStore
+from .store import NO_TAXON, Embeddings, EmbeddingStore
 
 # The model stack (torch, open_clip: about 3 s to import) and FAISS load inside the functions
 # that run a model or build an index, so that the admin, which imports this module, and every
@@ -43,7 +45,9 @@ def embedded_image_ids(model_name: str) -> np.ndarray:
         return np.empty(0, dtype=np.int64)
 
 
-def start_embedding(*, spec: ClipSpec | None = None, chunk_size: int | None = None, retry_failed: bool = False):
+def start_embedding(
+    *, spec: ClipSpec | None = None, chunk_size: int | None = None, retry_failed: bool = False
+) -> EmbeddingJob | None:
     """The unfinished job of this model if there is one (to resume), else a new job for every
     image without a vector; None when there is nothing to embed."""
     spec = spec or configured_spec()
@@ -80,7 +84,7 @@ def start_embedding(*, spec: ClipSpec | None = None, chunk_size: int | None = No
     return job
 
 
-def unfinished_chunks(job: EmbeddingJob):
+def unfinished_chunks(job: EmbeddingJob) -> "QuerySet[EmbeddingChunk]":
     return job.chunks.exclude(status=ChunkStatus.DONE).order_by("number")
 
 
@@ -306,7 +310,9 @@ def run_index_build(build_id: int) -> IndexBuild:
     return build
 
 
-def _update_in_place(faiss_index, folder, embeddings, kind: str) -> tuple[int, int] | None:
+def _update_in_place(
+    faiss_index: ModuleType, folder: Path, embeddings: Embeddings, kind: str
+) -> tuple[int, int] | None:
     """(added, removed) when the current fast-scan index could take the store's new images without
     retraining (an embedding job's 10,000 images: seconds, not a 2-minute build), else None."""
     try:
@@ -315,7 +321,7 @@ def _update_in_place(faiss_index, folder, embeddings, kind: str) -> tuple[int, i
         return None
     if kind != info.get("kind"):
         return None
-    changes = faiss_index.update(index, info, embeddings)
+    changes: tuple[int, int] | None = faiss_index.update(index, info, embeddings)
     if changes is not None:
         faiss_index.save(index, folder, kind=kind, count=len(embeddings), trained_on=info["trained_on"])
     return changes

@@ -37,7 +37,7 @@ class EmbeddingJob(JobRecord):
     failed = models.PositiveIntegerField(default=0, help_text="Images skipped: missing or unreadable.")
     chunk_size = models.PositiveIntegerField(default=5000)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"embedding job {self.pk} ({self.model_name})"
 
     @property
@@ -88,7 +88,7 @@ class EmbeddingChunk(models.Model):
         constraints = [models.UniqueConstraint(fields=["job", "number"], name="embedding_chunk_number")]
         indexes = [models.Index(fields=["job", "status"], name="embedding_chunk_status")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"chunk {self.number} of job {self.job_id}"
 
     @property
@@ -109,7 +109,7 @@ class EmbeddingFailure(models.Model):
         ordering = ["image_id"]
         constraints = [models.UniqueConstraint(fields=["model_name", "image_id"], name="embedding_failure_once")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"image {self.image_id}: {self.reason}"
 
 
@@ -123,5 +123,5 @@ class IndexBuild(JobRecord):
     mode = models.CharField(max_length=40, blank=True, help_text="built, or updated +added -removed in place.")
     vectors = models.PositiveIntegerField(default=0)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"index build {self.pk} ({self.kind})"

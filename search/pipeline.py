@@ -11,7 +11,7 @@ A missing or unreadable image never stops the work: it comes back as a Failure.
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +48,9 @@ class Embedded:
     failures: list[Failure]
 
 
-def decode(image: ImageFile, preprocess, size: int):
+def decode(
+    image: ImageFile, preprocess: Callable[[PILImage.Image], torch.Tensor], size: int
+) -> "torch.Tensor | Failure":
     """The preprocessed tensor of one image, or a Failure saying what is wrong with the file."""
     try:
         with PILImage.open(image.path, formats=RASTER_FORMATS) as opened:
@@ -72,10 +74,13 @@ def embed_files(
     progress: Callable[[int], None] | None = None,
 ) -> Embedded:
     """Embed `images` in batches; `progress(n)` is told after each batch how many images it finished."""
-    ids, taxa, vectors, failures = [], [], [], []
+    ids: list[int] = []
+    taxa: list[int] = []
+    vectors: list[np.ndarray] = []
+    failures: list[Failure] = []
     batch: list[tuple[ImageFile, torch.Tensor]] = []
 
-    def flush():
+    def flush() -> None:
         if batch:
             vectors.append(embedder.encode_pixels(torch.stack([tensor for _, tensor in batch])))
             ids.extend(image.image_id for image, _ in batch)
@@ -86,7 +91,7 @@ def embed_files(
 
     size = embedder.image_size
     with ThreadPoolExecutor(max_workers=max(1, loader_threads), thread_name_prefix="quire-decode") as pool:
-        pending: deque = deque()
+        pending: deque[tuple[ImageFile, Future[torch.Tensor | Failure]]] = deque()
         source = iter(images)
         look_ahead = 2 * batch_size
         for image in source:
@@ -110,7 +115,12 @@ def embed_files(
     )
 
 
-def _take(entry, batch, failures, progress):
+def _take(
+    entry: tuple[ImageFile, "Future[torch.Tensor | Failure]"],
+    batch: list[tuple[ImageFile, torch.Tensor]],
+    failures: list[Failure],
+    progress: Callable[[int], None] | None,
+) -> None:
     image, future = entry
     result = future.result()
     if isinstance(result, Failure):

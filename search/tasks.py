@@ -16,7 +16,7 @@ from .models import EmbeddingJob
 
 
 @shared_task(name="search.embed_chunk")
-def embed_chunk(chunk_id: int) -> dict:
+def embed_chunk(chunk_id: int) -> dict[str, int | str]:
     chunk = jobs.run_chunk(chunk_id)
     return {"chunk": chunk_id, "status": chunk.status, "done": chunk.done, "failed": chunk.failed}
 
@@ -35,6 +35,6 @@ def requeue_stale_chunks() -> list[int]:
 
 
 @shared_task(name="search.build_index")
-def build_index(build_id: int) -> dict:
+def build_index(build_id: int) -> dict[str, int | str]:
     build = jobs.run_index_build(build_id)
     return {"build": build_id, "kind": build.built_kind, "vectors": build.vectors}

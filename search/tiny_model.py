@@ -18,14 +18,15 @@ from safetensors.torch import save_file
 
 from .spec import RANDOM_WEIGHTS_MARKER
 
+TINY_EMBED_DIM = 64
 TINY_CONFIG = {
-    "embed_dim": 64,
+    "embed_dim": TINY_EMBED_DIM,
     "vision_cfg": {"image_size": 64, "layers": 2, "width": 64, "head_width": 32, "patch_size": 16},
     "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 64, "heads": 2, "layers": 2},
 }
 
 
-def write_tiny_model(folder: Path, *, seed: int = 0, embed_dim: int = TINY_CONFIG["embed_dim"]) -> str:
+def write_tiny_model(folder: Path, *, seed: int = 0, embed_dim: int = TINY_EMBED_DIM) -> str:
     """Write open_clip_config.json and open_clip_model.safetensors into `folder`; return "local-dir:<folder>"."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
