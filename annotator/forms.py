@@ -1,4 +1,5 @@
 import io
+from dataclasses import dataclass, field
 
 from django import forms
 from django.conf import settings
@@ -6,6 +7,8 @@ from django.core.files.base import ContentFile
 from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
+from catalog import facade as taxa  # describe, species_for, UnknownTaxon
+from common.api_params import strict_id
 from common.formats import RASTER_TYPES
 
 from .models import MAX_QUERY_TEXT, Query, QueryExample, normalised_text
@@ -123,3 +126,89 @@ def read_example_image(upload):
     kept = "JPEG" if kind == "JPEG" else "PNG"  # lossless for everything but photos already lossy
     picture.save(encoded, kept, quality=95)  # PNG's encoder takes no quality and ignores it
     return ContentFile(encoded.getvalue(), name=f"example.{kept.lower()}"), picture, RASTER_TYPES[kept]
+
+
+# --- the labeling page's search, as the annotator set it in the address ----------------------------------
+
+MAX_LIKE = 20  # "more like this" images at most
+
+
+class ManyValues(forms.Field):
+    """A parameter given any number of times (?taxon=a&taxon=b): the distinct non-empty values, in order."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value):
+        return list(dict.fromkeys(v.strip() for v in value or () if isinstance(v, str) and v.strip()))
+
+
+@dataclass(frozen=True)
+class TaxonFilter:
+    value: str  # as typed
+    label: str  # as shown: the taxon's rank and name
+    ids: frozenset[int] = frozenset()  # its species
+    error: str = ""  # why it is left out
+
+
+@dataclass(frozen=True)
+class SearchState:
+    """What the labeling page ranks and shows: the text, the species filters, hide-labeled, the page size,
+    the ranking and its "more like this" images, and the address's parameters to keep in links."""
+
+    q: str
+    ranking: str
+    size: int
+    hide_labeled: bool
+    filters: list[TaxonFilter] = field(default_factory=list)
+    like: list[int] = field(default_factory=list)
+    querystring: str = ""
+
+    @property
+    def taxon_ids(self) -> set[int] | None:
+        """The species of the valid filters together; None when there is no valid filter."""
+        valid = [item.ids for item in self.filters if not item.error]
+        return set().union(*valid) if valid else None
+
+    @property
+    def filter_errors(self) -> list[str]:
+        return [item.error for item in self.filters if item.error]
+
+
+class LabelingSearchForm(forms.Form):
+    """The labeling page's address (q, taxon, size, hide, like). Nothing in it is ever refused: a value
+    that makes no sense falls back to the default, and an unknown taxon becomes a filter that says why
+    it is left out, so a shared or stale link always opens the page."""
+
+    q = forms.CharField(required=False, strip=True)
+    taxon = ManyValues(required=False)
+    size = forms.IntegerField(required=False)
+    hide = forms.CharField(required=False)
+    like = ManyValues(required=False)
+
+    def __init__(self, params, *, page_sizes: tuple[int, ...]):
+        data = {key: params.getlist(key) if key in ("taxon", "like") else params.get(key) for key in params}
+        super().__init__(data)
+        self.page_sizes = page_sizes
+
+    def state(self, query: Query, ranking: str, querystring: str) -> SearchState:
+        """The page's SearchState: the form's values, defaults where they are missing or make no sense."""
+        self.is_valid()  # fields that fail (a size of "x") are simply absent from cleaned_data
+        values = self.cleaned_data
+        size = values.get("size")
+        likes = (strict_id(value) for value in values.get("like") or ())
+        return SearchState(
+            q=values.get("q") or query.text,
+            ranking=ranking,
+            size=size if size in self.page_sizes else self.page_sizes[0],
+            hide_labeled=values.get("hide") == "1",
+            filters=[_taxon_filter(value) for value in values.get("taxon") or ()],
+            like=[image_id for image_id in likes if image_id is not None][:MAX_LIKE],
+            querystring=querystring,
+        )
+
+
+def _taxon_filter(value: str) -> TaxonFilter:
+    try:
+        return TaxonFilter(value, taxa.describe(value), frozenset(taxa.species_for(value)))
+    except taxa.UnknownTaxon as error:
+        return TaxonFilter(value, value, error=f"{error} This filter is left out.")

@@ -21,7 +21,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from catalog import facade as taxa  # describe, species_for, UnknownTaxon
 from catalog.models import Image
 from common.api_params import BadJson, echo, parse_json, strict_id
 from common.background import QueueUnavailable
@@ -30,7 +29,7 @@ from lmm.facade import ModelUnavailable
 from quire.database import retry_once_if_dropped
 
 from . import examples, labeling, labels, progress, rerank, selectors
-from .forms import ExampleUploadForm, TrackingForm
+from .forms import ExampleUploadForm, LabelingSearchForm, SearchState, TrackingForm
 from .model_methods import MODEL_METHODS, page_ranking
 from .models import GeneratedImage, LabelSource, LabelValue, Query, QueryExample
 from .serializers import MAX_LABELS_PER_SAVE, LabelChangeSerializer, missing_images
@@ -71,58 +70,35 @@ def _ranking(request, query: Query) -> str:
     return request.session.get(key, "text") if request.session.get(key) in labeling.RANKINGS else "text"
 
 
-def _search_state(request, query: Query) -> dict:
-    """The page's search as the annotator set it: text, filters (each with its species ids or its
-    error), hide-labeled, page size, the ranking and its "more like this" images."""
-    text = request.GET.get("q", query.text).strip() or query.text
-    filters = []
-    for value in dict.fromkeys(v.strip() for v in request.GET.getlist("taxon") if v.strip()):
-        try:
-            filters.append({"value": value, "label": taxa.describe(value), "ids": taxa.species_for(value)})
-        except taxa.UnknownTaxon as error:
-            filters.append({"value": value, "label": value, "error": f"{error} This filter is left out."})
-    try:
-        size = int(request.GET.get("size", labeling.PAGE_SIZES[0]))
-    except ValueError:
-        size = labeling.PAGE_SIZES[0]
+def _search_state(request, query: Query) -> SearchState:
+    """The page's search as the annotator set it in the address (forms.LabelingSearchForm)."""
     ranking = _ranking(request, query)
-    like = [image_id for value in request.GET.getlist("like") if (image_id := strict_id(value)) is not None][:20]
     params = request.GET.copy()
     params.pop("offset", None)
     params["ranking"] = ranking
-    valid = [item["ids"] for item in filters if "ids" in item]
-    return {
-        "ranking": ranking,
-        "like": like,
-        "querystring": params.urlencode(),
-        "q": text,
-        "filters": filters,
-        "taxon_ids": set().union(*valid) if valid else None,
-        "filter_errors": [item["error"] for item in filters if "error" in item],
-        "hide_labeled": request.GET.get("hide") == "1",
-        "size": size if size in labeling.PAGE_SIZES else labeling.PAGE_SIZES[0],
-    }
+    form = LabelingSearchForm(request.GET, page_sizes=labeling.PAGE_SIZES)
+    return form.state(query, ranking, params.urlencode())
 
 
-def _results(query: Query, state: dict, offset: int, shown_ids=(), limit=None) -> labeling.ResultsPage:
-    if state["ranking"] != "text":
+def _results(query: Query, state: SearchState, offset: int, shown_ids=(), limit=None) -> labeling.ResultsPage:
+    if state.ranking != "text":
         return labeling.adaptive_results(
             query,
-            strategy=state["ranking"],
-            text=state["q"],
-            taxon_ids=state["taxon_ids"],
-            example_ids=state["like"],
+            strategy=state.ranking,
+            text=state.q,
+            taxon_ids=state.taxon_ids,
+            example_ids=state.like,
             shown_ids=shown_ids,
             offset=offset,
-            limit=limit or state["size"],
+            limit=limit or state.size,
         )
     return labeling.results(
         query,
-        text=state["q"],
-        taxon_ids=state["taxon_ids"],
-        hide_labeled=state["hide_labeled"],
+        text=state.q,
+        taxon_ids=state.taxon_ids,
+        hide_labeled=state.hide_labeled,
         offset=offset,
-        limit=state["size"],
+        limit=state.size,
     )
 
 
@@ -142,7 +118,7 @@ def label_page(request, query_id):
             "page": page,
             "counts": counts,
             "page_sizes": labeling.PAGE_SIZES,
-            "labeled_down_to": labeling.labeled_down_to(query, text=state["q"], taxon_ids=state["taxon_ids"]),
+            "labeled_down_to": labeling.labeled_down_to(query, text=state.q, taxon_ids=state.taxon_ids),
             "run": progress.cached_run(query, counts["labeled"], counts["last_activity"]),
             "run_goal": progress.RUN_GOAL,
             "estimate": progress.estimate_or_computing(query, counts["labeled"], counts["last_activity"]),
