@@ -191,34 +191,50 @@ def refresh(query_ids) -> None:
         cached_estimate(query, query.labeled, query.last_activity)
 
 
-def with_runs(queries, *, inline_labels: int | None = None) -> list[Query]:
-    """Give each query (annotated by selectors.with_label_counts) its not-relevant run (`run`), whether
-    it reached INQUIRE's goal (`run_met`) and its progress toward done as a percentage (`done_percent`:
-    100 once the run reaches the goal or the query's status is done), and its recall `estimate` (an
-    EstimateState). Run and TSR not cached are computed here for queries holding up to `inline_labels`
-    labels in all, and sent to the background for the rest: those are marked `pending` (the page says
-    "computing") until a later visit finds them cached. The estimate always comes from the background."""
+@dataclass(frozen=True)
+class Completeness:
+    """How far a query's labeling has come, as the query list and the dashboard show it."""
+
+    run: int | None  # INQUIRE's not-relevant run (None: no index, or `pending`)
+    tsr: float | None  # RMIR's tail-negativeness score
+    estimate: EstimateState  # the share of the positives found
+    pending: bool  # run and TSR are being computed in the background
+    run_met: bool  # the run reached RUN_GOAL
+    done_percent: int  # progress toward done: 100 once the run is met or the query is marked done
+
+
+def with_completeness(queries: list[Query], *, inline_labels: int | None = None) -> list[Query]:
+    """Give each query (annotated by selectors.with_label_counts) its `completeness` (a Completeness).
+    Run and TSR not cached are computed here for queries holding up to `inline_labels` labels in all,
+    and sent to the background for the rest: those are `pending` (the page says "computing") until a
+    later visit finds them cached. The estimate always comes from the background."""
     pending, budget = [], INLINE_LABELS if inline_labels is None else inline_labels
     for query in queries:
         have_signals, signals = _cached("signals", query, query.labeled, query.last_activity)
         have_estimate, estimate = _cached("estimate", query, query.labeled, query.last_activity)
-        query.pending = False
         if not have_signals and query.labeled <= budget:
             budget -= query.labeled
-            signals = cached_signals(query, query.labeled, query.last_activity)
-        elif not have_signals:
-            query.pending = True
+            signals, have_signals = cached_signals(query, query.labeled, query.last_activity), True
         if not (have_signals and have_estimate):
             pending.append(query.pk)
-        signals = signals or {"run": None, "tsr": None}
-        query.run, query.tsr = signals["run"], signals["tsr"]
-        query.estimate = EstimateState(estimate if have_estimate else None, not have_estimate)
-        query.run_met = query.run is not None and query.run >= RUN_GOAL
-        finished = query.run_met or query.status == Query.Status.DONE
-        query.done_percent = 100 if finished else round(100 * min(query.run or 0, RUN_GOAL) / RUN_GOAL)
+        query.completeness = _completeness(query, signals, have_signals, EstimateState(estimate, not have_estimate))
     if pending:
         _send_refresh(pending)
     return queries
+
+
+def _completeness(query: Query, signals: dict | None, have_signals: bool, estimate: EstimateState) -> Completeness:
+    run = (signals or {}).get("run")
+    run_met = run is not None and run >= RUN_GOAL
+    finished = run_met or query.status == Query.Status.DONE
+    return Completeness(
+        run=run,
+        tsr=(signals or {}).get("tsr"),
+        estimate=estimate,
+        pending=not have_signals,
+        run_met=run_met,
+        done_percent=100 if finished else round(100 * min(run or 0, RUN_GOAL) / RUN_GOAL),
+    )
 
 
 def dashboard(*, sort: str = "id", status: str = "", split: str = "") -> tuple[list[Query], dict]:
@@ -229,22 +245,16 @@ def dashboard(*, sort: str = "id", status: str = "", split: str = "") -> tuple[l
     if split:
         queries = queries.filter(split=split)
     queries = list(selectors.sorted_by(queries, sort))
-    annotators: dict[int, set] = {}
-    for query_id, username in (
-        Label.objects.filter(query__in=queries, annotator__isnull=False)
-        .values_list("query_id", "annotator__username")
-        .distinct()
-    ):
-        annotators.setdefault(query_id, set()).add(username)
+    annotators = selectors.annotators_by_query(queries)
     for query in queries:
-        query.annotators = sorted(annotators.get(query.pk, ()))
-    with_runs(queries)
+        query.annotators = annotators.get(query.pk, [])
+    with_completeness(queries)
     totals = {
         "queries": len(queries),
         "labeled": sum(q.labeled for q in queries),
         "relevant": sum(q.relevant for q in queries),
         "unsure": sum(q.unsure for q in queries),
-        "run_met": sum(q.run_met for q in queries),
+        "run_met": sum(q.completeness.run_met for q in queries),
         "fully_labeled": sum(q.fully_labeled == Query.FullyLabeled.YES for q in queries),
     }
     return queries, totals

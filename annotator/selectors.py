@@ -3,7 +3,7 @@ dashboard, the admin and the API, so that they can never disagree."""
 
 from django.db.models import Count, Max, Q
 
-from .models import LabelValue, Query
+from .models import Label, LabelValue, Query
 
 
 def _label_counts():
@@ -44,3 +44,15 @@ def sorted_by(queries, sort: str):
     (descending); an unknown key sorts by id. Ties are ordered by id."""
     field = QUERY_SORTS.get(sort.lstrip("-"), "id")
     return queries.order_by(f"-{field}" if sort.startswith("-") else field, "id")
+
+
+def annotators_by_query(queries) -> dict[int, list[str]]:
+    """{query id: the user names of those who labeled it, sorted} for `queries`."""
+    names: dict[int, set[str]] = {}
+    for query_id, username in (
+        Label.objects.filter(query__in=queries, annotator__isnull=False)
+        .values_list("query_id", "annotator__username")
+        .distinct()
+    ):
+        names.setdefault(query_id, set()).add(username)
+    return {query_id: sorted(users) for query_id, users in names.items()}

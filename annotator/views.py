@@ -27,7 +27,7 @@ def home(request):
             Q(text__icontains=search) | Q(category__icontains=search) | Q(supercategory__icontains=search)
         )
     sort = request.GET.get("sort", "id")
-    queries = progress.with_runs(list(selectors.sorted_by(queries, sort)))
+    queries = progress.with_completeness(list(selectors.sorted_by(queries, sort)))
     return render(
         request,
         "annotator/home.html",
