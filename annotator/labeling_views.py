@@ -306,8 +306,9 @@ def examples_embedding(request, query_id):
 @login_required
 @require_GET
 def estimate_fragment(request, query_id):
-    """The recall estimate of a query, polled by the labeling page and the dashboard while it is computed
-    in the background (`?cell=1`: as the dashboard's table cell)."""
+    """The recall estimate of a query, polled by the labeling page's side pane while the background computes
+    it. (The dashboard does not poll: a project's hundreds of rows would poll at once; like its run and TSR
+    cells, the row says "computing…" until a reload finds the figure.)"""
     query = get_object_or_404(Query, pk=query_id)
     counts = selectors.label_counts(query)
     context = {
@@ -315,8 +316,7 @@ def estimate_fragment(request, query_id):
         "estimate": progress.estimate_or_computing(query, counts["labeled"], counts["last_activity"]),
         "estimate_help": progress.ESTIMATE_HELP,
     }
-    template = "annotator/_estimate_cell.html" if request.GET.get("cell") else "annotator/_estimate.html"
-    return render(request, template, context)
+    return render(request, "annotator/_estimate.html", context)
 
 
 @login_required

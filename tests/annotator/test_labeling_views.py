@@ -178,11 +178,13 @@ def test_dashboard_counts_run_and_tracking(client, labeling):
     assert re.search(r'<td class="num ">4</td>', row)
     # In rank order: relevant, then four not relevant. TSR = (4/5 + 1 + 1 + 1 + 1) / 5.
     assert '<td class="num tsr">0.96</td>' in row
-    # The estimate is never computed in the request: the cell polls until the background job has cached it.
-    assert f'hx-get="/queries/{query.pk}/estimate?cell=1"' in row and "computing…" in row
+    # The estimate is never computed in the request: "computing…" until the background job has cached it.
+    assert re.search(r'<td class="num estimate" title="being computed[^"]*">computing…</td>', row)
     progress.refresh([query.pk])  # the background job (annotator.refresh_progress)
-    cell = client.get(reverse("query-estimate", args=[query.pk]), {"cell": "1"}).content.decode()
-    assert cell == '<td class="num estimate">–</td>\n'  # one relevant label: nothing to estimate from yet
+    row = re.search(
+        rf'<tr data-query-id="{query.pk}">(.*?)</tr>', client.get(reverse("dashboard")).content.decode(), re.S
+    ).group(1)
+    assert '<td class="num estimate">–</td>' in row  # one relevant label: nothing to estimate from yet
     page = client.get(reverse("dashboard-query", args=[query.pk])).content.decode()
     assert "Labels per annotator" in page and "boss" in page and f"?query={query.pk}" in page
     client.post(
