@@ -2,6 +2,7 @@
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from playwright.sync_api import expect
 
 from annotator.models import Label, LabelValue
 from catalog.models import Image
+from common import background
 from tests.browser.pages import log_in, tile
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -88,6 +90,10 @@ def test_the_whole_labeling_flow(page, live_server, labeling, artifacts):
     row = page.locator(f'tr[data-query-id="{query.pk}"]')
     expect(row.locator(".labeled")).to_have_text("80")
     expect(row.locator(".relevant")).to_have_text("2")
+    # The estimate comes from the background: once its job has run, a reload shows it.
+    background.wait_for_all(timeout=120)
+    page.reload()
+    expect(row.locator(".estimate")).to_have_text(re.compile(r"^~\d+%$"))
     page.screenshot(path=str(artifacts / "dashboard.png"), full_page=True)
 
     page.click(f'a[href="/dashboard/{query.pk}/"]')
