@@ -82,6 +82,8 @@ def test_a_rerank_whose_whole_worker_was_killed_is_queued_again_and_finishes_on_
     wait_for(lambda: Answer.objects.count() >= 8, first, "the first answers")
     os.killpg(first.pid, signal.SIGKILL)  # the whole worker, as a lost machine
     first.wait()
+    cached = Answer.objects.count()  # what the first worker stored before it died
+    asked_before = sum("messages" in r for r in chat_server.requests)
     assert RerankJob.objects.get(pk=job.pk).status == "running"
     assert requeue_stale_jobs(stale_seconds=3600) == [], "a fresh heartbeat is not stale"
     time.sleep(1.5)
@@ -92,4 +94,8 @@ def test_a_rerank_whose_whole_worker_was_killed_is_queued_again_and_finishes_on_
     assert job.status == "done", job.error
     assert RerankScore.objects.filter(query=labeling["query"]).count() == 60
     asked = Counter(r["messages"][0]["content"][1]["image_url"]["url"] for r in chat_server.requests if "messages" in r)
-    assert len(asked) == 60 and sum(n - 1 for n in asked.values()) <= 4  # resumed, not started over
+    assert len(asked) == 60
+    # Resumed, not started over: the new worker asked exactly what the cache lacked. (Which answers were in
+    # flight when the kill landed depends on timing: the old bound "at most 4 asked twice" failed once in CI
+    # with 5, answers received but not yet stored; this count does not depend on when the kill lands.)
+    assert sum(asked.values()) - asked_before == 60 - cached and cached >= 8
