@@ -9,8 +9,6 @@ ready; `ensure_embedding` sends any example still waiting again (after a crash, 
 import logging
 
 import numpy as np
-from django.core.cache import cache
-from django.db import transaction
 from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
@@ -20,10 +18,6 @@ from search.facade import SearchUnavailable, configured_spec, embed_image
 from .models import Query, QueryExample
 
 log = logging.getLogger(__name__)
-
-# With a broker, a page polling every two seconds would queue the same job each time: one send per example
-# per this many seconds (long enough for a worker to take it; short enough to retry a lost one soon).
-RESEND_SECONDS = 60
 
 
 def embed(example_id: int) -> str:
@@ -56,23 +50,14 @@ def _failed(example_id: int, reason: str) -> str:
 
 
 def send(example_id: int) -> None:
-    """Ask the background for `example_id`'s vector (once per RESEND_SECONDS with a broker). With the queue
-    away, the example keeps the reason, and the page shows it instead of "embedding…"."""
+    """Ask the background for `example_id`'s vector (background.submit_when_polled: the page asks on every
+    poll). With the queue away, the example keeps the reason, and the page shows it instead of "embedding…"."""
     from .tasks import embed_example  # the task module imports this one
 
-    if background.embedded():
-        if background.is_pending(embed_example, example_id):
-            return
-    elif not cache.add(f"quire:embed-example:{example_id}", True, timeout=RESEND_SECONDS):
-        return
+    def refused(error: background.QueueUnavailable) -> None:
+        QueryExample.objects.filter(pk=example_id).update(embedding_error=str(error)[:500])
 
-    def submit() -> None:
-        try:
-            background.submit(embed_example, example_id)
-        except background.QueueUnavailable as error:
-            QueryExample.objects.filter(pk=example_id).update(embedding_error=str(error)[:500])
-
-    transaction.on_commit(submit)  # a worker, or the thread, must find the example's row committed
+    background.submit_when_polled(embed_example, example_id, key=f"embed-example:{example_id}", on_unavailable=refused)
 
 
 def waiting(query: Query) -> list[int]:

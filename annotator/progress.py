@@ -33,9 +33,6 @@ RUN_GOAL = 100
 # are computed in the background and the page says so. At 1M labels computing them inline held the page
 # for 40 s (bench/RESULTS.md). The recall estimate is never computed in a request (estimate_or_computing).
 INLINE_LABELS = 20_000
-# With a broker, a page polling every two seconds would queue the same refresh each time: one send per
-# query and labels state per this many seconds.
-RESEND_SECONDS = 60
 ESTIMATE_HELP = (
     "Found / (found + the expected positives among the unlabeled images), from the feedback model's scores "
     "calibrated on your labels (see the README). Optimistic while few positives are known: keep labeling "
@@ -143,9 +140,9 @@ def estimate_or_computing(query: Query, labeled: int, last_activity) -> Estimate
     found, value = _cached("estimate", query, labeled, last_activity)
     if found:
         return EstimateState(value, False)
-    # Embedded, the background thread already runs a job once however often it is sent.
-    if background.embedded() or cache.add(_key("sent", query, labeled, last_activity), True, RESEND_SECONDS):
-        _send_refresh([query.pk])
+    from .tasks import refresh_progress  # the task module imports this one
+
+    background.submit_when_polled(refresh_progress, (query.pk,), key=_key("refresh", query, labeled, last_activity))
     return EstimateState(None, True)
 
 

@@ -14,9 +14,11 @@ job's row committed.
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connections, transaction
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,29 @@ def submit_on_commit(task, *args) -> None:
     """submit() once the current transaction commits; outside one, at once, so that QueueUnavailable reaches
     the caller."""
     transaction.on_commit(lambda: submit(task, *args))
+
+
+# A page polls every two seconds for what a job computes; with a broker the job is sent again at most this often.
+RESEND_SECONDS = 60
+
+
+def submit_when_polled(task, *args, key: str, on_unavailable: Callable[[QueueUnavailable], None] | None = None) -> None:
+    """submit_on_commit() for a page that asks for the job's result on every poll, without queueing it on
+    every poll: in embedded mode submit() already holds a job once however often it is sent; with a broker
+    it is sent at most once per RESEND_SECONDS for `key` (a claim in the shared cache), so a job lost with
+    its worker is sent again after that. With the queue away, `on_unavailable(error)` (default: nothing;
+    the page keeps saying the result is being computed)."""
+    if not embedded() and not cache.add(f"quire:sent:{key}", True, timeout=RESEND_SECONDS):
+        return
+
+    def send() -> None:
+        try:
+            submit(task, *args)
+        except QueueUnavailable as error:
+            if on_unavailable is not None:
+                on_unavailable(error)
+
+    transaction.on_commit(send)
 
 
 def is_pending(task, *args) -> bool:

@@ -142,3 +142,25 @@ def test_an_example_whose_job_was_lost_is_sent_again_by_the_page(ann, labeling, 
     with django_capture_on_commit_callbacks(execute=False) as sent:
         assert ann.get(reverse("examples-embedding", args=[query.pk])).status_code == 204
     assert len(sent) == 1
+
+
+def test_with_a_broker_a_polled_job_is_sent_once_a_minute_not_on_every_poll(
+    settings, django_capture_on_commit_callbacks
+):
+    """background.submit_when_polled: the side pane polls every two seconds; a worker must not get a job each time."""
+    from django.core.cache import cache
+
+    from common import background
+
+    cache.clear()
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # a broker: sends are claimed in the shared cache
+    with django_capture_on_commit_callbacks() as sent:
+        for _ in range(3):
+            background.submit_when_polled(object(), 1, key="poll-test")
+        background.submit_when_polled(object(), 2, key="poll-test-other")
+    assert len(sent) == 2  # one per key
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # embedded: the background thread keeps a job once by itself
+    with django_capture_on_commit_callbacks() as sent:
+        for _ in range(3):
+            background.submit_when_polled(object(), 1, key="poll-test")
+    assert len(sent) == 3
