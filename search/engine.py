@@ -247,8 +247,6 @@ def _strategy_vector(
         chosen = strategies.strategy(strategy)
     except ValueError as error:
         raise SearchError(str(error)) from None
-    if chosen.needs_text and not (text and text.strip()):
-        raise SearchError(f"The {strategy} ranking starts from the query text, which is empty.")
     examples = _vectors_of(loaded, example_ids)
     if len(example_images):
         examples = np.vstack([examples, _embedder(spec).encode_images(list(example_images))])
@@ -260,8 +258,9 @@ def _strategy_vector(
         top = loaded.searcher.search(np.asarray(vector, dtype=np.float32), k=1, taxon_ids=taxa)
         return _vectors_of(loaded, [hit.image_id for hit in top])
 
+    typed = (text or "").strip()  # no text, or only blanks: None below, which vector_for refuses with its sentence
     inputs = strategies.RankingInputs(
-        text=_embedder(spec).encode_text([(text or "").strip()])[0] if chosen.needs_text else None,
+        text=_embedder(spec).encode_text([typed])[0] if chosen.needs_text and typed else None,
         relevant=_vectors_of(loaded, relevant_ids if chosen.learns_from_labels else ()),
         not_relevant=_vectors_of(loaded, not_relevant_ids if chosen.learns_from_labels else ()),
         examples=examples,

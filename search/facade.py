@@ -11,6 +11,7 @@ needs them, so commands and pages that never search start fast.
 """
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -150,16 +151,14 @@ def strategy_vector(
     dim = query.shape[0]
 
     def rows(vectors: npt.ArrayLike) -> np.ndarray:
-        array = np.asarray(vectors, dtype=np.float32)
-        return array.reshape(-1, dim) if array.size else np.empty((0, dim), dtype=np.float32)
+        return strategies.as_rows(vectors, dim, np.float32)
 
-    def best_match(vector: np.ndarray) -> np.ndarray:
-        if collection is None:
-            raise ValueError("alpha_qe expands the text by its best match: pass the collection's vectors")
+    inputs = strategies.RankingInputs(query, rows(relevant), rows(not_relevant), rows(examples))
+    if collection is not None:
         everything = rows(collection)
-        return everything[[int(np.argmax(everything @ vector.astype(np.float32)))]]
-
-    inputs = strategies.RankingInputs(query, rows(relevant), rows(not_relevant), rows(examples), best_match)
+        inputs = replace(
+            inputs, best_match=lambda vector: everything[[int(np.argmax(everything @ vector.astype(np.float32)))]]
+        )
     return chosen.vector_for(inputs)
 
 

@@ -32,7 +32,8 @@ def unit_vector(vector: np.ndarray) -> np.ndarray:
     return vector / norm
 
 
-def _rows(vectors: npt.ArrayLike, dim: int, dtype: npt.DTypeLike = np.float64) -> np.ndarray:
+def as_rows(vectors: npt.ArrayLike, dim: int, dtype: npt.DTypeLike = np.float64) -> np.ndarray:
+    """`vectors` as a (n, dim) array of `dtype`; an empty one has shape (0, dim)."""
     array = np.asarray(vectors, dtype=dtype)
     return array.reshape(-1, dim) if array.size else np.empty((0, dim), dtype=dtype)
 
@@ -98,7 +99,7 @@ def feedback_vector(
     dim = q.shape[0]
     # float32 throughout: 2,000 labeled 1,024-d vectors are 8 MB, and copying them to float64 and back
     # cost more than the fit itself.
-    positive_rows, negative_rows = _rows(positives, dim, np.float32), _rows(negatives, dim, np.float32)
+    positive_rows, negative_rows = as_rows(positives, dim, np.float32), as_rows(negatives, dim, np.float32)
     if not len(positive_rows) and not len(negative_rows):
         return q
     return unit_vector(fit_seesaw(q, positive_rows, negative_rows, reg_lambda, max_iter))
@@ -137,7 +138,7 @@ def rocchio_vector(
     """Rocchio's relevance feedback (Rocchio 1971; the weights are the textbook ones, Manning et al.,
     "Introduction to Information Retrieval", 9.1.1): alpha q + beta mean(positives) - gamma mean(negatives)."""
     q = unit_vector(text)
-    positive_rows, negative_rows = _rows(positives, q.shape[0]), _rows(negatives, q.shape[0])
+    positive_rows, negative_rows = as_rows(positives, q.shape[0]), as_rows(negatives, q.shape[0])
     vector = alpha * q
     if len(positive_rows):
         vector = vector + beta * positive_rows.mean(axis=0)
@@ -161,7 +162,7 @@ def fusion_vector(text: np.ndarray, examples: npt.ArrayLike) -> np.ndarray:
     linear, that is one inner-product query with the vector (q + mean e) / 2, returned unnormalised so
     that its inner products are exactly those fused scores."""
     q = unit_vector(text)
-    rows = _rows(examples, q.shape[0])
+    rows = as_rows(examples, q.shape[0])
     if not len(rows):
         raise ValueError("a fused ranking needs at least one example image")
     fused: np.ndarray = (q + rows.mean(axis=0)) / 2
@@ -172,7 +173,7 @@ def alpha_qe_vector(query: np.ndarray, top: npt.ArrayLike, *, alpha: float = 1.0
     """Alpha query expansion (Radenovic et al. 2019, as ILIAS uses it): q' = normalise(q + sum over the
     top n results x_i of max(q.x_i, 0)^alpha x_i). ILIAS found alpha 1 with n = 1 helps and n = 5 hurts."""
     q = unit_vector(query)
-    rows = _rows(top, q.shape[0])
+    rows = as_rows(top, q.shape[0])
     similarities = np.clip(rows @ q, 0, None) ** alpha
     return unit_vector(q + similarities @ rows)
 
@@ -193,7 +194,7 @@ def reciprocal_rank_fusion(rankings: Iterable[Iterable[int]], *, k: float = 1.0)
 
 
 def _no_best_match(vector: np.ndarray) -> np.ndarray:
-    raise ValueError("alpha_qe expands the query by its best match, and no collection was given to search")
+    raise ValueError("alpha_qe expands the text by its best match: pass the collection's vectors")
 
 
 @dataclass(frozen=True)
