@@ -186,8 +186,7 @@ class LabelingSearchForm(forms.Form):
     like = ManyValues(required=False)
 
     def __init__(self, params, *, page_sizes: tuple[int, ...]):
-        data = {key: params.getlist(key) if key in ("taxon", "like") else params.get(key) for key in params}
-        super().__init__(data)
+        super().__init__(params)  # ManyValues' widget reads its repeated values with getlist
         self.page_sizes = page_sizes
 
     def state(self, query: Query, ranking: str, querystring: str) -> SearchState:
