@@ -49,20 +49,20 @@ class ViewOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Label)
 class LabelAdmin(ViewOnlyAdmin):
-    """Deleting a label here is clearing it: the image goes back to "not yet seen", and the
-    history records who cleared it from the admin."""
+    """Deleting a final label here clears the image for everyone (staff only): every judgment goes, the
+    image goes back to "not yet seen", and the history records who cleared each judgment from the admin."""
 
-    list_display = ["query", "image", "value", "annotator", "updated_at"]
-    list_filter = ["value"]
+    list_display = ["query", "image", "value", "decided_by", "annotator", "updated_at"]
+    list_filter = ["value", "decided_by"]
     search_fields = ["=query__id", "=image__id"]
     list_select_related = ["query", "annotator"]
 
     def delete_model(self, request, obj):
-        labels.clear_label(query_id=obj.query_id, image_id=obj.image_id, user=request.user, source=LabelSource.ADMIN)
+        labels.clear_labels([obj], user=request.user, source=LabelSource.ADMIN)
 
     def delete_queryset(self, request, queryset):
         cleared = labels.clear_labels(list(queryset), user=request.user, source=LabelSource.ADMIN)
-        messages.info(request, f"{cleared} labels cleared; the label history keeps every one of them.")
+        messages.info(request, f"{cleared} labels cleared for every annotator; the label history keeps each judgment.")
 
 
 @admin.register(LabelEvent)

@@ -4,10 +4,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
 
 from catalog.facade import UnknownTaxon, species_for_all
+from catalog.models import Image
 from common.api_params import (
     BAD_PARAMETERS,
     NOT_FOUND,
@@ -19,10 +20,12 @@ from common.api_params import (
 from quire.database import retry_once_if_dropped
 from search.facade import STRATEGIES, SearchUnavailable
 
-from . import labeling, labels
+from . import labeling, labels, selectors
 from .models import Label, LabelSource, LabelValue, Query
 from .serializers import (
+    AdjudicationSerializer,
     CandidatesSerializer,
+    DisagreementsSerializer,
     LabelBatchResultSerializer,
     LabelBatchSerializer,
     LabelSerializer,
@@ -64,7 +67,9 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         names = [text for text in request.query_params.getlist("taxon") if text.strip()]
         try:
             taxon_ids = species_for_all(names) if names else None
-            hits = labeling.candidates(query, strategy=strategy, k=k, example_ids=examples, taxon_ids=taxon_ids)
+            hits = labeling.candidates(
+                query, viewer=request.user, strategy=strategy, k=k, example_ids=examples, taxon_ids=taxon_ids
+            )
         except (UnknownTaxon, SearchUnavailable) as error:
             raise ValidationError({"detail": str(error)}) from None
         results = [{"image_id": h.image_id, "score": h.score, "rank": n} for n, h in enumerate(hits, start=1)]
@@ -90,6 +95,41 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
             source=LabelSource.API,
         )
         return Response({"written": sum(s.changed for s in saved), "labels": len(items)})
+
+    @extend_schema(
+        parameters=[OpenApiParameter("pending", OpenApiTypes.BOOL, description="only those not adjudicated yet")],
+        responses={200: DisagreementsSerializer, **NOT_FOUND},
+        description="The images of this query whose judgments differ, undecided ones first, with every "
+        "annotator's judgment and the final label.",
+    )
+    @action(detail=True, methods=["get"])
+    def disagreements(self, request, pk=None):
+        query = self.get_object()
+        pending = request.query_params.get("pending", "") in ("1", "true")
+        return Response({"results": selectors.disagreements(query, pending_only=pending)})
+
+    @extend_schema(
+        request=AdjudicationSerializer,
+        responses={200: LabelSerializer, **BAD_PARAMETERS, **NOT_FOUND},
+        description='Decide the final label of an image the annotators disagree on (permission "can '
+        'adjudicate"; 403 without it). 409 when its judgments agree. Recorded in the label history.',
+    )
+    @action(detail=True, methods=["post"])
+    @retry_once_if_dropped
+    def adjudicate(self, request, pk=None):
+        query = self.get_object()
+        if not request.user.has_perm(labels.ADJUDICATE):
+            raise PermissionDenied('Adjudicating needs the permission "can adjudicate": ask staff for it.')
+        decision = AdjudicationSerializer(data=request.data)
+        decision.is_valid(raise_exception=True)
+        image_id, value = decision.validated_data["image"], decision.validated_data["value"]
+        if not Image.objects.filter(pk=image_id).exists():
+            raise NotFound(f"No image {image_id} in the collection.")
+        try:
+            label = labels.adjudicate(query_id=query.pk, image_id=image_id, value=value, user=request.user)
+        except labels.NoDisagreement as error:
+            return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
+        return Response(LabelSerializer(label).data)
 
     def get_queryset(self):
         queries = Query.objects.all()

@@ -1,4 +1,6 @@
-"""What the labeling page shows: a page of the ranking for a query, with each image's stored label.
+"""What the labeling page shows: a page of the ranking for a query, with each image's label as the annotator
+looking at it (the viewer) sees it: their own judgment, else the final label, except in their blind overlap
+sample (annotator.overlap), where they see the image unlabeled.
 
 Labels belong to the query, not to the text typed in the box: an annotator can
 refine the search text or the taxon filters and keep every label.
@@ -18,7 +20,8 @@ from search.facade import STRATEGY_REGISTRY, Hit, SearchUnavailable, configured_
 
 from .examples import waiting
 from .model_methods import MODEL_RANKINGS
-from .models import Label, LabelValue, Query
+from .models import LabelValue, Query
+from .overlap import Writer, seen_by
 
 PAGE_SIZES = (50, 200, 500)
 # "Labeled down to rank N" looks this far down the ranking at most (a few searches).
@@ -48,7 +51,9 @@ class ResultsPage:
     next_offset: int | None = None  # where the next page starts; None at the end of the ranking
 
 
-def results(query: Query, *, text: str, taxon_ids=None, hide_labeled=False, offset=0, limit=50) -> ResultsPage:
+def results(
+    query: Query, *, viewer: Writer, text: str, taxon_ids=None, hide_labeled=False, offset=0, limit=50
+) -> ResultsPage:
     """Up to `limit` tiles of the ranking for `text` (within `taxon_ids` when given) from position
     `offset` on; with `hide_labeled`, labeled images are passed over. Never raises for the user's
     input: a search that cannot run comes back as the page's error."""
@@ -62,7 +67,7 @@ def results(query: Query, *, text: str, taxon_ids=None, hide_labeled=False, offs
             # With nothing hidden one search fills the page; hiding reads ahead in larger steps.
             want = 2 * limit if hide_labeled else limit
             hits = search(text=text, k=want, offset=position, taxon_ids=taxon_ids)
-            found = {tile.image.pk: tile for tile in _tiles(query, hits, position)}
+            found = {tile.image.pk: tile for tile in _tiles(query, viewer, hits, position)}
             for index, hit in enumerate(hits):
                 tile = found.get(hit.image_id)
                 if tile is not None and not (hide_labeled and tile.label):
@@ -77,11 +82,11 @@ def results(query: Query, *, text: str, taxon_ids=None, hide_labeled=False, offs
     return ResultsPage(tiles, offset, limit, next_offset=position)
 
 
-def _tiles(query: Query, hits, offset: int) -> list[Tile]:
+def _tiles(query: Query, viewer: Writer, hits, offset: int) -> list[Tile]:
     from .rerank import latest_prelabels  # lmm loads only when a page is drawn
 
     images = Image.objects.select_related("taxon").in_bulk([hit.image_id for hit in hits])
-    labels = dict(Label.objects.filter(query=query, image_id__in=images).values_list("image_id", "value"))
+    labels = seen_by(query, viewer, images)
     prelabels = latest_prelabels(query) if query.rerank_jobs.exists() else {}
     return [
         Tile(
@@ -96,10 +101,11 @@ def _tiles(query: Query, hits, offset: int) -> list[Tile]:
     ]
 
 
-def labeled_down_to(query: Query, *, text: str, taxon_ids=None) -> int | None:
+def labeled_down_to(query: Query, *, viewer: Writer, text: str, taxon_ids=None) -> int | None:
     """N such that ranks 1..N of this ranking are all labeled (INQUIRE's annotators labeled down a
-    ranking); None when the search cannot run. Looks at most LABELED_DOWN_TO_LIMIT ranks deep."""
-    labeled = set(Label.objects.filter(query=query).values_list("image_id", flat=True))
+    ranking, as `viewer` sees them); None when the search cannot run. Looks at most LABELED_DOWN_TO_LIMIT
+    ranks deep."""
+    labeled = set(seen_by(query, viewer))
     if not labeled:
         return 0
     position, step = 0, 500
@@ -127,6 +133,7 @@ RANKINGS = {name: STRATEGY_REGISTRY[name].description for name in PAGE_STRATEGIE
 def candidates(
     query: Query,
     *,
+    viewer: Writer,
     strategy: str,
     k: int = 50,
     example_ids=(),
@@ -135,11 +142,11 @@ def candidates(
     exclude_ids=(),
     offset: int = 0,
 ):
-    """The next `k` images of `query` that have no label yet (nor are in `exclude_ids`), best first,
-    ranked by `strategy` from everything stored so far: relevant labels as positives, not relevant
-    ones as negatives (unsure counts as neither). The examples are `example_ids` when given ("more like
+    """The next `k` images of `query` that `viewer` sees unlabeled (and not in `exclude_ids`), best first,
+    ranked by `strategy` from the labels they see: relevant as positives, not relevant as negatives
+    (unsure and undecided count as neither). The examples are `example_ids` when given ("more like
     this"), else the query's relevant examples (collection images and uploads). Raises SearchUnavailable."""
-    values = dict(Label.objects.filter(query=query).values_list("image_id", "value"))
+    values = seen_by(query, viewer)
     example_vectors = []
     if example_ids:
         examples = list(example_ids)
@@ -166,17 +173,26 @@ def candidates(
 
 
 def adaptive_results(
-    query: Query, *, strategy: str, text: str, taxon_ids=None, example_ids=(), shown_ids=(), offset=0, limit=50
+    query: Query,
+    *,
+    viewer: Writer,
+    strategy: str,
+    text: str,
+    taxon_ids=None,
+    example_ids=(),
+    shown_ids=(),
+    offset=0,
+    limit=50,
 ) -> ResultsPage:
     """A page of a ranking that learns: the best `limit` images with no label that are not on the page
     already (`shown_ids`), from everything labeled so far. Positions count on from `offset` (the tiles
     already shown), so tile numbers run on down the page. Never raises for the user's input."""
     limit = max(1, min(limit, max(PAGE_SIZES)))
     if strategy in MODEL_RANKINGS:
-        return _MODEL_RANKING_PAGES[strategy](query, shown_ids, offset, limit)
+        return _MODEL_RANKING_PAGES[strategy](query, viewer, shown_ids, offset, limit)
     try:
         hits = candidates(
-            query, strategy=strategy, k=limit, example_ids=example_ids, taxon_ids=taxon_ids, text=text,
+            query, viewer=viewer, strategy=strategy, k=limit, example_ids=example_ids, taxon_ids=taxon_ids, text=text,
             exclude_ids=shown_ids,
         )  # fmt: skip
     except SearchUnavailable as error:
@@ -184,11 +200,11 @@ def adaptive_results(
         if not example_ids and chosen and chosen.needs_examples and waiting(query):
             return ResultsPage([], offset, limit, EMBEDDING_EXAMPLE)
         return ResultsPage([], offset, limit, str(error))
-    tiles = _tiles(query, hits, offset)
+    tiles = _tiles(query, viewer, hits, offset)
     return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(hits) == limit else None)
 
 
-def _reranked(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
+def _reranked(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) -> ResultsPage:
     """The query's last vision-model rerank, best first, with each image's sub-question answers."""
     from .rerank import latest_scores  # lmm and the model client load only for this ranking
 
@@ -196,14 +212,15 @@ def _reranked(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
     if job is None:
         return ResultsPage([], offset, limit, "No rerank has finished for this query yet: start one in the side pane.")
     why = {image_id: detail for image_id, _, detail in scores}
-    return _page_of(query, [(image_id, score) for image_id, score, _ in scores], shown_ids, offset, limit, why)
+    ranked = [(image_id, score) for image_id, score, _ in scores]
+    return _page_of(query, viewer, ranked, shown_ids, offset, limit, why)
 
 
-def _visret(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
+def _visret(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) -> ResultsPage:
     """The collection ranked by the query's VisRet drawings (RRF of one image search per drawing)."""
     from .rerank import visret_ranking
 
-    labeled = set(Label.objects.filter(query=query).values_list("image_id", flat=True))
+    labeled = set(seen_by(query, viewer))
     try:
         fused, drawings = visret_ranking(query, exclude_ids=labeled | set(shown_ids))
     except SearchUnavailable as error:
@@ -212,10 +229,10 @@ def _visret(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
         return ResultsPage(
             [], offset, limit, "No VisRet drawing has been made for this query yet: start one in the side pane."
         )
-    return _page_of(query, fused, shown_ids, offset, limit)
+    return _page_of(query, viewer, fused, shown_ids, offset, limit)
 
 
-def _judged(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
+def _judged(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) -> ResultsPage:
     """The judge panel's candidates: confident accepts first, confident rejects last."""
     from .rerank import latest_prelabels, panel_ranking
 
@@ -224,7 +241,7 @@ def _judged(query: Query, shown_ids, offset: int, limit: int) -> ResultsPage:
         return ResultsPage(
             [], offset, limit, "No judge panel has finished for this query yet: start one in the side pane."
         )
-    return _page_of(query, panel_ranking(prelabels.values()), shown_ids, offset, limit)
+    return _page_of(query, viewer, panel_ranking(prelabels.values()), shown_ids, offset, limit)
 
 
 # What shows each model ranking of MODEL_RANKINGS (checked at import: a new one cannot lack its page).
@@ -232,12 +249,12 @@ _MODEL_RANKING_PAGES = {"rerank": _reranked, "visret": _visret, "judges": _judge
 assert set(_MODEL_RANKING_PAGES) == set(MODEL_RANKINGS)
 
 
-def _page_of(query: Query, ranked, shown_ids, offset: int, limit: int, why=None) -> ResultsPage:
+def _page_of(query: Query, viewer: Writer, ranked, shown_ids, offset: int, limit: int, why=None) -> ResultsPage:
     """A page of a stored ranking ((image id, score), best first): the first `limit` images that have no
-    label and are not on the page already; `why` gives tiles their sub-question answers."""
-    skip = set(Label.objects.filter(query=query).values_list("image_id", flat=True)) | set(shown_ids)
+    label for `viewer` and are not on the page already; `why` gives tiles their sub-question answers."""
+    skip = set(seen_by(query, viewer)) | set(shown_ids)
     left = [(image_id, score) for image_id, score in ranked if image_id not in skip]
-    tiles = _tiles(query, [Hit(image_id=i, score=score, taxon_id=None) for i, score in left[:limit]], offset)
+    tiles = _tiles(query, viewer, [Hit(image_id=i, score=score, taxon_id=None) for i, score in left[:limit]], offset)
     for tile in tiles if why else ():
         tile.why = why.get(tile.image.pk) or None
     return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(left) > limit else None)

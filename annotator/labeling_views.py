@@ -80,10 +80,11 @@ def _search_state(request, query: Query) -> SearchState:
     return form.state(query, ranking, params.urlencode())
 
 
-def _results(query: Query, state: SearchState, offset: int, shown_ids=(), limit=None) -> labeling.ResultsPage:
+def _results(request, query: Query, state: SearchState, offset: int, shown_ids=(), limit=None) -> labeling.ResultsPage:
     if state.ranking != "text":
         return labeling.adaptive_results(
             query,
+            viewer=request.user,
             strategy=state.ranking,
             text=state.q,
             taxon_ids=state.taxon_ids,
@@ -94,6 +95,7 @@ def _results(query: Query, state: SearchState, offset: int, shown_ids=(), limit=
         )
     return labeling.results(
         query,
+        viewer=request.user,
         text=state.q,
         taxon_ids=state.taxon_ids,
         hide_labeled=state.hide_labeled,
@@ -107,7 +109,7 @@ def _results(query: Query, state: SearchState, offset: int, shown_ids=(), limit=
 def label_page(request, query_id):
     query = get_object_or_404(Query, pk=query_id)
     state = _search_state(request, query)
-    page = _results(query, state, 0)
+    page = _results(request, query, state, 0)
     counts = selectors.label_counts(query)
     return render(
         request,
@@ -118,7 +120,9 @@ def label_page(request, query_id):
             "page": page,
             "counts": counts,
             "page_sizes": labeling.PAGE_SIZES,
-            "labeled_down_to": labeling.labeled_down_to(query, text=state.q, taxon_ids=state.taxon_ids),
+            "labeled_down_to": labeling.labeled_down_to(
+                query, viewer=request.user, text=state.q, taxon_ids=state.taxon_ids
+            ),
             "run": progress.cached_run(query, counts["labeled"], counts["last_activity"]),
             "run_goal": progress.RUN_GOAL,
             "estimate": progress.estimate_or_computing(query, counts["labeled"], counts["last_activity"]),
@@ -153,7 +157,7 @@ def results_fragment(request, query_id):
     if None in shown or len(shown) > 10_000:
         return HttpResponseBadRequest("shown must list at most 10,000 image ids.")
     state = _search_state(request, query)
-    page = _results(query, state, offset, shown_ids=shown, limit=count)
+    page = _results(request, query, state, offset, shown_ids=shown, limit=count)
     return render(request, "annotator/_results.html", {"query": query, "state": state, "page": page})
 
 

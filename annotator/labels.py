@@ -1,7 +1,13 @@
 """Changing labels. Every write goes through here so that each change leaves a LabelEvent.
 
 Views, the API, the admin, commands and importers all call these functions; none of
-them writes Label rows directly (annotator.models refuses writes made elsewhere).
+them writes Judgment or Label rows directly (annotator.models refuses writes made elsewhere).
+
+A user's label is their Judgment: it never overwrites another annotator's. After each write the images'
+final labels (Label) are derived again from all their judgments by the query's rule (annotator.final), so
+the final label is always what the judgments and adjudications say. Writers of the same images queue on
+their final-label rows, which every write locks first (a placeholder row is inserted where none exists),
+so two annotators judging the same image at once both count.
 
 Provenance kept per event: who, when, from where (`source`), how long the annotator
 looked before deciding (`lead_time_ms`, sent by the labeling page), and which import
@@ -20,7 +26,18 @@ from django.utils import timezone
 
 from catalog.models import ROWS_PER_STATEMENT
 
-from .models import ImportBatch, Label, LabelEvent, LabelSource, LabelValue, Query, recording_label_changes
+from . import final, overlap
+from .models import (
+    Decision,
+    ImportBatch,
+    Judgment,
+    Label,
+    LabelEvent,
+    LabelSource,
+    LabelValue,
+    Query,
+    recording_label_changes,
+)
 
 # Who writes: a user (an annotator, staff), or None for the system itself (an import, a command).
 Writer = User | None  # settings.AUTH_USER_MODEL is Django's User
@@ -28,10 +45,11 @@ Writer = User | None  # settings.AUTH_USER_MODEL is Django's User
 # A decision that took longer than a day is a tab left open, not a lead time.
 MAX_LEAD_TIME_MS = 24 * 3600 * 1000
 
-# Who may lock a query, still change a locked one, and remove another annotator's label: staff allowed to
+# Who may lock a query, still change a locked one, and clear every judgment of an image: staff allowed to
 # change queries.
 MANAGE_QUERIES = "annotator.change_query"
 LOCKED_MESSAGE = "Query {id} is marked done and locked by staff: ask them to reopen it."
+ADJUDICATE = "annotator.adjudicate_labels"
 
 
 class LabelRefused(PermissionDenied):
@@ -71,11 +89,15 @@ class LabelChange:
 
 @dataclass(frozen=True)
 class Saved:
-    """What became of one LabelChange: `changed` is False when the label already had that value."""
+    """What became of one LabelChange: `changed` is False when the writer's judgment already had that value."""
 
     image_id: int
     value: str
     changed: bool
+
+
+class NoDisagreement(ValueError):
+    """An adjudication of an image whose judgments agree (or that has none): nothing to decide."""
 
 
 def set_labels(
@@ -86,15 +108,14 @@ def set_labels(
     source: str,
     import_batch: ImportBatch | None = None,
 ) -> list[Saved]:
-    """Set (or, with value "", clear) labels of one query, all in one transaction, recording each change.
+    """Set (or, with value "", clear) `user`'s judgments of images of one query, all in one transaction,
+    recording each change, then derive those images' final labels again.
 
     The one write path for labels an annotator sets: the labeling page's saves and the API's, one label or
-    5,000, go through here. It reads every label concerned in one SELECT (locking the rows: concurrent
-    writers queue, the later write wins, both changes stay in the history) and writes with one statement per
-    kind of change. Changes apply in the order given, so an image listed twice ends with its last value and
-    both events; `import_batch` is recorded on each event an import writes. Returns one Saved per change,
-    in order. Raises ValueError for a bad value, source or lead
-    time and LabelRefused (nothing written) when the lock or another annotator's label forbids a change.
+    5,000, go through here. Changes apply in the order given, so an image listed twice ends with its last
+    value and both events; `import_batch` is recorded on each event an import writes. Returns one Saved per
+    change, in order. Raises ValueError for a bad value, source or lead time and LabelRefused (nothing
+    written) when the query's lock forbids a change. Another annotator's judgment is never touched.
     """
     for change in changes:
         if change.value:
@@ -104,98 +125,33 @@ def set_labels(
     by_image: dict[int, list[LabelChange]] = defaultdict(list)
     for change in changes:
         by_image[change.image_id].append(change)
-    with transaction.atomic(), recording_label_changes():
-        check_writable([query_id], user)
-        stored = _lock(query_id, by_image)
-        plans = {image_id: _replay(stored.get(image_id), todo, user) for image_id, todo in by_image.items()}
-        created = [(image_id, plan.value) for image_id, plan in plans.items() if image_id not in stored and plan.value]
-        raced = {image_id for image_id, _ in created} - set(_insert_absent(query_id, created, user))
-        if raced:  # another writer created these since the SELECT: lock their rows and replay on them
-            stored.update(_lock(query_id, raced))
-            plans.update({image_id: _replay(stored[image_id], by_image[image_id], user) for image_id in raced})
-        _write_plans(query_id, stored, plans, user, source, import_batch)
+    plans = _write(query_id, by_image, user, source, import_batch)
     changed = {image_id: iter(plan.changed) for image_id, plan in plans.items()}
     return [Saved(change.image_id, change.value, next(changed[change.image_id])) for change in changes]
 
 
-@dataclass
-class _Plan:
-    """One image's labels replayed in memory: its final value ("" for none), the events, and for each
-    change whether it changed anything."""
+def label_unlabeled(
+    query_id: int, image_ids: Iterable[int], *, value: str, user: Writer = None, source: str
+) -> list[int]:
+    """Give `value` to those of `image_ids` that `user` sees unlabeled (the annotation tool's Submit: every
+    image shown and not labeled becomes not relevant), in one transaction.
 
-    value: str
-    owner_id: int | None
-    events: list[tuple[str, str, int | None]]  # (old value, new value, lead time)
-    changed: list[bool]
-
-
-def _replay(label: Label | None, changes: list[LabelChange], user: Writer) -> _Plan:
-    plan = _Plan(label.value if label else "", label.annotator_id if label else None, [], [])
-    user_id = user.pk if user is not None else None
-    for change in changes:
-        if change.value == plan.value:
-            plan.changed.append(False)
-            continue
-        if not change.value and plan.owner_id not in (None, user_id) and not may_manage(user):
-            raise LabelRefused(
-                f"The label of image {change.image_id} is another annotator's: only staff may remove it "
-                "(you may set your own value instead)."
-            )
-        lead_time_ms = _check_lead_time(change.lead_time_ms) if change.value else None
-        plan.events.append((plan.value, change.value, lead_time_ms))
-        plan.changed.append(True)
-        plan.value, plan.owner_id = change.value, (user_id if change.value else None)
-    return plan
-
-
-def _lock(query_id: int, image_ids: Iterable[int]) -> dict[int, Label]:
-    """The stored labels of these images for the query, their rows locked until the transaction ends."""
-    found = Label.objects.select_for_update().filter(query_id=query_id, image_id__in=list(image_ids))
-    return {label.image_id: label for label in found}
-
-
-def _write_plans(
-    query_id: int,
-    stored: dict[int, Label],
-    plans: dict[int, _Plan],
-    user: Writer,
-    source: str,
-    import_batch: ImportBatch | None,
-) -> None:
-    """Updates and removals of rows that existed (new rows are already inserted), and every event."""
-    now = timezone.now()
-    updated, removed = [], []
-    for image_id, plan in plans.items():
-        label = stored.get(image_id)
-        if label is None or not plan.events:
-            continue
-        if not plan.value:
-            removed.append(label.pk)
-        elif plan.value != label.value or label.annotator_id != (user.pk if user else None):
-            label.value, label.annotator, label.updated_at = plan.value, user, now  # bulk_update skips auto_now
-            updated.append(label)
-    Label.objects.bulk_update(updated, ["value", "annotator", "updated_at"], batch_size=ROWS_PER_STATEMENT // 4)
-    Label.objects.filter(pk__in=removed).delete()
-    LabelEvent.objects.bulk_create(
-        LabelEvent(
-            query_id=query_id,
-            image_id=image_id,
-            old_value=old,
-            new_value=new,
-            user=user,
-            source=source,
-            lead_time_ms=lead_time_ms,
-            import_batch=import_batch,
-        )
-        for image_id, plan in plans.items()
-        for old, new, lead_time_ms in plan.events
-    )
+    What they see is what annotator.overlap says: their own judgments, and the final labels outside their
+    blind sample; those are kept, whoever wrote them. Two Submits of the same images, or a Submit racing a
+    click, queue on the images' rows and never label twice. Returns the ids labeled, in the order given.
+    """
+    _check_value(value)
+    _check_source(source)
+    image_ids = list(dict.fromkeys(int(image_id) for image_id in image_ids))
+    by_image = {image_id: [LabelChange(image_id, value)] for image_id in image_ids}
+    plans = _write(query_id, by_image, user, source, None, keep_seen=True)
+    return [image_id for image_id in image_ids if image_id in plans and any(plans[image_id].changed)]
 
 
 def set_label(
     *, query_id: int, image_id: int, value: str, user: Writer = None, source: str, lead_time_ms: int | None = None
 ) -> tuple[Label, bool]:
-    """Set the label of one image for one query (set_labels with one change). Returns (label, changed)."""
+    """Set `user`'s judgment of one image (set_labels with one change). Returns (final label, changed)."""
     (saved,) = set_labels(
         query_id=query_id, changes=[LabelChange(image_id, value, lead_time_ms)], user=user, source=source
     )
@@ -203,21 +159,65 @@ def set_label(
 
 
 def clear_label(*, query_id: int, image_id: int, user: Writer = None, source: str) -> bool:
-    """Remove a label (the image goes back to "not yet seen"), recording it. Returns whether one existed.
-
-    An annotator removes only their own labels (or unattributed ones); another annotator's label is
-    removed by staff, or replaced by setting a value, which the history keeps as a change."""
+    """Remove `user`'s judgment of an image, recording it. Returns whether they had one. Other annotators'
+    judgments stay (staff clear an image for everyone with clear_labels)."""
     (saved,) = set_labels(query_id=query_id, changes=[LabelChange(image_id, "")], user=user, source=source)
     return saved.changed
 
 
-def clear_labels(labels: Iterable[Label], *, user: Writer = None, source: str) -> int:
-    """Remove several labels in one transaction (the admin's "delete selected"); returns how many."""
+def clear_labels(labels: Iterable[Label], *, user: Writer, source: str) -> int:
+    """Remove every judgment (and any adjudication) of these final labels' images, in one transaction: the
+    admin's "delete selected", staff only. The images go back to not yet seen; the history keeps each
+    judgment removed. Returns how many final labels went."""
     _check_source(source)
-    with transaction.atomic():
-        return sum(
-            clear_label(query_id=label.query_id, image_id=label.image_id, user=user, source=source) for label in labels
+    if not may_manage(user):
+        raise LabelRefused("Only staff may clear an image's labels for every annotator.")
+    by_query: dict[int, list[int]] = defaultdict(list)
+    for label in labels:
+        by_query[label.query_id].append(label.image_id)
+    cleared = 0
+    with transaction.atomic(), recording_label_changes():
+        for query_id, image_ids in by_query.items():
+            held = _hold(query_id, image_ids)
+            events = [
+                _event(query_id, j.image_id, j.value, "", user, source, annotator_id=j.annotator_id)
+                for j in Judgment.objects.filter(query_id=query_id, image_id__in=image_ids)
+            ]
+            Judgment.objects.filter(query_id=query_id, image_id__in=image_ids).delete()
+            LabelEvent.objects.bulk_create(events)
+            cleared += sum(1 for label in held.values() if label.value)
+            _settle(query_id, held, _rule(query_id))
+    return cleared
+
+
+def adjudicate(*, query_id: int, image_id: int, value: str, user: Writer) -> Label:
+    """Decide the final label of an image the annotators disagree on; the decision is recorded (source
+    adjudication) and holds whatever the judgments say later. Raises LabelRefused without the permission
+    "can adjudicate" (or on a locked query), ValueError for a value outside the label set, NoDisagreement
+    where the judgments agree. Nothing changes when it raises."""
+    if user is None or not user.has_perm(ADJUDICATE):
+        raise LabelRefused('Only a user with the permission "can adjudicate" may decide a final label.')
+    _check_value(value)
+    with transaction.atomic(), recording_label_changes():
+        check_writable([query_id], user)
+        held = _hold(query_id, [image_id])
+        values = set(Judgment.objects.filter(query_id=query_id, image_id=image_id).values_list("value", flat=True))
+        if len(values) < 2:
+            _settle(query_id, held, _rule(query_id))  # drop the placeholder, if one was inserted
+            raise NoDisagreement(
+                f"Image {image_id} has no disagreement to decide for query {query_id}: "
+                + ("its judgments agree." if values else "nobody has judged it.")
+            )
+        label = held[image_id]
+        old = label.value
+        label.value, label.decided_by, label.annotator, label.updated_at = (
+            value, Decision.ADJUDICATED, user, timezone.now(),
+        )  # fmt: skip
+        Label.objects.bulk_update([label], ["value", "decided_by", "annotator", "updated_at"])
+        LabelEvent.objects.bulk_create(
+            [_event(query_id, image_id, old, value, user, LabelSource.ADJUDICATION, annotator_id=None)]
         )
+    return label
 
 
 def set_labels_in_bulk(
@@ -251,56 +251,186 @@ def set_labels_in_bulk(
     return changed
 
 
-def label_unlabeled(
-    query_id: int, image_ids: Iterable[int], *, value: str, user: Writer = None, source: str
-) -> list[int]:
-    """Give `value` to those of `image_ids` that have no label for the query yet, in one transaction
-    (the annotation tool's Submit: every image shown and not labeled becomes not relevant).
+@dataclass
+class _Plan:
+    """One image's judgment by the writer, replayed in memory: its final value ("" for none), the events,
+    and for each change whether it changed anything."""
 
-    Labels already there are kept, whoever wrote them and when: rows are inserted only where
-    none exists (INSERT ... ON CONFLICT DO NOTHING), so two Submits of the same images, or a
-    Submit racing a click, never collide; events are written only for the rows this call
-    inserted. Returns the ids of the images it labeled, in the order given.
-    """
-    _check_value(value)
-    _check_source(source)
-    image_ids = list(dict.fromkeys(int(image_id) for image_id in image_ids))
+    value: str
+    events: list[tuple[str, str, int | None]]  # (old value, new value, lead time)
+    changed: list[bool]
+
+
+def _rule(query_id: int) -> str:
+    """The final-label rule of a query."""
+    return Query.objects.values_list("final_rule", flat=True).get(pk=query_id)
+
+
+def _write(
+    query_id: int,
+    by_image: dict[int, list[LabelChange]],
+    user: Writer,
+    source: str,
+    import_batch: ImportBatch | None,
+    *,
+    keep_seen: bool = False,
+) -> dict[int, _Plan]:
+    """Apply the changes to `user`'s judgments and settle the final labels, in one transaction. With
+    `keep_seen`, images `user` already sees labeled are left alone (Submit)."""
     with transaction.atomic(), recording_label_changes():
         check_writable([query_id], user)
-        written = _insert_absent(query_id, [(image_id, value) for image_id in image_ids], user)
-        LabelEvent.objects.bulk_create(
-            LabelEvent(query_id=query_id, image_id=image_id, old_value="", new_value=value, user=user, source=source)
-            for image_id in written
-        )
-    inserted = set(written)
-    return [image_id for image_id in image_ids if image_id in inserted]
+        query = Query.objects.only("final_rule", "judgments_wanted").get(pk=query_id)
+        held = _hold(query_id, by_image)
+        if keep_seen:
+            seen = overlap.seen_by(query, user, by_image)
+            by_image = {image_id: todo for image_id, todo in by_image.items() if image_id not in seen}
+        mine = Judgment.objects.filter(query_id=query_id, image_id__in=list(by_image))
+        own = {j.image_id: j for j in (mine.filter(annotator=user) if user else mine.filter(annotator__isnull=True))}
+        plans = {image_id: _replay(own.get(image_id), todo) for image_id, todo in by_image.items()}
+        _write_judgments(query_id, own, plans, user, source, import_batch)
+        _settle(query_id, held, query.final_rule)
+    return plans
 
 
-def _insert_absent(query_id: int, rows: list[tuple[int, str]], user: Writer) -> list[int]:
-    """Insert a label (image id, value) for each image that has none for the query; return the ids
-    inserted (a row another writer inserted first is left alone).
+def _replay(judgment: Judgment | None, changes: list[LabelChange]) -> _Plan:
+    plan = _Plan(judgment.value if judgment else "", [], [])
+    for change in changes:
+        if change.value == plan.value:
+            plan.changed.append(False)
+            continue
+        lead_time_ms = _check_lead_time(change.lead_time_ms) if change.value else None
+        plan.events.append((plan.value, change.value, lead_time_ms))
+        plan.changed.append(True)
+        plan.value = change.value
+    return plan
 
-    Django's bulk_create(ignore_conflicts=True) cannot say which rows it inserted, and the events
-    must name exactly those, so this is one statement of SQL that PostgreSQL and SQLite (3.35 and
-    later) both speak.
-    """
+
+def _hold(query_id: int, image_ids: Iterable[int]) -> dict[int, Label]:
+    """The final-label rows of these images, locked until the transaction ends; an image without one gets
+    a placeholder (value "") that _settle fills or removes. Every writer of an image queues here, so the
+    judgments it then reads are the last committed ones."""
+    ids = sorted(set(image_ids))  # one order for every writer: no deadlock between two of them
     table = connection.ops.quote_name(Label._meta.db_table)
     now = timezone.now()
-    user_id = user.pk if user is not None else None
-    inserted: list[int] = []
     per_statement = ROWS_PER_STATEMENT // 6  # six parameters a row, within SQLite's 32,766
-    for start in range(0, len(rows), per_statement):
-        chunk = rows[start : start + per_statement]
-        placeholders = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(chunk))
-        parameters = [item for image_id, value in chunk for item in (query_id, image_id, value, user_id, now, now)]
-        with connection.cursor() as cursor:
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), per_statement):
+            chunk = ids[start : start + per_statement]
+            placeholders = ", ".join(["(%s, %s, '', '', %s, %s)"] * len(chunk))
             cursor.execute(
-                f"INSERT INTO {table} (query_id, image_id, value, annotator_id, created_at, updated_at) "
-                f"VALUES {placeholders} ON CONFLICT (query_id, image_id) DO NOTHING RETURNING image_id",
-                parameters,
+                f"INSERT INTO {table} (query_id, image_id, value, decided_by, created_at, updated_at) "
+                f"VALUES {placeholders} ON CONFLICT (query_id, image_id) DO NOTHING",
+                [item for image_id in chunk for item in (query_id, image_id, now, now)],
             )
-            inserted += [row[0] for row in cursor.fetchall()]
-    return inserted
+    found = Label.objects.select_for_update().filter(query_id=query_id, image_id__in=ids).order_by("image_id")
+    return {label.image_id: label for label in found}
+
+
+def _write_judgments(
+    query_id: int,
+    own: dict[int, Judgment],
+    plans: dict[int, _Plan],
+    user: Writer,
+    source: str,
+    import_batch: ImportBatch | None,
+) -> None:
+    now = timezone.now()
+    created, updated, removed = [], [], []
+    for image_id, plan in plans.items():
+        if not plan.events:
+            continue
+        judgment = own.get(image_id)
+        lead_time_ms = plan.events[-1][2]
+        if not plan.value:
+            if judgment is not None:
+                removed.append(judgment.pk)
+        elif judgment is None:
+            created.append(
+                Judgment(
+                    query_id=query_id, image_id=image_id, annotator=user, value=plan.value, source=source,
+                    lead_time_ms=lead_time_ms, created_at=now, updated_at=now,
+                )
+            )  # fmt: skip
+        elif plan.value != judgment.value:
+            judgment.value, judgment.source, judgment.lead_time_ms, judgment.updated_at = (
+                plan.value, source, lead_time_ms, now,
+            )  # fmt: skip
+            updated.append(judgment)
+    Judgment.objects.bulk_create(created, batch_size=ROWS_PER_STATEMENT // 8)
+    fields = ["value", "source", "lead_time_ms", "updated_at"]
+    Judgment.objects.bulk_update(updated, fields, batch_size=ROWS_PER_STATEMENT // 4)
+    Judgment.objects.filter(pk__in=removed).delete()
+    LabelEvent.objects.bulk_create(
+        _event(
+            query_id,
+            image_id,
+            old,
+            new,
+            user,
+            source,
+            annotator_id=user.pk if user else None,
+            lead_time_ms=lead_time_ms,
+            import_batch=import_batch,
+        )  # fmt: skip
+        for image_id, plan in plans.items()
+        for old, new, lead_time_ms in plan.events
+    )
+
+
+def _event(
+    query_id: int,
+    image_id: int,
+    old: str,
+    new: str,
+    user: Writer,
+    source: str,
+    *,
+    annotator_id: int | None,
+    lead_time_ms: int | None = None,
+    import_batch: ImportBatch | None = None,
+) -> LabelEvent:
+    """A history row: `user` changed `annotator_id`'s judgment (their own, mostly; None for the system's and
+    for an adjudication, whose values are the final label's)."""
+    return LabelEvent(
+        query_id=query_id, image_id=image_id, old_value=old, new_value=new, user=user, annotator_id=annotator_id,
+        source=source, lead_time_ms=lead_time_ms, import_batch=import_batch,
+    )  # fmt: skip
+
+
+def _settle(query_id: int, held: dict[int, Label], rule: str) -> None:
+    """Derive the held images' final labels from their judgments (annotator.final): update those that
+    changed, remove those with no judgment left (placeholders included)."""
+    votes: dict[int, list[tuple[int | None, str]]] = defaultdict(list)
+    for image_id, annotator_id, value in Judgment.objects.filter(
+        query_id=query_id, image_id__in=list(held)
+    ).values_list("image_id", "annotator_id", "value"):
+        votes[image_id].append((annotator_id, value))
+    now = timezone.now()
+    updated, removed = [], []
+    for image_id, label in held.items():
+        judged = votes.get(image_id, [])
+        adjudicated = label.value if label.decided_by == Decision.ADJUDICATED else ""
+        value, decided_by = final.decide([value for _, value in judged], rule, adjudicated)
+        if not value:
+            removed.append(label.pk)
+            continue
+        annotator_id = label.annotator_id if adjudicated else _voter(judged, decided_by)
+        if (label.value, label.decided_by, label.annotator_id) != (value, decided_by, annotator_id):
+            label.value, label.decided_by, label.annotator_id, label.updated_at = value, decided_by, annotator_id, now
+            updated.append(label)
+    Label.objects.bulk_update(
+        updated, ["value", "decided_by", "annotator", "updated_at"], batch_size=ROWS_PER_STATEMENT // 5
+    )
+    Label.objects.filter(pk__in=removed).delete()
+
+
+def _voter(judged: list[tuple[int | None, str]], decided_by: str) -> int | None:
+    """The annotator a single-vote label is attributed to (the only voter; with only unsure judgments, the
+    only judge); None for labels many agree on."""
+    if decided_by != Decision.SINGLE:
+        return None
+    voters = [annotator_id for annotator_id, value in judged if value != LabelValue.UNSURE] or [judged[0][0]]
+    return voters[0]
 
 
 def _check_value(value: str) -> None:

@@ -3,10 +3,13 @@
 Sizes to design for: INQUIRE has 250 queries and ~150k labels over 5M images, and a
 labeling project may reach millions of labels.
 
+A team labels: each annotator's label of an image is their Judgment; the Label is the benchmark's
+final label, derived from the judgments (annotator.final) or decided by an adjudicator. Exports and
+evaluation read Label; agreement reads Judgment.
+
 Provenance rules, enforced here rather than trusted to callers:
-- a Label changes only inside annotator.labels (`recording_label_changes`), which writes
-  the LabelEvent in the same transaction; any other save, update or delete of a Label
-  raises;
+- a Judgment or Label changes only inside annotator.labels (`recording_label_changes`), which writes
+  the LabelEvent in the same transaction; any other save, update or delete of either raises;
 - a LabelEvent is never updated or deleted, and what it refers to (query, image, user,
   import) cannot be deleted while it exists (PROTECT): the history always explains the
   labels.
@@ -22,6 +25,13 @@ from django.db import models
 from django.utils import timezone
 
 from catalog.models import Image
+
+
+class FinalRule(models.TextChoices):
+    """How a query's judgments make its final label (an adjudicator's decision always wins)."""
+
+    MAJORITY = "majority", "majority of the votes (a tie is undecided)"
+    UNANIMOUS = "unanimous", "every vote agrees (else undecided)"
 
 
 class Query(models.Model):
@@ -68,6 +78,23 @@ class Query(models.Model):
     # The unnamed first column of the released INQUIRE CSVs (a pandas index),
     # kept so that an export reproduces the released files row for row.
     csv_index = models.IntegerField(null=True, blank=True, editable=False)
+    final_rule = models.CharField(
+        max_length=10,
+        choices=FinalRule.choices,
+        default=FinalRule.MAJORITY,
+        help_text="How annotators' judgments make the final label where no adjudicator decided.",
+    )
+    overlap_fraction = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Blind double labeling: this share (0 to 1) of the images labeled so far gets more judgments.",
+    )
+    overlap_top = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Blind double labeling: every image down to this rank of the text ranking."
+    )
+    judgments_wanted = models.PositiveSmallIntegerField(
+        default=2, help_text="How many annotators judge each image of the overlap sample (2 or 3)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -128,6 +155,22 @@ class LabelValue(models.TextChoices):
     UNSURE = "unsure", "Unsure"
 
 
+# A final label where the votes are split and no adjudicator has decided: not relevant in the export,
+# listed among the disagreements. Never a judgment an annotator gives.
+UNDECIDED = "undecided"
+FINAL_VALUES = [*LabelValue.choices, (UNDECIDED, "Undecided")]
+
+
+class Decision(models.TextChoices):
+    """How a final label came about (annotator.final)."""
+
+    SINGLE = "single", "one vote"
+    AGREED = "agreed", "every vote agrees"
+    MAJORITY = "majority", "majority of the votes"
+    ADJUDICATED = "adjudicated", "adjudicated"
+    UNDECIDED = "undecided", "votes split, not adjudicated"
+
+
 class LabelSource(models.TextChoices):
     CLICK = "click", "click"
     KEYBOARD = "keyboard", "keyboard"
@@ -135,6 +178,7 @@ class LabelSource(models.TextChoices):
     IMPORT = "import", "import"
     API = "api", "api"
     ADMIN = "admin", "admin"
+    ADJUDICATION = "adjudication", "adjudication"
 
 
 # True while annotator.labels writes a label change together with its event.
@@ -160,7 +204,9 @@ def _refuse_unrecorded(action: str) -> None:
         )
 
 
-class LabelQuerySet(models.QuerySet["Label"]):
+class RecordedQuerySet(models.QuerySet):
+    """Judgments and labels: written only by annotator.labels, which records each change."""
+
     def update(self, **kwargs: Any) -> int:
         _refuse_unrecorded("updated")
         return super().update(**kwargs)
@@ -169,17 +215,67 @@ class LabelQuerySet(models.QuerySet["Label"]):
         _refuse_unrecorded("deleted")
         return super().delete()
 
-    def bulk_create(self, objs: Iterable["Label"], *args: Any, **kwargs: Any) -> list["Label"]:
+    def bulk_create(self, objs: Iterable[Any], *args: Any, **kwargs: Any) -> list[Any]:
         _refuse_unrecorded("created")
         return super().bulk_create(objs, *args, **kwargs)
 
-    def bulk_update(self, objs: Iterable["Label"], *args: Any, **kwargs: Any) -> int:
+    def bulk_update(self, objs: Iterable[Any], *args: Any, **kwargs: Any) -> int:
         _refuse_unrecorded("updated")
         return super().bulk_update(objs, *args, **kwargs)
 
 
-class Label(models.Model):
-    """The current judgment of one image for one query. No row means not yet seen.
+class _Recorded(models.Model):
+    """A row only annotator.labels writes (see RecordedQuerySet)."""
+
+    objects = RecordedQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        _refuse_unrecorded("saved")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        _refuse_unrecorded("deleted")
+        return super().delete(*args, **kwargs)
+
+
+class Judgment(_Recorded):
+    """One annotator's current label of one image for one query. Every annotator keeps their own: a second
+    annotator's label never overwrites the first's. `annotator` None: the system's (an import).
+
+    Change judgments through annotator.labels, which also writes the LabelEvent and the final Label.
+    """
+
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="judgments")
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="judgments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="judgments"
+    )
+    value = models.CharField(max_length=16, choices=LabelValue.choices)
+    source = models.CharField(max_length=16, choices=LabelSource.choices)
+    lead_time_ms = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["query", "image", "annotator"], name="judgment_one_per_annotator"),
+            # NULLs are distinct in a unique index: the system's judgment needs its own.
+            models.UniqueConstraint(
+                fields=["query", "image"], condition=models.Q(annotator__isnull=True), name="judgment_one_by_system"
+            ),
+        ]
+        indexes = [models.Index(fields=["query", "annotator"], name="judgment_query_annotator")]
+
+    def __str__(self):
+        return f"query {self.query_id} / image {self.image_id} by {self.annotator_id or 'the system'}: {self.value}"
+
+
+class Label(_Recorded):
+    """The final (benchmark) label of one image for one query: derived from its judgments by the query's
+    rule, or decided by an adjudicator. No row means no judgment yet.
 
     Change labels through annotator.labels, which also writes the LabelEvent.
     """
@@ -187,15 +283,18 @@ class Label(models.Model):
     # PROTECT, not CASCADE: deleting a query or image would remove labels without an event.
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="labels")
     image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="labels")
-    value = models.CharField(max_length=16, choices=LabelValue.choices)
+    value = models.CharField(max_length=16, choices=FINAL_VALUES)
+    decided_by = models.CharField(max_length=12, choices=Decision.choices, default=Decision.SINGLE)
+    # The one annotator whose vote it is (single), or the adjudicator; empty for agreed and majority labels.
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    objects = LabelQuerySet.as_manager()
-
     class Meta:
-        permissions = [("export_labels", "Can download the INQUIRE export files")]
+        permissions = [
+            ("export_labels", "Can download the INQUIRE export files"),
+            ("adjudicate_labels", "Can adjudicate: decide the final label where annotators disagree"),
+        ]
         constraints = [models.UniqueConstraint(fields=["query", "image"], name="label_one_per_query_image")]
         indexes = [
             # Per-query counts by value (dashboard) without touching the table.
@@ -206,14 +305,6 @@ class Label(models.Model):
 
     def __str__(self):
         return f"query {self.query_id} / image {self.image_id}: {self.value}"
-
-    def save(self, *args, **kwargs):
-        _refuse_unrecorded("saved")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args, **kwargs):
-        _refuse_unrecorded("deleted")
-        return super().delete(*args, **kwargs)
 
 
 class ImportBatch(models.Model):
@@ -244,7 +335,7 @@ class LabelEventQuerySet(models.QuerySet["LabelEvent"]):
 
 
 class LabelEvent(models.Model):
-    """Append-only history: one row per change of a label, never updated or deleted.
+    """Append-only history: one row per change of a judgment (or adjudication), never updated or deleted.
 
     Everything it refers to is PROTECTed: a query, image, user or import with a history
     cannot be deleted (Django answers with ProtectedError, and the admin lists the events).
@@ -252,9 +343,18 @@ class LabelEvent(models.Model):
 
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="label_events")
     image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="label_events")
-    old_value = models.CharField(max_length=16, choices=LabelValue.choices, blank=True)
-    new_value = models.CharField(max_length=16, choices=LabelValue.choices, blank=True)
+    old_value = models.CharField(max_length=16, choices=FINAL_VALUES, blank=True)
+    new_value = models.CharField(max_length=16, choices=FINAL_VALUES, blank=True)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Whose judgment changed (usually the user; empty for the system's and for an adjudication, "
+        "whose values are the final label's).",
+    )
     source = models.CharField(max_length=16, choices=LabelSource.choices)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     lead_time_ms = models.PositiveIntegerField(
@@ -373,3 +473,39 @@ class PreLabel(models.Model):
 
     def __str__(self):
         return f"{self.value} ({self.confidence:.0%}) for image {self.image_id} of query {self.query_id}"
+
+
+class Assignment(models.Model):
+    """Who works on what: an annotator assigned to a query, to label it or to give the overlap sample's
+    blind second judgments. Shown on the dashboard; it informs, it does not lock anyone out."""
+
+    class Role(models.TextChoices):
+        LABELS = "labels", "labels the query"
+        OVERLAP = "overlap", "second judgments of the overlap sample"
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.LABELS)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["query", "role", "annotator"]
+        constraints = [models.UniqueConstraint(fields=["query", "annotator"], name="assignment_once")]
+
+    def __str__(self):
+        return f"{self.annotator} {self.get_role_display()} {self.query_id}"
+
+
+class OverlapImage(models.Model):
+    """An image of a query's blind overlap sample (annotator.overlap): until it has the query's
+    `judgments_wanted` judgments, an annotator who has not judged it sees it unlabeled."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="overlap")
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="+")
+    added_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["query", "image"], name="overlap_image_once")]
+
+    def __str__(self):
+        return f"image {self.image_id} in the overlap sample of query {self.query_id}"

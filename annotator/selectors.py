@@ -3,7 +3,7 @@ dashboard, the admin and the API, so that they can never disagree."""
 
 from django.db.models import Count, Max, Q
 
-from .models import Label, LabelValue, Query
+from .models import UNDECIDED, Assignment, Decision, Judgment, Label, LabelValue, Query
 
 
 def _label_counts():
@@ -12,17 +12,19 @@ def _label_counts():
         "relevant": Count("labels", filter=Q(labels__value=LabelValue.RELEVANT)),
         "not_relevant": Count("labels", filter=Q(labels__value=LabelValue.NOT_RELEVANT)),
         "unsure": Count("labels", filter=Q(labels__value=LabelValue.UNSURE)),
+        "undecided": Count("labels", filter=Q(labels__value=UNDECIDED)),
         "last_activity": Max("labels__updated_at"),
     }
 
 
 def with_label_counts(queries):
-    """Queries annotated with labeled, relevant, not_relevant, unsure (counts) and last_activity (a time or None)."""
+    """Queries annotated with labeled, relevant, not_relevant, unsure, undecided (counts of final labels) and
+    last_activity (a time or None)."""
     return queries.annotate(**_label_counts())
 
 
 def label_counts(query: Query) -> dict:
-    """One query's counts: {"labeled", "relevant", "not_relevant", "unsure", "last_activity"}."""
+    """One query's counts: {"labeled", "relevant", "not_relevant", "unsure", "undecided", "last_activity"}."""
     return Query.objects.filter(pk=query.pk).aggregate(**_label_counts())
 
 
@@ -47,12 +49,56 @@ def sorted_by(queries, sort: str):
 
 
 def annotators_by_query(queries) -> dict[int, list[str]]:
-    """{query id: the user names of those who labeled it, sorted} for `queries`."""
+    """{query id: the user names of those who judged it, sorted} for `queries`."""
     names: dict[int, set[str]] = {}
     for query_id, username in (
-        Label.objects.filter(query__in=queries, annotator__isnull=False)
+        Judgment.objects.filter(query__in=queries, annotator__isnull=False)
         .values_list("query_id", "annotator__username")
         .distinct()
     ):
         names.setdefault(query_id, set()).add(username)
     return {query_id: sorted(users) for query_id, users in names.items()}
+
+
+def disagreements(query: Query, *, pending_only: bool = False) -> list[dict]:
+    """The images of `query` whose judgments differ (unsure against a vote included), undecided ones first,
+    each with every annotator's judgment, the final label and whether an adjudicator decided it:
+    [{"image": id, "judgments": [{"annotator": name, "value": v}], "final": v, "decided_by": d}]."""
+    judged: dict[int, list[dict]] = {}
+    for image_id, name, value in (
+        Judgment.objects.filter(query=query)
+        .order_by("image_id", "annotator__username")
+        .values_list("image_id", "annotator__username", "value")
+    ):
+        judged.setdefault(image_id, []).append({"annotator": name or "(import)", "value": value})
+    split = {image_id: found for image_id, found in judged.items() if len({j["value"] for j in found}) > 1}
+    finals = dict(
+        (image_id, (value, decided_by))
+        for image_id, value, decided_by in Label.objects.filter(query=query, image_id__in=list(split)).values_list(
+            "image_id", "value", "decided_by"
+        )
+    )
+    found = [
+        {
+            "image": image_id,
+            "judgments": judgments,
+            "final": finals.get(image_id, ("", ""))[0],
+            "decided_by": finals.get(image_id, ("", ""))[1],
+        }
+        for image_id, judgments in split.items()
+    ]
+    if pending_only:
+        found = [item for item in found if item["decided_by"] != Decision.ADJUDICATED]
+    return sorted(found, key=lambda item: (item["decided_by"] != Decision.UNDECIDED, item["image"]))
+
+
+def assignments_by_query(queries) -> dict[int, list[tuple[str, str]]]:
+    """{query id: [(user name, role), ...]} for `queries`: who was assigned to what."""
+    found: dict[int, list[tuple[str, str]]] = {}
+    for query_id, username, role in (
+        Assignment.objects.filter(query__in=queries)
+        .order_by("role", "annotator__username")
+        .values_list("query_id", "annotator__username", "role")
+    ):
+        found.setdefault(query_id, []).append((username, role))
+    return found

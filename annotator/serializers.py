@@ -47,8 +47,8 @@ class LabelSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Label
-        fields = ["id", "query", "image", "value", "annotator", "created_at", "updated_at"]
-        read_only_fields = ["id", "annotator", "created_at", "updated_at"]
+        fields = ["id", "query", "image", "value", "decided_by", "annotator", "created_at", "updated_at"]
+        read_only_fields = ["id", "decided_by", "annotator", "created_at", "updated_at"]
         # (query, image) may be posted again to change a label: the view turns
         # that into an update instead of a uniqueness error.
         validators = []
@@ -137,3 +137,26 @@ def missing_images(changes: list[LabelChange]) -> list[int]:
 class LabelBatchResultSerializer(serializers.Serializer):
     written = serializers.IntegerField(help_text="how many labels changed (a label set to its own value is not)")
     labels = serializers.IntegerField(help_text="how many labels were sent")
+
+
+class AdjudicationSerializer(serializers.Serializer):
+    """An adjudicator's decision on one image of a query: its final label."""
+
+    image = ImageIdField()
+    value = LabelValueField()
+
+
+class JudgmentOfSerializer(serializers.Serializer):
+    annotator = serializers.CharField()
+    value = serializers.CharField()
+
+
+class DisagreementSerializer(serializers.Serializer):
+    image = serializers.IntegerField()
+    judgments = JudgmentOfSerializer(many=True)
+    final = serializers.CharField(help_text="the final label: undecided until an adjudicator decides a tie")
+    decided_by = serializers.CharField()
+
+
+class DisagreementsSerializer(serializers.Serializer):
+    results = DisagreementSerializer(many=True)

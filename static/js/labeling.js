@@ -12,7 +12,10 @@
   const lightbox = document.getElementById("lightbox");
   const submitButton = document.getElementById("submit");
   const locked = page.dataset.locked === "1";
-  const NAMES = { relevant: "Relevant", not_relevant: "Not relevant", unsure: "Unsure", "": "Not labeled yet" };
+  const NAMES = {
+    relevant: "Relevant", not_relevant: "Not relevant", unsure: "Unsure", "": "Not labeled yet",
+    undecided: "Undecided: annotators disagree (waiting for adjudication)",
+  };
   const STORE_KEY = `quire:pending:${page.dataset.queryId}`;
   const BATCH = 200; // labels per request at most
 

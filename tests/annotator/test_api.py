@@ -3,7 +3,7 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from annotator.labels import set_label
-from annotator.models import LabelEvent, Query
+from annotator.models import Judgment, Label, LabelEvent, Query
 from catalog.importers import import_inat
 from tests.factories import inat_document
 
@@ -79,7 +79,8 @@ def test_posting_a_label_creates_then_changes_it(api):
 
 
 def test_patch_and_delete_a_label(api):
-    label, _ = set_label(query_id=7, image_id=1001, value="relevant", source="click")
+    ann = User.objects.get(username="ann")
+    label, _ = set_label(query_id=7, image_id=1001, value="relevant", user=ann, source="click")
     assert (
         api.patch(f"/api/labels/{label.id}/", {"value": "not_relevant"}, format="json").json()["value"]
         == "not_relevant"
@@ -87,6 +88,15 @@ def test_patch_and_delete_a_label(api):
     assert api.delete(f"/api/labels/{label.id}/").status_code == 204
     assert api.get(f"/api/labels/{label.id}/").status_code == 404
     assert list(LabelEvent.objects.values_list("new_value", flat=True)) == ["relevant", "not_relevant", ""]
+
+
+def test_patching_anothers_label_adds_a_judgment_beside_it(api):
+    label, _ = set_label(query_id=7, image_id=1001, value="relevant", source="import")
+    patched = api.patch(f"/api/labels/{label.id}/", {"value": "not_relevant"}, format="json").json()
+    assert (patched["value"], patched["decided_by"]) == ("undecided", "undecided")  # one vote each
+    assert sorted(Judgment.objects.values_list("value", flat=True)) == ["not_relevant", "relevant"]
+    assert api.delete(f"/api/labels/{label.id}/").status_code == 204  # ann's own judgment goes
+    assert Label.objects.get(pk=label.id).value == "relevant"
 
 
 def test_labels_filter_by_query_and_value(api):

@@ -1,4 +1,5 @@
-"""Parallel Submits and clicks on the same images: no 500, and a history that explains every final label.
+"""Parallel Submits and clicks on the same images: no 500, and a history that explains every judgment (and
+through annotator.final, every final label).
 
 Real threads, each with its own database connection and its own logged-in client, started
 together by a barrier. Run on SQLite by `./dev test` and on PostgreSQL by CI (.ci/run runs this
@@ -13,7 +14,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
 
-from annotator.models import Label, LabelEvent, Query
+from annotator.final import decide
+from annotator.models import Judgment, Label, LabelEvent, Query
 from catalog.importers import import_inat
 from tests.factories import inat_document
 
@@ -58,12 +60,20 @@ def run_together(work) -> list:
 
 
 def explained_by_history(query) -> bool:
-    state: dict[int, str] = {}
+    """Replaying the events gives every annotator's stored judgment, and the final labels follow from them."""
+    state: dict[tuple[int, int | None], str] = {}
     for event in LabelEvent.objects.filter(query=query).order_by("id"):
-        assert state.get(event.image_id, "") == event.old_value, f"event {event.pk} does not follow the one before"
-        state[event.image_id] = event.new_value
-    final = {image_id: value for image_id, value in state.items() if value}
-    return final == dict(Label.objects.filter(query=query).values_list("image_id", "value"))
+        key = (event.image_id, event.annotator_id)
+        assert state.get(key, "") == event.old_value, f"event {event.pk} does not follow the one before"
+        state[key] = event.new_value
+    judgments = {key: value for key, value in state.items() if value}
+    stored = {(j.image_id, j.annotator_id): j.value for j in Judgment.objects.filter(query=query)}
+    assert judgments == stored
+    by_image: dict[int, list[str]] = {}
+    for (image_id, _), value in judgments.items():
+        by_image.setdefault(image_id, []).append(value)
+    finals = {image_id: decide(values)[0] for image_id, values in by_image.items()}
+    return finals == dict(Label.objects.filter(query=query).values_list("image_id", "value"))
 
 
 def test_parallel_submits_and_clicks_on_the_same_images(clients):

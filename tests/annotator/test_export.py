@@ -9,7 +9,7 @@ from django.http import StreamingHttpResponse
 from annotator.exporters import export_inquire
 from annotator.importers import import_annotations, import_queries
 from annotator.labels import set_label
-from annotator.models import Label, LabelEvent, Query
+from annotator.models import Judgment, Label, LabelEvent, Query
 from catalog.importers import import_inat
 from catalog.models import Image
 from tests.factories import inat_document
@@ -90,6 +90,7 @@ def test_round_trip_into_an_empty_project_is_byte_identical(tmp_path, labeled):
     export_inquire(first)
     LabelEvent.objects.all()._raw_delete(LabelEvent.objects.db)  # test-only reset of the history
     Label.objects.all()._raw_delete(Label.objects.db)
+    Judgment.objects.all()._raw_delete(Judgment.objects.db)
     Query.objects.all().delete()
 
     import_queries(first / "inquire_queries.csv")
@@ -106,6 +107,7 @@ def test_round_trip_without_the_collection_is_byte_identical(tmp_path, labeled):
     export_inquire(first)
     LabelEvent.objects.all()._raw_delete(LabelEvent.objects.db)
     Label.objects.all()._raw_delete(Label.objects.db)
+    Judgment.objects.all()._raw_delete(Judgment.objects.db)
     Query.objects.all().delete()
     Image.objects.all().delete()
 

@@ -1,8 +1,8 @@
 import pytest
 from django.contrib.auth.models import User
 
-from annotator.labels import LabelChange, LabelRefused, clear_label, set_label, set_labels, set_labels_in_bulk
-from annotator.models import Label, LabelEvent, Query
+from annotator.labels import LabelChange, clear_label, set_label, set_labels, set_labels_in_bulk
+from annotator.models import Judgment, Label, LabelEvent, Query
 from catalog.importers import import_inat
 from tests.factories import inat_document
 
@@ -19,18 +19,26 @@ def history(query):
     return list(LabelEvent.objects.filter(query=query).values_list("image_id", "old_value", "new_value", "source"))
 
 
-def test_each_change_is_stored_and_recorded(query):
+def test_each_annotator_keeps_their_own_judgment(query):
     ann, bob = User.objects.create(username="ann"), User.objects.create(username="bob")
 
     label, changed = set_label(query_id=query.id, image_id=1000, value="relevant", user=ann, source="keyboard")
-    assert changed and label.annotator == ann
+    assert changed and label.annotator == ann and label.decided_by == "single"
     _, changed = set_label(query_id=query.id, image_id=1000, value="relevant", user=ann, source="keyboard")
     assert not changed
-    label, _ = set_label(query_id=query.id, image_id=1000, value="unsure", user=bob, source="click")
+    label, _ = set_label(query_id=query.id, image_id=1000, value="not_relevant", user=bob, source="click")
 
-    assert Label.objects.get(query=query, image_id=1000).value == "unsure"
-    assert label.annotator == bob
-    assert history(query) == [(1000, "", "relevant", "keyboard"), (1000, "relevant", "unsure", "click")]
+    # Bob's judgment sits beside Ann's: one vote each, no majority, so the final label is undecided.
+    assert dict(Judgment.objects.values_list("annotator__username", "value")) == {
+        "ann": "relevant",
+        "bob": "not_relevant",
+    }
+    assert (label.value, label.decided_by, label.annotator) == ("undecided", "undecided", None)
+    assert history(query) == [(1000, "", "relevant", "keyboard"), (1000, "", "not_relevant", "click")]
+    assert list(LabelEvent.objects.values_list("user__username", "annotator__username")) == [
+        ("ann", "ann"),
+        ("bob", "bob"),
+    ]
 
 
 def test_clearing_a_label_leaves_it_in_the_history(query):
@@ -140,12 +148,12 @@ def test_a_batch_of_500_costs_a_handful_of_statements(query, django_assert_max_n
     assert LabelEvent.objects.count() == 1 + 499
 
 
-def test_a_refused_clear_in_a_batch_writes_nothing(query):
+def test_clearing_removes_only_the_writers_own_judgment(query):
     ann, bob = User.objects.create(username="ann"), User.objects.create(username="bob")
     set_label(query_id=query.id, image_id=1000, value="relevant", user=ann, source="click")
-    before = history(query)
-    with pytest.raises(LabelRefused, match="image 1000 is another annotator's"):
-        set_labels(
-            query_id=query.id, changes=[LabelChange(1001, "relevant"), LabelChange(1000, "")], user=bob, source="click"
-        )
-    assert history(query) == before and Label.objects.filter(query=query).count() == 1
+    saved = set_labels(
+        query_id=query.id, changes=[LabelChange(1001, "relevant"), LabelChange(1000, "")], user=bob, source="click"
+    )
+    assert [s.changed for s in saved] == [True, False]  # bob had no judgment of 1000 to clear
+    assert dict(Label.objects.values_list("image_id", "value")) == {1000: "relevant", 1001: "relevant"}
+    assert Judgment.objects.get(image_id=1000).annotator == ann

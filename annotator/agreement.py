@@ -1,0 +1,272 @@
+"""How far annotators agree: per query, per annotator pair, per annotator and overall.
+
+The figures (https://www.k-alpha.org and Cohen 1960 for their meaning):
+- percent agreement: the share of agreeing pairs of votes on an item, averaged over the items;
+- Cohen's kappa (scikit-learn's cohen_kappa_score): agreement between exactly two annotators beyond chance;
+  null where a query has more or fewer than two;
+- Krippendorff's alpha (the `krippendorff` package, nominal): agreement beyond chance for any number of
+  annotators and missing votes; null where it is undefined (no item, or every vote the same value);
+- a bootstrap interval (95%, items resampled) beside percent agreement and alpha;
+- per annotator, agreement with the final label, on the items where the final rests on more than their own
+  vote (another vote or an adjudication);
+- optionally, crowd-kit's Dawid-Skene estimate of each annotator's accuracy.
+
+Unsure is not a vote. An item counts when at least two annotators voted relevant or not relevant on it; an
+unsure judgment is left out as missing (so an item judged relevant by one and unsure by another is no item).
+"""
+
+import itertools
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .models import Decision, Judgment, Label, LabelValue, Query
+
+UNSURE_RULE = (
+    "Unsure is not a vote: an item counts where at least two annotators voted relevant or not relevant; "
+    "an unsure judgment is left out, as missing."
+)
+VOTES = (LabelValue.NOT_RELEVANT, LabelValue.RELEVANT)  # coded 0 and 1
+RESAMPLES = 1000
+
+Item = Any  # an image id within a query, or (query id, image id) across queries
+Votes = dict[Item, dict[str, str]]  # item -> {annotator: relevant | not_relevant}
+
+
+def votes_of(rows: Iterable[tuple[Item, str, str]]) -> Votes:
+    """The items with two votes or more, from (item, annotator, value) rows; unsure judgments left out."""
+    votes: Votes = defaultdict(dict)
+    for item, annotator, value in rows:
+        if value in VOTES:
+            votes[item][annotator] = value
+    return {item: by for item, by in votes.items() if len(by) >= 2}
+
+
+def percent_agreement(votes: Votes) -> float | None:
+    shares = _pair_shares(votes)
+    return float(shares.mean()) if len(shares) else None
+
+
+def _pair_shares(votes: Votes) -> np.ndarray:
+    """Per item, the share of its pairs of votes that agree."""
+    shares = []
+    for by in votes.values():
+        pairs = list(itertools.combinations(by.values(), 2))
+        shares.append(sum(a == b for a, b in pairs) / len(pairs))
+    return np.array(shares, dtype=float)
+
+
+def cohen_kappa(votes: Votes) -> float | None:
+    """Cohen's kappa where exactly two annotators voted on the items; None otherwise or where undefined."""
+    from sklearn.metrics import cohen_kappa_score
+
+    annotators = sorted({name for by in votes.values() for name in by})
+    if len(annotators) != 2 or not votes:
+        return None
+    first, second = annotators
+    a = [by[first] for by in votes.values()]
+    b = [by[second] for by in votes.values()]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = float(cohen_kappa_score(a, b, labels=list(VOTES)))
+    return kappa if np.isfinite(kappa) else None
+
+
+def krippendorff_alpha(votes: Votes) -> float | None:
+    """Krippendorff's alpha (nominal) over the items; None where undefined."""
+    import krippendorff
+
+    if not votes:
+        return None
+    annotators = sorted({name for by in votes.values() for name in by})
+    data = np.full((len(annotators), len(votes)), np.nan)
+    row = {name: index for index, name in enumerate(annotators)}
+    for column, by in enumerate(votes.values()):
+        for name, value in by.items():
+            data[row[name], column] = VOTES.index(value)
+    try:
+        alpha = float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
+    except ValueError:  # one value in the whole domain: agreement beyond chance is undefined
+        return None
+    return alpha if np.isfinite(alpha) else None
+
+
+def bootstrap(votes: Votes, statistic: Callable[[Votes], float | None], *, resamples: int, seed: int = 0):
+    """The 95% percentile interval of `statistic` over `resamples` resamplings of the items (with
+    replacement); None with fewer than two items or when the statistic is undefined on most resamples."""
+    items = list(votes.values())
+    if len(items) < 2 or resamples < 1:
+        return None
+    rng = np.random.default_rng(seed)
+    found = []
+    for _ in range(resamples):
+        drawn = rng.integers(0, len(items), len(items))
+        value = statistic({position: items[i] for position, i in enumerate(drawn)})
+        if value is not None:
+            found.append(value)
+    if len(found) < resamples / 2:
+        return None
+    low, high = np.percentile(found, [2.5, 97.5])
+    return [round(float(low), 4), round(float(high), 4)]
+
+
+@dataclass
+class Reliability:
+    """The figures of one set of items."""
+
+    items: int
+    percent_agreement: float | None
+    cohen_kappa: float | None
+    krippendorff_alpha: float | None
+    percent_agreement_interval: list[float] | None = None
+    krippendorff_alpha_interval: list[float] | None = None
+
+    def as_dict(self, *, kappa: bool = True) -> dict:
+        found = {
+            "items": self.items,
+            "percent_agreement": _round(self.percent_agreement),
+            "cohen_kappa": _round(self.cohen_kappa),
+            "krippendorff_alpha": _round(self.krippendorff_alpha),
+            "percent_agreement_interval": self.percent_agreement_interval,
+            "krippendorff_alpha_interval": self.krippendorff_alpha_interval,
+        }
+        if not kappa:
+            del found["cohen_kappa"]
+        return found
+
+
+def reliability(votes: Votes, *, resamples: int = RESAMPLES, seed: int = 0) -> Reliability:
+    return Reliability(
+        items=len(votes),
+        percent_agreement=percent_agreement(votes),
+        cohen_kappa=cohen_kappa(votes),
+        krippendorff_alpha=krippendorff_alpha(votes),
+        percent_agreement_interval=bootstrap(votes, percent_agreement, resamples=resamples, seed=seed),
+        krippendorff_alpha_interval=bootstrap(votes, krippendorff_alpha, resamples=resamples, seed=seed),
+    )
+
+
+def pairs(votes: Votes) -> list[dict]:
+    """For each pair of annotators who voted on the same items: the items, percent agreement and kappa."""
+    shared: dict[tuple[str, str], Votes] = defaultdict(dict)
+    for item, by in votes.items():
+        for first, second in itertools.combinations(sorted(by), 2):
+            shared[first, second][item] = {first: by[first], second: by[second]}
+    return [
+        {
+            "annotators": [first, second],
+            "items": len(common),
+            "percent_agreement": _round(percent_agreement(common)),
+            "cohen_kappa": _round(cohen_kappa(common)),
+        }
+        for (first, second), common in sorted(shared.items())
+    ]
+
+
+def with_final(rows: Iterable[tuple[Item, str, str]], finals: dict[Item, tuple[str, str]]) -> dict[str, dict]:
+    """Per annotator: of their votes on items whose final label rests on more than their vote alone (two
+    votes or more, or an adjudication) and is relevant or not relevant, the share equal to it."""
+    rows = list(rows)
+    voters: dict[Item, int] = defaultdict(int)
+    for item, _, value in rows:
+        voters[item] += value in VOTES
+    agree: dict[str, list[bool]] = defaultdict(list)
+    names = set()
+    for item, annotator, value in rows:
+        names.add(annotator)
+        final, decided_by = finals.get(item, ("", ""))
+        if value in VOTES and final in VOTES and (voters[item] >= 2 or decided_by == Decision.ADJUDICATED):
+            agree[annotator].append(value == final)
+    return {
+        name: {"items": len(agree[name]), "agreement_with_final": _round(np.mean(agree[name]) if agree[name] else None)}
+        for name in sorted(names)
+    }
+
+
+def dawid_skene(votes: Votes) -> dict[str, float] | None:
+    """Each annotator's accuracy as crowd-kit's Dawid-Skene estimates it (the chance their vote equals the
+    true label, weighted by the estimated class priors); None without items."""
+    if not votes:
+        return None
+    import pandas as pd
+    from crowdkit.aggregation import DawidSkene
+
+    frame = pd.DataFrame(
+        [(str(item), name, value) for item, by in votes.items() for name, value in by.items()],
+        columns=["task", "worker", "label"],
+    )
+    model = DawidSkene(n_iter=100).fit(frame)
+    priors = model.priors_
+    accuracy = {}
+    for name in sorted(frame["worker"].unique()):
+        errors = model.errors_.loc[name]  # P(their vote | true label): rows their vote, columns the truth
+        accuracy[name] = _round(sum(priors[label] * errors.loc[label, label] for label in priors.index))
+    return accuracy
+
+
+def report(query_ids: Iterable[int] | None = None, *, resamples: int = RESAMPLES, progress=None) -> dict:
+    """The agreement figures of the database's judgments (of `query_ids`, default all) in the shape of
+    `manage.py agreement --json`: overall, per query, per annotator, per pair, and how unsure counts.
+    `progress` wraps the per-query loop (a bar in the terminal)."""
+    judgments = Judgment.objects.all()
+    finals = Label.objects.exclude(value="")
+    if query_ids is not None:
+        ids = list(query_ids)
+        judgments, finals = judgments.filter(query_id__in=ids), finals.filter(query_id__in=ids)
+    rows = [
+        ((query_id, image_id), name or "(import)", value)
+        for query_id, image_id, name, value in judgments.values_list(
+            "query_id", "image_id", "annotator__username", "value"
+        ).iterator(chunk_size=20_000)
+    ]
+    by_query: dict[int, list] = defaultdict(list)
+    for row in rows:
+        by_query[row[0][0]].append(row)
+    everything = votes_of(rows)
+    queries = {}
+    for query_id in (progress or iter)(sorted(by_query)):
+        figures = reliability(votes_of(by_query[query_id]), resamples=resamples, seed=query_id)
+        queries[str(query_id)] = figures.as_dict()
+    final_values = {
+        (query_id, image_id): (value, decided_by)
+        for query_id, image_id, value, decided_by in finals.values_list("query_id", "image_id", "value", "decided_by")
+    }
+    return {
+        "overall": reliability(everything, resamples=resamples).as_dict(kappa=False),
+        "queries": queries,
+        "annotators": with_final(rows, final_values),
+        "pairs": pairs(everything),
+        "unsure": UNSURE_RULE,
+    }
+
+
+def judge_panel(query: Query) -> dict:
+    """The judge panel's verdicts scored like a third annotator against the query's final labels that more
+    than one person stands behind (double-labeled or adjudicated): the items, percent agreement and kappa.
+    Abstentions and unsure or undecided finals are left out."""
+    from .rerank import latest_prelabels
+
+    trusted = dict(
+        Label.objects.filter(
+            query=query,
+            decided_by__in=[Decision.AGREED, Decision.MAJORITY, Decision.ADJUDICATED],
+            value__in=VOTES,
+        ).values_list("image_id", "value")
+    )
+    verdicts = {"accept": LabelValue.RELEVANT, "reject": LabelValue.NOT_RELEVANT}
+    votes = {
+        image_id: {"panel": verdicts[prelabel.value], "final": trusted[image_id]}
+        for image_id, prelabel in latest_prelabels(query).items()
+        if image_id in trusted and prelabel.value in verdicts
+    }
+    return {
+        "items": len(votes),
+        "percent_agreement": _round(percent_agreement(votes)),
+        "cohen_kappa": _round(cohen_kappa(votes)),
+    }
+
+
+def _round(value) -> float | None:
+    return None if value is None else round(float(value), 4)
