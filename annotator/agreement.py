@@ -76,16 +76,23 @@ def cohen_kappa(votes: Votes) -> float | None:
 
 def krippendorff_alpha(votes: Votes) -> float | None:
     """Krippendorff's alpha (nominal) over the items; None where undefined."""
-    import krippendorff
+    return _alpha(_matrix(votes)) if votes else None
 
-    if not votes:
-        return None
+
+def _matrix(votes: Votes) -> np.ndarray:
+    """The reliability data: one row per annotator, one column per item, 0 or 1 per vote, NaN where none."""
     annotators = sorted({name for by in votes.values() for name in by})
     data = np.full((len(annotators), len(votes)), np.nan)
     row = {name: index for index, name in enumerate(annotators)}
     for column, by in enumerate(votes.values()):
         for name, value in by.items():
             data[row[name], column] = VOTES.index(value)
+    return data
+
+
+def _alpha(data: np.ndarray) -> float | None:
+    import krippendorff
+
     try:
         alpha = float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
     except ValueError:  # one value in the whole domain: agreement beyond chance is undefined
@@ -93,19 +100,14 @@ def krippendorff_alpha(votes: Votes) -> float | None:
     return alpha if np.isfinite(alpha) else None
 
 
-def bootstrap(votes: Votes, statistic: Callable[[Votes], float | None], *, resamples: int, seed: int = 0):
-    """The 95% percentile interval of `statistic` over `resamples` resamplings of the items (with
-    replacement); None with fewer than two items or when the statistic is undefined on most resamples."""
-    items = list(votes.values())
-    if len(items) < 2 or resamples < 1:
+def bootstrap(samples: int, statistic: Callable[[np.ndarray], float | None], *, resamples: int, seed: int = 0):
+    """The 95% percentile interval of `statistic` over `resamples` resamplings (with replacement) of the
+    `samples` items, each given to it as an array of item positions; None with fewer than two items or
+    when the statistic is undefined on most resamples."""
+    if samples < 2 or resamples < 1:
         return None
     rng = np.random.default_rng(seed)
-    found = []
-    for _ in range(resamples):
-        drawn = rng.integers(0, len(items), len(items))
-        value = statistic({position: items[i] for position, i in enumerate(drawn)})
-        if value is not None:
-            found.append(value)
+    found = [value for _ in range(resamples) if (value := statistic(rng.integers(0, samples, samples))) is not None]
     if len(found) < resamples / 2:
         return None
     low, high = np.percentile(found, [2.5, 97.5])
@@ -138,13 +140,19 @@ class Reliability:
 
 
 def reliability(votes: Votes, *, resamples: int = RESAMPLES, seed: int = 0) -> Reliability:
+    """Every figure of `votes`, with bootstrap intervals over `resamples` resamplings of the items (0: none)."""
+    shares, data = _pair_shares(votes), _matrix(votes)
     return Reliability(
         items=len(votes),
-        percent_agreement=percent_agreement(votes),
+        percent_agreement=float(shares.mean()) if len(shares) else None,
         cohen_kappa=cohen_kappa(votes),
-        krippendorff_alpha=krippendorff_alpha(votes),
-        percent_agreement_interval=bootstrap(votes, percent_agreement, resamples=resamples, seed=seed),
-        krippendorff_alpha_interval=bootstrap(votes, krippendorff_alpha, resamples=resamples, seed=seed),
+        krippendorff_alpha=_alpha(data) if votes else None,
+        percent_agreement_interval=bootstrap(
+            len(votes), lambda drawn: float(shares[drawn].mean()), resamples=resamples, seed=seed
+        ),
+        krippendorff_alpha_interval=bootstrap(
+            len(votes), lambda drawn: _alpha(data[:, drawn]), resamples=resamples, seed=seed
+        ),
     )
 
 
@@ -206,10 +214,16 @@ def dawid_skene(votes: Votes) -> dict[str, float] | None:
     return accuracy
 
 
-def report(query_ids: Iterable[int] | None = None, *, resamples: int = RESAMPLES, progress=None) -> dict:
+def report(
+    query_ids: Iterable[int] | None = None,
+    *,
+    resamples: int = RESAMPLES,
+    dawid_skene_accuracy: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
     """The agreement figures of the database's judgments (of `query_ids`, default all) in the shape of
     `manage.py agreement --json`: overall, per query, per annotator, per pair, and how unsure counts.
-    `progress` wraps the per-query loop (a bar in the terminal)."""
+    `progress(done, total)` is called after each query (a bar in the terminal)."""
     judgments = Judgment.objects.all()
     finals = Label.objects.exclude(value="")
     if query_ids is not None:
@@ -226,17 +240,23 @@ def report(query_ids: Iterable[int] | None = None, *, resamples: int = RESAMPLES
         by_query[row[0][0]].append(row)
     everything = votes_of(rows)
     queries = {}
-    for query_id in (progress or iter)(sorted(by_query)):
+    for done, query_id in enumerate(sorted(by_query), start=1):
         figures = reliability(votes_of(by_query[query_id]), resamples=resamples, seed=query_id)
         queries[str(query_id)] = figures.as_dict()
+        if progress is not None:
+            progress(done, len(by_query))
     final_values = {
         (query_id, image_id): (value, decided_by)
         for query_id, image_id, value, decided_by in finals.values_list("query_id", "image_id", "value", "decided_by")
     }
+    annotators = with_final(rows, final_values)
+    if dawid_skene_accuracy:
+        for name, accuracy in (dawid_skene(everything) or {}).items():
+            annotators[name]["dawid_skene_accuracy"] = accuracy
     return {
         "overall": reliability(everything, resamples=resamples).as_dict(kappa=False),
         "queries": queries,
-        "annotators": with_final(rows, final_values),
+        "annotators": annotators,
         "pairs": pairs(everything),
         "unsure": UNSURE_RULE,
     }

@@ -8,10 +8,14 @@ inquire_queries.csv      ,query_id,query_text,supercategory,category,iconic_grou
                          (the released file's layout, unnamed index column included, so
                          the released evaluation code reads it unchanged)
 inquire_annotations.csv  query_id,image_id,image_path  (relevant pairs only, like the benchmark)
-inquire_labels.csv       query_id,image_id,image_path,label,annotator,updated_at  (every label)
+inquire_labels.csv       query_id,image_id,image_path,label,annotator,updated_at  (every final label)
+inquire_judgments.csv    query_id,image_id,annotator,label,source,lead_time_ms,updated_at  (every annotator's
+                         judgment: what researchers ask benchmarks for beside the gold labels)
+agreement.json           the agreement figures (annotator.agreement), written beside them by export_inquire
 """
 
 import csv
+import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -21,7 +25,7 @@ from django.db.models import F
 from catalog.models import ROWS_PER_STATEMENT
 from common.files import atomic_path
 
-from .models import Label, LabelValue, Query
+from .models import Judgment, Label, LabelValue, Query
 
 
 def query_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
@@ -55,6 +59,19 @@ def label_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
         yield [query_id, image_id, path, value, annotator or "", updated_at.isoformat()]
 
 
+def judgment_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
+    yield ["query_id", "image_id", "annotator", "label", "source", "lead_time_ms", "updated_at"]
+    judgments = Judgment.objects.order_by("query_id", "image_id", "annotator__username")
+    if query_ids is not None:
+        judgments = judgments.filter(query_id__in=list(query_ids))
+    fields = ("query_id", "image_id", "annotator__username", "value", "source", "lead_time_ms", "updated_at")
+    for query_id, image_id, annotator, value, source, lead_time_ms, updated_at in judgments.values_list(
+        *fields
+    ).iterator(ROWS_PER_STATEMENT):
+        lead = "" if lead_time_ms is None else lead_time_ms
+        yield [query_id, image_id, annotator or "", value, source, lead, updated_at.isoformat()]
+
+
 def _labels(query_ids):
     labels = Label.objects.order_by("query_id", "image_id")
     if query_ids is not None:
@@ -66,7 +83,9 @@ EXPORTS: dict[str, Callable[..., Iterator[list]]] = {
     "inquire_queries.csv": query_rows,
     "inquire_annotations.csv": annotation_rows,
     "inquire_labels.csv": label_rows,
+    "inquire_judgments.csv": judgment_rows,
 }
+AGREEMENT_FILE = "agreement.json"
 
 
 class _Echo:
@@ -179,7 +198,8 @@ def _copied(name: str, query_ids, for_spreadsheets: bool) -> Iterator[bytes]:
 def export_inquire(
     out_dir: Path, query_ids: Iterable[int] | None = None, *, for_spreadsheets: bool = False
 ) -> dict[str, int]:
-    """Write the three INQUIRE CSVs into `out_dir`; returns the number of data rows of each.
+    """Write the INQUIRE CSVs and the judgments into `out_dir`, and agreement.json beside them; returns the
+    number of data rows of each CSV.
 
     Each file is written beside its final name and renamed at the end, so an
     interrupted export never leaves a half-written file under the real name.
@@ -196,4 +216,8 @@ def export_inquire(
         # csv.writer yields a block a row, header included; COPY's blocks are not rows (and a quoted field
         # may hold a newline), so its rows are counted by the database.
         counts[name] = _count(name, query_ids) if _copies(name) else blocks - 1
+    from .agreement import report  # scikit-learn and krippendorff load only for an export
+
+    with atomic_path(out_dir / AGREEMENT_FILE) as partial:
+        partial.write_text(json.dumps(report(query_ids), indent=2) + "\n", encoding="utf-8")
     return counts

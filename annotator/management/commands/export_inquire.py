@@ -2,12 +2,15 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.exporters import export_inquire
+from annotator.exporters import AGREEMENT_FILE, export_inquire
 from annotator.models import Query
 
 
 class Command(BaseCommand):
-    help = "Write inquire_queries.csv, inquire_annotations.csv and inquire_labels.csv into a folder."
+    help = (
+        "Write inquire_queries.csv, inquire_annotations.csv and inquire_labels.csv (the final labels), "
+        "inquire_judgments.csv (every annotator's) and agreement.json into a folder."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("out_dir", type=Path)
@@ -29,3 +32,4 @@ class Command(BaseCommand):
         counts = export_inquire(out_dir, query_ids, for_spreadsheets=spreadsheet_safe)
         for name, rows in counts.items():
             self.stdout.write(f"{out_dir / name}: {rows} rows")
+        self.stdout.write(f"{out_dir / AGREEMENT_FILE}: the agreement figures")
