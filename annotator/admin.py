@@ -1,8 +1,10 @@
 from django.contrib import admin, messages
 
-from . import labels, selectors
+from search.facade import SearchUnavailable
+
+from . import labels, overlap, selectors
 from .forms import ExampleInlineForm
-from .models import ImportBatch, Label, LabelEvent, LabelSource, Query, QueryExample, RerankJob
+from .models import Assignment, ImportBatch, Judgment, Label, LabelEvent, LabelSource, Query, QueryExample, RerankJob
 
 
 class ExampleInline(admin.TabularInline):
@@ -14,9 +16,18 @@ class ExampleInline(admin.TabularInline):
     extra = 1
 
 
+class AssignmentInline(admin.TabularInline):
+    """Who works on the query: shown on the dashboard."""
+
+    model = Assignment
+    extra = 1
+    autocomplete_fields = ["annotator"]
+
+
 @admin.register(Query)
 class QueryAdmin(admin.ModelAdmin):
-    inlines = [ExampleInline]
+    inlines = [AssignmentInline, ExampleInline]
+    actions = ["draw_overlap"]
     list_display = ["id", "text", "split", "status", "fully_labeled", "locked", "labeled", "relevant"]
     list_filter = ["split", "status", "fully_labeled", "locked", "supercategory"]
     search_fields = ["=id", "text", "category"]
@@ -24,6 +35,23 @@ class QueryAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return selectors.with_label_counts(super().get_queryset(request))
+
+    @admin.action(description="Draw the overlap sample (from each query's overlap share, rank and judgments)")
+    def draw_overlap(self, request, queryset):
+        added = 0
+        for query in queryset:
+            if query.overlap_fraction is None and query.overlap_top is None:
+                self.message_user(
+                    request, f"Query {query.pk}: set its overlap share or rank first.", level=messages.WARNING
+                )
+                continue
+            try:
+                added += overlap.draw_sample(
+                    query, fraction=query.overlap_fraction, top=query.overlap_top, wanted=query.judgments_wanted
+                )
+            except (ValueError, SearchUnavailable) as error:
+                self.message_user(request, f"Query {query.pk}: {error}", level=messages.ERROR)
+        self.message_user(request, f"{added} images added to the overlap samples.")
 
     @admin.display(ordering="labeled", description="# labeled")
     def labeled(self, query):
@@ -106,3 +134,16 @@ class RerankJobAdmin(ViewOnlyAdmin):
     list_filter = ["status", "method", "model"]
     search_fields = ["=query__id"]
     list_select_related = ["query", "started_by"]
+
+
+@admin.register(Judgment)
+class JudgmentAdmin(ViewOnlyAdmin):
+    """Every annotator's own label (read only: they change on the labeling page, the API or an import)."""
+
+    list_display = ["query", "image", "annotator", "value", "source", "lead_time_ms", "updated_at"]
+    list_filter = ["value", "source"]
+    search_fields = ["=query__id", "=image__id", "annotator__username"]
+    list_select_related = ["query", "annotator"]
+
+    def has_delete_permission(self, request, obj=None):
+        return False

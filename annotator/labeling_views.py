@@ -28,7 +28,7 @@ from common.formats import RASTER_TYPES
 from lmm.facade import ModelUnavailable
 from quire.database import retry_once_if_dropped
 
-from . import examples, labeling, labels, progress, rerank, selectors
+from . import agreement, examples, labeling, labels, progress, rerank, selectors
 from .forms import ExampleUploadForm, LabelingSearchForm, SearchState, TrackingForm
 from .model_methods import MODEL_METHODS, page_ranking
 from .models import GeneratedImage, LabelSource, LabelValue, Query, QueryExample
@@ -374,9 +374,11 @@ def _rerank_box(query: Query) -> dict:
     """What the side pane's model box shows: the last job, and the last VisRet drawings."""
     visret_job = query.rerank_jobs.filter(method="visret", status="done").first()
     job = query.rerank_jobs.first()
+    judged = job is not None and job.method == "judges" and job.status == "done"
     return {
         "query": query,
         "job": job,
+        "judge_panel": agreement.judge_panel(query) if judged else None,
         "job_ranking": page_ranking(job.method) if job else None,
         "methods": MODEL_METHODS.values(),
         "drawings": list(visret_job.generated_images.all()) if visret_job else [],

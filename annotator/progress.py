@@ -25,7 +25,7 @@ from common import background
 from search.facade import SearchUnavailable, rank, score_images
 
 from . import selectors, stopping
-from .models import Label, LabelEvent, LabelValue, Query
+from .models import Judgment, Label, LabelEvent, LabelValue, Query
 
 RUN_GOAL = 100
 # The dashboard computes the missing label-order signals (the run, TSR: one pass over the labels) inside
@@ -243,14 +243,17 @@ def dashboard(*, sort: str = "id", status: str = "", split: str = "") -> tuple[l
         queries = queries.filter(split=split)
     queries = list(selectors.sorted_by(queries, sort))
     annotators = selectors.annotators_by_query(queries)
+    assigned = selectors.assignments_by_query(queries)
     for query in queries:
         query.annotators = annotators.get(query.pk, [])
+        query.assigned = assigned.get(query.pk, [])
     with_completeness(queries)
     totals = {
         "queries": len(queries),
         "labeled": sum(q.labeled for q in queries),
         "relevant": sum(q.relevant for q in queries),
         "unsure": sum(q.unsure for q in queries),
+        "undecided": sum(q.undecided for q in queries),
         "run_met": sum(q.completeness.run_met for q in queries),
         "fully_labeled": sum(q.fully_labeled == Query.FullyLabeled.YES for q in queries),
     }
@@ -258,7 +261,7 @@ def dashboard(*, sort: str = "id", status: str = "", split: str = "") -> tuple[l
 
 
 def activity(query: Query) -> dict:
-    """Label changes per day and labels per annotator, for the query's small charts."""
+    """Label changes per day and each annotator's judgments, for the query's small charts."""
     per_day = list(
         LabelEvent.objects.filter(query=query)
         .annotate(day=TruncDate("created_at"))
@@ -267,7 +270,7 @@ def activity(query: Query) -> dict:
         .order_by("day")
     )
     per_annotator = list(
-        Label.objects.filter(query=query)
+        Judgment.objects.filter(query=query)
         .values("annotator__username")
         .annotate(n=Count("id"), relevant=Count("id", filter=Q(value=LabelValue.RELEVANT)))
         .order_by("-n")

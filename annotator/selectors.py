@@ -36,6 +36,7 @@ QUERY_SORTS = {
     "labeled": "labeled",
     "relevant": "relevant",
     "unsure": "unsure",
+    "undecided": "undecided",
     "activity": "last_activity",
     "fully_labeled": "fully_labeled",
 }

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import labeling_views, views
+from . import labeling_views, team_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -16,7 +16,9 @@ urlpatterns = [
     path("queries/<int:query_id>/rerank-status", labeling_views.rerank_status, name="rerank-status"),
     path("queries/<int:query_id>/drawings/<int:drawing_id>", labeling_views.drawing_file, name="drawing-file"),
     path("queries/<int:query_id>/tracking", labeling_views.save_tracking, name="save-tracking"),
+    path("queries/<int:query_id>/adjudicate", team_views.adjudicate, name="adjudicate"),
     path("dashboard/", views.dashboard, name="dashboard"),
+    path("dashboard/agreement/", team_views.agreement_page, name="agreement"),
     path("dashboard/<int:query_id>/", views.dashboard_query, name="dashboard-query"),
     path("exports/", views.download_export_choice, name="download-export-choice"),
     path("exports/<str:name>", views.download_export, name="download-export"),

@@ -88,9 +88,26 @@ def dashboard_query(request, query_id):
             "run": progress.cached_run(query, counts["labeled"], counts["last_activity"]),
             "run_goal": progress.RUN_GOAL,
             "activity": progress.activity(query),
+            "team": _team(query),
             "exports": list(EXPORTS),
         },
     )
+
+
+def _team(query: Query) -> dict:
+    """The query's team panel: who is assigned, its overlap sample, agreement, disagreements, the judge panel."""
+    from . import agreement  # scikit-learn and krippendorff load only for this page
+
+    rows = query.judgments.values_list("image_id", "annotator__username", "value")
+    votes = agreement.votes_of((image, name or "(import)", value) for image, name, value in rows)
+    return {
+        "assigned": selectors.assignments_by_query([query]).get(query.pk, []),
+        "overlap": query.overlap.count(),
+        "figures": agreement.reliability(votes, resamples=200, seed=query.pk),
+        "pairs": agreement.pairs(votes),
+        "pending": len(selectors.disagreements(query, pending_only=True)),
+        "judge_panel": agreement.judge_panel(query),
+    }
 
 
 @login_required

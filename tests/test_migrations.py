@@ -89,3 +89,56 @@ def test_a_populated_database_migrates_in_place(back_to_latest):
     assert (event.new_value, event.lead_time_ms, event.import_batch_id) == ("relevant", None, None)
     permission = CurrentGroup.objects.get(name="curators").permissions.get()
     assert (permission.content_type.app_label, permission.codename) == ("catalog", "view_image")
+
+
+BEFORE_TEAMS = ("annotator", "0014_example_embedding_error")
+TEAMS = ("annotator", "0015_team_judgments")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_label_becomes_its_annotators_judgment(back_to_latest):
+    """Team labeling's migration: each label becomes its annotator's judgment (the unattributed one, the
+    system's), with the source and lead time of its last event; every label and event stays."""
+    old = migrate([BEFORE_TEAMS])
+    Query, Label, LabelEvent = (old.get_model("annotator", name) for name in ("Query", "Label", "LabelEvent"))
+    Image, Taxon, ImageRoot = (old.get_model("catalog", name) for name in ("Image", "Taxon", "ImageRoot"))
+    User = old.get_model("auth", "User")
+    root = ImageRoot.objects.create(path="/data/inat24")
+    taxon = Taxon.objects.create(id=3111, scientific_name="Rynchops niger")
+    for image_id in (1, 2, 3):
+        Image.objects.create(id=image_id, root=root, file_name=f"{image_id}.jpg", taxon=taxon)
+    query = Query.objects.create(id=7, text="Black Skimmer performing skimming")
+    ann, bob = User.objects.create(username="ann"), User.objects.create(username="bob")
+    Label.objects.create(query=query, image_id=1, value="relevant", annotator=ann)
+    Label.objects.create(query=query, image_id=2, value="not_relevant", annotator=bob)
+    Label.objects.create(query=query, image_id=3, value="relevant", annotator=None)
+    for image_id, old_value, new_value, user, source, lead in [
+        (1, "", "unsure", ann, "click", 900),
+        (1, "unsure", "relevant", ann, "keyboard", 1200),
+        (2, "", "not_relevant", bob, "submit", None),
+        (3, "", "relevant", None, "import", None),
+    ]:
+        LabelEvent.objects.create(
+            query=query, image_id=image_id, old_value=old_value, new_value=new_value, user=user, source=source,
+            lead_time_ms=lead,
+        )  # fmt: skip
+    labels_before = sorted(Label.objects.values_list("query_id", "image_id", "value", "annotator_id"))
+    events_before = sorted(LabelEvent.objects.values_list("id", "image_id", "old_value", "new_value", "user_id"))
+
+    new = migrate([TEAMS])
+    Judgment = new.get_model("annotator", "Judgment")
+    Label, LabelEvent = new.get_model("annotator", "Label"), new.get_model("annotator", "LabelEvent")
+    assert sorted(Label.objects.values_list("query_id", "image_id", "value", "annotator_id")) == labels_before
+    assert set(Label.objects.values_list("decided_by", flat=True)) == {"single"}
+    assert (
+        sorted(LabelEvent.objects.values_list("id", "image_id", "old_value", "new_value", "user_id")) == events_before
+    )
+    assert all(event.annotator_id == event.user_id for event in LabelEvent.objects.all())
+    assert sorted(Judgment.objects.values_list("image_id", "annotator_id", "value", "source", "lead_time_ms")) == [
+        (1, ann.pk, "relevant", "keyboard", 1200),
+        (2, bob.pk, "not_relevant", "submit", None),
+        (3, None, "relevant", "import", None),
+    ]
+
+    # Back again: allowed while no image has a second annotator's judgment.
+    migrate([BEFORE_TEAMS])

@@ -1,0 +1,64 @@
+"""The team's pages: the adjudication queue of a query, and the project's agreement figures.
+
+Thin: the work is in labels.adjudicate, selectors.disagreements and annotator.agreement.
+"""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from catalog.models import Image
+from common.api_params import strict_id
+
+from . import agreement, labels, selectors
+from .models import LabelValue, Query
+
+QUEUE_PAGE = 20  # disagreements shown at once: each image is shown large
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def adjudicate(request, query_id):
+    """The query's disagreements not adjudicated yet, each image large with every annotator's judgment; the
+    decision (a button, or the keys 1, 0 and u) becomes the final label. Refusals are shown at the top of the
+    queue, with a 4xx status, and change nothing."""
+    query = get_object_or_404(Query, pk=query_id)
+    allowed = request.user.has_perm(labels.ADJUDICATE)
+    error, status = "", 200
+    if not allowed:
+        error, status = 'Adjudicating needs the permission "can adjudicate": ask staff for it.', 403
+    elif request.method == "POST":
+        error, status = _decide(request, query)
+        if not error:
+            return redirect("adjudicate", query_id=query.pk)
+    pending = selectors.disagreements(query, pending_only=True)
+    images = Image.objects.select_related("taxon").in_bulk([item["image"] for item in pending[:QUEUE_PAGE]])
+    queue = [{**item, "file": images[item["image"]]} for item in pending[:QUEUE_PAGE] if item["image"] in images]
+    context = {"query": query, "queue": queue, "pending": len(pending), "allowed": allowed, "error": error}
+    return render(request, "annotator/adjudicate.html", context, status=status)
+
+
+def _decide(request, query: Query) -> tuple[str, int]:
+    """Apply the posted decision; ("", 200) when done, else (why not, status)."""
+    image_id, value = strict_id(request.POST.get("image")), request.POST.get("value", "")
+    if image_id is None or not Image.objects.filter(pk=image_id).exists():
+        return "Choose an image of the queue (the form sent no known image id).", 400
+    if value not in LabelValue.values:
+        return f"Decide relevant, not relevant or unsure (not {value[:40]!r}).", 400
+    try:
+        labels.adjudicate(query_id=query.pk, image_id=image_id, value=value, user=request.user)
+    except labels.LabelRefused as refused:
+        return str(refused), 403
+    except labels.NoDisagreement as error:
+        return str(error), 409
+    messages.success(request, f"Image {image_id}: final label {LabelValue(value).label.lower()}.")
+    return "", 200
+
+
+@login_required
+@permission_required("annotator.view_label", raise_exception=True)
+def agreement_page(request):
+    """The project's agreement figures (without bootstrap intervals, which `manage.py agreement` adds)."""
+    figures = agreement.report(resamples=0)
+    return render(request, "annotator/agreement.html", {"figures": figures, "queries": Query.objects.in_bulk()})
