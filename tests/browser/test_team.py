@@ -1,0 +1,55 @@
+"""Blind double labeling and adjudication in a real Chromium: the second annotator never sees the first's
+label on the overlap sample, and the adjudicator's key decides the final label."""
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import expect
+
+from annotator.labels import LabelChange, set_labels
+from annotator.models import Judgment, Label
+from annotator.overlap import draw_sample
+from search.facade import search
+from tests.browser.pages import log_in
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_blind_overlap_then_adjudication(page, live_server, labeling, artifacts):
+    query, ann = labeling["query"], labeling["annotator"]
+    User.objects.create_user("bob", password="pw-bob-1")
+    top = [hit.image_id for hit in search(text=query.text, k=10)]
+    set_labels(query_id=query.pk, changes=[LabelChange(i, "not_relevant") for i in top], user=ann, source="keyboard")
+    draw_sample(query, fraction=0.5)
+    sample = sorted(query.overlap.values_list("image_id", flat=True))
+    assert len(sample) == 5
+
+    log_in(page, live_server, "bob", "pw-bob-1", f"/queries/{query.pk}/")
+    expect(page.locator(".tile")).to_have_count(50)
+    for image_id in top:  # ann's labels show outside the sample only
+        want = "" if image_id in sample else "not_relevant"
+        expect(page.locator(f'.tile[data-image-id="{image_id}"]')).to_have_attribute("data-label", want)
+    assert "not_relevant" not in "".join(
+        page.locator(f'.tile[data-image-id="{image_id}"]').evaluate("t => t.outerHTML") for image_id in sample
+    )
+    page.screenshot(path=str(artifacts / "team-blind-grid.png"), full_page=False)
+
+    first = page.locator(f'.tile[data-image-id="{sample[0]}"]')
+    first.click()
+    expect(first).to_have_attribute("data-label", "relevant")
+    expect(page.locator("#save-status")).to_have_text("All changes saved")
+    assert Judgment.objects.get(query=query, image_id=sample[0], annotator=ann).value == "not_relevant"
+    assert Label.objects.get(query=query, image_id=sample[0]).value == "undecided"
+    page.reload()
+    expect(page.locator(f'.tile[data-image-id="{sample[0]}"]')).to_have_attribute("data-label", "relevant")
+
+    page.context.clear_cookies()
+    log_in(page, live_server, "boss", "pw-boss-1", f"/queries/{query.pk}/adjudicate")
+    card = page.locator(f'.adjudication[data-image-id="{sample[0]}"]')
+    expect(card.locator(".judgments")).to_contain_text("ann: not_relevant")
+    expect(card.locator(".judgments")).to_contain_text("bob: relevant")
+    page.screenshot(path=str(artifacts / "team-adjudication.png"), full_page=False)
+    page.keyboard.press("1")
+    expect(page.locator(".messages")).to_contain_text(f"Image {sample[0]}: final label relevant.")
+    expect(page.locator("#queue-empty")).to_be_visible()
+    label = Label.objects.get(query=query, image_id=sample[0])
+    assert (label.value, label.decided_by, label.annotator.username) == ("relevant", "adjudicated", "boss")
