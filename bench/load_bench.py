@@ -187,33 +187,40 @@ def crowd(port: int, query_id: int, pool: list[int], users, seconds: float, kill
 
 
 def check(records, query_id):
-    """Labels against acknowledged writes, and acknowledged changes against the history."""
+    """Each annotator's judgments against what the server acknowledged to them, and acknowledged changes
+    against the history. (Since team labeling, a write changes its annotator's own judgment; the final label
+    is derived from every annotator's and is checked by the test suite, not here.)"""
     from django.db import connection
 
-    from annotator.models import Label, LabelEvent
+    from annotator.models import Judgment, LabelEvent
 
     connection.close()  # this process's connection may not have lived through the fault (a restart)
-    writes = defaultdict(list)  # image -> [(sent, acked, value)]
+    writes = defaultdict(list)  # (user, image) -> [(sent, acked, value)]
     changes = []  # (user, image, value) acknowledged as changed
     for kind, user, body, status, sent, acked, _, _, data in records:
         if status != 200:
             continue
         answer = json.loads(data)
         if kind == "save":
-            writes[body["image"]].append((sent, acked, body["value"]))
+            writes[user, body["image"]].append((sent, acked, body["value"]))
             if answer["saved"][0]["changed"]:
                 changes.append((user, body["image"], body["value"]))
         else:
             for image in answer["labeled"]:
-                writes[image].append((sent, acked, "not_relevant"))
+                writes[user, image].append((sent, acked, "not_relevant"))
                 changes.append((user, image, "not_relevant"))
-    final = dict(Label.objects.filter(query_id=query_id).values_list("image_id", "value"))
+    stored = {
+        (user, image): value
+        for user, image, value in Judgment.objects.filter(query_id=query_id).values_list(
+            "annotator_id", "image_id", "value"
+        )
+    }
     wrong = 0
-    for image, done in writes.items():
+    for key, done in writes.items():
         last = max(done, key=lambda w: w[1])
         # The last acknowledged write, or one in flight with it (its commit order is the server's).
         allowed = {value for sent, acked, value in done if sent < last[1] and acked > last[0]}
-        if final.get(image, "") not in allowed:
+        if stored.get(key, "") not in allowed:
             wrong += 1
     events = set(LabelEvent.objects.filter(query_id=query_id).values_list("user_id", "image_id", "new_value"))
     unrecorded = sum(1 for change in changes if change not in events)
