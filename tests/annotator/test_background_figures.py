@@ -37,7 +37,7 @@ def label_top(labeling, values):
 
 
 def labeling_ranking(query):
-    return [hit.image_id for hit in ranking_page.candidates(query, strategy="text", k=100)]
+    return [hit.image_id for hit in ranking_page.candidates(query, viewer=None, strategy="text", k=100)]
 
 
 def test_the_estimate_is_never_computed_in_the_request_and_the_page_polls_until_it_is_cached(
@@ -114,7 +114,7 @@ def test_an_upload_is_kept_at_once_and_embedded_by_the_background(ann, labeling,
     assert done.status_code == 200 and done["HX-Refresh"] == "true"  # htmx reloads the page
     page = ann.get(response["Location"]).content.decode()
     assert "(embedding…)" not in page and 'id="examples-embedding"' not in page
-    expected = [hit.image_id for hit in ranking_page.candidates(query, strategy="fusion", k=50)]
+    expected = [hit.image_id for hit in ranking_page.candidates(query, viewer=None, strategy="fusion", k=50)]
     assert tile_ids(page) == expected and expected != labeling_ranking(query)[:50]
 
 

@@ -28,7 +28,7 @@ def test_learn_from_my_labels_re_ranks_below_the_view_and_on_load_more(
     page.wait_for_url("**ranking=feedback**")
     expect(page.locator("#rerank-status")).to_have_text("learning from your labels")
     first = shown(page)
-    assert first == [hit.image_id for hit in candidates(query, strategy="feedback", k=50)]
+    assert first == [hit.image_id for hit in candidates(query, viewer=labeling["annotator"], strategy="feedback", k=50)]
     for key in "00001":  # the first four not relevant, the fifth relevant
         page.keyboard.press(key)
         page.keyboard.press("ArrowRight")
@@ -42,7 +42,10 @@ def test_learn_from_my_labels_re_ranks_below_the_view_and_on_load_more(
     assert 5 < in_view < 50 and now[:in_view] == first[:in_view] and len(now) == 50
     kept = now[:in_view]
     below = now[in_view:]
-    expected = [hit.image_id for hit in candidates(query, strategy="feedback", k=len(below), exclude_ids=kept)]
+    expected = [
+        hit.image_id
+        for hit in candidates(query, viewer=labeling["annotator"], strategy="feedback", k=len(below), exclude_ids=kept)
+    ]
     assert below == expected and below != first[len(kept) :]
     page.screenshot(path=str(artifacts / "labeling-feedback.png"))
 
@@ -51,7 +54,9 @@ def test_learn_from_my_labels_re_ranks_below_the_view_and_on_load_more(
     page.keyboard.press("m")
     expect(page.locator(".tile")).to_have_count(100)
     more = shown(page)[50:]
-    assert more == [hit.image_id for hit in candidates(query, strategy="feedback", k=50)]  # every label counted
+    assert more == [
+        hit.image_id for hit in candidates(query, viewer=labeling["annotator"], strategy="feedback", k=50)
+    ]  # every label counted
     text_order = [hit.image_id for hit in search(text=query.text, k=120) if hit.image_id not in set(now)][:50]
     assert more != text_order  # the labels changed what comes next
     page.reload()
@@ -67,7 +72,10 @@ def test_more_like_this_and_an_uploaded_example(page, live_server, labeling, art
     page.keyboard.press("l")  # more like the selected image
     page.wait_for_url("**ranking=image**")
     expect(page.locator(".chip.like")).to_have_text(f"like #{target}×")
-    assert shown(page) == [hit.image_id for hit in candidates(query, strategy="image", example_ids=[target], k=50)]
+    assert shown(page) == [
+        hit.image_id
+        for hit in candidates(query, viewer=labeling["annotator"], strategy="image", example_ids=[target], k=50)
+    ]
     assert shown(page)[0] == target  # nothing is closer to an image than itself
 
     # The detail pane's button does the same for another image.
@@ -88,7 +96,9 @@ def test_more_like_this_and_an_uploaded_example(page, live_server, labeling, art
     example = QueryExample.objects.get(query=query)
     assert example.upload and example.vector is not None and example.note == "a skimmer skimming"
     expect(page.locator(f'.examples img[alt="uploaded example {example.pk}"]')).to_be_visible()
-    assert shown(page) == [hit.image_id for hit in candidates(query, strategy="fusion", k=50)]
+    assert shown(page) == [
+        hit.image_id for hit in candidates(query, viewer=labeling["annotator"], strategy="fusion", k=50)
+    ]
     page.screenshot(path=str(artifacts / "labeling-uploaded-example.png"), full_page=True)
 
 
