@@ -100,7 +100,9 @@ def _alpha(data: np.ndarray) -> float | None:
     return alpha if np.isfinite(alpha) else None
 
 
-def bootstrap(samples: int, statistic: Callable[[np.ndarray], float | None], *, resamples: int, seed: int = 0):
+def bootstrap(
+    samples: int, statistic: Callable[[np.ndarray], float | None], *, resamples: int, seed: int = 0
+) -> list[float] | None:
     """The 95% percentile interval of `statistic` over `resamples` resamplings (with replacement) of the
     `samples` items, each given to it as an array of item positions; None with fewer than two items or
     when the statistic is undefined on most resamples."""
@@ -125,7 +127,7 @@ class Reliability:
     percent_agreement_interval: list[float] | None = None
     krippendorff_alpha_interval: list[float] | None = None
 
-    def as_dict(self, *, kappa: bool = True) -> dict:
+    def as_dict(self, *, kappa: bool = True) -> dict[str, Any]:
         found = {
             "items": self.items,
             "percent_agreement": _round(self.percent_agreement),
@@ -156,7 +158,7 @@ def reliability(votes: Votes, *, resamples: int = RESAMPLES, seed: int = 0) -> R
     )
 
 
-def pairs(votes: Votes) -> list[dict]:
+def pairs(votes: Votes) -> list[dict[str, Any]]:
     """For each pair of annotators who voted on the same items: the items, percent agreement and kappa."""
     shared: dict[tuple[str, str], Votes] = defaultdict(dict)
     for item, by in votes.items():
@@ -173,7 +175,7 @@ def pairs(votes: Votes) -> list[dict]:
     ]
 
 
-def with_final(rows: Iterable[tuple[Item, str, str]], finals: dict[Item, tuple[str, str]]) -> dict[str, dict]:
+def with_final(rows: Iterable[tuple[Item, str, str]], finals: dict[Item, tuple[str, str]]) -> dict[str, dict[str, Any]]:
     """Per annotator: of their votes on items whose final label rests on more than their vote alone (two
     votes or more, or an adjudication) and is relevant or not relevant, the share equal to it."""
     rows = list(rows)
@@ -193,7 +195,7 @@ def with_final(rows: Iterable[tuple[Item, str, str]], finals: dict[Item, tuple[s
     }
 
 
-def dawid_skene(votes: Votes) -> dict[str, float] | None:
+def dawid_skene(votes: Votes) -> dict[str, float | None] | None:
     """Each annotator's accuracy as crowd-kit's Dawid-Skene estimates it (the chance their vote equals the
     true label, weighted by the estimated class priors); None without items."""
     if not votes:
@@ -206,10 +208,11 @@ def dawid_skene(votes: Votes) -> dict[str, float] | None:
         columns=["task", "worker", "label"],
     )
     model = DawidSkene(n_iter=100).fit(frame)
-    priors = model.priors_
+    priors: Any = model.priors_
+    errors_by_worker: Any = model.errors_
     accuracy = {}
     for name in sorted(frame["worker"].unique()):
-        errors = model.errors_.loc[name]  # P(their vote | true label): rows their vote, columns the truth
+        errors = errors_by_worker.loc[name]  # P(their vote | true label): rows their vote, columns the truth
         accuracy[name] = _round(sum(priors[label] * errors.loc[label, label] for label in priors.index))
     return accuracy
 
@@ -220,7 +223,7 @@ def report(
     resamples: int = RESAMPLES,
     dawid_skene_accuracy: bool = False,
     progress: Callable[[int, int], None] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The agreement figures of the database's judgments (of `query_ids`, default all) in the shape of
     `manage.py agreement --json`: overall, per query, per annotator, per pair, and how unsure counts.
     `progress(done, total)` is called after each query (a bar in the terminal)."""
@@ -235,7 +238,7 @@ def report(
             "query_id", "image_id", "annotator__username", "value"
         ).iterator(chunk_size=20_000)
     ]
-    by_query: dict[int, list] = defaultdict(list)
+    by_query: dict[int, list[tuple[Item, str, str]]] = defaultdict(list)
     for row in rows:
         by_query[row[0][0]].append(row)
     everything = votes_of(rows)
@@ -262,7 +265,7 @@ def report(
     }
 
 
-def judge_panel(query: Query) -> dict:
+def judge_panel(query: Query) -> dict[str, Any]:
     """The judge panel's verdicts scored like a third annotator against the query's final labels that more
     than one person stands behind (double-labeled or adjudicated): the items, percent agreement and kappa.
     Abstentions and unsure or undecided finals are left out."""
@@ -288,5 +291,5 @@ def judge_panel(query: Query) -> dict:
     }
 
 
-def _round(value) -> float | None:
+def _round(value: Any) -> float | None:
     return None if value is None else round(float(value), 4)

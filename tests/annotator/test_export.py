@@ -52,7 +52,12 @@ def read(path):
 def test_the_three_files_have_the_inquire_layout(tmp_path, labeled):
     counts = export_inquire(tmp_path / "out")
 
-    assert counts == {"inquire_queries.csv": 3, "inquire_annotations.csv": 4, "inquire_labels.csv": 6}
+    assert counts == {
+        "inquire_queries.csv": 3,
+        "inquire_annotations.csv": 4,
+        "inquire_labels.csv": 6,
+        "inquire_judgments.csv": 6,
+    }
     queries = read(tmp_path / "out/inquire_queries.csv")
     assert queries[0] == ["", "query_id", "query_text", "supercategory", "category", "iconic_group"]
     # Released rows keep their index and order; the query made here is numbered on.
@@ -82,7 +87,12 @@ def test_the_three_files_have_the_inquire_layout(tmp_path, labeled):
 
 def test_export_can_be_limited_to_queries(tmp_path, labeled):
     counts = export_inquire(tmp_path, query_ids=[3])
-    assert counts == {"inquire_queries.csv": 1, "inquire_annotations.csv": 1, "inquire_labels.csv": 2}
+    assert counts == {
+        "inquire_queries.csv": 1,
+        "inquire_annotations.csv": 1,
+        "inquire_labels.csv": 2,
+        "inquire_judgments.csv": 2,
+    }
 
 
 def test_round_trip_into_an_empty_project_is_byte_identical(tmp_path, labeled):
@@ -137,7 +147,7 @@ def test_real_inquire_queries_export_the_same_rows(tmp_path, inquire_dir):
 def test_command_writes_the_files_and_refuses_bad_targets(tmp_path, labeled, capsys):
     call_command("export_inquire", str(tmp_path / "out"))
     assert f"{tmp_path / 'out' / 'inquire_labels.csv'}: 6 rows" in capsys.readouterr().out
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(NAMES)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([*NAMES, "inquire_judgments.csv", "agreement.json"])
 
     a_file = tmp_path / "file.txt"
     a_file.write_text("x")

@@ -186,7 +186,7 @@ def test_dashboard_counts_run_and_tracking(client, labeling):
     ).group(1)
     assert '<td class="num estimate">–</td>' in row  # one relevant label: nothing to estimate from yet
     page = client.get(reverse("dashboard-query", args=[query.pk])).content.decode()
-    assert "Labels per annotator" in page and "boss" in page and f"?query={query.pk}" in page
+    assert "Judgments per annotator" in page and "boss" in page and f"?query={query.pk}" in page
     client.post(
         reverse("dashboard-query", args=[query.pk]), {"status": "done", "fully_labeled": "yes", "notes": "checked"}
     )
