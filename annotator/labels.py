@@ -312,7 +312,7 @@ def _hold(query_id: int, image_ids: Iterable[int]) -> dict[int, Label]:
     ids = sorted(set(image_ids))  # one order for every writer: no deadlock between two of them
     table = connection.ops.quote_name(Label._meta.db_table)
     now = timezone.now()
-    per_statement = ROWS_PER_STATEMENT // 6  # six parameters a row, within SQLite's 32,766
+    per_statement = ROWS_PER_STATEMENT // 4  # four parameters a row, within SQLite's 32,766
     with connection.cursor() as cursor:
         for start in range(0, len(ids), per_statement):
             chunk = ids[start : start + per_statement]

@@ -162,3 +162,22 @@ def test_the_bootstrap_interval_brackets_the_figure_on_noisy_annotators():
     low, high = figures.krippendorff_alpha_interval
     assert low < figures.krippendorff_alpha < high and high - low < 0.2
     assert 0.8 < figures.percent_agreement < 0.95
+
+
+def test_the_judge_panel_is_scored_against_double_labeled_images(judged):
+    from annotator.models import PreLabel, RerankJob
+
+    query = Query.objects.get(pk=3)
+    job = RerankJob.objects.create(query=query, method="judges", model="panel", status="done")
+    # Query 3's finals: 1000 relevant (majority), 1001 not relevant (agreed), 1002 relevant (agreed).
+    verdicts = {1000: "accept", 1001: "accept", 1002: "accept", 1003: "reject", 1004: "abstain"}
+    for rank, (image_id, verdict) in enumerate(verdicts.items(), start=1):
+        PreLabel.objects.create(
+            query=query, image_id=image_id, job=job, value=verdict, confidence=1.0, votes=[], clip_rank=rank
+        )
+    scored = agreement.judge_panel(query)
+    # 1003 and 1004 have no final label two people stand behind; abstentions never count.
+    assert scored["items"] == 3
+    assert scored["percent_agreement"] == pytest.approx(2 / 3, abs=1e-4)
+    reference = cohen_kappa_score([R, R, R], [R, N, R], labels=[N, R])  # the panel accepts all: kappa 0
+    assert scored["cohen_kappa"] == pytest.approx(reference, abs=1e-4)
