@@ -147,7 +147,9 @@ def test_real_inquire_queries_export_the_same_rows(tmp_path, inquire_dir):
 def test_command_writes_the_files_and_refuses_bad_targets(tmp_path, labeled, capsys):
     call_command("export_inquire", str(tmp_path / "out"))
     assert f"{tmp_path / 'out' / 'inquire_labels.csv'}: 6 rows" in capsys.readouterr().out
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([*NAMES, "inquire_judgments.csv", "agreement.json"])
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        [*NAMES, "inquire_judgments.csv", "agreement.json"]
+    )
 
     a_file = tmp_path / "file.txt"
     a_file.write_text("x")
