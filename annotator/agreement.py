@@ -74,11 +74,6 @@ def cohen_kappa(votes: Votes) -> float | None:
     return kappa if np.isfinite(kappa) else None
 
 
-def krippendorff_alpha(votes: Votes) -> float | None:
-    """Krippendorff's alpha (nominal) over the items; None where undefined."""
-    return _alpha(_matrix(votes)) if votes else None
-
-
 def _matrix(votes: Votes) -> np.ndarray:
     """The reliability data: one row per annotator, one column per item, 0 or 1 per vote, NaN where none."""
     annotators = sorted({name for by in votes.values() for name in by})

@@ -119,7 +119,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     def adjudicate(self, request, pk=None):
         query = self.get_object()
         if not request.user.has_perm(labels.ADJUDICATE):
-            raise PermissionDenied('Adjudicating needs the permission "can adjudicate": ask staff for it.')
+            raise PermissionDenied(labels.ADJUDICATE_MESSAGE)
         decision = AdjudicationSerializer(data=request.data)
         decision.is_valid(raise_exception=True)
         image_id, value = decision.validated_data["image"], decision.validated_data["value"]

@@ -50,6 +50,7 @@ MAX_LEAD_TIME_MS = 24 * 3600 * 1000
 MANAGE_QUERIES = "annotator.change_query"
 LOCKED_MESSAGE = "Query {id} is marked done and locked by staff: ask them to reopen it."
 ADJUDICATE = "annotator.adjudicate_labels"
+ADJUDICATE_MESSAGE = 'Adjudicating needs the permission "can adjudicate": ask staff for it.'
 
 
 class LabelRefused(PermissionDenied):
@@ -196,7 +197,7 @@ def adjudicate(*, query_id: int, image_id: int, value: str, user: Writer) -> Lab
     "can adjudicate" (or on a locked query), ValueError for a value outside the label set, NoDisagreement
     where the judgments agree. Nothing changes when it raises."""
     if user is None or not user.has_perm(ADJUDICATE):
-        raise LabelRefused('Only a user with the permission "can adjudicate" may decide a final label.')
+        raise LabelRefused(ADJUDICATE_MESSAGE)
     _check_value(value)
     with transaction.atomic(), recording_label_changes():
         check_writable([query_id], user)
@@ -278,8 +279,9 @@ def _write(
     """Apply the changes to `user`'s judgments and settle the final labels, in one transaction. With
     `keep_seen`, images `user` already sees labeled are left alone (Submit)."""
     with transaction.atomic(), recording_label_changes():
-        check_writable([query_id], user)
-        query = Query.objects.only("final_rule", "judgments_wanted").get(pk=query_id)
+        query = Query.objects.only("locked", "final_rule", "judgments_wanted").get(pk=query_id)
+        if query.locked:  # one read of the query on the hot path; the lock's rule stays check_writable's
+            check_writable([query_id], user)
         held = _hold(query_id, by_image)
         if keep_seen:
             seen = overlap.seen_by(query, user, by_image)

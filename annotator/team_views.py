@@ -27,7 +27,7 @@ def adjudicate(request, query_id):
     allowed = request.user.has_perm(labels.ADJUDICATE)
     error, status = "", 200
     if not allowed:
-        error, status = 'Adjudicating needs the permission "can adjudicate": ask staff for it.', 403
+        error, status = labels.ADJUDICATE_MESSAGE, 403
     elif request.method == "POST":
         error, status = _decide(request, query)
         if not error:
