@@ -72,7 +72,10 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
             )
         except (UnknownTaxon, SearchUnavailable) as error:
             raise ValidationError({"detail": str(error)}) from None
-        results = [{"image_id": h.image_id, "score": h.score, "rank": n} for n, h in enumerate(hits, start=1)]
+        results = [
+            {"image_id": h.image_id, "score": h.score, "rank": n, "source": h.source, "near_duplicates": list(h.stack)}
+            for n, h in enumerate(hits, start=1)
+        ]
         return Response({"strategy": strategy, "results": results})
 
     @extend_schema(

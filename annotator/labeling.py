@@ -16,11 +16,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from catalog.models import Image
-from search.facade import STRATEGY_REGISTRY, Hit, SearchUnavailable, configured_spec, rank, search
+from search.facade import (
+    RECENT_ANSWERS,
+    STRATEGY_REGISTRY,
+    Hit,
+    SearchUnavailable,
+    configured_spec,
+    next_batch,
+    rank,
+    search,
+)
 
 from .examples import waiting
 from .model_methods import MODEL_RANKINGS
-from .models import LabelValue, Query
+from .models import Judgment, LabelValue, Query
 from .overlap import Writer, seen_by
 
 PAGE_SIZES = (50, 200, 500)
@@ -145,7 +154,9 @@ def candidates(
     """The next `k` images of `query` that `viewer` sees unlabeled (and not in `exclude_ids`), best first,
     ranked by `strategy` from the labels they see: relevant as positives, not relevant as negatives
     (unsure and undecided count as neither). The examples are `example_ids` when given ("more like
-    this"), else the query's relevant examples (collection images and uploads). Raises SearchUnavailable."""
+    this"), else the query's relevant examples (collection images and uploads). The first batch of a
+    strategy other than text follows search's batch rules (search.facade.next_batch: near-duplicate
+    stacks, the text order as a floor, judged on the viewer's recent answers). Raises SearchUnavailable."""
     values = seen_by(query, viewer)
     example_vectors = []
     if example_ids:
@@ -158,11 +169,26 @@ def candidates(
                 examples.append(example.image_id)
             elif example.vector is not None and example.vector_model == model:
                 example_vectors.append(np.frombuffer(bytes(example.vector), dtype=np.float32))
+    relevant_ids = [image for image, value in values.items() if value == LabelValue.RELEVANT]
+    not_relevant_ids = [image for image, value in values.items() if value == LabelValue.NOT_RELEVANT]
+    if offset == 0 and k <= 1000 and strategy != "text" and strategy in STRATEGY_REGISTRY:
+        return next_batch(
+            strategy=strategy,
+            text=text or query.text,
+            relevant_ids=relevant_ids,
+            not_relevant_ids=not_relevant_ids,
+            recent=recent_answers(query, viewer),
+            example_ids=examples,
+            example_vectors=example_vectors,
+            k=k,
+            taxon_ids=taxon_ids,
+            exclude_image_ids=[*values, *exclude_ids],
+        )
     return rank(
         strategy=strategy,
         text=text or query.text,
-        relevant_ids=[image for image, value in values.items() if value == LabelValue.RELEVANT],
-        not_relevant_ids=[image for image, value in values.items() if value == LabelValue.NOT_RELEVANT],
+        relevant_ids=relevant_ids,
+        not_relevant_ids=not_relevant_ids,
         example_ids=examples,
         example_vectors=example_vectors,
         k=k,
@@ -170,6 +196,19 @@ def candidates(
         taxon_ids=taxon_ids,
         exclude_image_ids=[*values, *exclude_ids],
     )
+
+
+def recent_answers(query: Query, viewer: Writer) -> list[tuple[int, bool]]:
+    """`viewer`'s last relevant / not relevant judgments on `query`, oldest first, as (image id, relevant):
+    how well the ranking they label from is doing now (search/batches.py)."""
+    if viewer is None or not viewer.pk:
+        return []
+    judged = (
+        Judgment.objects.filter(query=query, annotator=viewer, value__in=[LabelValue.RELEVANT, LabelValue.NOT_RELEVANT])
+        .order_by("-updated_at", "-id")
+        .values_list("image_id", "value")[: 4 * RECENT_ANSWERS]
+    )
+    return [(image_id, value == LabelValue.RELEVANT) for image_id, value in reversed(judged)]
 
 
 def adaptive_results(

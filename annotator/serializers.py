@@ -62,6 +62,14 @@ class CandidateSerializer(serializers.Serializer):
     image_id = serializers.IntegerField()
     score = serializers.FloatField()
     rank = serializers.IntegerField(help_text="1 for the best candidate")
+    source = serializers.CharField(
+        help_text='which ranking proposed it: "learned", or "text" for the text order\'s share of a learning '
+        "ranking's batch; empty for the text ranking itself"
+    )
+    near_duplicates = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="images near-identical to this one that wait behind it (labeled with it on the labeling page)",
+    )
 
 
 class CandidatesSerializer(serializers.Serializer):

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from annotator.facade import DEPTH, cross_fitted
-from search.facade import LABEL_ONLY_STRATEGIES, strategy_vector
+from search.facade import LABEL_ONLY_STRATEGIES, RECENT_ANSWERS, compose_batch, strategy_vector
+
+from .worlds import World, synthetic_world, team_world  # noqa: F401 -- the worlds replayed here
 
 TARGETS = (0.5, 0.9, 0.95)
 CHECKPOINTS = (100, 500, 1000)
@@ -82,6 +84,8 @@ class Replay:
             "rule_stops_at": stop[0] if stop else None,
             "recall_at_rule_stop": round(stop[1], 4) if stop else None,
             "estimate_error": None if error is None else round(error, 4),
+            "labels_to_reached": self.labels_to(target) or len(self.found),
+            "missed": self.labels_to(target) is None,
             "estimate_stops_at": estimate_stop[0] if estimate_stop else None,
             "recall_at_estimate_stop": round(estimate_stop[1], 4) if estimate_stop else None,
         }
@@ -97,98 +101,65 @@ def replay(
     target: float = 0.95,
     max_labels: int = 2000,
     estimate: Callable | None = None,
+    mistaken: Callable[[int], bool] | None = None,
 ) -> Replay:
     """Run the oracle annotator until `target` of the positives are found or `max_labels` are spent.
-    `estimate(relevant, not_relevant)`, when given, is the recall estimate after each batch (or None)."""
+    `estimate(relevant, not_relevant)`, when given, is the recall estimate after each batch (or None).
+    `mistaken(image_id)`, when given, says on which images the annotator gives the wrong answer
+    (annotator_mistakes): a positive counts as found once it has been labeled, whatever the answer, so
+    the figures measure how well the ranking survives the mistakes."""
     result = Replay(query_id, strategy, len(positives))
-    relevant, not_relevant = [], []
+    relevant, not_relevant, answers = [], [], []
     found = 0
     while len(result.found) < max_labels and found < target * len(positives):
         proposed = rank(
-            strategy, relevant, not_relevant, relevant + not_relevant, min(batch, max_labels - len(result.found))
+            strategy,
+            relevant,
+            not_relevant,
+            relevant + not_relevant,
+            min(batch, max_labels - len(result.found)),
+            recent=answers[-RECENT_ANSWERS:],
         )
         if not proposed:
             break
         for image_id in proposed:
-            if image_id in positives:
-                relevant.append(image_id)
-                found += 1
-            else:
-                not_relevant.append(image_id)
+            is_positive = image_id in positives
+            found += is_positive
+            says_relevant = is_positive != bool(mistaken and mistaken(image_id))
+            (relevant if says_relevant else not_relevant).append(image_id)
+            answers.append((image_id, says_relevant))
             result.found.append(found)
         if estimate is not None:
             result.estimates.append((len(result.found), estimate(relevant, not_relevant), found / len(positives)))
     return result
 
 
-# --- a synthetic world with known answers, for tests and the benchmark: CLIP-shaped vectors, no weights needed
+class _Exact:
+    """The synthetic world as search's batch rules see a collection: exact numpy scores."""
 
+    def __init__(self, vectors: np.ndarray):
+        self.all = vectors
 
-@dataclass
-class World:
-    vectors: np.ndarray  # (N, dim) unit rows
-    texts: dict[int, np.ndarray]  # query id -> its "text" vector
-    positives: dict[int, set[int]]
-    hard: dict[int, bool]
+    def top(self, vector, depth, exclude):
+        scores = self.all @ np.asarray(vector, dtype=np.float32)
+        if exclude:
+            scores[list(exclude)] = -np.inf
+        depth = min(depth, len(scores) - len(exclude))
+        if depth <= 0:
+            return []
+        top = np.argpartition(-scores, depth - 1)[:depth]
+        return [int(i) for i in top[np.lexsort((top, -scores[top]))]]
 
-
-def _unit(rows):
-    return rows / np.linalg.norm(rows, axis=-1, keepdims=True)
-
-
-def synthetic_world(
-    *,
-    images: int = 20_000,
-    dim: int = 64,
-    species: int = 200,
-    queries: int = 20,
-    separation: float = 0.4,
-    noise: float = 1.0,
-    seed: int = 0,
-) -> World:
-    """A collection shaped like INQUIRE's hard queries ("Black Skimmer performing skimming"): the text
-    finds the species, not the behaviour.
-
-    Images sit around species centres (`noise`: spread per image). Each query has a species s and a
-    behaviour direction b orthogonal to it. Its species' images form the crowd (right species, wrong
-    picture) around s; its positives sit around s + `separation` * b. The query's text vector is
-    s + h b plus a little noise: on hard queries (even ids) the text barely says the behaviour (h = 0.15)
-    and the species has a large crowd (1,500 images), so the text ranks the positives scattered
-    through the crowd; on easy ones (odd ids) the text says it (h = 1) and the crowd is small (300).
-    A ranking that learns b from a few positives wins on the hard queries and should not lose on the
-    easy ones. `separation` sets how far the expert's meaning is from the crowd; bench/RESULTS.md
-    shows the result at several values.
-    """
-    rng = np.random.default_rng(seed)
-    centres = _unit(rng.normal(size=(species, dim)))
-    spread = noise / np.sqrt(dim)
-    vectors = _unit(centres[rng.integers(0, species, size=images)] + spread * rng.normal(size=(images, dim)))
-    texts, positives, hard = {}, {}, {}
-    free = rng.permutation(images)
-    cursor = 0
-    for query_id in range(1, queries + 1):
-        is_hard = query_id % 2 == 0
-        centre = _unit(rng.normal(size=dim))
-        behaviour = _unit(rng.normal(size=dim))
-        behaviour = _unit(behaviour - (behaviour @ centre) * centre)
-        hint = 0.15 if is_hard else 1.0
-        text = _unit(centre + hint * behaviour + 0.2 * _unit(rng.normal(size=dim)))
-        count = int(rng.integers(30, 90))
-        crowd = 1500 if is_hard else 300
-        members = free[cursor : cursor + count + crowd]
-        cursor += count + crowd
-        if cursor > images:
-            raise ValueError(f"{queries} queries need more than {images} images; give more images or fewer queries")
-        vectors[members[:count]] = _unit(centre + separation * behaviour + spread * rng.normal(size=(count, dim)))
-        vectors[members[count:]] = _unit(centre + spread * rng.normal(size=(crowd, dim)))
-        texts[query_id], positives[query_id], hard[query_id] = text, set(members[:count].tolist()), is_hard
-    return World(vectors.astype(np.float32), texts, positives, hard)
+    def vectors(self, image_ids):
+        return self.all[list(image_ids)]
 
 
 def world_ranker(world: World, query_id: int) -> Callable:
-    """rank(...) over the synthetic world: the strategies' vectors, scored exactly with numpy."""
+    """rank(...) over the synthetic world: the text order plainly, every other strategy through the
+    labeling page's batch rules (search.facade.compose_batch), scored exactly with numpy."""
+    collection = _Exact(world.vectors)
 
-    def rank(strategy, relevant, not_relevant, exclude, k):
+    def rank(strategy, relevant, not_relevant, exclude, k, recent=()):
         if strategy not in LABEL_ONLY_STRATEGIES:
             raise ValueError(f"the synthetic world ranks by {', '.join(LABEL_ONLY_STRATEGIES)}, not {strategy!r}")
         vector = strategy_vector(
@@ -197,11 +168,14 @@ def world_ranker(world: World, query_id: int) -> Callable:
             world.vectors[relevant],
             world.vectors[not_relevant],
             collection=world.vectors,
-        )
-        scores = world.vectors @ vector.astype(np.float32)
-        scores[list(exclude)] = -np.inf
-        top = np.argpartition(-scores, k)[:k]
-        return [int(i) for i in top[np.lexsort((top, -scores[top]))]]
+        ).astype(np.float32)
+        if strategy == "text":
+            return collection.top(vector, k, set(exclude))
+        picks = compose_batch(
+            collection, learned=vector, text=world.texts[query_id].astype(np.float32), k=k, exclude=set(exclude),
+            relevant_ids=relevant, not_relevant_ids=not_relevant, recent=recent,
+        )  # fmt: skip
+        return [pick.image_id for pick in picks]
 
     return rank
 
@@ -227,22 +201,49 @@ def world_estimator(world: World, query_id: int, depth: int = DEPTH) -> Callable
     return estimate
 
 
-def compare(replays: list[Replay], baseline: str = "text", target: float = 0.95) -> list[dict]:
-    """Per query: labels to `target` for each strategy and its ratio to the baseline's."""
+def compare(replays: list[Replay], baseline: str = "text", target: float = 0.95, kinds=None) -> list[dict]:
+    """Per query: labels to `target` for each strategy and its ratio to the baseline's, worst first. A
+    strategy that never got there within the budget is a failure: its ratio is the budget's (a lower
+    bound, marked `{name}_missed`), not left out."""
     by_query: dict[int, dict[str, Replay]] = {}
     for item in replays:
         by_query.setdefault(item.query_id, {})[item.strategy] = item
     rows = []
     for query_id, items in sorted(by_query.items()):
         base = items[baseline].labels_to(target)
-        row = {"query_id": query_id, baseline: base}
+        row: dict = {"query_id": query_id, "kind": (kinds or {}).get(query_id, ""), baseline: base}
         for name, item in items.items():
             if name != baseline:
                 spent = item.labels_to(target)
                 row[name] = spent
-                row[f"{name}_ratio"] = round(spent / base, 3) if spent and base else None
+                row[f"{name}_missed"] = spent is None
+                row[f"{name}_ratio"] = round((spent or len(item.found)) / base, 3) if base else None
+        row["worst_ratio"] = max((row[f"{name}_ratio"] or 0 for name in items if name != baseline), default=None)
         rows.append(row)
-    return rows
+    return sorted(rows, key=lambda row: -(row["worst_ratio"] or 0))
+
+
+def annotator_mistakes(noise: float, query_id: int, seed: int = 0) -> Callable[[int], bool] | None:
+    """Which images an annotator who is wrong a `noise` share of the time answers wrongly on a query: a
+    fixed draw per (seed, query, image), so every strategy meets the same annotator. None for no noise."""
+    if not noise:
+        return None
+    if not 0 < noise < 0.5:
+        raise ValueError("the annotator's noise is a share above 0 and below 0.5, e.g. 0.05")
+    threshold = int(noise * 2**64)
+
+    def mistaken(image_id: int) -> bool:
+        return _mix(_mix(seed * 1_000_003 + query_id) ^ int(image_id)) < threshold
+
+    return mistaken
+
+
+def _mix(value: int) -> int:
+    """splitmix64's finaliser (Steele et al. 2014): a well-spread 64-bit hash of an integer, in pure Python."""
+    value = (value + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return value ^ (value >> 31)
 
 
 # --- a whole simulation: every query, every strategy -------------------------------------------------
@@ -260,11 +261,16 @@ def simulate(
     max_labels: int = 2000,
     progress: Callable | None = None,
     hard: dict[int, bool] | None = None,
+    kinds: dict[int, str] | None = None,
+    noise: float = 0.0,
+    seed: int = 0,
 ) -> dict:
-    """Replay every query (`rankers`: query id -> (rank, estimate or None)) with every strategy. Returns
+    """Replay every query (`rankers`: query id -> (rank, estimate or None)) with every strategy, by an
+    annotator wrong on a `noise` share of the images (annotator_mistakes, drawn from `seed`). Returns
     what `manage.py simulate_labeling --json` writes: the settings, one summary per query and strategy,
-    per-query ratios against the first strategy, medians per strategy (and per hard/easy group when
-    `hard` is given) and the mean recall-against-labels curve per strategy."""
+    per-query ratios against the first strategy (worst first), medians and worst ratios per strategy
+    (and per hard/easy group when `hard` is given, per kind of query when `kinds` is) and the mean
+    recall-against-labels curve per strategy."""
     replays = []
     total = len(rankers) * len(strategies)
     for query_id, (rank, estimate) in sorted(rankers.items()):
@@ -279,6 +285,7 @@ def simulate(
                     target=target,
                     max_labels=max_labels,
                     estimate=estimate,
+                    mistaken=annotator_mistakes(noise, query_id, seed),
                 )
             )
             if progress:
@@ -287,49 +294,56 @@ def simulate(
     for row in rows:
         if hard is not None:
             row["hard"] = hard[row["query_id"]]
-    key = f"labels_to_{round(100 * target)}"
+        if kinds is not None:
+            row["kind"] = kinds[row["query_id"]]
+    versus = compare(replays, baseline=strategies[0], target=target, kinds=kinds)
+    settings = {"strategies": strategies, "batch": batch, "target": target, "max_labels": max_labels, "noise": noise}
     return {
-        "settings": {"strategies": strategies, "batch": batch, "target": target, "max_labels": max_labels},
+        "settings": settings,
         "queries": rows,
-        "versus": compare(replays, baseline=strategies[0], target=target),
-        "medians": _medians(rows, strategies, key, hard),
+        "versus": versus,
+        "medians": _medians(rows, versus, strategies, hard, kinds),
         "curves": {
             strategy: _mean_curve([r for r in replays if r.strategy == strategy], max_labels) for strategy in strategies
         },
     }
 
 
-def _medians(rows, strategies, key, hard) -> dict:
-    """Median labels to the target per strategy (queries that never got there count as the budget,
-    which flatters the strategy that missed: their number is given beside), overall and per group."""
-    groups = {"all": lambda row: True}
-    if hard is not None:
-        groups |= {"hard": lambda row: row["hard"], "easy": lambda row: not row["hard"]}
+def _medians(rows, versus, strategies, hard, kinds) -> dict:
+    """Per strategy, overall and per group: the median labels to the target over every query (one that
+    never got there counts as the labels it spent, the whole budget, and `missed` says how many did),
+    the median and the worst ratio to the first strategy, and how many queries were more than 10% worse.
+    One figure over the same queries for every strategy: a median over only the queries a strategy
+    reached would flatter the one that missed the others."""
+    groups = {"all": lambda query_id: True}
+    if kinds is not None:  # the kinds of query, hard and easy among them
+        for kind in sorted(set(kinds.values())):
+            groups[kind] = lambda query_id, kind=kind: kinds[query_id] == kind
+    elif hard is not None:
+        groups |= {"hard": lambda query_id: hard[query_id], "easy": lambda query_id: not hard[query_id]}
+    baseline = strategies[0]
     result = {}
     for group, member in groups.items():
         result[group] = {}
         for strategy in strategies:
-            chosen = [row for row in rows if row["strategy"] == strategy and member(row)]
-            spent = [row[key] for row in chosen if row[key] is not None]
-            result[group][strategy] = {
+            chosen = [row for row in rows if row["strategy"] == strategy and member(row["query_id"])]
+            spent = [row["labels_to_reached"] for row in chosen]
+            figures = {
+                "queries": len(chosen),
                 "median_labels": float(np.median(spent)) if spent else None,
-                "missed": len(chosen) - len(spent),
+                "missed": sum(1 for row in chosen if row["missed"]),
                 "median_estimate_error": _median([row["estimate_error"] for row in chosen]),
             }
-        baseline = strategies[0]
-        for strategy in strategies[1:]:
-            ratios = _ratios(rows, baseline, strategy, key, member)
-            result[group][strategy]["median_ratio"] = _median(ratios)
+            if strategy != baseline:
+                ratios = [row[f"{strategy}_ratio"] for row in versus if member(row["query_id"])]
+                ratios = [ratio for ratio in ratios if ratio is not None]
+                figures |= {
+                    "median_ratio": _median(ratios),
+                    "worst_ratio": max(ratios) if ratios else None,
+                    "worse_than_baseline": sum(1 for ratio in ratios if ratio > 1.1),
+                }
+            result[group][strategy] = figures
     return result
-
-
-def _ratios(rows, baseline, strategy, key, member) -> list[float]:
-    spent = {(row["query_id"], row["strategy"]): row[key] for row in rows if member(row)}
-    return [
-        spent[(query_id, strategy)] / spent[(query_id, baseline)]
-        for query_id, name in spent
-        if name == baseline and spent[(query_id, baseline)] and spent.get((query_id, strategy))
-    ]
 
 
 def _median(values) -> float | None:

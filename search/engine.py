@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from . import batches, strategies
 from . import index as faiss_index
-from . import strategies
 from .exceptions import NoIndex, SearchError
 from .index import Searcher, inner_products
 from .results import Hit
@@ -227,6 +227,85 @@ def rank(
         taxon_ids=None if taxon_ids is None else list(taxon_ids),
         exclude_image_ids=exclude_image_ids,
     )
+
+
+class _Indexed:
+    """The loaded index as search.batches sees a collection (restricted to `taxon_ids` when given)."""
+
+    def __init__(self, loaded: _Loaded, taxon_ids: list[int] | None):
+        self.loaded, self.taxon_ids = loaded, taxon_ids
+
+    def top(self, vector: np.ndarray, depth: int, exclude: set[int]) -> list[int]:
+        hits = self.loaded.searcher.search(
+            np.asarray(vector, dtype=np.float32), k=depth, taxon_ids=self.taxon_ids, exclude_image_ids=exclude
+        )
+        return [hit.image_id for hit in hits]
+
+    def vectors(self, image_ids: Sequence[int]) -> np.ndarray:
+        rows, found = _rows_of(self.loaded, np.asarray(list(image_ids), dtype=np.int64))
+        vectors: np.ndarray = self.loaded.searcher.embeddings.vectors[rows[found]].astype(np.float32)
+        return vectors
+
+
+def next_batch(
+    *,
+    strategy: str,
+    text: str | None = None,
+    relevant_ids: Sequence[int] = (),
+    not_relevant_ids: Sequence[int] = (),
+    recent: Sequence[tuple[int, bool]] = (),
+    example_ids: Iterable[int] = (),
+    example_vectors: Sequence[npt.ArrayLike] = (),
+    k: int = 50,
+    taxon_ids: Iterable[int] | None = None,
+    exclude_image_ids: Iterable[int] = (),
+    spec: ClipSpec | None = None,
+) -> list[Hit]:
+    """The next `k` images to label under `strategy` (see search.facade.next_batch)."""
+    if not isinstance(k, int) or not 1 <= k <= 1000:
+        raise SearchError("A batch to label is 1 to 1,000 images.")
+    spec = spec or configured_spec()
+    loaded = _get(spec.name)
+    taxa = None if taxon_ids is None else list(taxon_ids)
+    vector = np.asarray(
+        _strategy_vector(
+            loaded, spec, strategy, text, relevant_ids, not_relevant_ids, example_ids, (), example_vectors, taxa
+        ),
+        dtype=np.float32,
+    )
+    typed = (text or "").strip()
+    # The text order is the floor of a ranking that starts from the text; "more like this" has none.
+    needs_text = strategies.strategy(strategy).needs_text
+    text_vector = _embedder(spec).encode_text([typed])[0] if typed and needs_text and strategy != "text" else None
+    collection = _Indexed(loaded, taxa)
+    relevant_found, not_relevant_found = _with_vectors(loaded, relevant_ids), _with_vectors(loaded, not_relevant_ids)
+    labeled = set(relevant_found) | set(not_relevant_found)
+    exclude = {int(i) for i in exclude_image_ids} | labeled
+    if strategy == "text":  # the control: the plain text order, as INQUIRE ranked it
+        return loaded.searcher.search(vector, k=k, taxon_ids=taxa, exclude_image_ids=exclude)
+    picks = batches.compose(
+        collection, learned=vector, text=text_vector, k=k, exclude=exclude,
+        relevant_ids=relevant_found, not_relevant_ids=not_relevant_found,
+        recent=[(image_id, answer) for image_id, answer in recent if image_id in labeled],
+    )  # fmt: skip
+    if not picks:
+        return []
+    rows, _ = _rows_of(loaded, np.asarray([pick.image_id for pick in picks], dtype=np.int64))
+    scores = inner_products(loaded.searcher.embeddings.vectors[rows], vector)
+    taxa_of = loaded.searcher.embeddings.taxon_ids[rows]
+    return [
+        Hit(pick.image_id, float(score), int(taxon), source=pick.source, stack=tuple(pick.stack))
+        for pick, score, taxon in zip(picks, scores, taxa_of, strict=True)
+    ]
+
+
+def _with_vectors(loaded: _Loaded, image_ids: Iterable[int]) -> list[int]:
+    """Those of `image_ids` that have a vector, in their order."""
+    ids = np.asarray([int(i) for i in image_ids], dtype=np.int64)
+    if not len(ids):
+        return []
+    _, found = _rows_of(loaded, ids)
+    return [int(i) for i in ids[found]]
 
 
 def _strategy_vector(

@@ -10,7 +10,7 @@ Importing this module is cheap: FAISS, torch and open_clip load on the first sea
 needs them, so commands and pages that never search start fast.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import strategies
+from .batches import WINDOW as RECENT_ANSWERS
+from .batches import compose as compose_batch
 from .exceptions import SearchUnavailable
 from .results import Hit
 from .spec import ClipSpec, configured_spec, index_folder
@@ -41,6 +43,9 @@ __all__ = [
     "prepare_demo_model",
     "write_random_model",
     "rank",
+    "next_batch",
+    "compose_batch",
+    "RECENT_ANSWERS",
     "LABEL_ONLY_STRATEGIES",
     "STRATEGIES",
     "STRATEGY_REGISTRY",
@@ -129,6 +134,45 @@ def rank(
         example_vectors=list(example_vectors),
         k=k,
         offset=offset,
+        taxon_ids=taxon_ids,
+        exclude_image_ids=exclude_image_ids,
+        spec=spec,
+    )
+
+
+def next_batch(
+    *,
+    strategy: str,
+    text: str | None = None,
+    relevant_ids: Sequence[int] = (),
+    not_relevant_ids: Sequence[int] = (),
+    recent: Sequence[tuple[int, bool]] = (),
+    example_ids: Iterable[int] = (),
+    example_vectors: Sequence[npt.ArrayLike] = (),
+    k: int = 50,
+    taxon_ids: Iterable[int] | None = None,
+    exclude_image_ids: Iterable[int] = (),
+    spec: ClipSpec | None = None,
+) -> list[Hit]:
+    """The next `k` images an annotator should label under `strategy` (as for rank()), none of the
+    labeled ones (`relevant_ids`, `not_relevant_ids`) or `exclude_image_ids`.
+
+    `text` is the plain text order (INQUIRE's control). Any other strategy gets search/batches.py's
+    rules: one image per near-duplicate stack (Hit.stack: the look-alikes that wait behind it), and the
+    text order as a floor (Hit.source "text" for its share), judged against `recent`: the annotator's
+    last answers on this query, (image id, relevant), oldest first. Raises SearchUnavailable.
+    """
+    from .engine import next_batch as engine_next_batch
+
+    return engine_next_batch(
+        strategy=strategy,
+        text=text,
+        relevant_ids=list(relevant_ids),
+        not_relevant_ids=list(not_relevant_ids),
+        recent=list(recent),
+        example_ids=example_ids,
+        example_vectors=list(example_vectors),
+        k=k,
         taxon_ids=taxon_ids,
         exclude_image_ids=exclude_image_ids,
         spec=spec,

@@ -42,6 +42,12 @@ def as_rows(vectors: npt.ArrayLike, dim: int, dtype: npt.DTypeLike = np.float64)
 # 1) a weak pull lets a handful of labels swing the vector to the bare positive-minus-negative
 # direction, which ranks the rest of the collection badly; 10 kept it between the two on the test world.
 FEEDBACK_REG_LAMBDA = 10.0
+# The positives weigh n_neg / (n_pos + PRIOR_POSITIVES) each: as a full class (SeeSaw's balance) once
+# there are many, but a few relevant labels, perhaps mistaken, cannot outweigh hundreds of negatives.
+# With SeeSaw's n_neg / n_pos, two wrong "relevant" answers among 300 negatives swung the vector to a
+# random part of the collection (a 20-positive query then took 9.7 times the text order's labels); 5 and 10
+# both fixed it, 5 costing least on the hard queries (bench/RESULTS.md, issue 23).
+PRIOR_POSITIVES = 5.0
 
 
 def seesaw_objective(
@@ -54,7 +60,7 @@ def seesaw_objective(
     x -= x.mean(axis=0)
     y = np.concatenate([np.ones(len(positives)), np.zeros(len(negatives))])
     n = len(y)
-    weights = np.where(y == 1, max(len(negatives), 1) / max(len(positives), 1), 1.0)
+    weights = np.where(y == 1, max(len(negatives), 1) / (len(positives) + PRIOR_POSITIVES), 1.0)
     strength = reg_lambda / n
 
     def loss_and_gradient(w: np.ndarray) -> tuple[float, np.ndarray]:
@@ -88,7 +94,8 @@ def feedback_vector(
 
         mean_i  c_i * BCE(y_i, sigmoid(w . x_i))  +  (reg_lambda / n) * [ (|w| - 1)^2 + |w/|w| - q|^2 ]
 
-    with class weights c_i making positives and negatives weigh alike (positives weigh n_neg / n_pos)
+    with class weights c_i making positives weigh n_neg / (n_pos + PRIOR_POSITIVES) each (SeeSaw's
+    class balance, shrunk while there are few of them: robust to a mistaken "relevant")
     and q the unit text vector: a few labels move the ranking, and cannot throw the query away. With
     no positive yet the same loss pushes w away from the negatives. Returns w as a unit vector.
 

@@ -34,5 +34,12 @@ def get(mapping: dict, key):
 
 @register.filter
 def ratio_of(row: dict, strategy: str):
-    """A simulation row's ratio of `strategy`'s labels to the baseline's (None when either never got there)."""
+    """A simulation row's ratio of `strategy`'s labels to the baseline's (None when the baseline never got
+    there; when the strategy did not, the budget's ratio: a lower bound)."""
     return row.get(f"{strategy}_ratio")
+
+
+@register.filter
+def missed_by(row: dict, strategy: str) -> bool:
+    """Whether `strategy` never reached the target on this simulation row (its ratio is then a lower bound)."""
+    return bool(row.get(f"{strategy}_missed"))

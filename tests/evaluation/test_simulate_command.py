@@ -7,6 +7,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.management import CommandError, call_command
 
+from evaluation import simulation
 from evaluation.models import SavedSimulation
 from search.facade import search
 
@@ -31,9 +32,59 @@ def test_the_synthetic_world_shows_feedback_winning_where_the_text_misses(tmp_pa
     assert saved.name == "world" and saved.result["medians"] == medians
 
 
+def test_the_team_world_with_a_fallible_annotator_puts_the_worst_queries_first(tmp_path, capsys):
+    out = tmp_path / "sim.json"
+    call_command(
+        "simulate_labeling", "--team-world", "--kinds", "tiny,crowd,easy", "--per-kind", "1", "--noise", "0.05",
+        "--strategy", "text", "--strategy", "feedback", "--max-labels", "3000", "--no-estimate", "--json", str(out),
+    )  # fmt: skip
+    result = json.loads(out.read_text())
+    assert result["settings"]["noise"] == 0.05 and "wrong 5% of the time" in result["source"]
+    versus = result["versus"]
+    assert [row["kind"] for row in versus] != [] and {row["kind"] for row in versus} == {"tiny", "crowd", "easy"}
+    worst = [row["worst_ratio"] for row in versus]
+    assert worst == sorted(worst, reverse=True)  # failures first
+    medians = result["medians"]
+    assert set(medians) == {"all", "tiny", "crowd", "easy"}
+    assert medians["all"]["feedback"]["worst_ratio"] == max(worst)
+    assert medians["crowd"]["feedback"]["median_ratio"] < 0.6
+    printed = capsys.readouterr().out
+    assert "worst" in printed.splitlines()[0] and "crowd" in printed
+
+
+def test_a_strategy_that_never_gets_there_counts_with_its_budget():
+    # Query 1: the first strategy finds both positives at once, the second never does.
+    def rank(strategy, relevant, not_relevant, exclude, k, recent=()):
+        order = [1, 2, *range(3, 50)] if strategy == "text" else list(range(3, 50))
+        return [image for image in order if image not in set(exclude)][:k]
+
+    result = simulation.simulate({1: {1, 2}}, {1: (rank, None)}, ["text", "feedback"], batch=5, max_labels=20)
+    (row,) = result["versus"]
+    assert row["feedback"] is None and row["feedback_missed"] and row["feedback_ratio"] == 10.0  # 20 / 2, at least
+    figures = result["medians"]["all"]["feedback"]
+    assert figures["median_labels"] == 20 and figures["missed"] == 1 and figures["worst_ratio"] == 10.0
+
+
+def test_the_per_query_page_says_which_strategy_never_got_there(client, tmp_path):
+    def rank(strategy, relevant, not_relevant, exclude, k, recent=()):
+        order = [1, 2, *range(3, 50)] if strategy == "text" else list(range(3, 50))
+        return [image for image in order if image not in set(exclude)][:k]
+
+    result = simulation.simulate({1: {1, 2}}, {1: (rank, None)}, ["text", "feedback"], batch=5, max_labels=20)
+    saved = SavedSimulation.objects.create(name="never", ground_truth="test", result=result)
+    staff = User.objects.create_user("researcher", password="pw")
+    staff.user_permissions.add(Permission.objects.get(codename="evaluate_runs"))
+    client.force_login(staff)
+    page = client.get(f"/evaluation/simulations/{saved.pk}/").content.decode()
+    assert "<strong>never</strong>" in page and "≥ 10.0" in page
+    assert page.index("Per query, worst first") < page.index("Medians and worst cases")
+
+
 @pytest.mark.parametrize(
     "arguments, message",
     [
+        (["--team-world", "--noise", "0.6"], "--noise is the annotator's error rate"),
+        (["--team-world", "--kinds", "tiny,huge"], "--kinds: world kinds are"),
         (["--synthetic", "--strategy", "image"], "--strategy takes text, feedback, rocchio, alpha_qe, not image"),
         (["--synthetic", "--batch", "0"], "--batch must be 1 to 1,000"),
         (["--synthetic", "--target", "1.5"], "--target must be a share"),

@@ -11,7 +11,7 @@ from search.facade import LABEL_ONLY_STRATEGIES, strategy_vector
 def fixed(order):
     """A strategy that always proposes `order` (minus what is labeled), whatever the labels say."""
 
-    def rank(strategy, relevant, not_relevant, exclude, k):
+    def rank(strategy, relevant, not_relevant, exclude, k, recent=()):
         return [image for image in order if image not in set(exclude)][:k]
 
     return rank

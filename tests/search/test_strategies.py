@@ -27,7 +27,7 @@ def seesaw_loss(w, q, positives, negatives, reg_lambda):
     x = np.vstack([positives, negatives])
     x = x - x.mean(axis=0)
     y = [1.0] * len(positives) + [0.0] * len(negatives)
-    weight = len(negatives) / len(positives)
+    weight = len(negatives) / (len(positives) + strategies.PRIOR_POSITIVES)  # SeeSaw's balance, shrunk
     total = 0.0
     for xi, yi in zip(x, y, strict=True):
         p = 1 / (1 + np.exp(-(xi @ w)))

@@ -7,10 +7,11 @@ from annotator.facade import recall_estimate
 from annotator.models import Query
 from common.cli import progress_bar
 from common.files import write_atomically
-from evaluation import plots, simulation
+from evaluation import plots, simulation, worlds
 from evaluation.inputs import InputError, read_qrels
 from evaluation.models import SavedSimulation
-from search.facade import LABEL_ONLY_STRATEGIES, SearchUnavailable, rank
+from evaluation.worlds import KINDS
+from search.facade import LABEL_ONLY_STRATEGIES, SearchUnavailable, next_batch
 
 
 class Command(BaseCommand):
@@ -24,7 +25,13 @@ class Command(BaseCommand):
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--qrels", type=Path, help="INQUIRE annotations CSV (or Quire labels CSV): the positives")
         source.add_argument(
-            "--synthetic", action="store_true", help="the synthetic world (evaluation/simulation.py), no index needed"
+            "--synthetic", action="store_true", help="the classic synthetic world (evaluation/worlds.py): no index"
+        )
+        source.add_argument(
+            "--team-world",
+            action="store_true",
+            help="the world a team meets (evaluation/worlds.py): hard and easy queries, 5 positives behind "
+            "near-duplicates, positives in two clusters, a near-duplicate crowd above every positive",
         )
         parser.add_argument(
             "--queries",
@@ -45,6 +52,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--separation", type=float, default=0.4, help="synthetic world: positives' distance from the crowd"
         )
+        parser.add_argument(
+            "--kinds", default=",".join(KINDS), help=f"team world: its kinds of query ({','.join(KINDS)})"
+        )
+        parser.add_argument("--per-kind", type=int, default=2, help="team world: queries of each kind (2)")
+        parser.add_argument(
+            "--noise", type=float, default=0.0, help="the annotator's error rate, e.g. 0.05 (wrong on 5%% of images)"
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--no-estimate", action="store_true", help="skip the stopping estimate (faster)")
         parser.add_argument("--json", type=Path, help="write the result as JSON")
@@ -63,10 +77,17 @@ class Command(BaseCommand):
             raise CommandError("--target must be a share above 0 and at most 1, e.g. 0.95.")
         if not 1 <= options["max_labels"] <= 100_000:
             raise CommandError("--max-labels must be 1 to 100,000.")
-        if options["synthetic"]:
+        if not 0 <= options["noise"] < 0.5:
+            raise CommandError("--noise is the annotator's error rate: 0 or more and below 0.5, e.g. 0.05.")
+        kinds = None
+        if options["team_world"]:
+            positives, rankers, hard, kinds, source = self._team_world(options)
+        elif options["synthetic"]:
             positives, rankers, hard, source = self._synthetic(options)
         else:
             positives, rankers, hard, source = self._real(options)
+        if options["noise"]:
+            source += f", annotator wrong {options['noise']:.0%} of the time"
         try:
             with progress_bar("Simulating", "replays") as progress:
                 result = simulation.simulate(
@@ -78,6 +99,9 @@ class Command(BaseCommand):
                     max_labels=options["max_labels"],
                     progress=progress,
                     hard=hard,
+                    kinds=kinds,
+                    noise=options["noise"],
+                    seed=options["seed"],
                 )
         except SearchUnavailable as error:
             raise CommandError(str(error)) from None
@@ -91,6 +115,17 @@ class Command(BaseCommand):
             saved = SavedSimulation.objects.create(name=options["name"] or source, ground_truth=source, result=result)
             self.stdout.write(f"Saved as simulation {saved.pk} (Evaluation pages).")
 
+    def _team_world(self, options):
+        kinds = tuple(kind.strip() for kind in options["kinds"].split(",") if kind.strip())
+        if not 1 <= options["per_kind"] <= 50:
+            raise CommandError("--per-kind must be 1 to 50 queries.")
+        try:
+            world = worlds.team_world(kinds=kinds, per_kind=options["per_kind"], seed=options["seed"])
+        except ValueError as error:
+            raise CommandError(f"--kinds: {error}") from None
+        source = f"team world ({', '.join(kinds)}; seed {options['seed']})"
+        return world.positives, self._world_rankers(world, options), world.hard, world.kinds, source
+
     def _synthetic(self, options):
         try:
             world = simulation.synthetic_world(
@@ -98,15 +133,17 @@ class Command(BaseCommand):
             )
         except ValueError as error:
             raise CommandError(str(error)) from None
-        rankers = {
+        source = f"synthetic world (separation {options['separation']}, seed {options['seed']})"
+        return world.positives, self._world_rankers(world, options), world.hard, source
+
+    def _world_rankers(self, world, options):
+        return {
             query_id: (
                 simulation.world_ranker(world, query_id),
                 None if options["no_estimate"] else simulation.world_estimator(world, query_id),
             )
             for query_id in world.positives
         }
-        source = f"synthetic world (separation {options['separation']}, seed {options['seed']})"
-        return world.positives, rankers, world.hard, source
 
     def _real(self, options):
         try:
@@ -133,12 +170,13 @@ class Command(BaseCommand):
 
 
 def _collection_ranker(text: str):
-    def ranked(strategy, relevant, not_relevant, exclude, k):
-        hits = rank(
+    def ranked(strategy, relevant, not_relevant, exclude, k, recent=()):
+        hits = next_batch(
             strategy=strategy,
             text=text,
             relevant_ids=relevant,
             not_relevant_ids=not_relevant,
+            recent=recent,
             k=k,
             exclude_image_ids=exclude,
         )
@@ -156,18 +194,20 @@ def _collection_estimator(text: str):
 
 
 def format_medians(result: dict) -> str:
-    """The medians table, one line per group and strategy."""
+    """The medians table, one line per group and strategy, with each strategy's worst ratio to the first."""
     target = round(100 * result["settings"]["target"])
     lines = [
-        f"{'group':<6} {'strategy':<10} {f'labels to {target}%':>14} {'vs first':>9} {'missed':>7} {'est. error':>11}"
+        f"{'group':<9} {'strategy':<10} {f'labels to {target}%':>14} {'vs first':>9} {'worst':>6} {'>1.1x':>6} "
+        f"{'missed':>7} {'est. error':>11}"
     ]
     for group, strategies in result["medians"].items():
         for strategy, row in strategies.items():
             labels = "–" if row["median_labels"] is None else f"{row['median_labels']:.0f}"
-            ratio = row.get("median_ratio")
+            ratio, worst = row.get("median_ratio"), row.get("worst_ratio")
             error = row["median_estimate_error"]
             lines.append(
-                f"{group:<6} {strategy:<10} {labels:>14} {'' if ratio is None else f'{ratio:.2f}':>9} "
+                f"{group:<9} {strategy:<10} {labels:>14} {'' if ratio is None else f'{ratio:.2f}':>9} "
+                f"{'' if worst is None else f'{worst:.2f}':>6} {row.get('worse_than_baseline', ''):>6} "
                 f"{row['missed']:>7} {'' if error is None else f'{error:.2f}':>11}"
             )
     return "\n".join(lines)

@@ -1,0 +1,208 @@
+"""The next batch to label under a ranking that learns: what keeps it helpful when the annotator makes
+mistakes and the collection is full of near-duplicates, and never much worse than the plain text order.
+
+Pure functions over numpy arrays and a small Collection interface (the engine's index or the simulator's
+exact scores), so the labeling page, the candidates API and `simulate_labeling` run the same code.
+
+Two rules on top of the learned ranking (search/strategies.py):
+
+* **Near-duplicate stacks.** Candidates near-identical (cosine >= NEAR_DUPLICATE) to a better one form a
+  stack behind it. Once the annotator has called a stack's look-alikes not relevant (at least as often as
+  relevant), the stack gives one image a batch and the rest waits: a crowd of 1,200 look-alikes above
+  every positive then costs one batch and one label a batch after, not 1,200 labels (labeling negatives
+  moves a fitted vector very little, since they are nearly one point). Any other stack comes whole, as
+  the plain ranking has it. Waiting images stay unlabeled and ranked: postponed, never hidden; the
+  labeling page shows them as a stack that one key labels.
+
+* **The text order as a floor.** The text order's frontier is the score of its best unlabeled image: the
+  labeled images above it are where the text order alone would be by now, and its last WINDOW of them
+  say what it yields there. The annotator's last answers on images below the frontier say what the
+  learned ranking yields on its own. While that is more, the learned ranking gets the batch but a
+  PROBE_SHARE for the text order; otherwise (a tie included, as when neither has found anything for a
+  while) the text order gets all but a PROBE_SHARE. Cost: PROBE_SHARE of the labels while the learned
+  ranking is the better one; when it is the worse, the text order still advances at 1 - PROBE_SHARE of
+  its pace, so in steady state a learned ranking costs about 1 / (1 - PROBE_SHARE) = 1.11 times the text
+  order's labels, plus the batches it takes to notice (bench/RESULTS.md measures both).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+# Cosine similarity above which two images are near-duplicates: bursts, crops and re-uploads of one photo
+# sit above 0.95 under CLIP, photos of one species at about 0.6 to 0.9.
+NEAR_DUPLICATE = 0.95
+PROBE_SHARE = 0.1
+WINDOW = 100
+# Candidates examined per image of the batch before looking deeper (x4 each time, up to MAX_DEPTH).
+DEPTH_PER_PICK = 4
+MAX_DEPTH = 10_000
+LEARNED, TEXT = "learned", "text"
+
+
+class Collection(Protocol):
+    def top(self, vector: np.ndarray, depth: int, exclude: set[int]) -> list[int]:
+        """The `depth` best images for `vector` (inner product), best first, none of `exclude`."""
+
+    def vectors(self, image_ids: Sequence[int]) -> np.ndarray:
+        """The vectors of `image_ids`, one row each, in that order (float32, unit rows)."""
+
+
+@dataclass
+class Pick:
+    """An image of the batch, the ranking that proposed it, and its near-duplicates that wait behind it."""
+
+    image_id: int
+    source: str
+    stack: list[int] = field(default_factory=list)
+
+
+def yield_of(answers: Sequence[bool]) -> float:
+    """The relevant share of `answers`, smoothed toward 1/2 by one answer each way (the Beta(1, 1) posterior
+    mean), so that two answers do not read as certainty."""
+    return (sum(answers) + 1) / (len(answers) + 2)
+
+
+def learned_share(learned_answers: Sequence[bool], text_answers: Sequence[bool]) -> float:
+    """The share of the batch the learned ranking gets: all but the probe while its own last answers
+    (images the text order has not reached) yield more than the text order's last ones, only the probe
+    otherwise. Before any answer the annotator's choice leads; a tie after (no relevant found either way,
+    as behind a crowd of look-alikes) goes to the text order."""
+    if not learned_answers and not text_answers:
+        return 1 - PROBE_SHARE
+    return 1 - PROBE_SHARE if yield_of(learned_answers) > yield_of(text_answers) else PROBE_SHARE
+
+
+def near_duplicate_stacks(vectors: np.ndarray, *, leaders_wanted: int, threshold: float = NEAR_DUPLICATE) -> np.ndarray:
+    """For each row (candidates best first), the row of its stack's leader: the first better row it is
+    near-identical to, else itself. Greedy leader clustering (one pass, leaders only: no chains of
+    near-near-duplicates). Stops once `leaders_wanted` leaders are found; rows after are -1."""
+    leader_of = np.full(len(vectors), -1, dtype=np.int64)
+    leaders: list[int] = []
+    block = 256
+    for start in range(0, len(vectors), block):
+        rows = vectors[start : start + block]
+        to_known = rows @ vectors[leaders].T if leaders else np.empty((len(rows), 0), dtype=np.float32)
+        within = rows @ rows.T
+        new: list[int] = []  # leaders found in this block, as offsets in it
+        for offset in range(len(rows)):
+            if to_known.shape[1] and to_known[offset].max() >= threshold:
+                leader_of[start + offset] = leaders[int(to_known[offset].argmax())]
+                continue
+            match = next((j for j in new if within[offset, j] >= threshold), None)
+            if match is not None:
+                leader_of[start + offset] = start + match
+                continue
+            leader_of[start + offset] = start + offset
+            new.append(offset)
+            if len(leaders) + len(new) >= leaders_wanted:
+                return leader_of
+        leaders.extend(start + offset for offset in new)
+    return leader_of
+
+
+def held_back(leaders: np.ndarray, relevant: np.ndarray, not_relevant: np.ndarray, threshold: float) -> np.ndarray:
+    """For each stack leader (rows), whether its stack waits: the annotator has called its labeled
+    look-alikes (cosine >= threshold) not relevant at least as often as relevant, and at least once."""
+    if not len(leaders) or not len(not_relevant):
+        return np.zeros(len(leaders), dtype=bool)
+    no = np.count_nonzero(leaders @ not_relevant.T >= threshold, axis=1)
+    yes = np.count_nonzero(leaders @ relevant.T >= threshold, axis=1) if len(relevant) else 0
+    held: np.ndarray = (no >= 1) & (no >= yes)
+    return held
+
+
+def stacked_picks(
+    collection: Collection,
+    vector: np.ndarray,
+    wanted: int,
+    exclude: set[int],
+    relevant: np.ndarray,
+    not_relevant: np.ndarray,
+    source: str = LEARNED,
+    threshold: float = NEAR_DUPLICATE,
+) -> list[Pick]:
+    """The next `wanted` images of the ranking by `vector`, best first. A stack the annotator has called not
+    relevant (held_back) gives one image, its other candidates waiting behind it; any other stack comes
+    whole. Looks deeper (x4) while the candidates examined hold too few; past MAX_DEPTH, the waiting images
+    fill the batch in rank order."""
+    if wanted <= 0:
+        return []
+    depth = wanted * DEPTH_PER_PICK
+    while True:
+        ids = collection.top(vector, min(depth, MAX_DEPTH), exclude)
+        rows = collection.vectors(ids)
+        leader_of = near_duplicate_stacks(rows, leaders_wanted=wanted, threshold=threshold)
+        examined = leader_of[leader_of >= 0]
+        stacked = np.unique(examined[examined != np.flatnonzero(leader_of >= 0)])  # leaders with look-alikes
+        waits = dict(zip(stacked.tolist(), held_back(rows[stacked], relevant, not_relevant, threshold), strict=True))
+        picks: list[Pick] = []
+        by_leader: dict[int, Pick] = {}
+        waiting: list[int] = []
+        for row, leader in enumerate(examined.tolist()):
+            if waits.get(leader, False) and leader != row:
+                by_leader[leader].stack.append(ids[row])
+                waiting.append(ids[row])
+                continue
+            pick = Pick(ids[row], source)
+            picks.append(pick)
+            by_leader.setdefault(leader, pick)
+        if len(picks) >= wanted or len(ids) < min(depth, MAX_DEPTH) or depth >= MAX_DEPTH:
+            picks = picks[:wanted]
+            return picks + [Pick(image_id, source) for image_id in waiting[: wanted - len(picks)]]
+        depth *= 4
+
+
+def compose(
+    collection: Collection,
+    *,
+    learned: np.ndarray,
+    text: np.ndarray | None,
+    k: int,
+    exclude: set[int],
+    relevant_ids: Sequence[int],
+    not_relevant_ids: Sequence[int],
+    recent: Sequence[tuple[int, bool]],
+) -> list[Pick]:
+    """The next `k` images to label: the learned ranking's and the text order's (stacked_picks) (the same
+    stack rule), interleaved in the shares learned_share sets. `exclude`: the labeled images and any others
+    not to show; `recent`: the annotator's last answers on this query, (image id, relevant), oldest first.
+    With no text (a ranking from examples only) the batch is the learned ranking's alone."""
+    relevant = collection.vectors(relevant_ids)
+    not_relevant = collection.vectors(not_relevant_ids)
+    if text is None:
+        return stacked_picks(collection, learned, k, exclude, relevant, not_relevant)
+    text = text.astype(np.float32)
+    ordered = collection.top(text, 1, exclude)
+    if not ordered:
+        return []
+    # The text order's frontier: the score of its best unlabeled image. Every labeled image above it is
+    # where the text order alone would have been by now; those below, the learned ranking's own finds.
+    frontier = float(collection.vectors(ordered)[0] @ text)
+    labeled = [*relevant_ids, *not_relevant_ids]
+    scores = np.vstack([relevant, not_relevant]) @ text if labeled else np.empty(0)
+    answers = [True] * len(relevant_ids) + [False] * len(not_relevant_ids)
+    prefix = np.flatnonzero(scores >= frontier)
+    text_answers = [answers[i] for i in prefix[np.argsort(-scores[prefix], kind="stable")][-WINDOW:]]
+    recent = list(recent)[-4 * WINDOW :]
+    recent_scores = collection.vectors([image_id for image_id, _ in recent]) @ text if recent else np.empty(0)
+    learned_answers = [answer for (_, answer), score in zip(recent, recent_scores, strict=True) if score < frontier]
+    share = learned_share(learned_answers[-WINDOW:], text_answers)
+    from_text = max(1, round(k * (1 - share))) if k > 1 else 0
+    picks = stacked_picks(collection, learned, k - from_text, exclude, relevant, not_relevant)
+    taken = {pick.image_id for pick in picks} | {image_id for pick in picks for image_id in pick.stack}
+    probes = stacked_picks(collection, text, k, exclude | taken, relevant, not_relevant, TEXT)
+    batch = interleave(picks, probes[:from_text])
+    return batch + probes[from_text : from_text + k - len(batch)]  # one ranking ran out: the other fills
+
+
+def interleave(first: list[Pick], second: list[Pick]) -> list[Pick]:
+    """The two lists merged, each in its own order, the second's items spread evenly through the first's
+    (item j at about position (j + 1/2) * total / len(second)): an annotator who stops part-way through
+    the batch has seen the best of both in their shares."""
+    total = len(first) + len(second)
+    places = {min(total - 1, int((j + 0.5) * total / len(second))) for j in range(len(second))} if second else set()
+    rest_first, rest_second = iter(first), iter(second)
+    return [next(rest_second) if position in places else next(rest_first) for position in range(total)]
