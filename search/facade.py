@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import strategies
+from .apps import WARM_UP_AT_START
 from .batches import WINDOW as RECENT_ANSWERS
 from .batches import compose as compose_batch
 from .exceptions import SearchUnavailable
@@ -40,6 +41,7 @@ __all__ = [
     "fuse_rankings",
     "has_index",
     "warm_up",
+    "WARM_UP_AT_START",
     "prepare_demo_model",
     "write_random_model",
     "rank",

@@ -7,6 +7,7 @@ import pytest
 
 from quire import gunicorn_hooks
 from search import clip, engine
+from search.apps import WARM_UP_AT_START
 
 pytestmark = pytest.mark.django_db
 
@@ -39,3 +40,18 @@ def test_warm_up_can_be_turned_off(labeling, worker, monkeypatch):
     monkeypatch.setenv("QUIRE_WARM_UP", "0")
     gunicorn_hooks.post_worker_init(worker)
     assert engine._loaded == {} and clip._loaded == {}
+
+
+def test_the_demo_server_warms_up_as_it_starts(labeling, tiny_spec, worker, monkeypatch):
+    import threading
+
+    from django.apps import apps
+
+    config = apps.get_app_config("search")
+    config.ready()  # what every command does: nothing loads
+    assert engine._loaded == {}
+    monkeypatch.setenv(WARM_UP_AT_START, "1")  # what `manage.py demo` sets for the server it starts
+    config.ready()
+    (thread,) = [thread for thread in threading.enumerate() if thread.name == "quire-warm-up"]
+    thread.join(timeout=120)
+    assert list(engine._loaded) == [tiny_spec.name] and list(clip._loaded) == [tiny_spec]

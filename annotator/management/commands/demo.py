@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand  # noqa: E402
 
 from annotator.demo import DEMO_ADMIN, DEMO_ANNOTATOR, build_demo, remember_settings  # noqa: E402
 from annotator.models import Query  # noqa: E402
-from search.facade import configured_spec, has_index, prepare_demo_model  # noqa: E402
+from search.facade import WARM_UP_AT_START, configured_spec, has_index, prepare_demo_model  # noqa: E402
 
 
 class Command(BaseCommand):
@@ -61,4 +61,6 @@ class Command(BaseCommand):
         sys.stdout.flush()
         # A fresh process reads the settings the demo recorded (nothing here changes settings in place).
         manage = str(settings.BASE_DIR / "manage.py")
-        os.execv(sys.executable, [sys.executable, manage, "runserver", addrport, "--noreload"])
+        # It loads the index and the text encoder as it starts (search/apps.py), not on the first search.
+        environment = os.environ | {WARM_UP_AT_START: "1"}
+        os.execve(sys.executable, [sys.executable, manage, "runserver", addrport, "--noreload"], environment)
