@@ -45,6 +45,7 @@ class Tile:
     label: str  # a LabelValue, or "" when not labeled yet
     why: list | None = None  # structured rerank: [[sub-question, P(yes)], ...]
     prelabel: object = None  # the judge panel's PreLabel, if any
+    stack: tuple[int, ...] = ()  # near-identical images waiting behind this one (labeled with it)
 
     @property
     def why_json(self) -> str:
@@ -104,6 +105,7 @@ def _tiles(query: Query, viewer: Writer, hits, offset: int) -> list[Tile]:
             image=images[hit.image_id],
             label=labels.get(hit.image_id, ""),
             prelabel=prelabels.get(hit.image_id),
+            stack=hit.stack,
         )
         for position, hit in enumerate(hits)
         if hit.image_id in images  # an image deleted since the index was built

@@ -39,6 +39,8 @@ WINDOW = 100
 # Candidates examined per image of the batch before looking deeper (x4 each time, up to MAX_DEPTH).
 DEPTH_PER_PICK = 4
 MAX_DEPTH = 10_000
+# Look-alikes named behind one image of a batch at most (one key on the labeling page labels them all).
+STACK_LIMIT = 200
 LEARNED, TEXT = "learned", "text"
 
 
@@ -143,7 +145,8 @@ def stacked_picks(
         waiting: list[int] = []
         for row, leader in enumerate(examined.tolist()):
             if waits.get(leader, False) and leader != row:
-                by_leader[leader].stack.append(ids[row])
+                if len(by_leader[leader].stack) < STACK_LIMIT:
+                    by_leader[leader].stack.append(ids[row])
                 waiting.append(ids[row])
                 continue
             pick = Pick(ids[row], source)
@@ -151,7 +154,10 @@ def stacked_picks(
             by_leader.setdefault(leader, pick)
         if len(picks) >= wanted or len(ids) < min(depth, MAX_DEPTH) or depth >= MAX_DEPTH:
             picks = picks[:wanted]
-            return picks + [Pick(image_id, source) for image_id in waiting[: wanted - len(picks)]]
+            filling = waiting[: wanted - len(picks)]  # shown on their own now, so no longer behind a stack
+            for pick in picks:
+                pick.stack = [image_id for image_id in pick.stack if image_id not in set(filling)]
+            return picks + [Pick(image_id, source) for image_id in filling]
         depth *= 4
 
 

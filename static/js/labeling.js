@@ -129,10 +129,39 @@
       batch.push({ id: tile.dataset.imageId, before: tile.dataset.label });
       apply(tile, value);
       want(tile.dataset.imageId, value, source, targets.length === 1 ? leadTime : null);
+      // A stack's look-alikes get the same label, each its own (and its own history); they are unlabeled.
+      for (const member of stackOf(tile)) {
+        batch.push({ id: member, before: "" });
+        want(member, value, source, null);
+      }
     }
     undo.push(batch);
     labelsSinceRerank += targets.length;
     afterChange();
+  }
+
+  function stackOf(tile) { return (tile.dataset.stack || "").split(" ").filter(Boolean); }
+
+  // e: a stack's look-alikes become tiles of their own, right after it, each labeled on its own from then on.
+  function expandStack(tile) {
+    const members = stackOf(tile);
+    if (!members.length) return say("This image has no look-alikes waiting behind it.", "error");
+    const url = (name, id) => page.dataset[name].replace(/\/0\//, `/${encodeURIComponent(id)}/`);
+    let after = tile;
+    for (const id of members) {
+      const figure = document.createElement("figure");
+      figure.className = "tile look-alike";
+      Object.assign(figure.dataset, { imageId: id, label: "", rank: "", full: url("fullUrl", id) });
+      figure.innerHTML = `<img src="${url("thumbUrl", id)}" alt="image ${escape(id)}" loading="lazy">
+        <figcaption>look-alike of #${escape(tile.dataset.rank)}</figcaption>`;
+      after.after(figure);
+      after = figure;
+    }
+    delete tile.dataset.stack;
+    tile.classList.remove("stacked");
+    tile.querySelector(".stack-badge")?.remove();
+    collect();
+    say(`${members.length} look-alike${members.length === 1 ? "" : "s"} shown: each is labeled on its own now.`, "");
   }
 
   function apply(tile, value) {
@@ -461,6 +490,7 @@
       n: nextUnlabeled,
       f: () => tile && zoom(tile),
       l: () => tile && moreLikeThis(tile),
+      e: () => tile && expandStack(tile),
       c: () => tile && confirmPrelabel(tile),
       m: loadMore,
       s: submitShown,
