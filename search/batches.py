@@ -125,16 +125,20 @@ def stacked_picks(
     not_relevant: np.ndarray,
     source: str = LEARNED,
     threshold: float = NEAR_DUPLICATE,
+    first: list[int] | None = None,
 ) -> list[Pick]:
-    """The next `wanted` images of the ranking by `vector`, best first. A stack the annotator has called not
-    relevant (held_back) gives one image, its other candidates waiting behind it; any other stack comes
-    whole. Looks deeper (x4) while the candidates examined hold too few; past MAX_DEPTH, the waiting images
-    fill the batch in rank order."""
+    """The next `wanted` images of the ranking by `vector`, none of `exclude`, best first. A stack the
+    annotator has called not relevant (held_back) gives one image, its other candidates waiting behind it;
+    any other stack comes whole. Looks deeper (x4) while the candidates examined hold too few; past
+    MAX_DEPTH, the waiting images fill the batch in rank order."""
     if wanted <= 0:
         return []
     depth = wanted * DEPTH_PER_PICK
     while True:
-        ids = collection.top(vector, min(depth, MAX_DEPTH), exclude)
+        # `first`: the ranking's first candidates, already searched by the caller (as deep as `depth`).
+        ids = first[:depth] if first is not None and depth == wanted * DEPTH_PER_PICK else None
+        if ids is None or len(ids) < min(depth, MAX_DEPTH):
+            ids = collection.top(vector, min(depth, MAX_DEPTH), exclude)
         rows = collection.vectors(ids)
         leader_of = near_duplicate_stacks(rows, leaders_wanted=wanted, threshold=threshold)
         examined = leader_of[leader_of >= 0]
@@ -181,12 +185,12 @@ def compose(
     if text is None:
         return stacked_picks(collection, learned, k, exclude, relevant, not_relevant)
     text = text.astype(np.float32)
-    ordered = collection.top(text, 1, exclude)
-    if not ordered:
+    text_order = collection.top(text, k * DEPTH_PER_PICK, exclude)  # one search: the frontier and the probes
+    if not text_order:
         return []
     # The text order's frontier: the score of its best unlabeled image. Every labeled image above it is
     # where the text order alone would have been by now; those below, the learned ranking's own finds.
-    frontier = float(collection.vectors(ordered)[0] @ text)
+    frontier = float(collection.vectors(text_order[:1])[0] @ text)
     labeled = [*relevant_ids, *not_relevant_ids]
     scores = np.vstack([relevant, not_relevant]) @ text if labeled else np.empty(0)
     answers = [True] * len(relevant_ids) + [False] * len(not_relevant_ids)
@@ -199,7 +203,8 @@ def compose(
     from_text = max(1, round(k * (1 - share))) if k > 1 else 0
     picks = stacked_picks(collection, learned, k - from_text, exclude, relevant, not_relevant)
     taken = {pick.image_id for pick in picks} | {image_id for pick in picks for image_id in pick.stack}
-    probes = stacked_picks(collection, text, k, exclude | taken, relevant, not_relevant, TEXT)
+    first = [image_id for image_id in text_order if image_id not in taken]
+    probes = stacked_picks(collection, text, k, exclude | taken, relevant, not_relevant, TEXT, first=first)
     batch = interleave(picks, probes[:from_text])
     return batch + probes[from_text : from_text + k - len(batch)]  # one ranking ran out: the other fills
 

@@ -60,7 +60,7 @@ def seesaw_objective(
     x -= x.mean(axis=0)
     y = np.concatenate([np.ones(len(positives)), np.zeros(len(negatives))])
     n = len(y)
-    weights = np.where(y == 1, max(len(negatives), 1) / (len(positives) + PRIOR_POSITIVES), 1.0)
+    weights = np.where(y == 1, max(len(negatives), 1) / max(len(positives) + PRIOR_POSITIVES, 1), 1.0)
     strength = reg_lambda / n
 
     def loss_and_gradient(w: np.ndarray) -> tuple[float, np.ndarray]:

@@ -52,12 +52,14 @@ def test_the_team_world_with_a_fallible_annotator_puts_the_worst_queries_first(t
     assert "worst" in printed.splitlines()[0] and "crowd" in printed
 
 
-def test_a_strategy_that_never_gets_there_counts_with_its_budget():
-    # Query 1: the first strategy finds both positives at once, the second never does.
-    def rank(strategy, relevant, not_relevant, exclude, k, recent=()):
-        order = [1, 2, *range(3, 50)] if strategy == "text" else list(range(3, 50))
-        return [image for image in order if image not in set(exclude)][:k]
+def text_finds_both_feedback_neither(strategy, relevant, not_relevant, exclude, k, recent=()):
+    """Query 1's ranking: the text order starts with its two positives, feedback never proposes them."""
+    order = [1, 2, *range(3, 50)] if strategy == "text" else list(range(3, 50))
+    return [image for image in order if image not in set(exclude)][:k]
 
+
+def test_a_strategy_that_never_gets_there_counts_with_its_budget():
+    rank = text_finds_both_feedback_neither
     result = simulation.simulate({1: {1, 2}}, {1: (rank, None)}, ["text", "feedback"], batch=5, max_labels=20)
     (row,) = result["versus"]
     assert row["feedback"] is None and row["feedback_missed"] and row["feedback_ratio"] == 10.0  # 20 / 2, at least
@@ -66,10 +68,7 @@ def test_a_strategy_that_never_gets_there_counts_with_its_budget():
 
 
 def test_the_per_query_page_says_which_strategy_never_got_there(client, tmp_path):
-    def rank(strategy, relevant, not_relevant, exclude, k, recent=()):
-        order = [1, 2, *range(3, 50)] if strategy == "text" else list(range(3, 50))
-        return [image for image in order if image not in set(exclude)][:k]
-
+    rank = text_finds_both_feedback_neither
     result = simulation.simulate({1: {1, 2}}, {1: (rank, None)}, ["text", "feedback"], batch=5, max_labels=20)
     saved = SavedSimulation.objects.create(name="never", ground_truth="test", result=result)
     staff = User.objects.create_user("researcher", password="pw")
