@@ -100,7 +100,7 @@
       <p class="label-name label-${d.label || "none"}">${NAMES[d.label] ?? ""}${note}</p>
       <dl>${row("Species", d.common)}${row("Scientific name", d.scientific)}${row("Observed", d.date)}
       ${row("Place", d.place)}${row("License", d.license)}${row("Rights holder", d.rights)}
-      ${row("Rank", d.rank)}${row("Score", d.score)}${row("Image id", d.imageId)}</dl>${why(d.why)}
+      ${row("Rank", d.rank)}${row("Score", d.score)}${row("Image id", d.imageId)}</dl>${why(d.why)}${stackNote(tile)}
       <p class="muted">f: the whole image · <button type="button" class="link" data-action="like" title="l">More like this</button></p>`;
   }
 
@@ -141,6 +141,14 @@
   }
 
   function stackOf(tile) { return (tile.dataset.stack || "").split(" ").filter(Boolean); }
+
+  function stackNote(tile) {
+    const count = stackOf(tile).length;
+    if (!count) return "";
+    return `<p class="stack-note"><strong>${count} look-alike${count === 1 ? "" : "s"}</strong> wait behind this image
+      (near-identical: you called one like it not relevant). A label key labels ${count === 1 ? "it" : "them all"} too,
+      each with its own history; <kbd>e</kbd> shows ${count === 1 ? "it" : "them"} as tiles of their own.</p>`;
+  }
 
   // e: a stack's look-alikes become tiles of their own, right after it, each labeled on its own from then on.
   function expandStack(tile) {

@@ -157,7 +157,8 @@ def test_a_stack_of_look_alikes_is_labeled_with_one_key_and_opened_with_e(
     log_in(page, live_server, next_url=f"/queries/{query.pk}/?ranking=feedback")
     leader = tile(page, 0)
     expect(leader).to_have_class(re.compile(r"\bstacked\b"))
-    expect(leader.locator(".stack-badge")).to_have_text(" · +3 look-alikes")
+    expect(leader.locator(".stack-badge")).to_have_text("+3 look-alikes")
+    expect(page.locator("#detail .stack-note")).to_contain_text("3 look-alikes wait behind this image")
     page.screenshot(path=str(artifacts / "labeling-stack.png"))
     leader_id = int(leader.get_attribute("data-image-id"))
 
