@@ -6,8 +6,13 @@ For each batch size, --repeat rounds: a batch of changes over a query's images (
 and removals mixed, as a range selection and its undo make them), timed both ways on fresh images; medians
 in milliseconds, and the statements each way (Django's query log).
 
+With --api, the same batches go through POST /api/queries/{id}/labels/ (DRF's test client in this process,
+so authentication, validation and the response are counted, the network not): one request per label beside
+one request for the whole batch.
+
 Usage:
-  DATABASE_URL=postgres://quire:quire@127.0.0.1:5432/quire_labelbench .venv/bin/python bench/label_write_bench.py
+  DATABASE_URL=postgres://quire:quire@127.0.0.1:5432/quire_labelbench \
+    .venv/bin/python bench/label_write_bench.py [--api]
 """
 
 import argparse
@@ -71,6 +76,26 @@ def in_one_batch(query_id, changes, user):
     labels.set_labels(query_id=query_id, changes=changes, user=user, source="api")
 
 
+def _client(user):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def api_one_at_a_time(query_id, changes, user):
+    client = _client(user)
+    for change in changes:
+        body = {"labels": [{"image": change.image_id, "value": change.value or "unsure"}]}
+        assert client.post(f"/api/queries/{query_id}/labels/", body, format="json").status_code == 200
+
+
+def api_in_one_batch(query_id, changes, user):
+    body = {"labels": [{"image": change.image_id, "value": change.value or "unsure"} for change in changes]}
+    assert _client(user).post(f"/api/queries/{query_id}/labels/", body, format="json").status_code == 200
+
+
 def timed(write, query_id, changes, user):
     from django.db import connection, reset_queries
 
@@ -84,6 +109,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 50, 500, 1000])
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument(
+        "--api",
+        action="store_true",
+        help="through POST /api/queries/{id}/labels/ (DRF's test client, in process): one request per label "
+        "beside one request for the batch",
+    )
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         sys.exit("Set DATABASE_URL to a scratch PostgreSQL database.")
@@ -91,17 +122,19 @@ def main():
     from django.conf import settings
 
     settings.DEBUG = True  # Django logs the statements only then
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    ways = (("one at a time (before)", one_at_a_time), ("set_labels (batch)", in_one_batch))
+    if args.api:
+        ways = (("a request per label", api_one_at_a_time), ("one request for the batch", api_in_one_batch))
     results = {}
     for size in args.sizes:
-        times = {"one at a time (before)": [], "set_labels (batch)": []}
+        times = {name: [] for name, _ in ways}
         statements = {}
         for round_number in range(args.repeat):
             query = queries.create(text=f"bench {size} {round_number}")
             # Each way gets its own `size` images, half of them labeled beforehand, so that its batch mixes
             # new labels with changed values and removals.
-            for offset, (name, write) in enumerate(
-                (("one at a time (before)", one_at_a_time), ("set_labels (batch)", in_one_batch))
-            ):
+            for offset, (name, write) in enumerate(ways):
                 images = range(1 + offset * size, 1 + (offset + 1) * size)
                 in_one_batch(query.pk, changes_for(images[: max(1, size // 2)], round_number + 1), user)
                 elapsed, count = timed(write, query.pk, changes_for(images, round_number), user)
