@@ -208,7 +208,7 @@ def recent_answers(query: Query, viewer: Writer) -> list[tuple[int, bool]]:
     judged = (
         Judgment.objects.filter(query=query, annotator=viewer, value__in=[LabelValue.RELEVANT, LabelValue.NOT_RELEVANT])
         .order_by("-updated_at", "-id")
-        .values_list("image_id", "value")[: 4 * RECENT_ANSWERS]
+        .values_list("image_id", "value")[:RECENT_ANSWERS]
     )
     return [(image_id, value == LabelValue.RELEVANT) for image_id, value in reversed(judged)]
 

@@ -196,7 +196,7 @@ def compose(
     answers = [True] * len(relevant_ids) + [False] * len(not_relevant_ids)
     prefix = np.flatnonzero(scores >= frontier)
     text_answers = [answers[i] for i in prefix[np.argsort(-scores[prefix], kind="stable")][-WINDOW:]]
-    recent = list(recent)[-4 * WINDOW :]
+    recent = list(recent)[-WINDOW:]  # the annotator's last WINDOW answers (the simulator passes as many)
     recent_scores = collection.vectors([image_id for image_id, _ in recent]) @ text if recent else np.empty(0)
     learned_answers = [answer for (_, answer), score in zip(recent, recent_scores, strict=True) if score < frontier]
     share = learned_share(learned_answers[-WINDOW:], text_answers)
