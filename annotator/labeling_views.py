@@ -109,6 +109,9 @@ def _results(request, query: Query, state: SearchState, offset: int, shown_ids=(
 def label_page(request, query_id):
     query = get_object_or_404(Query, pk=query_id)
     state = _search_state(request, query)
+    # Before the results: an example that finishes embedding while they are ranked must still leave the page
+    # polling, or a grid drawn as "still being embedded" would stay so.
+    embedding = examples.ensure_embedding(query)
     page = _results(request, query, state, 0)
     counts = selectors.label_counts(query)
     return render(
@@ -128,7 +131,7 @@ def label_page(request, query_id):
             "estimate": progress.estimate_or_computing(query, counts["labeled"], counts["last_activity"]),
             "estimate_help": progress.ESTIMATE_HELP,
             "examples": query.examples.all(),
-            "examples_embedding": examples.ensure_embedding(query),
+            "examples_embedding": embedding,
             "rankings": labeling.RANKINGS,
             "rerank_every": settings.QUIRE_RERANK_EVERY,
             "upload_form": ExampleUploadForm(),

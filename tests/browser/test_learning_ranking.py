@@ -77,6 +77,7 @@ def test_more_like_this_and_an_uploaded_example(page, live_server, labeling, art
     page.keyboard.press("l")  # more like the selected image
     page.wait_for_url("**ranking=image**")
     expect(page.locator(".chip.like")).to_have_text(f"like #{target}×")
+    expect(page.locator(".tile")).to_have_count(50)
     assert shown(page) == [
         hit.image_id
         for hit in candidates(query, viewer=labeling["annotator"], strategy="image", example_ids=[target], k=50)
@@ -101,6 +102,8 @@ def test_more_like_this_and_an_uploaded_example(page, live_server, labeling, art
     example = QueryExample.objects.get(query=query)
     assert example.upload and example.vector is not None and example.note == "a skimmer skimming"
     expect(page.locator(f'.examples img[alt="uploaded example {example.pk}"]')).to_be_visible()
+    # The tiles come once the page has reloaded itself with the example embedded.
+    expect(page.locator(".tile")).to_have_count(50, timeout=15_000)
     assert shown(page) == [
         hit.image_id for hit in candidates(query, viewer=labeling["annotator"], strategy="fusion", k=50)
     ]
