@@ -173,7 +173,7 @@ def candidates(
                 example_vectors.append(np.frombuffer(bytes(example.vector), dtype=np.float32))
     relevant_ids = [image for image, value in values.items() if value == LabelValue.RELEVANT]
     not_relevant_ids = [image for image, value in values.items() if value == LabelValue.NOT_RELEVANT]
-    if offset == 0 and k <= 1000 and strategy != "text" and strategy in STRATEGY_REGISTRY:
+    if offset == 0 and strategy != "text":
         return next_batch(
             strategy=strategy,
             text=text or query.text,

@@ -22,7 +22,7 @@ import numpy as np
 from annotator.facade import DEPTH, cross_fitted
 from search.facade import LABEL_ONLY_STRATEGIES, RECENT_ANSWERS, compose_batch, strategy_vector
 
-from .worlds import World, synthetic_world, team_world  # noqa: F401 -- the worlds replayed here
+from .worlds import World, synthetic_world  # noqa: F401 -- the worlds replayed here
 
 TARGETS = (0.5, 0.9, 0.95)
 CHECKPOINTS = (100, 500, 1000)
@@ -173,7 +173,7 @@ def world_ranker(world: World, query_id: int) -> Callable:
             return collection.top(vector, k, set(exclude))
         picks = compose_batch(
             collection, learned=vector, text=world.texts[query_id].astype(np.float32), k=k, exclude=set(exclude),
-            relevant_ids=relevant, not_relevant_ids=not_relevant, recent=recent,
+            relevant=world.vectors[relevant], not_relevant=world.vectors[not_relevant], recent=recent,
         )  # fmt: skip
         return [pick.image_id for pick in picks]
 

@@ -135,10 +135,12 @@ def stacked_picks(
         return []
     depth = wanted * DEPTH_PER_PICK
     while True:
-        # `first`: the ranking's first candidates, already searched by the caller (as deep as `depth`).
-        ids = first[:depth] if first is not None and depth == wanted * DEPTH_PER_PICK else None
-        if ids is None or len(ids) < min(depth, MAX_DEPTH):
+        # `first`: the ranking's best candidates, searched by the caller; used when they reach this deep.
+        if first is not None and len(first) >= min(depth, MAX_DEPTH):
+            ids = first[: min(depth, MAX_DEPTH)]
+        else:
             ids = collection.top(vector, min(depth, MAX_DEPTH), exclude)
+        first = None
         rows = collection.vectors(ids)
         leader_of = near_duplicate_stacks(rows, leaders_wanted=wanted, threshold=threshold)
         examined = leader_of[leader_of >= 0]
@@ -172,16 +174,15 @@ def compose(
     text: np.ndarray | None,
     k: int,
     exclude: set[int],
-    relevant_ids: Sequence[int],
-    not_relevant_ids: Sequence[int],
+    relevant: np.ndarray,
+    not_relevant: np.ndarray,
     recent: Sequence[tuple[int, bool]],
 ) -> list[Pick]:
     """The next `k` images to label: the learned ranking's and the text order's (stacked_picks) (the same
     stack rule), interleaved in the shares learned_share sets. `exclude`: the labeled images and any others
-    not to show; `recent`: the annotator's last answers on this query, (image id, relevant), oldest first.
+    not to show; `relevant`, `not_relevant`: the labeled images' vectors (rows, any order); `recent`: the
+    annotator's last answers on this query, (image id, relevant), oldest first.
     With no text (a ranking from examples only) the batch is the learned ranking's alone."""
-    relevant = collection.vectors(relevant_ids)
-    not_relevant = collection.vectors(not_relevant_ids)
     if text is None:
         return stacked_picks(collection, learned, k, exclude, relevant, not_relevant)
     text = text.astype(np.float32)
@@ -191,9 +192,8 @@ def compose(
     # The text order's frontier: the score of its best unlabeled image. Every labeled image above it is
     # where the text order alone would have been by now; those below, the learned ranking's own finds.
     frontier = float(collection.vectors(text_order[:1])[0] @ text)
-    labeled = [*relevant_ids, *not_relevant_ids]
-    scores = np.vstack([relevant, not_relevant]) @ text if labeled else np.empty(0)
-    answers = [True] * len(relevant_ids) + [False] * len(not_relevant_ids)
+    scores = np.vstack([relevant, not_relevant]) @ text
+    answers = [True] * len(relevant) + [False] * len(not_relevant)
     prefix = np.flatnonzero(scores >= frontier)
     text_answers = [answers[i] for i in prefix[np.argsort(-scores[prefix], kind="stable")][-WINDOW:]]
     recent = list(recent)[-WINDOW:]  # the annotator's last WINDOW answers (the simulator passes as many)

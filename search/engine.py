@@ -267,26 +267,21 @@ def next_batch(
     spec = spec or configured_spec()
     loaded = _get(spec.name)
     taxa = None if taxon_ids is None else list(taxon_ids)
-    vector = np.asarray(
-        _strategy_vector(
-            loaded, spec, strategy, text, relevant_ids, not_relevant_ids, example_ids, (), example_vectors, taxa
-        ),
-        dtype=np.float32,
+    chosen, inputs = _ranking_inputs(
+        loaded, spec, strategy, text, relevant_ids, not_relevant_ids, example_ids, (), example_vectors, taxa
     )
-    typed = (text or "").strip()
-    # The text order is the floor of a ranking that starts from the text; "more like this" has none.
-    needs_text = strategies.strategy(strategy).needs_text
-    text_vector = _embedder(spec).encode_text([typed])[0] if typed and needs_text and strategy != "text" else None
-    collection = _Indexed(loaded, taxa)
-    relevant_found, not_relevant_found = _with_vectors(loaded, relevant_ids), _with_vectors(loaded, not_relevant_ids)
-    labeled = set(relevant_found) | set(not_relevant_found)
-    exclude = {int(i) for i in exclude_image_ids} | labeled
+    vector = np.asarray(_vector_from(chosen, inputs, loaded), dtype=np.float32)
+    exclude = {int(i) for i in [*exclude_image_ids, *relevant_ids, *not_relevant_ids]}
     if strategy == "text":  # the control: the plain text order, as INQUIRE ranked it
         return loaded.searcher.search(vector, k=k, taxon_ids=taxa, exclude_image_ids=exclude)
+    # The labels' vectors the fit read; a ranking that does not learn from labels reads them for the rules.
+    learned = chosen.learns_from_labels
+    with_vector = set(_with_vectors(loaded, [image_id for image_id, _ in recent]))
     picks = batches.compose(
-        collection, learned=vector, text=text_vector, k=k, exclude=exclude,
-        relevant_ids=relevant_found, not_relevant_ids=not_relevant_found,
-        recent=[(image_id, answer) for image_id, answer in recent if image_id in labeled],
+        _Indexed(loaded, taxa), learned=vector, text=inputs.text, k=k, exclude=exclude,
+        relevant=inputs.relevant if learned else _vectors_of(loaded, relevant_ids),
+        not_relevant=inputs.not_relevant if learned else _vectors_of(loaded, not_relevant_ids),
+        recent=[(image_id, answer) for image_id, answer in recent if image_id in with_vector],
     )  # fmt: skip
     if not picks:
         return []
@@ -322,6 +317,27 @@ def _strategy_vector(
 ) -> np.ndarray:
     """The vector `strategy` (one of strategies.REGISTRY) ranks by, from the text, the labels' and the
     examples' vectors."""
+    chosen, inputs = _ranking_inputs(
+        loaded, spec, strategy, text, relevant_ids, not_relevant_ids, example_ids, example_images, example_vectors,
+        taxon_ids,
+    )  # fmt: skip
+    return _vector_from(chosen, inputs, loaded)
+
+
+def _ranking_inputs(
+    loaded: _Loaded,
+    spec: ClipSpec,
+    strategy: str,
+    text: str | None,
+    relevant_ids: Iterable[int],
+    not_relevant_ids: Iterable[int],
+    example_ids: Iterable[int],
+    example_images: Sequence["PILImage"],
+    example_vectors: Sequence[npt.ArrayLike],
+    taxon_ids: Iterable[int] | None,
+) -> tuple[strategies.Strategy, strategies.RankingInputs]:
+    """The strategy called `strategy` and what it ranks from: the text's vector (when it needs one), the
+    labels' vectors (when it learns from them), the examples' vectors and the collection's best match."""
     try:
         chosen = strategies.strategy(strategy)
     except ValueError as error:
@@ -345,6 +361,11 @@ def _strategy_vector(
         examples=examples,
         best_match=best_match,
     )
+    return chosen, inputs
+
+
+def _vector_from(chosen: strategies.Strategy, inputs: strategies.RankingInputs, loaded: _Loaded) -> np.ndarray:
+    """The strategy's vector from its inputs; SearchError (its sentence) when an input it needs is missing."""
     try:
         vector = chosen.vector_for(inputs)
     except ValueError as error:

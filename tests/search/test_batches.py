@@ -104,7 +104,7 @@ def test_compose_turns_to_the_text_order_when_the_learned_ranking_finds_nothing(
     recent = [(i, i in relevant) for i in labeled_text + far]
     picks = batches.compose(
         collection, learned=wrong, text=text, k=20, exclude=set(labeled_text + far),
-        relevant_ids=relevant, not_relevant_ids=not_relevant, recent=recent,
+        relevant=collection.vectors(relevant), not_relevant=collection.vectors(not_relevant), recent=recent,
     )  # fmt: skip
     sources = [pick.source for pick in picks]
     assert sources.count(batches.TEXT) == 18 and sources.count(batches.LEARNED) == 2
@@ -112,7 +112,8 @@ def test_compose_turns_to_the_text_order_when_the_learned_ranking_finds_nothing(
     recent = [(i, i in far[:30]) for i in labeled_text[2:] + far]
     picks = batches.compose(
         collection, learned=wrong, text=text, k=20, exclude=set(labeled_text + far),
-        relevant_ids=far[:30], not_relevant_ids=labeled_text[2:] + far[30:], recent=recent,
+        relevant=collection.vectors(far[:30]), not_relevant=collection.vectors(labeled_text[2:] + far[30:]),
+        recent=recent,
     )  # fmt: skip
     assert [pick.source for pick in picks].count(batches.LEARNED) == 18
     assert len({pick.image_id for pick in picks}) == 20 and not {pick.image_id for pick in picks} & set(
@@ -123,6 +124,13 @@ def test_compose_turns_to_the_text_order_when_the_learned_ranking_finds_nothing(
 def test_without_a_text_the_batch_is_the_ranking_alone(crowded):
     collection, text = crowded
     picks = batches.compose(
-        collection, learned=text, text=None, k=5, exclude=set(), relevant_ids=[], not_relevant_ids=[], recent=[]
+        collection,
+        learned=text,
+        text=None,
+        k=5,
+        exclude=set(),
+        relevant=np.empty((0, 16)),
+        not_relevant=np.empty((0, 16)),
+        recent=[],
     )
     assert [pick.image_id for pick in picks] == collection.top(text, 5, set())
