@@ -27,7 +27,7 @@ Two rules on top of the learned ranking (search/strategies.py):
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -189,6 +189,9 @@ def compose(
     text_order = collection.top(text, k * DEPTH_PER_PICK, exclude)  # one search: the frontier and the probes
     if not text_order:
         return []
+    if float(learned @ text) >= (1 - 1e-6) * float(np.linalg.norm(learned) * np.linalg.norm(text)):
+        # Nothing learned yet (no labels, no examples): the two rankings are one, the text order.
+        return stacked_picks(collection, text, k, exclude, relevant, not_relevant, TEXT, first=text_order)
     # The text order's frontier: the score of its best unlabeled image. Every labeled image above it is
     # where the text order alone would have been by now; those below, the learned ranking's own finds.
     frontier = float(collection.vectors(text_order[:1])[0] @ text)
@@ -201,19 +204,40 @@ def compose(
     learned_answers = [answer for (_, answer), score in zip(recent, recent_scores, strict=True) if score < frontier]
     share = learned_share(learned_answers[-WINDOW:], text_answers)
     from_text = max(1, round(k * (1 - share))) if k > 1 else 0
-    picks = stacked_picks(collection, learned, k - from_text, exclude, relevant, not_relevant)
-    taken = {pick.image_id for pick in picks} | {image_id for pick in picks for image_id in pick.stack}
-    first = [image_id for image_id in text_order if image_id not in taken]
-    probes = stacked_picks(collection, text, k, exclude | taken, relevant, not_relevant, TEXT, first=first)
-    batch = interleave(picks, probes[:from_text])
-    return batch + probes[from_text : from_text + k - len(batch)]  # one ranking ran out: the other fills
+    # The ranking with the larger share picks first, exactly as it ranks alone; the other takes its share
+    # from what is left (asked for a whole batch, so that it fills in if the first runs out).
+    lead, other = _Share(learned, LEARNED, k - from_text), _Share(text, TEXT, from_text, text_order)
+    if other.wanted > lead.wanted:
+        lead, other = other, lead
+    first = stacked_picks(
+        collection, lead.vector, lead.wanted, exclude, relevant, not_relevant, lead.source, first=lead.searched
+    )  # fmt: skip
+    taken = {pick.image_id for pick in first} | {image_id for pick in first for image_id in pick.stack}
+    searched = None if other.searched is None else [i for i in other.searched if i not in taken]
+    second = stacked_picks(
+        collection, other.vector, k, exclude | taken, relevant, not_relevant, other.source, first=searched
+    )
+    batch = interleave(first, second[: other.wanted])
+    return batch + second[other.wanted : other.wanted + k - len(batch)]  # the first ran out: the second fills
+
+
+class _Share(NamedTuple):
+    """One ranking's part of a batch: its vector, its name, how many images it gets, and its candidates
+    when already searched (the text order's, best first)."""
+
+    vector: np.ndarray
+    source: str
+    wanted: int
+    searched: list[int] | None = None
 
 
 def interleave(first: list[Pick], second: list[Pick]) -> list[Pick]:
-    """The two lists merged, each in its own order, the second's items spread evenly through the first's
-    (item j at about position (j + 1/2) * total / len(second)): an annotator who stops part-way through
-    the batch has seen the best of both in their shares."""
-    total = len(first) + len(second)
-    places = {min(total - 1, int((j + 0.5) * total / len(second))) for j in range(len(second))} if second else set()
-    rest_first, rest_second = iter(first), iter(second)
-    return [next(rest_second) if position in places else next(rest_first) for position in range(total)]
+    """The two lists merged, each in its own order, the shorter one's items spread evenly through the
+    longer's, its best first (item j at position j * total / len(shorter)): an annotator who stops
+    part-way through the batch has seen the best of both in their shares, and a ranking with a small share
+    shows its best pick at once rather than half a share in."""
+    major, minor = (first, second) if len(first) >= len(second) else (second, first)
+    total = len(major) + len(minor)
+    places = {int(j * total / len(minor)) for j in range(len(minor))} if minor else set()
+    rest_major, rest_minor = iter(major), iter(minor)
+    return [next(rest_minor) if position in places else next(rest_major) for position in range(total)]

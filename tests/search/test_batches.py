@@ -90,9 +90,12 @@ def test_interleave_spreads_the_smaller_share_through_the_batch():
     second = [batches.Pick(100 + i, batches.TEXT) for i in range(3)]
     merged = [pick.image_id for pick in batches.interleave(first, second)]
     assert sorted(merged) == sorted([*range(9), 100, 101, 102])
-    assert [merged.index(i) for i in (100, 101, 102)] == [2, 6, 10]
+    # The shorter share's best comes first, the rest evenly after: an annotator who stops part-way
+    # through the batch has seen the best of both.
+    assert [merged.index(i) for i in (100, 101, 102)] == [0, 4, 8]
     assert [i for i in merged if i < 100] == list(range(9))  # each list keeps its order
     assert batches.interleave(first, []) == first
+    assert [pick.image_id for pick in batches.interleave(second, first)] == merged  # whichever is shorter
 
 
 def test_compose_turns_to_the_text_order_when_the_learned_ranking_finds_nothing(crowded):
@@ -134,3 +137,37 @@ def test_without_a_text_the_batch_is_the_ranking_alone(crowded):
         recent=[],
     )
     assert [pick.image_id for pick in picks] == collection.top(text, 5, set())
+
+
+def _compose(collection, learned, text, k, labeled_relevant, labeled_not_relevant, recent):
+    return batches.compose(
+        collection, learned=learned, text=text, k=k, exclude=set(labeled_relevant + labeled_not_relevant),
+        relevant=collection.vectors(labeled_relevant), not_relevant=collection.vectors(labeled_not_relevant),
+        recent=recent,
+    )  # fmt: skip
+
+
+def test_before_any_label_the_batch_is_the_text_order(crowded):
+    collection, text = crowded
+    picks = _compose(collection, text, text, 20, [], [], [])
+    assert [pick.image_id for pick in picks] == collection.top(text, 20, set())
+    assert {pick.source for pick in picks} == {batches.TEXT}  # nothing learned yet: named for what it is
+
+
+def test_the_leading_ranking_keeps_its_own_order_and_the_other_takes_what_is_left(crowded):
+    """While the text order leads, a learned ranking that agrees with it on the next images must not take
+    them for its small share (the text order's share then going deeper): the text order's share is its
+    own next images, exactly, and the learned share comes from what is left."""
+    collection, text = crowded
+    labeled = collection.top(text, 10, set())
+    # A learned ranking close to the text, led away a little: its best unlabeled images are the text's.
+    learned = unit(text + 0.05 * np.eye(16)[1])
+    # Six of the text order's first ten relevant, nothing yet from the learned ranking's own: the text leads.
+    recent = [(i, n < 6) for n, i in enumerate(labeled)]
+    picks = _compose(collection, learned, text, 20, labeled[:6], labeled[6:], recent)
+    from_text = [pick.image_id for pick in picks if pick.source == batches.TEXT]
+    assert len(from_text) == 18
+    assert from_text == collection.top(text, 18, set(labeled))
+    from_learned = [pick.image_id for pick in picks if pick.source == batches.LEARNED]
+    assert from_learned == [i for i in collection.top(learned, 40, set(labeled)) if i not in from_text][:2]
+    assert picks[0].source == batches.LEARNED  # the small share's best is shown first
