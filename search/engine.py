@@ -10,7 +10,7 @@ moves `current.json` (checked with one stat per search).
 import os
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +23,7 @@ from .index import Searcher, inner_products
 from .results import Hit
 from .spec import ClipSpec, configured_spec, index_folder, store_root
 from .store import EmbeddingStore
+from .text_orders import TextOrders
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
@@ -38,8 +39,9 @@ def _embedder(spec: ClipSpec) -> "ClipEmbedder":
 
 @dataclass
 class _Loaded:
-    pointer_stamp: tuple[int, int, int]
+    pointer_stamp: tuple[int, ...]
     searcher: Searcher
+    text_orders: TextOrders = field(default_factory=TextOrders)  # forgotten with the index they ranked
 
 
 _loaded: dict[str, _Loaded] = {}
@@ -230,15 +232,24 @@ def rank(
 
 
 class _Indexed:
-    """The loaded index as search.batches sees a collection (restricted to `taxon_ids` when given)."""
+    """The loaded index as search.batches sees a collection (restricted to `taxon_ids` when given). The
+    order by `text` is remembered between batches (search/text_orders.py)."""
 
-    def __init__(self, loaded: _Loaded, taxon_ids: list[int] | None):
+    def __init__(self, loaded: _Loaded, taxon_ids: list[int] | None, text: np.ndarray | None = None):
         self.loaded, self.taxon_ids = loaded, taxon_ids
+        self.text = None if text is None else np.asarray(text, dtype=np.float32)
 
     def top(self, vector: np.ndarray, depth: int, exclude: set[int]) -> list[int]:
-        hits = self.loaded.searcher.search(
-            np.asarray(vector, dtype=np.float32), k=depth, taxon_ids=self.taxon_ids, exclude_image_ids=exclude
-        )
+        vector = np.asarray(vector, dtype=np.float32)
+        if self.text is not None and np.array_equal(vector, self.text):
+            key = (vector.tobytes(), None if self.taxon_ids is None else tuple(sorted(self.taxon_ids)))
+            return self.loaded.text_orders.top(
+                key, depth, exclude, lambda wanted, out: self._search(vector, wanted, out)
+            )
+        return self._search(vector, depth, exclude)
+
+    def _search(self, vector: np.ndarray, depth: int, exclude: set[int]) -> list[int]:
+        hits = self.loaded.searcher.search(vector, k=depth, taxon_ids=self.taxon_ids, exclude_image_ids=exclude)
         return [hit.image_id for hit in hits]
 
     def vectors(self, image_ids: Sequence[int]) -> np.ndarray:
@@ -278,7 +289,7 @@ def next_batch(
     learned = chosen.learns_from_labels
     with_vector = set(_with_vectors(loaded, [image_id for image_id, _ in recent]))
     picks = batches.compose(
-        _Indexed(loaded, taxa), learned=vector, text=inputs.text, k=k, exclude=exclude,
+        _Indexed(loaded, taxa, inputs.text), learned=vector, text=inputs.text, k=k, exclude=exclude,
         relevant=inputs.relevant if learned else _vectors_of(loaded, relevant_ids),
         not_relevant=inputs.not_relevant if learned else _vectors_of(loaded, not_relevant_ids),
         recent=[(image_id, answer) for image_id, answer in recent if image_id in with_vector],

@@ -149,3 +149,21 @@ def test_a_batch_holds_up_to_5000_labels(api, labeling):
     many = {"labels": [{"image": 3 + n % 100, "value": "relevant"} for n in range(5000)]}
     answer = api.post(url, many, format="json")
     assert answer.status_code == 200 and answer.json() == {"written": 100, "labels": 5000}
+
+
+def test_a_remembered_text_order_gives_the_batches_a_fresh_search_would(api, labeling):
+    """The text order's candidates are kept between calls (search/text_orders.py); batch after batch, the
+    candidates are those computed with nothing remembered."""
+    from search import engine
+    from search.text_orders import TextOrders
+
+    query = labeling["query"]
+    truth = {hit.image_id for hit in search(text=query.text, k=400)[::7]}  # some relevant, spread out
+    for _ in range(4):
+        body = candidates(api, query, strategy="feedback", k=25)
+        for loaded in engine._loaded.values():
+            loaded.text_orders = TextOrders()  # forget: the next call searches afresh
+        assert candidates(api, query, strategy="feedback", k=25) == body
+        labels = [{"image": r["image_id"], "value": "relevant" if r["image_id"] in truth else "not_relevant"}
+                  for r in body["results"]]  # fmt: skip
+        assert api.post(f"/api/queries/{query.pk}/labels/", {"labels": labels}, format="json").status_code == 200

@@ -1,0 +1,53 @@
+"""The text order's best candidates, remembered between batches.
+
+Every batch of a ranking that learns also asks for the text order's next candidates (search/batches.py:
+its floor and its probes). They depend only on the text, the species filter and which images are
+labeled, and between two batches the labeled images only grow: one search DEPTH deep serves the batches
+after it, each taking the candidates still unlabeled, so a batch costs one search of the collection (the
+learned ranking's) instead of two. A label undone since (an image excluded then, no longer) or a batch
+that needs deeper than what is left searches again.
+"""
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+
+# Candidates kept per text: at 45 text-order images a batch (the text order leading), twenty batches.
+DEPTH = 1000
+# Texts remembered per loaded index: the queries a team labels at once, with room to spare.
+TEXTS = 256
+
+
+class TextOrders:
+    """Remembered text orders, per key (the text's vector and the species filter), least recently used
+    forgotten first. Thread-safe: web workers' threads share one per loaded index."""
+
+    def __init__(self, texts: int = TEXTS, depth: int = DEPTH):
+        self.texts, self.depth = texts, depth
+        self._orders: OrderedDict[Hashable, tuple[list[int], frozenset[int], bool]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def top(
+        self, key: Hashable, depth: int, exclude: set[int], search: Callable[[int, set[int]], list[int]]
+    ) -> list[int]:
+        """The `depth` best images under `key`'s text order, none of `exclude`. `search(depth, exclude)`
+        searches the collection (best first) when what is remembered does not answer."""
+        with self._lock:
+            remembered = self._orders.get(key)
+            if remembered is not None:
+                self._orders.move_to_end(key)
+        if remembered is not None:
+            order, excluded_then, whole = remembered
+            if excluded_then <= exclude:  # nothing excluded then is shown again now
+                still = [image_id for image_id in order if image_id not in exclude]
+                if len(still) >= depth or whole:
+                    return still[:depth]
+        wanted = max(depth, self.depth)
+        order = search(wanted, exclude)
+        with self._lock:
+            # `whole`: the search gave fewer than asked, so it holds every image the filter leaves.
+            self._orders[key] = (order, frozenset(exclude), len(order) < wanted)
+            self._orders.move_to_end(key)
+            while len(self._orders) > self.texts:
+                self._orders.popitem(last=False)
+        return order[:depth]
