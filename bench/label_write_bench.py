@@ -10,6 +10,9 @@ With --api, the same batches go through POST /api/queries/{id}/labels/ (DRF's te
 so authentication, validation and the response are counted, the network not): one request per label beside
 one request for the whole batch.
 
+Each label carries its own lead time (the labeling page measures one per image). Timed with DEBUG off, as
+the server runs; statements counted by an execute wrapper.
+
 Usage:
   DATABASE_URL=postgres://quire:quire@127.0.0.1:5432/quire_labelbench \
     .venv/bin/python bench/label_write_bench.py [--api]
@@ -57,7 +60,10 @@ def changes_for(image_ids, round_number):
     from annotator.labels import LabelChange
 
     values = ("relevant", "not_relevant", "unsure", "")
-    return [LabelChange(image_id, values[(image_id + round_number) % 4]) for image_id in image_ids]
+    # Each label its own lead time, as the labeling page measures them.
+    return [
+        LabelChange(image_id, values[(image_id + round_number) % 4], 400 + image_id % 997) for image_id in image_ids
+    ]
 
 
 def one_at_a_time(query_id, changes, user):
@@ -84,25 +90,38 @@ def _client(user):
     return client
 
 
+def _item(change):
+    return {"image": change.image_id, "value": change.value or "unsure", "lead_time_ms": change.lead_time_ms}
+
+
 def api_one_at_a_time(query_id, changes, user):
     client = _client(user)
     for change in changes:
-        body = {"labels": [{"image": change.image_id, "value": change.value or "unsure"}]}
+        body = {"labels": [_item(change)]}
         assert client.post(f"/api/queries/{query_id}/labels/", body, format="json").status_code == 200
 
 
 def api_in_one_batch(query_id, changes, user):
-    body = {"labels": [{"image": change.image_id, "value": change.value or "unsure"} for change in changes]}
+    body = {"labels": [_item(change) for change in changes]}
     assert _client(user).post(f"/api/queries/{query_id}/labels/", body, format="json").status_code == 200
 
 
 def timed(write, query_id, changes, user):
-    from django.db import connection, reset_queries
+    """Milliseconds and statements. The statements are counted by an execute wrapper, not Django's query
+    log: that needs DEBUG on, which the server never runs with, and costs time of its own."""
+    from django.db import connection
 
-    reset_queries()
-    started = time.perf_counter()
-    write(query_id, changes, user)
-    return 1000 * (time.perf_counter() - started), len(connection.queries)
+    statements = []
+
+    def count(execute, sql, params, many, context):
+        statements.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(count):
+        started = time.perf_counter()
+        write(query_id, changes, user)
+        elapsed = 1000 * (time.perf_counter() - started)
+    return elapsed, len(statements)
 
 
 def main():
@@ -121,7 +140,7 @@ def main():
     user, queries = setup(images=max(args.sizes) * 2 * (args.repeat + 1))
     from django.conf import settings
 
-    settings.DEBUG = True  # Django logs the statements only then
+    settings.DEBUG = False  # as the server runs (DEBUG=1 in the environment only lets the settings load)
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     ways = (("one at a time (before)", one_at_a_time), ("set_labels (batch)", in_one_batch))
     if args.api:

@@ -149,6 +149,23 @@ def test_a_batch_of_500_costs_a_handful_of_statements(query, django_assert_max_n
     assert LabelEvent.objects.count() == 1 + 499
 
 
+def test_labels_changed_each_with_its_own_lead_time_are_one_update_and_land_as_sent(
+    query, django_assert_max_num_queries
+):
+    # The labeling page measures a lead time per image: an UPDATE per set of alike new values was then one
+    # per label (31 statements for 50 labels before); now one UPDATE of the judgments, one of the labels.
+    ann = User.objects.create(username="ann")
+    images = [1000 + n for n in range(5)]
+    set_labels(query_id=query.id, changes=[LabelChange(i, "unsure") for i in images], user=ann, source="api")
+    values = ("relevant", "not_relevant", "relevant", "not_relevant", "relevant")
+    changes = [LabelChange(i, value, 300 + 7 * n) for n, (i, value) in enumerate(zip(images, values, strict=True))]
+    with django_assert_max_num_queries(10):
+        set_labels(query_id=query.id, changes=changes, user=ann, source="keyboard")
+    stored = {j.image_id: (j.value, j.lead_time_ms, j.source) for j in Judgment.objects.filter(annotator=ann)}
+    assert stored == {c.image_id: (c.value, c.lead_time_ms, "keyboard") for c in changes}
+    assert dict(Label.objects.values_list("image_id", "value")) == dict(zip(images, values, strict=True))
+
+
 def test_clearing_removes_only_the_writers_own_judgment(query):
     ann, bob = User.objects.create(username="ann"), User.objects.create(username="bob")
     set_label(query_id=query.id, image_id=1000, value="relevant", user=ann, source="click")
