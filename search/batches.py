@@ -233,11 +233,11 @@ class _Share(NamedTuple):
 
 def interleave(first: list[Pick], second: list[Pick]) -> list[Pick]:
     """The two lists merged, each in its own order, the shorter one's items spread evenly through the
-    longer's, its best first (item j at position j * total / len(shorter)): an annotator who stops
-    part-way through the batch has seen the best of both in their shares, and a ranking with a small share
-    shows its best pick at once rather than half a share in."""
+    longer's (item j at position 1 + j * total / len(shorter)): the longer's best opens the batch and the
+    shorter's best follows it, so an annotator who stops part-way has seen the best of both in their
+    shares, and a ranking with a small share shows its best at once rather than half a share in."""
     major, minor = (first, second) if len(first) >= len(second) else (second, first)
     total = len(major) + len(minor)
-    places = {int(j * total / len(minor)) for j in range(len(minor))} if minor else set()
+    places = {min(total - 1, 1 + int(j * total / len(minor))) for j in range(len(minor))} if minor else set()
     rest_major, rest_minor = iter(major), iter(minor)
     return [next(rest_minor) if position in places else next(rest_major) for position in range(total)]

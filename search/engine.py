@@ -285,11 +285,15 @@ def next_batch(
     exclude = {int(i) for i in [*exclude_image_ids, *relevant_ids, *not_relevant_ids]}
     if strategy == "text":  # the control: the plain text order, as INQUIRE ranked it
         return loaded.searcher.search(vector, k=k, taxon_ids=taxa, exclude_image_ids=exclude)
+    # The text order is every ranking's floor where the query has a text: "like the example images" too,
+    # which does not rank by it (the encoder keeps the text's vector: no second encoding).
+    typed = (text or "").strip()
+    floor = inputs.text if inputs.text is not None or not typed else _embedder(spec).encode_text([typed])[0]
     # The labels' vectors the fit read; a ranking that does not learn from labels reads them for the rules.
     learned = chosen.learns_from_labels
     with_vector = set(_with_vectors(loaded, [image_id for image_id, _ in recent]))
     picks = batches.compose(
-        _Indexed(loaded, taxa, inputs.text), learned=vector, text=inputs.text, k=k, exclude=exclude,
+        _Indexed(loaded, taxa, floor), learned=vector, text=floor, k=k, exclude=exclude,
         relevant=inputs.relevant if learned else _vectors_of(loaded, relevant_ids),
         not_relevant=inputs.not_relevant if learned else _vectors_of(loaded, not_relevant_ids),
         recent=[(image_id, answer) for image_id, answer in recent if image_id in with_vector],

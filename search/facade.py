@@ -160,9 +160,10 @@ def next_batch(
     labeled ones (`relevant_ids`, `not_relevant_ids`) or `exclude_image_ids`.
 
     `text` is the plain text order (INQUIRE's control). Any other strategy gets search/batches.py's
-    rules: one image per near-duplicate stack (Hit.stack: the look-alikes that wait behind it), and the
-    text order as a floor (Hit.source "text" for its share), judged against `recent`: the annotator's
-    last answers on this query, (image id, relevant), oldest first. Raises SearchUnavailable.
+    rules: one image per near-duplicate stack (Hit.stack: the look-alikes that wait behind it), and,
+    where a `text` is given (whether or not the strategy ranks by it), the text order as a floor
+    (Hit.source "text" for its share), judged against `recent`: the annotator's last answers on this
+    query, (image id, relevant), oldest first. Raises SearchUnavailable.
     """
     from .engine import next_batch as engine_next_batch
 

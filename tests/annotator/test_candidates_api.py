@@ -86,8 +86,11 @@ def test_feedback_ranks_by_the_fitted_vector(api, labeling, tiny_spec, settings)
 
 def test_image_and_fusion_use_the_examples(api, labeling):
     query = labeling["query"]
-    body = candidates(api, query, strategy="image", image=[7], k=5)
+    body = candidates(api, query, strategy="image", image=[7], k=20)
     assert body["results"][0]["image_id"] == 7  # the example itself is most like itself
+    # The query's text order is the floor of a ranking by examples too: its probe share is in the batch.
+    probes = [r["image_id"] for r in body["results"] if r["source"] == "text"]
+    assert len(probes) == 2 and probes[0] == search(text=query.text, k=1)[0].image_id
     QueryExample.objects.create(query=query, image_id=7, relevant=True)
     assert candidates(api, query, strategy="fusion", k=5)["results"]
     for strategy in STRATEGIES:

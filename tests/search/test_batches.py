@@ -90,9 +90,9 @@ def test_interleave_spreads_the_smaller_share_through_the_batch():
     second = [batches.Pick(100 + i, batches.TEXT) for i in range(3)]
     merged = [pick.image_id for pick in batches.interleave(first, second)]
     assert sorted(merged) == sorted([*range(9), 100, 101, 102])
-    # The shorter share's best comes first, the rest evenly after: an annotator who stops part-way
+    # The longer share opens, the shorter one's best follows, the rest evenly after: one who stops part-way
     # through the batch has seen the best of both.
-    assert [merged.index(i) for i in (100, 101, 102)] == [0, 4, 8]
+    assert [merged.index(i) for i in (100, 101, 102)] == [1, 5, 9]
     assert [i for i in merged if i < 100] == list(range(9))  # each list keeps its order
     assert batches.interleave(first, []) == first
     assert [pick.image_id for pick in batches.interleave(second, first)] == merged  # whichever is shorter
@@ -170,4 +170,4 @@ def test_the_leading_ranking_keeps_its_own_order_and_the_other_takes_what_is_lef
     assert from_text == collection.top(text, 18, set(labeled))
     from_learned = [pick.image_id for pick in picks if pick.source == batches.LEARNED]
     assert from_learned == [i for i in collection.top(learned, 40, set(labeled)) if i not in from_text][:2]
-    assert picks[0].source == batches.LEARNED  # the small share's best is shown first
+    assert [pick.source for pick in picks[:2]] == [batches.TEXT, batches.LEARNED]  # each share's best at once
