@@ -22,7 +22,11 @@ Two rules on top of the learned ranking (search/strategies.py):
   while) the text order gets all but a PROBE_SHARE. Cost: PROBE_SHARE of the labels while the learned
   ranking is the better one; when it is the worse, the text order still advances at 1 - PROBE_SHARE of
   its pace, so in steady state a learned ranking costs about 1 / (1 - PROBE_SHARE) = 1.11 times the text
-  order's labels, plus the batches it takes to notice (bench/RESULTS.md measures both).
+  order's labels, plus the batches it takes to notice (bench/RESULTS.md measures both). The ranking
+  with the larger share picks first, exactly as it would alone; the other takes its share from what is
+  left (else a learned ranking agreeing with the text order would take the text order's next positives
+  for its small share and push the text order's share deeper); before any label the batch is the text
+  order's alone.
 """
 
 from collections.abc import Sequence
