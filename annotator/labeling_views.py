@@ -27,6 +27,7 @@ from common.background import QueueUnavailable
 from common.formats import RASTER_TYPES
 from lmm.facade import ModelUnavailable
 from quire.database import retry_once_if_dropped
+from quire.refusals import drawn_for_target
 
 from . import agreement, examples, labeling, labels, progress, rerank, selectors
 from .forms import ExampleUploadForm, LabelingSearchForm, SearchState, TrackingForm
@@ -354,15 +355,20 @@ def start_rerank(request, query_id):
     if method not in MODEL_METHODS:
         return HttpResponseBadRequest(f"method is one of {', '.join(MODEL_METHODS)}.")
     if _locked_for(request, query):
-        box = {**_rerank_box(query), "error": _locked_message(query)}
-        return render(request, "annotator/_rerank.html", box, status=403)
+        return _rerank_refused(request, query, _locked_message(query), 403)
     try:
         rerank.start_job(query, user=request.user, method=method)
     except ModelUnavailable as error:
-        return render(request, "annotator/_rerank.html", {**_rerank_box(query), "error": str(error)}, status=409)
+        return _rerank_refused(request, query, str(error), 409)
     except QueueUnavailable as error:  # the job row ends failed with the same sentence
-        return render(request, "annotator/_rerank.html", {**_rerank_box(query), "error": str(error)}, status=503)
+        return _rerank_refused(request, query, str(error), 503)
     return render(request, "annotator/_rerank.html", _rerank_box(query))
+
+
+def _rerank_refused(request, query: Query, sentence: str, status: int):
+    """The side pane's model box with the refusal's sentence in it, where the annotator pressed the button."""
+    box = render(request, "annotator/_rerank.html", {**_rerank_box(query), "error": sentence}, status=status)
+    return drawn_for_target(box)
 
 
 @login_required

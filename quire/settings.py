@@ -129,6 +129,8 @@ MIDDLEWARE = [
     "quire.health.HealthCheck",  # before the host check and the HTTPS redirect (see quire/health.py)
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Outside every refusal below it: an htmx request's refusal becomes a sentence the page shows.
+    "quire.refusals.HtmxRefusals",
     "quire.middleware.RejectNulCharacters",
     "quire.database.DatabaseOutage",  # a lost database: 503 with a sentence (JSON for the page and the API)
     "quire.signin.SignInLimits",  # before the session and CSRF: a refused sign-in costs no hash and no row

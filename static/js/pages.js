@@ -9,3 +9,57 @@ document.addEventListener("DOMContentLoaded", () => {
   const marked = document.querySelector("[data-replace-url]");
   if (marked) history.replaceState(null, "", marked.dataset.replaceUrl);
 });
+
+// htmx requests that are refused or never answered (quire/refusals.py): htmx 2 swaps neither, so without
+// this a refused button does nothing visible. A refusal drawn for the request's target (X-Quire-Refusal:
+// fragment) is swapped in like any answer; any other is a sentence, shown next to the control that asked
+// (a link to log in when the session ended), and cleared by that control's next answer.
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const xhr = event.detail.xhr;
+  if (xhr.status < 400) return;
+  if (xhr.getResponseHeader("X-Quire-Refusal") === "fragment") {
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+    return;
+  }
+  event.detail.shouldSwap = false;
+  const sentence = xhr.responseText && !/^\s*</.test(xhr.responseText)
+    ? xhr.responseText : `The request was refused (${xhr.status}): reload the page and try again.`;
+  showRefusal(askingOf(event), sentence, xhr.getResponseHeader("X-Login-Url"));
+});
+document.addEventListener("htmx:sendError", (event) => {
+  showRefusal(askingOf(event), "The server did not answer: check the connection, then try again.");
+});
+document.addEventListener("htmx:afterRequest", (event) => {
+  if (!event.detail.successful) return;
+  const note = refusalNote(askingOf(event), false);
+  if (note) note.remove();
+});
+
+function askingOf(event) {  // the element whose request it was
+  return (event.detail.requestConfig && event.detail.requestConfig.elt) || event.detail.elt;
+}
+
+function refusalNote(asking, create) {
+  const place = asking.closest("form") || asking;
+  const next = place.nextElementSibling;
+  if (next && next.matches(".refusal")) return next;
+  if (!create || !place.isConnected) return null;
+  const note = document.createElement("p");
+  note.className = "notice error refusal";
+  note.setAttribute("role", "alert");
+  place.after(note);
+  return note;
+}
+
+function showRefusal(asking, sentence, loginUrl) {
+  const note = refusalNote(asking, true);
+  if (!note) return;
+  note.textContent = sentence;
+  if (loginUrl) {
+    const link = document.createElement("a");
+    link.href = loginUrl;
+    link.textContent = "Log in";
+    note.append(" ", link);
+  }
+}
