@@ -11,7 +11,7 @@ from catalog import facade as taxa  # describe, species_for, UnknownTaxon
 from common.api_params import strict_id
 from common.formats import RASTER_TYPES
 
-from .models import MAX_QUERY_TEXT, Query, QueryExample, normalised_text
+from .models import MAX_QUERY_TEXT, Query, QueryExample
 
 
 class QueryForm(forms.ModelForm):
@@ -33,12 +33,7 @@ class QueryForm(forms.ModelForm):
             raise forms.ValidationError(
                 f"A query is at most {MAX_QUERY_TEXT:,} characters; this one has {len(text):,}. Say it shorter."
             )
-        wanted = normalised_text(text)
-        # Few enough queries (hundreds) to compare in Python, where case-folding is Unicode-correct.
-        for pk, existing in Query.objects.values_list("pk", "text"):
-            if normalised_text(existing) == wanted:
-                raise forms.ValidationError(f"Query {pk} already has this text: “{existing}”. Label that one.")
-        return text
+        return text  # the same text as another query's: Query.clean says which
 
 
 class TrackingForm(forms.ModelForm):

@@ -24,7 +24,7 @@ from common.values import (
 )
 
 from .labels import set_labels_in_bulk
-from .models import ImportBatch, LabelSource, LabelValue, Query
+from .models import ImportBatch, LabelSource, LabelValue, Query, text_key
 
 QUERY_COLUMNS = ["query_id", "query_text", "supercategory", "category", "iconic_group"]
 ANNOTATION_COLUMNS = ["query_id", "image_id", "image_path"]
@@ -74,6 +74,7 @@ def import_queries(path: Path, split: str | None = None) -> QueriesResult:
         raise InputError(path, None, f"split must be one of {', '.join(Query.Split.values)}, not {split!r}")
     split = split or split_from_file_name(path)
     parsed: dict[int, dict] = {}
+    keys: dict[str, int] = {}  # text_key -> query id, for the file's own duplicates
     for line, row in read_csv(path, QUERY_COLUMNS):
         try:
             query_id = required_int(row["query_id"], "query_id")
@@ -91,11 +92,17 @@ def import_queries(path: Path, split: str | None = None) -> QueriesResult:
             raise InputError(path, line, str(error)) from None
         if query_id in parsed:
             raise InputError(path, line, f"query_id {query_id} appears twice in the file")
-        parsed[query_id] = fields
+        key = text_key(fields["text"])
+        if key in keys:
+            raise InputError(path, line, f"query {query_id} has the text of query {keys[key]} above: one query a text")
+        parsed[query_id], keys[key] = fields, query_id
 
     created = updated = 0
     with transaction.atomic():
         existing = Query.objects.select_for_update().in_bulk(list(parsed))
+        taken = Query.objects.filter(text_key__in=list(keys)).exclude(pk__in=list(parsed))
+        if clash := taken.values_list("pk", "text_key").first():
+            raise InputError(path, None, f"query {keys[clash[1]]} has the text of query {clash[0]}, already stored")
         for query_id, fields in parsed.items():
             query = existing.get(query_id)
             if query is None:

@@ -15,12 +15,14 @@ Provenance rules, enforced here rather than trusted to callers:
   labels.
 """
 
+import hashlib
 from collections.abc import Iterable
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
@@ -95,8 +97,13 @@ class Query(models.Model):
     judgments_wanted = models.PositiveSmallIntegerField(
         default=2, help_text="How many annotators judge each image of the overlap sample (2 or 3)."
     )
+    # text_key(text), unique: a second query with the same text (a double click on "Add", two admins at
+    # once) is refused by the database, not only by the form. A hash, so that a long text fits an index.
+    # Null on the later ones of duplicates made before the constraint (migration 0016 keeps them).
+    text_key = models.CharField(max_length=64, null=True, unique=True, editable=False)  # noqa: DJ001 (NULLs may repeat)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    _text_loaded: str | None = None  # the text as read from the database (from_db)
 
     class Meta:
         verbose_name_plural = "queries"
@@ -105,6 +112,30 @@ class Query(models.Model):
     def __str__(self):
         return f"{self.id}: {self.text}"
 
+    def save(self, *args, **kwargs):
+        if self._state.adding or self.text != self._text_loaded:
+            self.text_key = text_key(self.text)
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "text_key"}
+        super().save(*args, **kwargs)
+        self._text_loaded = self.text
+
+    def clean(self):
+        """The same text as another query's: refused with the other's id (forms and the admin call this)."""
+        other = Query.objects.filter(text_key=text_key(self.text)).exclude(pk=self.pk).first()
+        if other is not None:
+            raise ValidationError({"text": duplicate_text_message(other)})
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        query = super().from_db(db, field_names, values)
+        query._text_loaded = query.__dict__.get("text")  # to key the text again only when it changes
+        return query
+
+
+def duplicate_text_message(other: "Query") -> str:
+    return f"Query {other.pk} already has this text: “{other.text}”. Label that one."
+
 
 MAX_QUERY_TEXT = 1000  # characters: the longest INQUIRE query is under 200
 
@@ -112,6 +143,11 @@ MAX_QUERY_TEXT = 1000  # characters: the longest INQUIRE query is under 200
 def normalised_text(text: str) -> str:
     """What makes two query texts the same query: surrounding spaces, runs of spaces and case do not count."""
     return " ".join(text.split()).casefold()
+
+
+def text_key(text: str) -> str:
+    """normalised_text's SHA-256 (hex): two texts that are the same query have the same key."""
+    return hashlib.sha256(normalised_text(text).encode()).hexdigest()
 
 
 class QueryExample(models.Model):

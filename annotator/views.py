@@ -1,6 +1,7 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.http import Http404, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -10,7 +11,7 @@ from django.utils.http import urlencode
 from . import progress, selectors
 from .exporters import EXPORTS, export_lines
 from .forms import QueryForm, TrackingForm
-from .models import Query
+from .models import Query, duplicate_text_message, text_key
 from .tokens import current_token, new_token, revoke_token
 
 
@@ -19,8 +20,15 @@ def home(request):
     """The query list: progress, search, sort, and a form to add a query."""
     form = QueryForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        query = form.save()
-        return redirect("label", query_id=query.pk)
+        try:
+            with transaction.atomic():
+                query = form.save()
+        except IntegrityError:  # the same text saved meanwhile: a double click's other half, or a colleague
+            other = Query.objects.filter(text_key=text_key(form.cleaned_data["text"])).first()
+            refused = duplicate_text_message(other) if other else "This query could not be saved: try again."
+            form.add_error("text", refused)
+        else:
+            return redirect("label", query_id=query.pk)
     queries = selectors.with_label_counts(Query.objects.all())
     if search := request.GET.get("search", "").strip():
         queries = queries.filter(

@@ -142,3 +142,22 @@ def test_every_label_becomes_its_annotators_judgment(back_to_latest):
 
     # Back again: allowed while no image has a second annotator's judgment.
     migrate([BEFORE_TEAMS])
+
+
+TEXT_KEYS = ("annotator", "0016_query_text_key")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_queries_made_twice_before_the_text_key_are_all_kept(back_to_latest, capsys):
+    """One query a text: the first of a text gets its key, a later duplicate (a double click's, from before
+    the constraint) is kept without one and named."""
+    from annotator.models import text_key
+
+    old = migrate([TEAMS])
+    Query = old.get_model("annotator", "Query")
+    for pk, text in [(1, "a heron with a fish"), (2, "A heron  with a fish"), (3, "a gull on a post")]:
+        Query.objects.create(id=pk, text=text)
+    new = migrate([TEXT_KEYS])
+    keys = dict(new.get_model("annotator", "Query").objects.values_list("pk", "text_key"))
+    assert keys == {1: text_key("a heron with a fish"), 2: None, 3: text_key("a gull on a post")}
+    assert "Query 2 has query 1's text" in capsys.readouterr().out

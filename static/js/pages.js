@@ -63,3 +63,36 @@ function showRefusal(asking, sentence, loginUrl) {
     note.append(" ", link);
   }
 }
+
+// A form is sent once: a second submit while the first is under way (a double click on "Add and start
+// labeling" or "Score it") is dropped, and the form's buttons are disabled while it is sent; the database
+// refuses what slips through (one query a text). Disabled after the browser has read the form, so the
+// pressed button's name still goes with it; enabled again when the page is shown from the back button's
+// cache. htmx's forms are left to htmx.
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (form.method !== "post" || form.matches("[hx-post], [hx-get]")) return;
+  if (form.dataset.sending) {
+    event.preventDefault();
+    return;
+  }
+  setTimeout(() => {
+    if (event.defaultPrevented) return;  // a script handles this form itself
+    form.dataset.sending = "1";
+    form.setAttribute("aria-busy", "true");
+    for (const button of form.querySelectorAll("button:not([disabled]), input[type=submit]:not([disabled])")) {
+      button.disabled = true;
+      button.dataset.disabledWhileSending = "1";
+    }
+  });
+});
+window.addEventListener("pageshow", () => {
+  for (const form of document.querySelectorAll("form[data-sending]")) {
+    delete form.dataset.sending;
+    form.removeAttribute("aria-busy");
+    for (const button of form.querySelectorAll("[data-disabled-while-sending]")) {
+      button.disabled = false;
+      delete button.dataset.disabledWhileSending;
+    }
+  }
+});

@@ -35,3 +35,23 @@ def post_form(context, live_server, path, data=None):
     )
     assert response.status in (200, 302), f"POST {path} answered {response.status}"
     return response
+
+
+def double_click(page, button_text) -> int:
+    """Two clicks 60 ms apart on the button saying `button_text`, as a person's double click is
+    (Playwright's dblclick is one submit), with the page's POSTs held until both are done, so that the
+    first cannot navigate away before the second; then let them through. Returns the POSTs sent."""
+    held = []
+    page.route("**/*", lambda route: held.append(route) if route.request.method == "POST" else route.continue_())
+    page.evaluate(
+        """(text) => new Promise((done) => {
+            const button = [...document.querySelectorAll("button")].find((b) => b.textContent.trim() === text);
+            button.click();
+            setTimeout(() => { button.click(); setTimeout(done, 300); }, 60);
+        })""",
+        button_text,
+    )
+    for route in held:
+        route.continue_()
+    page.unroute("**/*")
+    return len(held)

@@ -13,7 +13,7 @@ from annotator.labels import set_label
 from annotator.models import Label, LabelEvent, LabelValue
 from catalog.models import Image
 from search.facade import search
-from tests.browser.pages import csrf_token, log_in, post_form, tile
+from tests.browser.pages import csrf_token, double_click, log_in, post_form, tile
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -241,3 +241,13 @@ def test_the_grid_at_laptop_and_desktop_sizes(page, live_server, labeling, artif
     expect(page.locator("#lightbox")).to_be_visible()
     page.keyboard.press("Escape")
     expect(page.locator("#lightbox")).to_be_hidden()
+
+
+def test_a_double_click_on_add_makes_one_query(page, live_server, labeling):
+    from annotator.models import Query
+
+    log_in(page, live_server, next_url="/")
+    page.fill('input[name="text"]', "a heron with a fish")
+    assert double_click(page, "Add and start labeling") == 1  # the second click sent nothing
+    page.wait_for_url("**/queries/*/")  # the labeling page, not "already has this text" from a second submit
+    assert Query.objects.filter(text="a heron with a fish").count() == 1

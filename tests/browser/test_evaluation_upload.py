@@ -10,7 +10,7 @@ from evaluation import scoring
 from tests.evaluation.test_evaluate import QRELS, QUERIES
 from tests.evaluation.test_pages import RUN_A
 
-from .pages import log_in
+from .pages import double_click, log_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,3 +55,21 @@ def test_an_upload_answers_at_once_and_the_page_follows_it_to_the_report(page, l
     assert "run.csv, line 3: query 1, image 10 is already ranked on line 2" in error.inner_text()
     assert page.locator("#scoring").get_attribute("hx-trigger") is None
     page.screenshot(path=str(artifacts / "evaluation-scoring-failed.png"))
+
+
+def test_a_double_click_on_score_it_scores_the_run_once(page, live_server, monkeypatch):
+    get_user_model().objects.create_superuser("boss", "b@example.org", "pw-boss-1")
+    log_in(page, live_server, "boss", "pw-boss-1", next_url="/evaluation/")
+    release = threading.Event()
+    real_evaluate = scoring._evaluate
+    monkeypatch.setattr(scoring, "_evaluate", lambda job: release.wait(60) and real_evaluate(job))
+    page.fill('input[name="name"]', "twice?")
+    for field, text in (("run", RUN_A), ("qrels", QRELS), ("queries", QUERIES)):
+        page.set_input_files(
+            f'input[name="{field}"]', files=[{"name": f"{field}.csv", "mimeType": "text/csv", "buffer": text.encode()}]
+        )
+    assert double_click(page, "Score it") == 1  # the second click sent nothing
+    page.wait_for_url("**/evaluation/scorings/*/")
+    release.set()
+    page.wait_for_url("**/evaluation/reports/*/", timeout=30_000)
+    assert scoring.Scoring.objects.count() == 1
