@@ -112,7 +112,7 @@ class Query(models.Model):
     def __str__(self):
         return f"{self.id}: {self.text}"
 
-    def save(self, *args, **kwargs):
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if self._state.adding or self.text != self._text_loaded:
             self.text_key = text_key(self.text)
             if kwargs.get("update_fields") is not None:
