@@ -4,6 +4,7 @@ Thin: the work is in labeling.py, labels.py, selectors.py, catalog.taxa and the 
 Taxon suggestions and image files are the catalog's (catalog/views.py).
 """
 
+from dataclasses import replace
 from functools import wraps
 
 from django.conf import settings
@@ -207,11 +208,22 @@ def _image_id(value) -> int:
     return image_id
 
 
-def _changes(items: list) -> list[labels.LabelChange]:
-    """The page's labels read with the API's serializer; BadSave names the first wrong one."""
+PAGE_SOURCES = (LabelSource.CLICK, LabelSource.KEYBOARD)
+
+
+def _changes(items: list, source: str) -> list[labels.LabelChange]:
+    """The page's labels read with the API's serializer, each with how it was given (its "source", else
+    the batch's `source`: a batch mixes clicks and keys); BadSave names the first wrong one."""
     read = LabelChangeSerializer(data=items, many=True)
     if read.is_valid():
-        return read.validated_data
+        changes = []
+        for position, (item, change) in enumerate(zip(items, read.validated_data, strict=True)):
+            given_by = item.get("source", source)
+            if given_by not in PAGE_SOURCES:
+                where = f"labels[{position}]" if len(items) > 1 else "the label"
+                raise BadSave(f"{where}: source must be click or keyboard.")
+            changes.append(replace(change, source=given_by))
+        return changes
     found = read.errors  # DRF gives a dict of the wrong items' positions, or a list with {} for good ones
     for position, errors in sorted(found.items()) if isinstance(found, dict) else enumerate(found):
         if isinstance(errors, dict) and errors:
@@ -226,20 +238,21 @@ def _changes(items: list) -> list[labels.LabelChange]:
 @retry_once_if_dropped
 def save_label(request, query_id):
     """Set (or with value "" clear) labels: one, {"image", "value", "source", "lead_time_ms"}, or several,
-    {"labels": [{"image", "value", "lead_time_ms"}...], "source"}, all in one transaction.
+    {"labels": [{"image", "value", "source", "lead_time_ms"}...], "source"} (a label's own source, else
+    the batch's), all in one transaction.
     Idempotent: the page retries it freely."""
     query = get_object_or_404(Query, pk=query_id)
     try:
         body = _json_body(request)
         source = body.get("source", LabelSource.CLICK)
-        if source not in (LabelSource.CLICK, LabelSource.KEYBOARD):
+        if source not in PAGE_SOURCES:
             raise BadSave("source must be click or keyboard.")
         items = body.get("labels", [body])
         if not isinstance(items, list) or not items:
             raise BadSave("labels must be a non-empty list of {image, value} objects.")
         if len(items) > MAX_LABELS_PER_SAVE:
             raise BadSave(f"at most {MAX_LABELS_PER_SAVE} labels per request; send the rest in another.")
-        changes = _changes(items)
+        changes = _changes(items, source)
     except BadSave as error:
         return JsonResponse({"error": str(error)}, status=400)
     if missing := missing_images(changes):

@@ -82,11 +82,13 @@ def check_writable(query_ids: Iterable[int], user: Writer) -> None:
 
 @dataclass(frozen=True)
 class LabelChange:
-    """One label an annotator sets: `value` "" clears it. `lead_time_ms`: how long they looked first."""
+    """One label an annotator sets: `value` "" clears it. `lead_time_ms`: how long they looked first;
+    `source`: how they gave it, where a batch mixes them (the page's clicks and keys), else the call's."""
 
     image_id: int
     value: str
     lead_time_ms: int | None = None
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,8 @@ def set_labels(
         if change.value:
             _check_value(change.value)
         _check_lead_time(change.lead_time_ms)
+        if change.source is not None:
+            _check_source(change.source)
     _check_source(source)
     by_image: dict[int, list[LabelChange]] = defaultdict(list)
     for change in changes:
@@ -259,7 +263,7 @@ class _Plan:
     and for each change whether it changed anything."""
 
     value: str
-    events: list[tuple[str, str, int | None]]  # (old value, new value, lead time)
+    events: list[tuple[str, str, int | None, str]]  # (old value, new value, lead time, source)
     changed: list[bool]
 
 
@@ -289,20 +293,20 @@ def _write(
             by_image = {image_id: todo for image_id, todo in by_image.items() if image_id not in seen}
         mine = Judgment.objects.filter(query_id=query_id, image_id__in=list(by_image))
         own = {j.image_id: j for j in (mine.filter(annotator=user) if user else mine.filter(annotator__isnull=True))}
-        plans = {image_id: _replay(own.get(image_id), todo) for image_id, todo in by_image.items()}
+        plans = {image_id: _replay(own.get(image_id), todo, source) for image_id, todo in by_image.items()}
         _write_judgments(query_id, own, plans, user, source, import_batch)
         _settle(query_id, held, query.final_rule)
     return plans
 
 
-def _replay(judgment: Judgment | None, changes: list[LabelChange]) -> _Plan:
+def _replay(judgment: Judgment | None, changes: list[LabelChange], source: str) -> _Plan:
     plan = _Plan(judgment.value if judgment else "", [], [])
     for change in changes:
         if change.value == plan.value:
             plan.changed.append(False)
             continue
         lead_time_ms = _check_lead_time(change.lead_time_ms) if change.value else None
-        plan.events.append((plan.value, change.value, lead_time_ms))
+        plan.events.append((plan.value, change.value, lead_time_ms, change.source or source))
         plan.changed.append(True)
         plan.value = change.value
     return plan
@@ -343,20 +347,20 @@ def _write_judgments(
         if not plan.events:
             continue
         judgment = own.get(image_id)
-        lead_time_ms = plan.events[-1][2]
+        _, _, lead_time_ms, given_by = plan.events[-1]  # the judgment keeps its last change's
         if not plan.value:
             if judgment is not None:
                 removed.append(judgment.pk)
         elif judgment is None:
             created.append(
                 Judgment(
-                    query_id=query_id, image_id=image_id, annotator=user, value=plan.value, source=source,
+                    query_id=query_id, image_id=image_id, annotator=user, value=plan.value, source=given_by,
                     lead_time_ms=lead_time_ms, created_at=now, updated_at=now,
                 )
             )  # fmt: skip
         elif plan.value != judgment.value:
             judgment.value, judgment.source, judgment.lead_time_ms, judgment.updated_at = (
-                plan.value, source, lead_time_ms, now,
+                plan.value, given_by, lead_time_ms, now,
             )  # fmt: skip
             updated.append(judgment)
     Judgment.objects.bulk_create(created, batch_size=ROWS_PER_STATEMENT // 8)
@@ -369,13 +373,13 @@ def _write_judgments(
             old,
             new,
             user,
-            source,
+            given_by,
             annotator_id=user.pk if user else None,
             lead_time_ms=lead_time_ms,
             import_batch=import_batch,
         )  # fmt: skip
         for image_id, plan in plans.items()
-        for old, new, lead_time_ms in plan.events
+        for old, new, lead_time_ms, given_by in plan.events
     )
 
 

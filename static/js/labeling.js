@@ -226,16 +226,15 @@
     let response = null;
     try {
       const token = csrfToken();
-      response = await post(page.dataset.saveUrl, {
-        source: sent[0].p.source === "click" ? "click" : "keyboard",
-        labels: sent.map(({ id, p }) => ({ image: Number(id), value: p.value, lead_time_ms: p.leadTime })),
-      });
-      if (response.status === 403 && csrfToken() !== token) {
-        response = await post(page.dataset.saveUrl, {
-          source: "keyboard",
-          labels: sent.map(({ id, p }) => ({ image: Number(id), value: p.value, lead_time_ms: p.leadTime })),
-        });
-      }
+      // Each label says how it was given (a batch mixes clicks and keys) and how long its image was looked at.
+      const body = {
+        labels: sent.map(({ id, p }) => ({
+          image: Number(id), value: p.value, lead_time_ms: p.leadTime,
+          source: p.source === "click" ? "click" : "keyboard",
+        })),
+      };
+      response = await post(page.dataset.saveUrl, body);
+      if (response.status === 403 && csrfToken() !== token) response = await post(page.dataset.saveUrl, body);
     } catch (error) {
       response = null; // the server could not be reached
     }

@@ -83,6 +83,19 @@ def test_saving_clearing_and_bad_saves(ann, labeling):
     assert not Label.objects.exists()
 
 
+def test_a_batch_records_each_labels_own_source_and_refuses_a_wrong_one(ann, labeling):
+    query = labeling["query"]
+    url = reverse("save-label", args=[query.pk])
+    mixed = {"labels": [{"image": 5, "value": "relevant", "source": "click"}, {"image": 6, "value": "unsure"}]}
+    assert ann.post(url, {**mixed, "source": "keyboard"}, content_type="application/json").status_code == 200
+    assert dict(LabelEvent.objects.values_list("image_id", "source")) == {5: "click", 6: "keyboard"}
+    wrong = {"labels": [{"image": 7, "value": "relevant"}, {"image": 8, "value": "relevant", "source": "api"}]}
+    response = ann.post(url, wrong, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"] == "labels[1]: source must be click or keyboard."
+    assert set(Label.objects.values_list("image_id", flat=True)) == {5, 6}  # nothing of the refused batch
+
+
 def test_submit_labels_only_unlabeled_images_not_relevant(ann, labeling):
     query = labeling["query"]
     set_label(query_id=query.pk, image_id=2, value=LabelValue.RELEVANT, source=LabelSource.API)

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotator.labels import set_label
-from annotator.models import Label, LabelEvent, LabelValue
+from annotator.models import Judgment, Label, LabelEvent, LabelValue
 from catalog.models import Image
 from search.facade import search
 from tests.browser.pages import csrf_token, double_click, log_in, post_form, tile
@@ -44,6 +44,34 @@ def test_a_rotated_csrf_token_does_not_lose_labels(page, context, live_server, l
     expect(page.locator("#save-status")).to_have_text("All changes saved")
     shown = image_ids(page)
     assert stored(query) == {shown[1]: "unsure", shown[2]: "unsure", shown[3]: "unsure"}
+
+
+def test_each_label_is_recorded_as_it_was_given_in_a_mixed_batch(page, live_server, labeling):
+    """A click is stored as a click and a key as a key when one request carries both, as the retry after
+    a lost connection does (the page once sent a whole batch as its first label's source)."""
+    query = labeling["query"]
+    log_in(page, live_server, next_url=f"/queries/{query.pk}/")
+    shown = image_ids(page)
+    offline = [True]
+
+    def network(route):
+        if route.request.method == "POST" and offline[0]:
+            route.abort()  # the server cannot be reached: the labels wait, to be sent together
+        else:
+            route.continue_()
+
+    page.route("**/*", network)
+    tile(page, 1).click()  # relevant, by a click
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("0")  # not relevant, by a key
+    expect(page.locator("#save-status")).not_to_have_text("All changes saved")
+    offline[0] = False
+    expect(page.locator("#save-status")).to_have_text("All changes saved", timeout=30_000)
+    page.unroute("**/*")
+    assert stored(query) == {shown[1]: "relevant", shown[2]: "not_relevant"}
+    given = dict(LabelEvent.objects.filter(query=query).values_list("image_id", "source"))
+    assert given == {shown[1]: "click", shown[2]: "keyboard"}
+    assert dict(Judgment.objects.filter(query=query).values_list("image_id", "source")) == given
 
 
 def test_a_refused_save_stays_flagged_and_pending_until_it_lands(page, live_server, labeling):
