@@ -1,3 +1,5 @@
+import uuid
+
 from django import forms
 
 from .metrics import NORMALISERS, TIES
@@ -7,6 +9,8 @@ MAX_FILE_NAME_BYTES = 255
 
 
 class EvaluateForm(forms.Form):
+    # One per form shown: the same upload sent twice (a double click, a retried POST) is scored once.
+    submission = forms.UUIDField(widget=forms.HiddenInput, required=False, initial=uuid.uuid4)
     name = forms.CharField(max_length=200, help_text="What this run is, e.g. “ViT-H/14 zero-shot”.")
     run = forms.FileField(help_text="TREC, CSV (query_id,image_id,score) or INQUIRE-Rerank layout.")
     qrels = forms.FileField(

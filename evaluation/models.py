@@ -76,6 +76,8 @@ class Scoring(models.Model):
     error = models.TextField(blank=True, help_text="Why scoring failed, naming the file and line to fix.")
     report = models.OneToOneField(SavedReport, null=True, blank=True, on_delete=models.SET_NULL)
     uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    # The upload form's own key: the same form sent twice (a double click) is one scoring.
+    submission = models.UUIDField(null=True, blank=True, unique=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from common import background
@@ -34,23 +34,36 @@ def upload_name(upload, role: str) -> str:
 
 
 def start(data: dict, user) -> Scoring:
-    """Store the uploaded files with a queued Scoring and send it to be scored once committed."""
+    """Store the uploaded files with a queued Scoring and send it to be scored once committed. An upload
+    whose form was sent before (its `submission` key) is that scoring, not a second one."""
+    if data.get("submission") and (earlier := Scoring.objects.filter(submission=data["submission"]).first()):
+        return earlier
     fields = {}
     for role in ROLES:
         if data.get(role):
             fields[role] = data[role]
             fields[f"{role}_name"] = upload_name(data[role], role)
-    with transaction.atomic():
-        scoring = Scoring.objects.create(
-            name=data["name"],
-            protocol=data["protocol"],
-            k=data.get("k"),
-            normaliser=data.get("normaliser") or "",
-            ties=data.get("ties") or "average",
-            uploaded_by=user if user and user.is_authenticated else None,
-            **fields,
-        )
-        transaction.on_commit(lambda: _send(scoring.pk))
+    try:
+        with transaction.atomic():
+            scoring = _queued(data, user, fields)
+    except IntegrityError:  # the same form's other submit stored it a moment ago
+        return Scoring.objects.get(submission=data["submission"])
+    return scoring
+
+
+def _queued(data: dict, user, fields: dict) -> Scoring:
+    """A new queued Scoring of the upload, sent to be scored once the transaction commits."""
+    scoring = Scoring.objects.create(
+        submission=data.get("submission"),
+        name=data["name"],
+        protocol=data["protocol"],
+        k=data.get("k"),
+        normaliser=data.get("normaliser") or "",
+        ties=data.get("ties") or "average",
+        uploaded_by=user if user and user.is_authenticated else None,
+        **fields,
+    )
+    transaction.on_commit(lambda: _send(scoring.pk))
     return scoring
 
 

@@ -160,3 +160,36 @@ def test_a_file_name_past_255_bytes_is_refused_with_a_sentence(staff):
     assert response.status_code == 400
     assert "bytes long; the limit is 255: rename the file" in response.content.decode()
     assert not Scoring.objects.exists() and not SavedRun.objects.exists()
+
+
+def test_the_same_upload_form_sent_twice_is_scored_once(staff, monkeypatch):
+    """A double click on "Score it" sends the form twice: its submission key makes the second answer the
+    first's scoring (before, the run was scored and saved twice)."""
+    import uuid
+
+    from evaluation import scoring
+
+    key = str(uuid.uuid4())
+    assert 'name="submission" value="' in staff.get("/evaluation/").content.decode()  # each form its own key
+
+    def send():
+        return staff.post(
+            "/evaluation/",
+            {
+                "submission": key, "name": "twice?", "protocol": "fullrank", "k": 50, "normaliser": "",
+                "run": SimpleUploadedFile("run.csv", RUN_A.encode()),
+                "qrels": SimpleUploadedFile("qrels.csv", QRELS.encode()),
+            },
+        )  # fmt: skip
+
+    first, second = send(), send()
+    assert first.status_code == second.status_code == 202
+    assert first["Content-Location"] == second["Content-Location"]
+    background.wait_for_all(timeout=120)
+    assert Scoring.objects.count() == 1 and SavedReport.objects.count() == 1
+    # The other submit's INSERT lands between this one's check and its own: the database refuses the second.
+    earlier = Scoring.objects.get()
+    monkeypatch.setattr(scoring.Scoring.objects, "filter", lambda **_: Scoring.objects.none())
+    again = {"submission": uuid.UUID(key), "name": "x", "protocol": "fullrank", "run": None}
+    assert scoring.start(again, None) == earlier
+    assert Scoring.objects.count() == 1
