@@ -263,6 +263,12 @@ def test_the_grid_at_laptop_and_desktop_sizes(page, live_server, labeling, artif
     )
     assert whole >= 15, f"{whole} whole tiles at {width}x{height}"
     page.screenshot(path=str(artifacts / f"labeling-{width}x{height}.png"))
+    past_the_edge = page.locator(".side").evaluate(
+        """side => { const edge = side.getBoundingClientRect().right + 1;
+        return [...side.querySelectorAll("*")].filter(e => e.getClientRects().length
+            && e.getBoundingClientRect().right > edge).map(e => `${e.tagName}.${e.className}`); }"""
+    )
+    assert past_the_edge == []  # nothing of the side pane cut off at its column's edge
     page.mouse.wheel(0, 600)  # the counts and the save status stay in view
     expect(page.locator(".toolbar")).to_be_in_viewport()
     page.keyboard.press("f")
