@@ -135,6 +135,7 @@ def label_page(request, query_id):
             "examples": query.examples.all(),
             "examples_embedding": embedding,
             "rankings": labeling.RANKINGS,
+            "ranking_name": labeling.RANKINGS.get(state.ranking, state.ranking),
             "rerank_every": settings.QUIRE_RERANK_EVERY,
             "upload_form": ExampleUploadForm(),
             **_rerank_box(query),
@@ -375,12 +376,13 @@ def start_rerank(request, query_id):
         return _rerank_refused(request, query, str(error), 409)
     except QueueUnavailable as error:  # the job row ends failed with the same sentence
         return _rerank_refused(request, query, str(error), 503)
-    return render(request, "annotator/_rerank.html", _rerank_box(query))
+    return render(request, "annotator/_rerank.html", {**_rerank_box(query), "locked": _locked_for(request, query)})
 
 
 def _rerank_refused(request, query: Query, sentence: str, status: int):
     """The side pane's model box with the refusal's sentence in it, where the annotator pressed the button."""
-    box = render(request, "annotator/_rerank.html", {**_rerank_box(query), "error": sentence}, status=status)
+    box = {**_rerank_box(query), "error": sentence, "locked": _locked_for(request, query)}
+    box = render(request, "annotator/_rerank.html", box, status=status)
     return drawn_for_target(box)
 
 
@@ -389,7 +391,7 @@ def _rerank_refused(request, query: Query, sentence: str, status: int):
 def rerank_status(request, query_id):
     """The side pane's rerank box (htmx polls it while the job runs)."""
     query = get_object_or_404(Query, pk=query_id)
-    return render(request, "annotator/_rerank.html", _rerank_box(query))
+    return render(request, "annotator/_rerank.html", {**_rerank_box(query), "locked": _locked_for(request, query)})
 
 
 def _rerank_box(query: Query) -> dict:

@@ -4,6 +4,7 @@ import re
 
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
 
 from annotator import progress
 from annotator.labels import set_label
@@ -370,3 +371,14 @@ def test_a_large_projects_dashboard_answers_at_once_and_fills_in_from_the_backgr
     second = row()
     assert "computing…" not in second and re.search(r'<td class="num ">5</td>', second)  # the run: 5 not relevant
     assert computed == [query.pk]  # read from the cache, not computed again
+
+
+def test_the_toolbar_names_the_ranking_in_use(ann, labeling):
+    from annotator.model_methods import MODEL_RANKINGS
+
+    url = reverse("label", args=[labeling["query"].pk])
+    for ranking, description in MODEL_RANKINGS.items():
+        status = re.search(
+            r'<span id="rerank-status"[^>]*>(.*?)</span>', ann.get(f"{url}?ranking={ranking}").content.decode()
+        )
+        assert status and status.group(1) == f"ranked by {escape(description)}", ranking  # not "like the examples"

@@ -40,12 +40,16 @@ def test_with_a_model_but_no_image_model_the_drawing_button_says_so(page, live_s
     expect(box.locator(".notice.error")).to_contain_text("image")
 
 
-def test_on_a_locked_query_every_model_button_says_it_is_locked(page, live_server, labeling, settings):
+def test_on_a_locked_query_the_model_buttons_are_disabled_and_say_why(page, live_server, labeling, settings):
     settings.QUIRE_LMM_BASE_URL, settings.QUIRE_LMM_MODEL = "http://127.0.0.1:9/v1", "tiny-vlm"
     Query.objects.filter(pk=labeling["query"].pk).update(locked=True)
     log_in(page, live_server, next_url=f"/queries/{labeling['query'].pk}/")
-    for _, sentence in press_each_model_button(page):
-        expect(sentence).to_contain_text("locked")
+    box = page.locator("#rerank")
+    expect(box).to_contain_text("This query is locked")
+    for name in BUTTONS:
+        expect(box.get_by_role("button", name=name)).to_be_disabled()
+    expect(page.locator("#submit")).to_be_disabled()
+    assert page.locator("#submit").evaluate("b => getComputedStyle(b).opacity") == "0.45"  # and looks it
 
 
 def test_load_more_after_the_session_ended_says_so_and_adds_no_tile(page, context, live_server, labeling, artifacts):
