@@ -67,6 +67,8 @@ def dashboard(request):
             "splits": Query.Split.choices,
             "fully_choices": Query.FullyLabeled.choices,
             "params": request.GET,
+            # The filters a column's sort link keeps (sorting once dropped them).
+            "filters": urlencode({name: request.GET[name] for name in ("status", "split") if request.GET.get(name)}),
         },
     )
 

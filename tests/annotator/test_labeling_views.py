@@ -382,3 +382,12 @@ def test_the_toolbar_names_the_ranking_in_use(ann, labeling):
             r'<span id="rerank-status"[^>]*>(.*?)</span>', ann.get(f"{url}?ranking={ranking}").content.decode()
         )
         assert status and status.group(1) == f"ranked by {escape(description)}", ranking  # not "like the examples"
+
+
+def test_sorting_the_dashboard_keeps_its_filters(client, labeling):
+    client.force_login(labeling["admin"])
+    page = client.get(reverse("dashboard"), {"status": "open", "split": "val", "sort": "id"}).content.decode()
+    links = re.findall(r'<a href="\?sort=([^"]+)"', page)
+    assert links and all("status=open" in link and "split=val" in link for link in links), links
+    plain = client.get(reverse("dashboard")).content.decode()
+    assert all("status=" not in link for link in re.findall(r'<a href="\?sort=([^"]+)"', plain))
