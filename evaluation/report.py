@@ -34,6 +34,8 @@ DEFAULT_METRICS = ("ap", "ndcg", "mrr", "precision", "recall", "hit", "oracle_ap
 PROTOCOLS = ("fullrank", "rerank")
 FULLRANK_K = 50
 
+NO_GROUP = "(none)"  # the group of queries with no value in a grouping column
+
 
 @dataclass
 class Report:
@@ -65,11 +67,13 @@ class Report:
         return self._overall
 
     def groups(self, columns) -> dict:
+        """Per value of each of `columns`: the macro averages of its queries, then their mean. A query with
+        no value there (one added in the app without a category) is in the group NO_GROUP."""
         result = {}
         for column in columns:
             values: dict[str, list[dict]] = {}
             for row in self.per_query:
-                values.setdefault(str(row.get(column, "")), []).append(row)
+                values.setdefault(str(row.get(column) or "").strip() or NO_GROUP, []).append(row)
             table = {
                 value: {
                     "queries": len(self.scored(rows)),
