@@ -12,6 +12,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
+import numpy as np
+
 # Candidates kept per text: at 45 text-order images a batch (the text order leading), twenty batches.
 DEPTH = 1000
 # Texts remembered per loaded index: the queries a team labels at once, with room to spare.
@@ -24,7 +26,9 @@ class TextOrders:
 
     def __init__(self, texts: int = TEXTS, depth: int = DEPTH):
         self.texts, self.depth = texts, depth
-        self._orders: OrderedDict[Hashable, tuple[list[int], frozenset[int], bool]] = OrderedDict()
+        # key -> (the order, the images excluded when it was searched (an array: 8 bytes an id, where a
+        # query's 20,000 labels as a set would be a megabyte), whether it holds every image there is)
+        self._orders: OrderedDict[Hashable, tuple[list[int], np.ndarray, bool]] = OrderedDict()
         self._lock = threading.Lock()
 
     def top(
@@ -38,7 +42,8 @@ class TextOrders:
                 self._orders.move_to_end(key)
         if remembered is not None:
             order, excluded_then, whole = remembered
-            if excluded_then <= exclude:  # nothing excluded then is shown again now
+            now = np.fromiter(exclude, dtype=np.int64, count=len(exclude))
+            if np.isin(excluded_then, now).all():  # nothing excluded then is shown again now
                 still = [image_id for image_id in order if image_id not in exclude]
                 if len(still) >= depth or whole:
                     return still[:depth]
@@ -46,7 +51,8 @@ class TextOrders:
         order = search(wanted, exclude)
         with self._lock:
             # `whole`: the search gave fewer than asked, so it holds every image the filter leaves.
-            self._orders[key] = (order, frozenset(exclude), len(order) < wanted)
+            excluded = np.fromiter(exclude, dtype=np.int64, count=len(exclude))
+            self._orders[key] = (order, excluded, len(order) < wanted)
             self._orders.move_to_end(key)
             while len(self._orders) > self.texts:
                 self._orders.popitem(last=False)
