@@ -20,7 +20,7 @@ from django.http import (
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRefresh
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh
 
 from catalog.models import Image
 from common.api_params import BadJson, echo, parse_json, strict_id
@@ -311,7 +311,10 @@ def upload_example(request, query_id):
         query=query, upload=form.cleaned_data["image"], relevant=True, note=form.cleaned_data["note"]
     )
     examples.send(example.pk)
-    return redirect(f"{reverse('label', args=[query.pk])}?ranking=fusion")
+    ranked = f"{reverse('label', args=[query.pk])}?ranking=fusion"
+    # Sent by htmx from the page, so that a refusal (not an image, too large) is said beside the form
+    # (quire/refusals.py) instead of replacing the page; the form still works without scripts.
+    return HttpResponseClientRedirect(ranked) if request.htmx else redirect(ranked)
 
 
 @login_required
