@@ -473,8 +473,8 @@
       }
     }
     if (event.target.closest(CONTROLS)) {
-      // Keys belong to the control; Esc leaves a text box for the grid.
-      if (event.key === "Escape" && event.target.matches("input, textarea, select")) {
+      // Keys belong to the control; Esc leaves it (a text box, a button, a link) for the grid.
+      if (event.key === "Escape") {
         event.preventDefault(); // a search box would otherwise empty itself
         event.target.blur();
       }

@@ -172,8 +172,10 @@ def test_enter_on_a_suggestion_adds_the_filter_and_labels_nothing(page, live_ser
     log_in(page, live_server, next_url=f"/queries/{query.pk}/")
     page.click("details.filters summary")
     box = page.locator('input[type="text"][name="taxon"]')
+    grid_top = page.locator("#grid").bounding_box()["y"]
     box.press_sequentially("puff", delay=30)
     expect(page.locator(".suggestion")).to_have_count(1)
+    assert page.locator("#grid").bounding_box()["y"] == grid_top  # the suggestions float over the grid
     box.press("ArrowDown")
     page.keyboard.press("Enter")
     page.wait_for_url("**taxon=11**")
@@ -243,6 +245,12 @@ def test_keys_belong_to_controls_when_they_have_the_focus(page, live_server, lab
     expect(page.locator("#save-status")).to_have_text("All changes saved")
     assert stored(query) == {image_ids(page)[0]: "not_relevant"}
     assert page.input_value('input[name="q"]') in (f"u{query.text}", f"{query.text}u")  # the u went into the box
+    page.focus("#submit")  # Esc from a button gives the keys back to the grid too
+    page.keyboard.press("Escape")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("u")
+    expect(page.locator("#save-status")).to_have_text("All changes saved")
+    assert stored(query) == {image_ids(page)[0]: "not_relevant", image_ids(page)[1]: "unsure"}
 
 
 @pytest.mark.parametrize("width, height", [(1280, 720), (1920, 1080)])
