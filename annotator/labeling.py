@@ -139,6 +139,8 @@ def labeled_down_to(query: Query, *, viewer: Writer, text: str, taxon_ids=None) 
 PAGE_STRATEGIES = ("text", "feedback", "image", "fusion")
 EMBEDDING_EXAMPLE = "Your uploaded example is still being embedded: this ranking appears once it is ready."
 RANKINGS = {name: STRATEGY_REGISTRY[name].description for name in PAGE_STRATEGIES} | MODEL_RANKINGS
+# The page's rankings that rank from example images (an uploaded one, or an image to rank "like").
+EXAMPLE_RANKINGS = tuple(name for name in PAGE_STRATEGIES if STRATEGY_REGISTRY[name].needs_examples)
 
 
 def candidates(

@@ -62,14 +62,23 @@ def _locked_message(query: Query) -> str:
 
 def _ranking(request, query: Query) -> str:
     """The ranking the annotator chose for this query: from the address when given (and remembered in
-    the session for the query), else the remembered one, else the text."""
+    the session for the query), else the remembered one, else the text. A ranking by examples is not
+    remembered, nor taken from memory, while the query has no example and the address names no image to
+    rank like: it would show an empty grid on every visit."""
     key = f"quire:ranking:{query.pk}"
     chosen = request.GET.get("ranking", "")
     if chosen in labeling.RANKINGS:
-        if request.session.get(key) != chosen:
+        if request.session.get(key) != chosen and _can_rank(request, query, chosen):
             request.session[key] = chosen
         return chosen
-    return request.session.get(key, "text") if request.session.get(key) in labeling.RANKINGS else "text"
+    remembered = request.session.get(key)
+    return remembered if remembered in labeling.RANKINGS and _can_rank(request, query, remembered) else "text"
+
+
+def _can_rank(request, query: Query, ranking: str) -> bool:
+    """Whether `ranking` has what it ranks from: a ranking by examples needs an example or a "like" image."""
+    needs_examples = ranking in labeling.EXAMPLE_RANKINGS
+    return not needs_examples or bool(request.GET.getlist("like")) or query.examples.exists()
 
 
 def _search_state(request, query: Query) -> SearchState:

@@ -444,6 +444,8 @@
   function moreLikeThis(tile) {
     // The same search (text, filters) ranked like this image; labels given so far stay with the query.
     const params = new URLSearchParams(window.location.search);
+    // The ranking to go back to when the last "like" chip is removed.
+    if (!params.getAll("like").length) params.set("before", page.dataset.ranking);
     params.set("ranking", "image");
     params.delete("like");
     params.delete("offset");
@@ -571,7 +573,15 @@
     form.requestSubmit();
   });
   form.querySelectorAll(".like .remove").forEach((button) =>
-    button.addEventListener("click", () => { button.closest(".like").remove(); form.requestSubmit(); }));
+    button.addEventListener("click", () => {
+      button.closest(".like").remove();
+      if (!form.querySelector(".like")) {  // the last one: back to the ranking before "more like this"
+        const before = new URLSearchParams(window.location.search).get("before");
+        const known = [...form.elements.ranking.options].some((option) => option.value === before);
+        form.elements.ranking.value = known && before !== "image" ? before : "text";
+      }
+      form.requestSubmit();
+    }));
   form.addEventListener("submit", () => { if (!taxonBox.value.trim()) taxonBox.disabled = true; });
   // A ranking that learns is asked with POST: the images on the page must not come again.
   document.body.addEventListener("htmx:configRequest", (event) => {

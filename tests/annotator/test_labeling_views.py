@@ -391,3 +391,12 @@ def test_sorting_the_dashboard_keeps_its_filters(client, labeling):
     assert links and all("status=open" in link and "split=val" in link for link in links), links
     plain = client.get(reverse("dashboard")).content.decode()
     assert all("status=" not in link for link in re.findall(r'<a href="\?sort=([^"]+)"', plain))
+
+
+def test_a_ranking_by_examples_is_not_remembered_for_a_query_without_any(ann, labeling):
+    url = reverse("label", args=[labeling["query"].pk])
+    assert ann.get(f"{url}?ranking=image").context["state"].ranking == "image"  # asked for: shown (empty)
+    assert ann.get(url).context["state"].ranking == "text"  # not remembered: the next visit is not empty
+    ann.get(f"{url}?ranking=image&like=5")  # ranked like an image: remembered, and used while it has one
+    QueryExample.objects.create(query=labeling["query"], image_id=5, relevant=True)
+    assert ann.get(url).context["state"].ranking == "image"

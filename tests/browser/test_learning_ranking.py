@@ -185,3 +185,19 @@ def test_a_stack_of_look_alikes_is_labeled_with_one_key_and_opened_with_e(
     stored = dict(Judgment.objects.filter(query=query, annotator=annotator).values_list("image_id", "value"))
     assert stored == {look_alikes[0]: "relevant"}
     page.screenshot(path=str(artifacts / "labeling-stack-open.png"))
+
+
+def test_the_like_chips_x_goes_back_to_the_ranking_before(page, live_server, labeling):
+    """`l` from "learn from my labels", then the chip's ×: back to learning, not an empty ranking by
+    examples the query does not have, and no such ranking remembered for the next visit."""
+    query = labeling["query"]
+    log_in(page, live_server, next_url=f"/queries/{query.pk}/?ranking=feedback")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("l")
+    page.wait_for_url("**ranking=image**")
+    page.locator(".chip.like .remove").click()
+    page.wait_for_url("**ranking=feedback**")
+    expect(page.locator(".chip.like")).to_have_count(0)
+    expect(page.locator(".tile")).to_have_count(50)
+    page.goto(f"{live_server.url}/queries/{query.pk}/")  # the next visit: the ranking chosen last that works
+    expect(page.locator("#ranking")).to_have_value("feedback")
