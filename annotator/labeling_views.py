@@ -339,6 +339,23 @@ def examples_embedding(request, query_id):
 
 @login_required
 @require_GET
+def figures_fragment(request, query_id):
+    """The side pane's figures (the not-relevant run, the recall estimate), asked for again by the page a
+    moment after its labels are saved, so that they follow the labels instead of the page's load."""
+    query = get_object_or_404(Query, pk=query_id)
+    counts = selectors.label_counts(query)
+    context = {
+        "query": query,
+        "run": progress.cached_run(query, counts["labeled"], counts["last_activity"]),
+        "run_goal": progress.RUN_GOAL,
+        "estimate": progress.estimate_or_computing(query, counts["labeled"], counts["last_activity"]),
+        "estimate_help": progress.ESTIMATE_HELP,
+    }
+    return render(request, "annotator/_figures.html", context)
+
+
+@login_required
+@require_GET
 def estimate_fragment(request, query_id):
     """The recall estimate of a query, polled by the labeling page's side pane while the background computes
     it. (The dashboard does not poll: a project's hundreds of rows would poll at once; like its run and TSR

@@ -12,6 +12,7 @@ urlpatterns = [
     path("queries/<int:query_id>/examples/<int:example_id>", labeling_views.example_file, name="example-file"),
     path("queries/<int:query_id>/examples/embedding", labeling_views.examples_embedding, name="examples-embedding"),
     path("queries/<int:query_id>/estimate", labeling_views.estimate_fragment, name="query-estimate"),
+    path("queries/<int:query_id>/figures", labeling_views.figures_fragment, name="query-figures"),
     path("queries/<int:query_id>/rerank", labeling_views.start_rerank, name="start-rerank"),
     path("queries/<int:query_id>/rerank-status", labeling_views.rerank_status, name="rerank-status"),
     path("queries/<int:query_id>/drawings/<int:drawing_id>", labeling_views.drawing_file, name="drawing-file"),

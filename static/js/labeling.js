@@ -18,6 +18,7 @@
   };
   const STORE_KEY = `quire:pending:${page.dataset.queryId}`;
   const BATCH = 200; // labels per request at most
+  const FIGURES_AFTER_MS = 1500; // the side pane's figures are asked for again this long after the last save
 
   let tiles = [];             // the grid's tiles, in order (refreshed after each htmx swap)
   let indexOf = new Map();    // tile -> its index
@@ -258,6 +259,7 @@
     if (response && response.ok) {
       sessionEnded = false;
       showCounts(answer.counts);
+      refreshFigures();
     }
     remember();
     refresh();
@@ -322,6 +324,17 @@
       if (tile) tile.dataset.label = p.value;
     }
     if (entries.length) flush();
+  }
+
+  // The side pane's not-relevant run and recall estimate follow the labels: asked for again once saving
+  // has paused for a moment (not on every key: the run is a pass over the query's labels).
+  let figuresTimer = null;
+  function refreshFigures() {
+    clearTimeout(figuresTimer);
+    figuresTimer = setTimeout(() => {
+      const figures = document.getElementById("side-figures");
+      if (figures) htmx.ajax("GET", figures.dataset.url, { target: figures, swap: "outerHTML" });
+    }, FIGURES_AFTER_MS);
   }
 
   function showCounts(counts) {

@@ -400,3 +400,12 @@ def test_a_ranking_by_examples_is_not_remembered_for_a_query_without_any(ann, la
     ann.get(f"{url}?ranking=image&like=5")  # ranked like an image: remembered, and used while it has one
     QueryExample.objects.create(query=labeling["query"], image_id=5, relevant=True)
     assert ann.get(url).context["state"].ranking == "image"
+
+
+def test_the_side_panes_figures_are_a_fragment_of_their_own(ann, labeling):
+    query = labeling["query"]
+    for image_id in (5, 6):
+        set_label(query_id=query.pk, image_id=image_id, value="not_relevant", user=labeling["annotator"], source="api")
+    page = ann.get(reverse("query-figures", args=[query.pk]))
+    assert page.status_code == 200 and page.content.decode().startswith('<div id="side-figures"')
+    assert 'id="not-relevant-run"' in page.content.decode() and 'id="recall-estimate-box"' in page.content.decode()

@@ -293,3 +293,14 @@ def test_a_double_click_on_add_makes_one_query(page, live_server, labeling):
     assert double_click(page, "Add and start labeling") == 1  # the second click sent nothing
     page.wait_for_url("**/queries/*/")  # the labeling page, not "already has this text" from a second submit
     assert Query.objects.filter(text="a heron with a fish").count() == 1
+
+
+def test_the_side_panes_figures_follow_the_labels(page, live_server, labeling):
+    query = labeling["query"]
+    log_in(page, live_server, next_url=f"/queries/{query.pk}/")
+    expect(page.locator("#not-relevant-run")).to_have_text("0")
+    for _ in range(3):
+        page.keyboard.press("0")
+        page.keyboard.press("ArrowRight")
+    expect(page.locator("#save-status")).to_have_text("All changes saved")
+    expect(page.locator("#not-relevant-run")).to_have_text("3", timeout=10_000)  # no reload
