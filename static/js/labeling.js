@@ -534,6 +534,10 @@
       select(index, { scroll: false, extend: true });
       return;
     }
+    if (event.altKey) {  // look at it in the side pane, without labeling it
+      select(index, { scroll: false });
+      return;
+    }
     select(index, { scroll: false });
     label([tile], tile.dataset.label === "relevant" ? "not_relevant" : "relevant", "click");
   });

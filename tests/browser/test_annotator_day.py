@@ -5,6 +5,7 @@ annotator's day"), or one of the tools a long day of labeling needs.
 """
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import expect
@@ -304,3 +305,14 @@ def test_the_side_panes_figures_follow_the_labels(page, live_server, labeling):
         page.keyboard.press("ArrowRight")
     expect(page.locator("#save-status")).to_have_text("All changes saved")
     expect(page.locator("#not-relevant-run")).to_have_text("3", timeout=10_000)  # no reload
+
+
+def test_alt_click_selects_a_tile_to_look_at_without_labeling_it(page, live_server, labeling):
+    query = labeling["query"]
+    log_in(page, live_server, next_url=f"/queries/{query.pk}/")
+    shown = image_ids(page)
+    tile(page, 5).click(modifiers=["Alt"])
+    expect(tile(page, 5)).to_have_class(re.compile(r"\bselected\b"))
+    expect(page.locator("#detail")).to_contain_text(str(shown[5]))
+    page.wait_for_timeout(300)
+    assert not Label.objects.filter(query=query).exists()
