@@ -118,6 +118,10 @@ def test_a_judge_panels_prelabel_is_confirmed_with_one_key(page, live_server, la
         PreLabel.objects.create(query=query, image_id=image_id, job=job, value=value, confidence=0.8, clip_rank=rank)
     log_in(page, live_server, next_url=f"/queries/{query.pk}/")
     expect(tile(page, 0).locator(".prelabel")).to_have_text("panel: accept 80%")
+    # Whole at the default tile size, inside its tile.
+    badge, box = tile(page, 0).locator(".prelabel").bounding_box(), tile(page, 0).bounding_box()
+    assert box["x"] <= badge["x"] and badge["x"] + badge["width"] <= box["x"] + box["width"]
+    assert tile(page, 0).locator(".prelabel").evaluate("b => b.scrollWidth <= b.clientWidth")
     assert not Label.objects.exists()  # shown, not counted
     page.keyboard.press("c")
     page.keyboard.press("ArrowRight")
