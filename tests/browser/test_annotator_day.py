@@ -316,3 +316,18 @@ def test_alt_click_selects_a_tile_to_look_at_without_labeling_it(page, live_serv
     expect(page.locator("#detail")).to_contain_text(str(shown[5]))
     page.wait_for_timeout(300)
     assert not Label.objects.filter(query=query).exists()
+
+
+def test_a_range_and_submit_are_recorded_as_what_they_were(page, live_server, labeling):
+    query = labeling["query"]
+    log_in(page, live_server, next_url=f"/queries/{query.pk}/")
+    shown = image_ids(page)
+    page.keyboard.press("Shift+ArrowRight")
+    page.keyboard.press("Shift+ArrowRight")
+    page.keyboard.press("u")  # a range of three, with one key
+    expect(page.locator("#save-status")).to_have_text("All changes saved")
+    page.click("#submit")  # every other shown image: not relevant
+    expect(page.locator("#save-status")).to_contain_text(f"Submitted: {len(shown) - 3} images marked not relevant")
+    expect(page.locator('.tile[data-label="not_relevant"]')).to_have_count(len(shown) - 3)
+    given = dict(LabelEvent.objects.filter(query=query).values_list("image_id", "source"))
+    assert {given[i] for i in shown[:3]} == {"keyboard"} and {given[i] for i in shown[3:]} == {"submit"}
