@@ -19,7 +19,6 @@ dashboard and the simulator (which measures the estimate's error against the tru
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 # How deep below the labels the unlabeled images are counted.
 DEPTH = 10_000
@@ -45,6 +44,10 @@ def estimate_recall(labeled_scores, labeled_relevant, unlabeled_scores) -> Recal
     found = int(relevant.sum())
     if not found or found == len(relevant) or not np.isfinite(scores).all():
         return None
+    # scikit-learn here, not at the top: the labeling views import this module, and scikit-learn's import
+    # (2.8 s on a busy 2-core machine) went into every command's start through the URL checks.
+    from sklearn.linear_model import LogisticRegression
+
     # C large: the fit is the plain maximum-likelihood calibration, not shrunk toward p = 1/2.
     model = LogisticRegression(C=1e4, max_iter=1000).fit(scores, relevant)
     unlabeled = np.asarray(unlabeled_scores, dtype=np.float64).reshape(-1, 1)

@@ -13,8 +13,6 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import openai
-
 from . import prompts, yesno
 
 
@@ -76,6 +74,8 @@ class ChatScorer:
         prompts.render(prompt, "")  # a prompt without {query} is refused here, not on the first image
         self.base_url, self.model, self.prompt = base_url, model, prompt
         self.concurrency = max(1, concurrency)
+        import openai  # here: the labeling pages import this module, and commands should not pay for it
+
         # A key is required by the client even where the server needs none (vLLM, Ollama).
         self.client = openai.OpenAI(
             base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=max_retries
@@ -138,6 +138,8 @@ class ChatScorer:
 @contextmanager
 def model_errors(base_url: str):
     """Turn the client's exceptions into ModelUnavailable sentences that say what to check."""
+    import openai
+
     try:
         yield
     except openai.APITimeoutError:

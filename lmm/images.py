@@ -4,8 +4,6 @@ OpenAI's image models, or a local diffusion server that speaks the same format (
 import base64
 import binascii
 
-import openai
-
 from .chat import ModelUnavailable, model_errors
 
 
@@ -17,6 +15,8 @@ class ImageGenerator:
                 "(an OpenAI-compatible images API)."
             )
         self.base_url, self.model, self.size = base_url, model, size
+        import openai  # here, as in lmm/chat.py: importing this module stays cheap
+
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=2)
 
     def generate(self, prompt: str, n: int = 3) -> list[bytes]:

@@ -1,8 +1,6 @@
 """A text-only chat model for the systems that write before they look: structured rerank's context and
 sub-questions, VisRet's query rewriting. Any OpenAI-compatible chat-completions server."""
 
-import openai
-
 from .chat import ModelUnavailable, model_errors
 
 
@@ -15,6 +13,8 @@ class TextModel:
                 "sub-questions in the admin."
             )
         self.base_url, self.model = base_url, model
+        import openai  # here, as in lmm/chat.py: importing this module stays cheap
+
         self.client = openai.OpenAI(
             base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=max_retries
         )

@@ -11,6 +11,7 @@ function body counts as much as one at the top. The project package (quire/) wir
 """
 
 import ast
+import os
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,22 @@ def test_every_search_failure_is_a_search_unavailable():
     classes = [value for value in vars(exceptions).values() if isinstance(value, type) and issubclass(value, Exception)]
     assert {cls.__name__ for cls in classes} >= {"NoIndex", "SearchError", "WeightsUnavailable", "StoreMismatch"}
     assert all(issubclass(cls, SearchUnavailable) for cls in classes)
+
+
+def test_a_command_that_runs_no_model_imports_no_model_library(tmp_path):
+    """Every command loads the URL conf for its checks, and with it the labeling views: those must not
+    import torch, open_clip, scikit-learn or the OpenAI client (issue 24: `api_token` and `export_inquire`
+    took 5 to 6 s to start, 2.8 s of it scikit-learn's import; bench/startup_bench.py measures it)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import os, sys, django; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'quire.settings'); django.setup();"
+        "from django.urls import get_resolver; get_resolver().url_patterns;"
+        "import annotator.labeling_views, annotator.views, evaluation.views;"
+        "print(sorted(m for m in ('torch', 'open_clip', 'sklearn', 'openai') if m in sys.modules))"
+    )
+    env = {**os.environ, "DEBUG": "1", "QUIRE_DATA_DIR": str(tmp_path)}
+    env.pop("DATABASE_URL", None)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
