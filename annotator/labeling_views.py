@@ -344,13 +344,8 @@ def figures_fragment(request, query_id):
     moment after its labels are saved, so that they follow the labels instead of the page's load."""
     query = get_object_or_404(Query, pk=query_id)
     counts = selectors.label_counts(query)
-    context = {
-        "query": query,
-        "run": progress.cached_run(query, counts["labeled"], counts["last_activity"]),
-        "run_goal": progress.RUN_GOAL,
-        "estimate": progress.estimate_or_computing(query, counts["labeled"], counts["last_activity"]),
-        "estimate_help": progress.ESTIMATE_HELP,
-    }
+    run = progress.cached_run(query, counts["labeled"], counts["last_activity"])
+    context = {**_estimate_box(query, counts), "run": run, "run_goal": progress.RUN_GOAL}
     return render(request, "annotator/_figures.html", context)
 
 
@@ -361,13 +356,13 @@ def estimate_fragment(request, query_id):
     it. (The dashboard does not poll: a project's hundreds of rows would poll at once; like its run and TSR
     cells, the row says "computing…" until a reload finds the figure.)"""
     query = get_object_or_404(Query, pk=query_id)
-    counts = selectors.label_counts(query)
-    context = {
-        "query": query,
-        "estimate": progress.estimate_or_computing(query, counts["labeled"], counts["last_activity"]),
-        "estimate_help": progress.ESTIMATE_HELP,
-    }
-    return render(request, "annotator/_estimate.html", context)
+    return render(request, "annotator/_estimate.html", _estimate_box(query, selectors.label_counts(query)))
+
+
+def _estimate_box(query: Query, counts: dict) -> dict:
+    """What the side pane's recall estimate shows: the cached value, or "computing" (asked of the background)."""
+    estimate = progress.estimate_or_computing(query, counts["labeled"], counts["last_activity"])
+    return {"query": query, "estimate": estimate, "estimate_help": progress.ESTIMATE_HELP}
 
 
 @login_required
