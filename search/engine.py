@@ -137,13 +137,18 @@ def search(
         else:
             assert image is not None  # exactly one of the four was given (checked above)
             query = embedder.encode_images([image])[0]
-    return loaded.searcher.search(
-        query,
-        k=k,
-        offset=offset,
-        taxon_ids=None if taxon_ids is None else list(taxon_ids),
-        exclude_image_ids=exclude_image_ids,
-    )
+    taxa = None if taxon_ids is None else list(taxon_ids)
+    wide = image_id is None and image is None  # only an image's own vector is among the images
+
+    def ranked(k: int, offset: int) -> list[Hit]:
+        return loaded.searcher.search(
+            query, k=k, offset=offset, taxon_ids=taxa, exclude_image_ids=exclude_image_ids, wide=wide
+        )
+
+    if text is not None and not exclude_image_ids:  # the grid's pages of a text: remembered (text_orders.py)
+        key = ("page", query.tobytes(), None if taxa is None else tuple(sorted(taxa)))
+        return loaded.text_orders.page(key, offset, k, ranked)
+    return ranked(k, offset)
 
 
 def score_images(
@@ -228,6 +233,7 @@ def rank(
         offset=offset,
         taxon_ids=None if taxon_ids is None else list(taxon_ids),
         exclude_image_ids=exclude_image_ids,
+        wide=True,  # texts, fitted and fused vectors: off the images' distribution (Searcher)
     )
 
 
@@ -249,7 +255,9 @@ class _Indexed:
         return self._search(vector, depth, exclude)
 
     def _search(self, vector: np.ndarray, depth: int, exclude: set[int]) -> list[int]:
-        hits = self.loaded.searcher.search(vector, k=depth, taxon_ids=self.taxon_ids, exclude_image_ids=exclude)
+        hits = self.loaded.searcher.search(
+            vector, k=depth, taxon_ids=self.taxon_ids, exclude_image_ids=exclude, wide=True
+        )
         return [hit.image_id for hit in hits]
 
     def vectors(self, image_ids: Sequence[int]) -> np.ndarray:
@@ -284,7 +292,7 @@ def next_batch(
     vector = np.asarray(_vector_from(chosen, inputs, loaded), dtype=np.float32)
     exclude = {int(i) for i in [*exclude_image_ids, *relevant_ids, *not_relevant_ids]}
     if strategy == "text":  # the control: the plain text order, as INQUIRE ranked it
-        return loaded.searcher.search(vector, k=k, taxon_ids=taxa, exclude_image_ids=exclude)
+        return loaded.searcher.search(vector, k=k, taxon_ids=taxa, exclude_image_ids=exclude, wide=True)
     # The text order is every ranking's floor where the query has a text: "like the example images" too,
     # which does not rank by it (the encoder keeps the text's vector: no second encoding).
     typed = (text or "").strip()

@@ -5,14 +5,21 @@ Kinds:
   flat      exact inner product. The index holds the vectors as float16, the same
             numbers as the store, so its scores are the store's scores. For small
             collections, and on a GPU.
-  fastscan  for millions of vectors on a CPU (auto's choice above AUTO_FLAT_LIMIT): PCA to a
-            quarter of the dimensions, IVF, and 4-bit product-quantisation codes scanned with
-            SIMD registers as lookup tables (FAISS's fast-scan, after André, Kermarrec and Le
-            Scouarnec, "PQ Fast Scan", VLDB 2015, and "Quicker ADC", 2019; the FAISS wiki's "Fast
-            accumulation of PQ and AQ codes"). It only proposes candidates; they are re-scored
-            exactly from the float16 store. 5M x 1024: built in 158 s on 2 cores, 32 bytes a vector
-            (bench/RESULTS.md). Its labels are image ids, not store rows, so new images are added to
-            a trained index without a rebuild (`update`), and consolidation may reorder the store.
+  fastscan  for millions of vectors on a CPU (auto's choice above AUTO_FLAT_LIMIT): IVF over the full
+            vectors with 1-bit RaBitQ codes (Gao and Long, "RaBitQ", SIGMOD 2024; FAISS's
+            IndexIVFRaBitQFastScan), scanned with SIMD registers as lookup tables (FAISS's fast-scan,
+            after André, Kermarrec and Le Scouarnec, "PQ Fast Scan", VLDB 2015). It only proposes
+            candidates; they are re-scored exactly from the float16 store. Its labels are image ids, not
+            store rows, so new images are added to a trained index without a rebuild (`update`), and
+            consolidation may reorder the store.
+            Chosen by measurement on embeddings shaped like CLIP's (bench/realistic.py, bench/RESULTS.md):
+            the earlier codes (PCA to a quarter of the dimensions, then 4-bit PQ) held recall@50 0.995 on
+            evenly spread clusters but 0.06 for text queries on realistic ones. FAISS's PCA subtracts
+            the collection's mean from the query too, and for inner products (q - m).(x - m) ranks images
+            by their distance from the common mean, not by the query: a text query's own signal, weak
+            across the modality gap, drowned. RaBitQ at full dimension gave the best recall per list
+            probed; its 150 bytes a vector are 750 MB at 5M. Indexes built with the earlier codes still
+            load (`codes="pq4"` builds them for comparison).
   ivfpq     IVF (HNSW-assigned lists) with 8-bit PQ: the previous CPU kind, still loaded and
             built on request; about 4x slower to build and to search than fastscan (bench/RESULTS.md).
 
@@ -28,7 +35,7 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import faiss as _faiss
 import numpy as np
@@ -156,6 +163,54 @@ def _split(runs: list[tuple[int, int]], rows_in_first: int) -> tuple[list[tuple[
     return first, second
 
 
+class Breadth(NamedTuple):
+    """How much of an IVF index one search reads: lists probed, and candidates re-scored exactly."""
+
+    nprobe: int
+    rerank: int
+
+
+# The share of a RaBitQ fast-scan index's lists probed, and the candidates re-scored, for an image query and
+# for a wide one (a text, a fitted vector). Measured on the realistic world at 1M
+# (bench/realistic_search_bench.py, bench/RESULTS.md): image queries reach recall@50 0.99 at 4% of the
+# lists; text queries need a quarter of them and 10,000 candidates for 0.97. A text's ranking is searched
+# once a labeling session and kept (search/text_orders.py), so it buys recall with time.
+# Small collections have few lists and a genus in each: a floor of lists keeps their recall (at 200k, 18
+# lists gave image queries 0.92).
+IMAGE_SHARE, IMAGE_LISTS, IMAGE_RERANK = 0.04, 40, 1000
+WIDE_SHARE, WIDE_LISTS, WIDE_RERANK = 0.25, 160, 10_000
+
+
+def _default_breadths(index: "_faiss.Index", labels: str) -> tuple[Breadth, Breadth]:
+    """(image queries, wide queries) for an IVF index: RaBitQ fast-scan probes a share of its lists
+    (IMAGE_SHARE, WIDE_SHARE); the earlier kinds keep their measured settings for both: PQ4 fast-scan
+    16 lists and 1,000 candidates, ivfpq 32 and 500 (bench/RESULTS.md, history)."""
+    ivf = faiss.extract_index_ivf(index)
+    if isinstance(faiss.downcast_index(ivf), faiss.IndexIVFRaBitQFastScan):
+        nlist = ivf.nlist
+        return (
+            Breadth(min(nlist, max(IMAGE_LISTS, round(IMAGE_SHARE * nlist))), IMAGE_RERANK),
+            Breadth(min(nlist, max(WIDE_LISTS, round(WIDE_SHARE * nlist))), WIDE_RERANK),
+        )
+    earlier = Breadth(16, 1000) if labels == "image_ids" else Breadth(32, 500)
+    return earlier, earlier
+
+
+def _search_parameters(exact: bool, breadth: Breadth, selector: Any, *, graph: bool = False) -> Any:
+    """FAISS search parameters for one search: the lists to probe (and an HNSW quantizer's beam at least as
+    wide), and the selector leaving excluded images out, if any. Per search, so that concurrent searches of
+    different breadths share one index object."""
+    if exact:
+        return None if selector is None else faiss.SearchParameters(sel=selector)
+    # Passed as keywords, FAISS's wrapper keeps the selector and the graph's parameters alive with `params`.
+    keywords: dict[str, Any] = {"nprobe": breadth.nprobe}
+    if graph:  # an HNSW quantizer must look at least as wide as the lists probed
+        keywords["quantizer_params"] = faiss.SearchParametersHNSW(efSearch=max(2 * breadth.nprobe, 64))
+    if selector is not None:
+        keywords["sel"] = selector
+    return faiss.SearchParametersIVF(**keywords)
+
+
 def choose_kind(count: int, kind: str = "auto") -> str:
     if kind not in KINDS:
         raise ValueError(f"index kind must be {', '.join(KINDS[:-1])} or {KINDS[-1]}, not {kind!r}")
@@ -169,12 +224,32 @@ def labels_of(kind: str) -> str:
     return "image_ids" if kind == "fastscan" else "rows"
 
 
-def _fastscan_factory(count: int, dim: int) -> str:
-    """PCA to dim/4 (at least 64) when the vectors are wide, about sqrt(N)/2 lists (1,118 at 5M), and 4-bit
-    PQ codes of 4 dimensions each. Measured on 500k x 1024 (bench/RESULTS.md): PCA256 halves the build (the
-    list assignment is N x lists x dim) at the same recall after exact re-scoring; far fewer lists than
-    FAISS's usual 4 sqrt(N), because the exact re-scoring of 1,000 candidates, not the lists, sets the
-    recall (nprobe 8, 16 and 32 gave the same recall at 5M)."""
+FASTSCAN_CODES = ("rabitq", "pq4")
+
+
+def _fastscan_factory(count: int, dim: int, codes: str = "rabitq") -> str:
+    """The FAISS factory string of a fast-scan index over `count` vectors (see the module docstring)."""
+    if codes == "pq4":
+        return _pq4_factory(count, dim)
+    if codes != "rabitq":
+        raise ValueError(f"fast-scan codes are {' or '.join(FASTSCAN_CODES)}, not {codes!r}")
+    nlist = _fastscan_lists(count)
+    # Assigning 5M vectors of 1024 dimensions to thousands of lists is N x lists x dim: an HNSW graph over the
+    # centroids finds each list in a few hundred comparisons instead (the flat quantizer was faster below ~1,000).
+    quantizer = "_HNSW32" if nlist >= 2048 else ""
+    return f"IVF{nlist}{quantizer},RaBitQfs"
+
+
+def _fastscan_lists(count: int) -> int:
+    """About sqrt(N) lists (2,236 at 5M). At 1M on the realistic world, 2,000 lists needed the same share of
+    the codes scanned as 1,000 for the same recall, and scanned them slower (bench/RESULTS.md)."""
+    return max(4, min(65536, int(math.sqrt(count))))
+
+
+def _pq4_factory(count: int, dim: int) -> str:
+    """The earlier fast-scan codes, for comparison: PCA to dim/4 (at least 64) when the vectors are wide,
+    about sqrt(N)/2 lists (1,118 at 5M), and 4-bit PQ codes of 4 dimensions each. Fast and accurate on evenly
+    spread clusters (recall@50 0.995 at 5M), wrong for text queries on realistic ones (module docstring)."""
     reduced = max(64, dim // 4) if dim >= 256 else dim
     nlist = max(4, min(4096, int(math.sqrt(count) / 2)))
     m = max(2, reduced // 4)
@@ -184,8 +259,11 @@ def _fastscan_factory(count: int, dim: int) -> str:
     return f"{prefix}IVF{nlist},PQ{m}x4fs"
 
 
-def build(embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_000, seed: int = 0) -> "_faiss.Index":
-    """Build a FAISS index over `embeddings` (labels: store rows, or image ids for fastscan, see labels_of)."""
+def build(
+    embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_000, seed: int = 0, codes: str = "rabitq"
+) -> "_faiss.Index":
+    """Build a FAISS index over `embeddings` (labels: store rows, or image ids for fastscan, see labels_of).
+    `codes`: a fast-scan index's codes, rabitq (the default) or pq4 (the earlier ones, for comparison)."""
     count, dim = embeddings.vectors.shape
     kind = choose_kind(count, kind)
     index: _faiss.Index
@@ -195,7 +273,7 @@ def build(embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_0
                 f"A fast-scan index needs at least {IVFPQ_MINIMUM:,} vectors to train on; there are {count:,}. "
                 "Use --kind flat (exact, and fast at this size)."
             )
-        index = faiss.index_factory(dim, _fastscan_factory(count, dim), faiss.METRIC_INNER_PRODUCT)
+        index = faiss.index_factory(dim, _fastscan_factory(count, dim, codes), faiss.METRIC_INNER_PRODUCT)
         ivf = faiss.extract_index_ivf(index)
         ivf.cp.niter = 10  # rough lists are enough: candidates are re-scored exactly
         rng = np.random.default_rng(seed)
@@ -312,8 +390,13 @@ def load(folder: Path) -> tuple["_faiss.Index", dict[str, Any]]:
 class Searcher:
     """An index with the store it was built from. Thread-safe for searching.
 
-    Over 5M x 1024 on 2 cores (bench/RESULTS.md): fast-scan, nprobe 16 and 1,000 re-scored candidates,
-    recall@50 0.995 at about 3.3 ms (p50); ivfpq, nprobe 32 and 500, recall 0.989 at 7 to 15 ms.
+    Queries from the text side of CLIP's modality gap are out of the images' distribution, and an IVF
+    index needs to read more of itself for them (Jaiswal et al., "OOD-DiskANN", 2022, measured the same
+    for graph indexes): their relevant images score only a little above the rest, so they spread over
+    more lists and deeper into the approximate ranking. A search says so with `wide=True` (the engine
+    does for texts and for the vectors the rankings fit), and reads the wider `Breadth`. Telling texts
+    apart by geometry alone was tried (cosine with the images' mean direction): on the realistic world
+    a tenth of the images' own cosines overlapped the texts', so the caller, who knows, says.
     """
 
     def __init__(
@@ -324,6 +407,7 @@ class Searcher:
         nprobe: int | None = None,
         rerank: int | None = None,
         labels: str = "rows",
+        wide: Breadth | None = None,
     ):
         if index.ntotal != len(embeddings):
             raise NoIndex(
@@ -338,22 +422,23 @@ class Searcher:
         self.index = index
         self.labels = labels
         self.exact = not isinstance(faiss.try_extract_index_ivf(index), faiss.IndexIVF)
-        if not self.exact:
-            ivf = faiss.extract_index_ivf(index)
-            # fast-scan: 16 of ~1,100 lists at 5M (8, 16 or 32 give the same recall after re-scoring,
-            # bench/RESULTS.md); ivfpq: 32 of ~4,500.
-            ivf.nprobe = nprobe or (16 if labels == "image_ids" else 32)
-            quantizer = faiss.downcast_index(ivf.quantizer)
-            if hasattr(quantizer, "hnsw"):  # the graph must look at least as wide as the lists probed
-                quantizer.hnsw.efSearch = max(2 * ivf.nprobe, 64)
+        self._graph_quantizer = not self.exact and hasattr(
+            faiss.downcast_index(faiss.extract_index_ivf(index).quantizer), "hnsw"
+        )
         # Rows of each taxon, found by binary search: a species filter costs microseconds, not a 5M-row scan.
         self._taxon_order = np.argsort(embeddings.taxon_ids, kind="stable")
         self._taxa_sorted = embeddings.taxon_ids[self._taxon_order]
-        # Candidates re-scored exactly. fast-scan's 32-byte codes need 1,000 for recall@50 0.995 at 5M
-        # (500: 0.946); ivfpq's 256-byte codes 500 for 0.989 (bench/RESULTS.md).
-        self.rerank = rerank or (1000 if labels == "image_ids" else 500)
+        self.narrow = self.wide = Breadth(0, 0)
+        if not self.exact:
+            default_narrow, default_wide = _default_breadths(index, labels)
+            self.narrow = Breadth(nprobe or default_narrow.nprobe, rerank or default_narrow.rerank)
+            self.wide = wide or (self.narrow if nprobe or rerank else default_wide)
         self._lock = threading.Lock()
         self._id_order: np.ndarray | None = None  # argsort of the image ids, made on the first lookup by id
+
+    @property
+    def rerank(self) -> int:
+        return self.narrow.rerank
 
     @property
     def dim(self) -> int:
@@ -367,12 +452,14 @@ class Searcher:
         offset: int = 0,
         taxon_ids: Iterable[int] | None = None,
         exclude_image_ids: Iterable[int] | None = None,
+        wide: bool = False,
     ) -> list[Hit]:
         """Rank images by inner product with `vector` (unit length, float32, shape (dim,)).
 
         Returns hits offset .. offset+k-1 of the ranking, best first; ties are
         broken by image id, so pages are stable. `taxon_ids` restricts to images
-        of those taxa (ranked exactly); `exclude_image_ids` leaves images out.
+        of those taxa (ranked exactly); `exclude_image_ids` leaves images out. `wide`: the vector is
+        not an image's (a text, a fitted vector): an approximate index reads more for it.
         """
         vector = np.asarray(vector, dtype=np.float32).reshape(-1)
         if vector.shape[0] != self.dim:
@@ -385,20 +472,17 @@ class Searcher:
         wanted = offset + k
         if self.exact and wanted + len(excluded) >= len(self.embeddings) // 2:
             return self._rank_exactly(vector, np.arange(len(self.embeddings)), excluded, k, offset)
+        breadth = self.wide if wide else self.narrow
         # Ask for a margin beyond the page: rows tied at the cut are then all seen and ordered by id.
-        candidates = wanted + 16 if self.exact else max(self.rerank, 2 * wanted)
+        candidates = wanted + 16 if self.exact else max(breadth.rerank, 2 * wanted)
         # Excluded images (a query's labels: thousands, for a ranking that learns) are left out inside
         # FAISS by an ID selector, so the candidates asked for and re-scored do not grow with them.
-        params = selector = None
+        selector = None
         if len(excluded):
             excluded_labels = excluded if self.labels == "image_ids" else self.rows_of_ids(excluded)
             selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(excluded_labels))
-            params = (
-                faiss.SearchParameters(sel=selector)
-                if self.exact
-                else faiss.SearchParametersIVF(sel=selector, nprobe=faiss.extract_index_ivf(self.index).nprobe)
-            )
-        with self._lock:  # nprobe lives on the shared index object
+        params = _search_parameters(self.exact, breadth, selector, graph=self._graph_quantizer)
+        with self._lock:
             _, rows = self.index.search(vector[None, :], min(candidates, len(self.embeddings)), params=params)
         del selector
         rows = rows[0][rows[0] >= 0]

@@ -115,7 +115,7 @@ def test_ivfpq_candidates_are_rescored_exactly(store):
     embeddings = store.load()
     index = search_index.build(embeddings, "ivfpq")
     default = search_index.Searcher(embeddings, index)  # as the engine makes it: the kind's own defaults
-    assert (faiss_ivf(index).nprobe, default.rerank) == (32, 500)
+    assert default.narrow == default.wide == search_index.Breadth(nprobe=32, rerank=500)
     searcher = search_index.Searcher(embeddings, index, nprobe=16, rerank=500)
     assert not searcher.exact
     query = query_vector(9)
@@ -255,7 +255,8 @@ def test_fastscan_candidates_are_rescored_exactly_and_leave_exclusions_out(store
     """The fast-scan index (labels: image ids) proposes candidates; the scores are the store's exact ones."""
     embeddings = store.load()
     index = search_index.build(embeddings, "fastscan")
-    assert "x4fs" in search_index._fastscan_factory(len(embeddings), 32)
+    assert "RaBitQfs" in search_index._fastscan_factory(len(embeddings), 32)
+    assert "x4fs" in search_index._fastscan_factory(len(embeddings), 32, codes="pq4")
     searcher = search_index.Searcher(embeddings, index, labels="image_ids", nprobe=8)
     query = query_vector(9)
     hits = searcher.search(query, k=50)

@@ -1,6 +1,7 @@
 """The text order remembered between batches (search/text_orders.py): one search serves the batches after
 it, and what it answers is what a fresh search would."""
 
+from search.results import Hit
 from search.text_orders import TextOrders
 
 COLLECTION = list(range(100))  # image ids, best first under the one text of these tests
@@ -59,3 +60,22 @@ def test_each_text_has_its_own_order_and_the_least_recently_used_is_forgotten():
     assert len(search.calls) == 3
     orders.top("b", 5, set(), search)
     assert len(search.calls) == 4
+
+
+def test_a_texts_pages_are_read_from_one_search_inside_the_depth():
+    ranking = [Hit(image_id, 1.0 - image_id / 1000, 0) for image_id in range(1, 200)]
+    calls = []
+
+    def search(k, offset):
+        calls.append((k, offset))
+        return ranking[offset : offset + k]
+
+    orders = TextOrders(texts=2, depth=100)
+    assert orders.page("a", 0, 50, search) == ranking[:50]
+    assert orders.page("a", 50, 50, search) == ranking[50:100]
+    assert orders.page("a", 90, 20, search) == ranking[90:110]  # past the depth: searched as asked
+    assert calls == [(100, 0), (20, 90)]
+    orders.page("b", 0, 10, search)
+    orders.page("c", 0, 10, search)  # two texts remembered: "a" is forgotten
+    orders.page("a", 0, 10, search)
+    assert calls[-1] == (100, 0) and len(calls) == 5
