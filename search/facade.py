@@ -10,6 +10,7 @@ Importing this module is cheap: FAISS, torch and open_clip load on the first sea
 needs them, so commands and pages that never search start fast.
 """
 
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -243,17 +244,25 @@ def embed_image(image: "PILImage", spec: ClipSpec | None = None) -> np.ndarray:
     return engine_embed_image(image, spec)
 
 
-def warm_up(spec: ClipSpec | None = None) -> str:
+def warm_up(spec: ClipSpec | None = None, *, store: bool = True) -> str:
     """Load the index, the embeddings and the CLIP text encoder into this process now, and run one
     search, so a web worker's first request does not pay for them (the 2026 audit: 13 s for the
-    labeling page and 41 s for the candidates API on a busy machine). Returns a sentence for the log;
-    raises nothing (a deployment with no index yet still starts)."""
+    labeling page and 41 s for the candidates API on a busy machine). Then, with `store`, read the
+    embedding store into the page cache in a background thread (search.store.warm: after a restart, the
+    first searches re-score their candidates from disk one page at a time). Returns a sentence for the
+    log; raises nothing (a deployment with no index yet still starts)."""
     spec = spec or configured_spec()
     try:
         search(text="a photo", k=1, spec=spec)
     except SearchUnavailable as error:
         return f"search not warmed up: {error}"
-    return f"search warmed up: {spec.name}'s index and text encoder are loaded"
+    said = f"search warmed up: {spec.name}'s index and text encoder are loaded"
+    if store:
+        from .engine import warm_store
+
+        threading.Thread(target=warm_store, args=(spec,), name="quire-warm-store", daemon=True).start()
+        said += "; its embedding store is being read into the page cache"
+    return said
 
 
 def has_index(spec: ClipSpec | None = None) -> bool:

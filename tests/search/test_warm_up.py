@@ -3,6 +3,7 @@
 import logging
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from quire import gunicorn_hooks
@@ -55,3 +56,32 @@ def test_the_demo_server_warms_up_as_it_starts(labeling, tiny_spec, worker, monk
     (thread,) = [thread for thread in threading.enumerate() if thread.name == "quire-warm-up"]
     thread.join(timeout=120)
     assert list(engine._loaded) == [tiny_spec.name] and list(clip._loaded) == [tiny_spec]
+
+
+def test_the_store_is_read_into_the_page_cache_once_warmed(tmp_path):
+    from search.store import warm
+
+    vectors = np.lib.format.open_memmap(tmp_path / "vectors.npy", mode="w+", dtype=np.float16, shape=(3000, 64))
+    vectors[:] = 1
+    vectors.flush()
+    mapped = np.load(tmp_path / "vectors.npy", mmap_mode="r")
+    done, said = warm(mapped, chunk=100_000)  # several chunks
+    assert done == (tmp_path / "vectors.npy").stat().st_size and "read into the page cache" in said
+    # A store larger than half the memory would only push itself out of the cache: not read.
+    assert warm(mapped, memory=done) == (
+        0,
+        f"the store ({done / 1e9:.1f} GB) is more than half this machine's memory: not read ahead",
+    )
+    assert warm(np.ones((3, 4), dtype=np.float16))[0] == 0  # already in memory: nothing to read
+
+
+def test_a_started_worker_reads_its_store_in_the_background(labeling, tiny_spec, worker, caplog):
+    import threading
+
+    caplog.set_level(logging.INFO)
+    gunicorn_hooks.post_worker_init(worker)
+    assert "its embedding store is being read into the page cache" in caplog.text
+    for thread in threading.enumerate():
+        if thread.name == "quire-warm-store":
+            thread.join(timeout=60)
+    assert f"{tiny_spec.name}: the store's" in caplog.text and "read into the page cache" in caplog.text
