@@ -8,7 +8,8 @@ queries CSV and a 250 x 1,000 run in TREC and CSV form; then times, median of --
   baseline        the released INQUIRE evaluation's formulas through scikit-learn
                   (average_precision_score over the top k x r / min(k, R), ndcg_score with the
                   missed positives appended), on the same inputs
-  end to end      `manage.py evaluate` as a fresh process (start-up, reading, scoring, the tables),
+  end to end      `manage.py evaluate` as a fresh process (start-up, reading, scoring, the tables), and
+                  `python -m evaluation` on the same files (the file-only path: no Django),
                   beside INQUIRE's own driver reading the same files with pandas
                   (bench/inquire_reference_eval.py), each as its own process, alternating
 
@@ -114,9 +115,11 @@ def main():
     command += ["--queries", str(folder / "queries.csv"), "--run"]
     reference = [sys.executable, str(ROOT / "bench" / "inquire_reference_eval.py")]
     reference += [str(folder / name) for name in ("qrels.csv", "queries.csv", "run.csv")]
+    files_only = [sys.executable, "-m", "evaluation", *command[3:]]  # evaluation/cli.py: no Django
     processes = {
         "command_trec": command + [str(folder / "run.trec")],
         "command_csv": command + [str(folder / "run.csv")],
+        "files_only_trec": files_only + [str(folder / "run.trec")],
         "inquire_reference_pandas": reference,
     }
     outputs = {}
@@ -143,6 +146,8 @@ def main():
         "command_ap_x100": 100 * overall["ap"]["mean"],
         "reference_over_command_trec": statistics.median(timings["inquire_reference_pandas"])
         / statistics.median(timings["command_trec"]),
+        "files_only_equal_to_command": outputs["files_only_trec"] == outputs["command_trec"],
+        "load": os.getloadavg(),
     }
     print(json.dumps(result, indent=2))
 

@@ -18,7 +18,7 @@ Kinds:
             the collection's mean from the query too, and for inner products (q - m).(x - m) ranks images
             by their distance from the common mean, not by the query: a text query's own signal, weak
             across the modality gap, drowned. RaBitQ at full dimension gave the best recall per list
-            probed; its 150 bytes a vector are 750 MB at 5M. Indexes built with the earlier codes still
+            probed; its 147 bytes a vector are 735 MB at 5M. Indexes built with the earlier codes still
             load (`codes="pq4"` builds them for comparison).
   ivfpq     IVF (HNSW-assigned lists) with 8-bit PQ: the previous CPU kind, still loaded and
             built on request; about 4x slower to build and to search than fastscan (bench/RESULTS.md).
@@ -395,8 +395,9 @@ class Searcher:
     for graph indexes): their relevant images score only a little above the rest, so they spread over
     more lists and deeper into the approximate ranking. A search says so with `wide=True` (the engine
     does for texts and for the vectors the rankings fit), and reads the wider `Breadth`. Telling texts
-    apart by geometry alone was tried (cosine with the images' mean direction): on the realistic world
-    a tenth of the images' own cosines overlapped the texts', so the caller, who knows, says.
+    apart by geometry alone was tried (cosine with the images' mean direction, below the images' own 1st
+    percentile): on the realistic world 16% of the texts fell on the images' side, so the caller, who
+    knows, says.
     """
 
     def __init__(

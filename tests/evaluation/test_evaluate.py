@@ -355,3 +355,47 @@ def test_the_columnar_reader_reads_what_the_line_reader_reads(tmp_path, monkeypa
     assert sorted(calls) == ["csv_run", "csv_run", "qrels", "qrels", "trec_run"]
     assert fast == slow
     assert fast[0][0] != fast[0][1]  # ties follow the rank column in one and the line order in the other
+
+
+def test_files_are_scored_without_django_the_same_way(files, tmp_path):
+    """`python -m evaluation` (evaluation/cli.py): the command's report, from a process that never imports
+    Django (a third of the command's time on INQUIRE-sized files)."""
+    import subprocess
+    import sys
+
+    arguments = ["--qrels", files / "qrels.csv", "--queries", files / "queries.csv", "--run", files / "run.trec"]
+    arguments += ["--k", "5", "--group-by", "supercategory", "--compare", files / "run.csv"]
+    out = StringIO()
+    call_command("evaluate", *arguments, "--json", tmp_path / "command.json", stdout=out)
+    probe = "import runpy, sys; sys.argv = ['evaluation', *sys.argv[1:]]\n"
+    probe += "try:\n    runpy.run_module('evaluation', run_name='__main__')\n"
+    probe += "finally:\n    print('django imported' if 'django' in sys.modules else 'no django', file=sys.stderr)\n"
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *map(str, arguments), "--json", str(tmp_path / "files.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == out.getvalue() and "vs " in done.stdout  # the comparison line too
+    assert done.stderr.strip() == "no django"
+    assert json.loads((tmp_path / "files.json").read_text()) == json.loads((tmp_path / "command.json").read_text())
+
+
+def test_the_file_scorer_refuses_bad_input_with_a_sentence_and_exit_1(files, tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "bad.csv").write_text("query_id,image_id,score\n1,ten,0.5\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "evaluation", "--qrels", str(files / "qrels.csv"), "--run", str(tmp_path / "bad.csv")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("error: ") and "bad.csv" in done.stderr and "line 2" in done.stderr
+    missing = subprocess.run(
+        [sys.executable, "-m", "evaluation", "--run", str(files / "run.csv")], capture_output=True, text=True
+    )
+    assert missing.returncode == 2 and "give --qrels FILE" in missing.stderr
