@@ -14,7 +14,7 @@ looked before deciding (`lead_time_ms`, sent by the labeling page), and which im
 wrote it (`import_batch`).
 """
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from catalog.models import ROWS_PER_STATEMENT
 
-from . import final, overlap
+from . import final, overlap, tallies
 from .models import (
     Decision,
     ImportBatch,
@@ -185,11 +185,13 @@ def clear_labels(labels: Iterable[Label], *, user: Writer, source: str) -> int:
     with transaction.atomic(), recording_label_changes():
         for query_id, image_ids in by_query.items():
             held = _hold(query_id, image_ids)
+            judgments = list(Judgment.objects.filter(query_id=query_id, image_id__in=image_ids))
             events = [
-                _event(query_id, j.image_id, j.value, "", user, source, annotator_id=j.annotator_id)
-                for j in Judgment.objects.filter(query_id=query_id, image_id__in=image_ids)
+                _event(query_id, j.image_id, j.value, "", user, source, annotator_id=j.annotator_id) for j in judgments
             ]
             Judgment.objects.filter(query_id=query_id, image_id__in=image_ids).delete()
+            removed = Counter(j.annotator_id for j in judgments if j.annotator_id is not None)
+            tallies.count_judgments(query_id, Counter({annotator_id: -n for annotator_id, n in removed.items()}))
             LabelEvent.objects.bulk_create(events)
             cleared += sum(1 for label in held.values() if label.value)
             _settle(query_id, held, _rule(query_id))
@@ -220,6 +222,7 @@ def adjudicate(*, query_id: int, image_id: int, value: str, user: Writer) -> Lab
             value, Decision.ADJUDICATED, user, timezone.now(),
         )  # fmt: skip
         Label.objects.bulk_update([label], ["value", "decided_by", "annotator", "updated_at"])
+        tallies.count_final_labels(query_id, [old], [value], label.updated_at)
         LabelEvent.objects.bulk_create(
             [_event(query_id, image_id, old, value, user, LabelSource.ADJUDICATION, annotator_id=None)]
         )
@@ -366,6 +369,8 @@ def _write_judgments(
     Judgment.objects.bulk_create(created, batch_size=ROWS_PER_STATEMENT // 8)
     _update_alike(Judgment, updated, ["value", "source", "lead_time_ms", "updated_at"])
     Judgment.objects.filter(pk__in=removed).delete()
+    if user is not None and len(created) != len(removed):  # the system's judgments (imports) are nobody's
+        tallies.count_judgments(query_id, Counter({user.pk: len(created) - len(removed)}))
     LabelEvent.objects.bulk_create(
         _event(
             query_id,
@@ -413,19 +418,26 @@ def _settle(query_id: int, held: dict[int, Label], rule: str) -> None:
         votes[image_id].append((annotator_id, value))
     now = timezone.now()
     updated, removed = [], []
+    before, after = [], []  # the values of the labels that changed, for the query's tally
     for image_id, label in held.items():
         judged = votes.get(image_id, [])
         adjudicated = label.value if label.decided_by == Decision.ADJUDICATED else ""
         value, decided_by = final.decide([value for _, value in judged], rule, adjudicated)
         if not value:
             removed.append(label.pk)
+            if label.value:  # a stored label goes (a placeholder going is no change)
+                before.append(label.value)
             continue
         annotator_id = label.annotator_id if adjudicated else _voter(judged, decided_by)
         if (label.value, label.decided_by, label.annotator_id) != (value, decided_by, annotator_id):
+            before.append(label.value)
+            after.append(value)
             label.value, label.decided_by, label.annotator_id, label.updated_at = value, decided_by, annotator_id, now
             updated.append(label)
     _update_alike(Label, updated, ["value", "decided_by", "annotator_id", "updated_at"])
     Label.objects.filter(pk__in=removed).delete()
+    if before or after:
+        tallies.count_final_labels(query_id, before, after, now)
 
 
 def _update_alike(model: type[Judgment] | type[Label], rows: list[Judgment] | list[Label], fields: list[str]) -> None:

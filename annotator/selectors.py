@@ -1,12 +1,15 @@
 """Reading label counts per query: one definition for the query list, the labeling page, the
 dashboard, the admin and the API, so that they can never disagree."""
 
-from django.db.models import Count, Max, Q
+from django.db.models import Count, F, Max, Q
+from django.db.models.functions import Coalesce
 
-from .models import UNDECIDED, Assignment, Decision, Judgment, Label, LabelValue, Query
+from .models import UNDECIDED, Assignment, Decision, Judgment, Label, LabelValue, Query, QueryAnnotator
 
 
-def _label_counts():
+def counted_from_labels():
+    """The counts computed from the label rows themselves: what the tallies must always equal (the tests
+    compare them after every kind of write). Costs a scan of every label: 0.85 s at 1M."""
     return {
         "labeled": Count("labels"),
         "relevant": Count("labels", filter=Q(labels__value=LabelValue.RELEVANT)),
@@ -17,15 +20,24 @@ def _label_counts():
     }
 
 
+def _tallied():
+    """The counts as annotator.tallies keeps them: one row a query (a query never labeled has none: 0)."""
+    return {
+        name: Coalesce(F(f"tally__{name}"), 0)
+        for name in ("labeled", "relevant", "not_relevant", "unsure", "undecided")
+    } | {"last_activity": F("tally__last_activity")}
+
+
 def with_label_counts(queries):
     """Queries annotated with labeled, relevant, not_relevant, unsure, undecided (counts of final labels) and
     last_activity (a time or None)."""
-    return queries.annotate(**_label_counts())
+    return queries.annotate(**_tallied())
 
 
 def label_counts(query: Query) -> dict:
     """One query's counts: {"labeled", "relevant", "not_relevant", "unsure", "undecided", "last_activity"}."""
-    return Query.objects.filter(pk=query.pk).aggregate(**_label_counts())
+    row = Query.objects.filter(pk=query.pk).annotate(**_tallied()).values(*_tallied()).get()
+    return dict(row)
 
 
 # What the query list and the dashboard can be sorted by: the URL's word -> the field.
@@ -50,14 +62,13 @@ def sorted_by(queries, sort: str):
 
 
 def annotators_by_query(queries) -> dict[int, list[str]]:
-    """{query id: the user names of those who judged it, sorted} for `queries`."""
-    names: dict[int, set[str]] = {}
-    for query_id, username in (
-        Judgment.objects.filter(query__in=queries, annotator__isnull=False)
-        .values_list("query_id", "annotator__username")
-        .distinct()
+    """{query id: the user names of those who judged it, sorted} for `queries` (annotator.tallies keeps
+    who holds judgments of each query)."""
+    names: dict[int, list[str]] = {}
+    for query_id, username in QueryAnnotator.objects.filter(query__in=queries, judgments__gt=0).values_list(
+        "query_id", "annotator__username"
     ):
-        names.setdefault(query_id, set()).add(username)
+        names.setdefault(query_id, []).append(username)
     return {query_id: sorted(users) for query_id, users in names.items()}
 
 

@@ -483,6 +483,8 @@ class Searcher:
             excluded_labels = excluded if self.labels == "image_ids" else self.rows_of_ids(excluded)
             selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(excluded_labels))
         params = _search_parameters(self.exact, breadth, selector, graph=self._graph_quantizer)
+        # One search at a time per process: each already spreads over every core through FAISS's OpenMP
+        # threads, and concurrent ones would only oversubscribe them.
         with self._lock:
             _, rows = self.index.search(vector[None, :], min(candidates, len(self.embeddings)), params=params)
         del selector

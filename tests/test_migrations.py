@@ -161,3 +161,38 @@ def test_queries_made_twice_before_the_text_key_are_all_kept(back_to_latest, cap
     keys = dict(new.get_model("annotator", "Query").objects.values_list("pk", "text_key"))
     assert keys == {1: text_key("a heron with a fish"), 2: None, 3: text_key("a gull on a post")}
     assert "Query 2 has query 1's text" in capsys.readouterr().out
+
+
+BEFORE_TALLIES, TALLIES = ("annotator", "0016_query_text_key"), ("annotator", "0017_query_tallies")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_labels_already_stored_are_counted(back_to_latest):
+    """The dashboard's tallies (annotator 0017) start from the labels and judgments already there."""
+    old = migrate([BEFORE_TALLIES])
+    Query, Label, Judgment = (old.get_model("annotator", name) for name in ("Query", "Label", "Judgment"))
+    Image, Taxon, ImageRoot = (old.get_model("catalog", name) for name in ("Image", "Taxon", "ImageRoot"))
+    User = old.get_model("auth", "User")
+    root = ImageRoot.objects.create(path="/data/inat24")
+    taxon = Taxon.objects.create(id=3111, scientific_name="Rynchops niger")
+    for image_id in (1, 2, 3):
+        Image.objects.create(id=image_id, root=root, file_name=f"{image_id}.jpg", taxon=taxon)
+    skimming = Query.objects.create(id=7, text="Black Skimmer performing skimming")
+    Query.objects.create(id=8, text="a heron with a fish")  # never labeled: no tally row, read as zeros
+    ann, bob = User.objects.create(username="ann"), User.objects.create(username="bob")
+    for image_id, value in ((1, "relevant"), (2, "undecided"), (3, "unsure")):
+        Label.objects.create(query=skimming, image_id=image_id, value=value, decided_by="single")
+    for image_id, annotator, value in ((1, ann, "relevant"), (2, ann, "relevant"), (2, bob, "not_relevant")):
+        Judgment.objects.create(query=skimming, image_id=image_id, annotator=annotator, value=value, source="click")
+    Judgment.objects.create(query=skimming, image_id=3, annotator=None, value="unsure", source="import")
+
+    new = migrate([TALLIES])
+    QueryTally, QueryAnnotator = new.get_model("annotator", "QueryTally"), new.get_model("annotator", "QueryAnnotator")
+    tally = QueryTally.objects.get(query_id=7)
+    assert (tally.labeled, tally.relevant, tally.not_relevant, tally.unsure, tally.undecided) == (3, 1, 0, 1, 1)
+    assert tally.last_activity == Label.objects.latest("updated_at").updated_at
+    assert not QueryTally.objects.filter(query_id=8).exists()
+    assert sorted(QueryAnnotator.objects.values_list("query_id", "annotator__username", "judgments")) == [
+        (7, "ann", 2),
+        (7, "bob", 1),
+    ]

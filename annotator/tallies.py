@@ -1,0 +1,106 @@
+"""The per-query counts the dashboard and the query list read, kept in step with every label write.
+
+annotator.labels calls these inside the transaction that changes the labels, so a count is never ahead of or
+behind what is stored: QueryTally (final labels by value, and the last change) and QueryAnnotator (each
+annotator's judgments). Each write adds its change to the row with one UPDATE (making the row first, the
+first time, with INSERT ... ON CONFLICT DO NOTHING, which PostgreSQL and SQLite both speak). The row of a
+query is locked until the write commits, so two annotators saving labels of one query queue at this last
+statement, not for their whole transaction.
+"""
+
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.db import connection
+
+from .models import UNDECIDED, LabelValue, QueryAnnotator, QueryTally
+
+# The tally's counters, by the final value each counts.
+_COUNTERS = {
+    LabelValue.RELEVANT: "relevant",
+    LabelValue.NOT_RELEVANT: "not_relevant",
+    LabelValue.UNSURE: "unsure",
+    UNDECIDED: "undecided",
+}
+
+
+def count_final_labels(query_id: int, before: Iterable[str], after: Iterable[str], when: datetime) -> None:
+    """Add to the query's tally the change of some final labels from `before` to `after` (their values, ""
+    for none or a placeholder) and make `when` its last activity. Called only when those labels changed (a
+    label whose decider alone changed moves no count but is activity)."""
+    change = Counter(value for value in after if value)
+    change.subtract(value for value in before if value)
+    deltas = {column: change[value] for value, column in _COUNTERS.items()}
+    deltas["labeled"] = sum(deltas.values())
+    _upsert(QueryTally, ["query_id"], {"query_id": query_id}, deltas, {"last_activity": when})
+
+
+def count_judgments(query_id: int, changes: Counter[int]) -> None:
+    """Add `changes` ({annotator id: judgments added, negative for removed}) to the query's annotators."""
+    for annotator_id, delta in sorted(changes.items()):
+        if delta:
+            keys = {"query_id": query_id, "annotator_id": annotator_id}
+            _upsert(QueryAnnotator, ["query_id", "annotator_id"], keys, {"judgments": delta}, {})
+
+
+def _upsert(model, conflict: list[str], keys: dict, added: dict, replaced: dict) -> None:
+    """Add `added` to the columns of the row of `keys` and set `replaced`'s, making the row (zeros) first when
+    there is none. One UPDATE when the row exists, as it does after a query's first label; not one INSERT ...
+    ON CONFLICT DO UPDATE, whose proposed row must pass the table's checks before the conflict is seen (a
+    decrement, a label changing from relevant, is a negative count there)."""
+    table, quote = quote_table(model), connection.ops.quote_name
+    sets = [f"{quote(c)} = {quote(c)} + %s" for c in added] + [f"{quote(c)} = %s" for c in replaced]
+    update = f"UPDATE {table} SET {', '.join(sets)} WHERE " + " AND ".join(f"{quote(c)} = %s" for c in keys)
+    parameters = [*added.values(), *replaced.values(), *keys.values()]
+    with connection.cursor() as cursor:
+        cursor.execute(update, parameters)
+        if cursor.rowcount:
+            return
+        # Django's defaults are not the database's: the new row's counters are given, as zeros. Two writers
+        # making it at once: one inserts, the other's insert does nothing, and both add.
+        columns = [*keys, *added]
+        cursor.execute(
+            f"INSERT INTO {table} ({', '.join(map(quote, columns))}) VALUES ({', '.join(['%s'] * len(columns))}) "
+            f"ON CONFLICT ({', '.join(map(quote, conflict))}) DO NOTHING",
+            [*keys.values(), *[0] * len(added)],
+        )
+        cursor.execute(update, parameters)
+
+
+def quote_table(model) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def recount(query_ids: Iterable[int] | None = None) -> int:
+    """Count the tallies again from the labels and judgments themselves (all queries, or `query_ids`), in
+    one transaction; returns the number of queries counted. For labels written around annotator.labels (SQL
+    by hand, a benchmark's bulk load): the write path itself never needs it."""
+    from django.db import transaction
+    from django.db.models import Count, Max, Q
+
+    from .models import Judgment, Query
+
+    queries = Query.objects.all() if query_ids is None else Query.objects.filter(pk__in=list(query_ids))
+    counted = queries.annotate(
+        labeled=Count("labels"),
+        **{column: Count("labels", filter=Q(labels__value=value)) for value, column in _COUNTERS.items()},
+        last_activity=Max("labels__updated_at"),
+    ).values_list("pk", "labeled", *_COUNTERS.values(), "last_activity")
+    with transaction.atomic():
+        rows = [QueryTally(query_id=pk, labeled=n, **dict(zip(_COUNTERS.values(), counts, strict=True)),
+                           last_activity=last) for pk, n, *counts, last in counted]  # fmt: skip
+        QueryTally.objects.filter(query__in=queries).delete()
+        QueryTally.objects.bulk_create(rows, batch_size=1000)
+        QueryAnnotator.objects.filter(query__in=queries).delete()
+        QueryAnnotator.objects.bulk_create(
+            (
+                QueryAnnotator(query_id=query_id, annotator_id=annotator_id, judgments=n)
+                for query_id, annotator_id, n in Judgment.objects.filter(query__in=queries, annotator__isnull=False)
+                .order_by()
+                .values_list("query_id", "annotator_id")
+                .annotate(n=Count("id"))
+            ),
+            batch_size=1000,
+        )
+    return len(rows)
