@@ -43,7 +43,7 @@ def grow(images: int, queries: int, per_query: int) -> None:
     """Images, their vectors, queries and labels (with history events) added by SQL, then the index."""
     from django.db import connection
 
-    from annotator.models import Label, LabelEvent, Query
+    from annotator.models import Judgment, Label, LabelEvent, Query
     from catalog.models import Image
     from search import jobs
     from search.spec import configured_spec, store_root
@@ -77,14 +77,21 @@ def grow(images: int, queries: int, per_query: int) -> None:
     with connection.cursor() as cursor:
         for query_id in query_ids:  # the labels a project of this size holds, and their history
             cursor.execute(
-                f"INSERT INTO {Label._meta.db_table} (query_id, image_id, value, annotator_id, created_at, updated_at) "
-                "SELECT %s, i.id, CASE WHEN random() < 0.1 THEN 'relevant' ELSE 'not_relevant' END, %s, now(), now() "
-                f"FROM {Image._meta.db_table} i ORDER BY random() LIMIT %s ON CONFLICT DO NOTHING",
+                f"INSERT INTO {Label._meta.db_table} (query_id, image_id, value, decided_by, annotator_id, created_at, "
+                "updated_at) SELECT %s, i.id, CASE WHEN random() < 0.1 THEN 'relevant' ELSE 'not_relevant' END, "
+                f"'single', %s, now(), now() FROM {Image._meta.db_table} i ORDER BY random() LIMIT %s "
+                "ON CONFLICT DO NOTHING",
                 [query_id, user_id, per_query],
             )
+        cursor.execute(  # each label is its annotator's judgment, as annotator.labels would have left it
+            f"INSERT INTO {Judgment._meta.db_table} (query_id, image_id, annotator_id, value, source, created_at, "
+            "updated_at) SELECT query_id, image_id, annotator_id, value, 'api', now(), now() "
+            f"FROM {Label._meta.db_table}"
+        )
         cursor.execute(
             f"INSERT INTO {LabelEvent._meta.db_table} (query_id, image_id, old_value, new_value, user_id, "
-            "source, created_at) SELECT query_id, image_id, '', value, annotator_id, 'api', now() "
+            "annotator_id, source, created_at) SELECT query_id, image_id, '', value, annotator_id, annotator_id, "
+            "'api', now() "
             f"FROM {Label._meta.db_table}"
         )
         cursor.execute("ANALYZE")
@@ -92,6 +99,35 @@ def grow(images: int, queries: int, per_query: int) -> None:
 
     recount()  # the labels went in by SQL, around annotator.labels: count them for the dashboard
     log(f"{Label.objects.count():,} labels")
+
+
+def dashboard_counts(repeat: int) -> dict:
+    """The dashboard's counts (every query's labels by value, and who judged each) as it read them before
+    issue 25, aggregating every label and judgment, beside the tallies it reads now: in this process, on
+    the same database, alternating; milliseconds, medians of `repeat`."""
+    from annotator import selectors
+    from annotator.models import Judgment, Query
+
+    def before():
+        rows = list(Query.objects.annotate(**selectors.counted_from_labels()))
+        who = list(
+            Judgment.objects.filter(annotator__isnull=False).values_list("query_id", "annotator__username").distinct()
+        )
+        return {q.pk: q.labeled for q in rows}, len(who)
+
+    def now():
+        rows = list(selectors.with_label_counts(Query.objects.all()))
+        return {q.pk: q.labeled for q in rows}, sum(map(len, selectors.annotators_by_query(rows).values()))
+
+    times: dict[str, list[float]] = {"from_every_label_ms": [], "from_the_tallies_ms": []}
+    answers = {}
+    for _ in range(repeat):
+        for name, function in (("from_every_label_ms", before), ("from_the_tallies_ms", now)):
+            started = time.perf_counter()
+            answers[name] = function()
+            times[name].append(1000 * (time.perf_counter() - started))
+    assert answers["from_every_label_ms"] == answers["from_the_tallies_ms"], "the tallies disagree with the labels"
+    return {name: float(np.median(values)) for name, values in times.items()} | {"same_counts": True}
 
 
 def timed(client: Annotator, method: str, path: str, count: int, body=None) -> dict:
@@ -173,6 +209,8 @@ def main():
     from django.contrib.auth import get_user_model
 
     get_user_model().objects.filter(pk=user_id).update(is_staff=True, is_superuser=True)  # dashboard, exports
+    counting = dashboard_counts(3)
+    log(json.dumps(counting))
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -217,6 +255,7 @@ def main():
         client.timeout = args.dashboard_timeout
         client.connection = None
         result["dashboard"] = timed(client, "GET", "/dashboard/", 3)
+        result["dashboard_counts"] = counting
     finally:
         server.terminate()
         server.wait(timeout=60)

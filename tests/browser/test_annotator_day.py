@@ -85,6 +85,7 @@ def test_a_refused_save_stays_flagged_and_pending_until_it_lands(page, live_serv
         route.fulfill(status=403, content_type="application/json", body=json.dumps({"error": "Forbidden (test)"}))
 
     page.route("**/labels", refuse)
+    expect(tile(page, 0)).to_have_class("tile selected")  # the page's script has taken the keys
     page.keyboard.press("1")
     expect(page.locator(".tile.unsaved")).to_have_count(1)
     expect(page.locator("#save-status")).to_contain_text("Forbidden (test)")
