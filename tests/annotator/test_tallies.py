@@ -126,3 +126,20 @@ def test_recount_rebuilds_the_tallies_from_the_labels(team):
     assert tallied(query)[0]["labeled"] == 0
     assert recount() == 2  # both queries counted (the other one with zeros)
     assert tallied(query) == expected and tallied(other)[0]["labeled"] == 0
+
+
+def test_the_recount_command_names_unknown_queries_and_counts_the_rest(team):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    query, _, annotators, _, _ = team
+    set_labels(query_id=query.id, changes=[LabelChange(1000, "relevant")], user=annotators[0], source="click")
+    QueryTally.objects.all().delete()
+    with pytest.raises(CommandError, match="No query with id 999"):
+        call_command("recount_labels", "--query", "999")
+    assert not QueryTally.objects.exists()  # nothing counted when an id is wrong
+    out = StringIO()
+    call_command("recount_labels", "--query", str(query.id), stdout=out)
+    assert out.getvalue().strip() == "Counted the labels of 1 query."
+    assert selectors.label_counts(query)["relevant"] == 1
