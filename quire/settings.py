@@ -320,7 +320,9 @@ CACHES = {
             "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 1},
         }
         if CACHE_URL
-        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+        # Per process. Django's 300 entries by default would thrash: the dashboard keeps two a query (its
+        # run and TSR, its estimate), and 250 queries then recomputed five queries' signals every visit.
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 20_000}}
     )
 }
 # Embedded mode: no broker, tasks run in the caller's process.
