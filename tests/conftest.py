@@ -43,6 +43,17 @@ def _background_jobs_end_with_their_test():
     background.wait_for_all(timeout=120)
 
 
+@pytest.fixture(autouse=True)
+def _sign_in_counts_start_at_zero():
+    """Each test signs in as if it were the first from its address. quire/signin.py counts sign-ins per
+    address in the cache, which outlives a test: the browser tests sign in from 127.0.0.1 more than the 20 a
+    minute a person may, and were refused (429) whenever nothing else happened to evict the count."""
+    from django.core.cache import cache
+
+    addresses = ("127.0.0.1", "::1", "localhost")
+    cache.delete_many([f"signin:{kind}:{address}" for kind in ("attempts", "failures") for address in addresses])
+
+
 @pytest.fixture
 def inquire_dir() -> Path:
     """The released INQUIRE files in ../shared (never copied into the project)."""
