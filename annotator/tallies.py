@@ -12,9 +12,11 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import Count
 
-from .models import UNDECIDED, LabelValue, QueryAnnotator, QueryTally
+from . import selectors
+from .models import UNDECIDED, Judgment, LabelValue, Query, QueryAnnotator, QueryTally
 
 # The tally's counters, by the final value each counts.
 _COUNTERS = {
@@ -49,7 +51,8 @@ def _upsert(model, conflict: list[str], keys: dict, added: dict, replaced: dict)
     there is none. One UPDATE when the row exists, as it does after a query's first label; not one INSERT ...
     ON CONFLICT DO UPDATE, whose proposed row must pass the table's checks before the conflict is seen (a
     decrement, a label changing from relevant, is a negative count there)."""
-    table, quote = quote_table(model), connection.ops.quote_name
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
     sets = [f"{quote(c)} = {quote(c)} + %s" for c in added] + [f"{quote(c)} = %s" for c in replaced]
     update = f"UPDATE {table} SET {', '.join(sets)} WHERE " + " AND ".join(f"{quote(c)} = %s" for c in keys)
     parameters = [*added.values(), *replaced.values(), *keys.values()]
@@ -68,28 +71,18 @@ def _upsert(model, conflict: list[str], keys: dict, added: dict, replaced: dict)
         cursor.execute(update, parameters)
 
 
-def quote_table(model) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
 def recount(query_ids: Iterable[int] | None = None) -> int:
     """Count the tallies again from the labels and judgments themselves (all queries, or `query_ids`), in
     one transaction; returns the number of queries counted. For labels written around annotator.labels (SQL
     by hand, a benchmark's bulk load): the write path itself never needs it."""
-    from django.db import transaction
-    from django.db.models import Count, Max, Q
-
-    from .models import Judgment, Query
-
     queries = Query.objects.all() if query_ids is None else Query.objects.filter(pk__in=list(query_ids))
-    counted = queries.annotate(
-        labeled=Count("labels"),
-        **{column: Count("labels", filter=Q(labels__value=value)) for value, column in _COUNTERS.items()},
-        last_activity=Max("labels__updated_at"),
-    ).values_list("pk", "labeled", *_COUNTERS.values(), "last_activity")
+    names = ["labeled", *_COUNTERS.values()]
+    counted = queries.annotate(**selectors.counted_from_labels()).values_list("pk", *names, "last_activity")
     with transaction.atomic():
-        rows = [QueryTally(query_id=pk, labeled=n, **dict(zip(_COUNTERS.values(), counts, strict=True)),
-                           last_activity=last) for pk, n, *counts, last in counted]  # fmt: skip
+        rows = [
+            QueryTally(query_id=pk, **dict(zip(names, counts, strict=True)), last_activity=last)
+            for pk, *counts, last in counted
+        ]
         QueryTally.objects.filter(query__in=queries).delete()
         QueryTally.objects.bulk_create(rows, batch_size=1000)
         QueryAnnotator.objects.filter(query__in=queries).delete()

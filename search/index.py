@@ -408,7 +408,6 @@ class Searcher:
         nprobe: int | None = None,
         rerank: int | None = None,
         labels: str = "rows",
-        wide: Breadth | None = None,
     ):
         if index.ntotal != len(embeddings):
             raise NoIndex(
@@ -433,13 +432,9 @@ class Searcher:
         if not self.exact:
             default_narrow, default_wide = _default_breadths(index, labels)
             self.narrow = Breadth(nprobe or default_narrow.nprobe, rerank or default_narrow.rerank)
-            self.wide = wide or (self.narrow if nprobe or rerank else default_wide)
+            self.wide = self.narrow if nprobe or rerank else default_wide
         self._lock = threading.Lock()
         self._id_order: np.ndarray | None = None  # argsort of the image ids, made on the first lookup by id
-
-    @property
-    def rerank(self) -> int:
-        return self.narrow.rerank
 
     @property
     def dim(self) -> int:

@@ -32,6 +32,15 @@ def table_names() -> set[str]:
         return set(connection.introspection.table_names(cursor))
 
 
+def three_images(old) -> None:
+    """Images 1, 2 and 3 of one taxon, through the catalog models of the state `old`."""
+    Image, Taxon, ImageRoot = (old.get_model("catalog", name) for name in ("Image", "Taxon", "ImageRoot"))
+    root = ImageRoot.objects.create(path="/data/inat24")
+    taxon = Taxon.objects.create(id=3111, scientific_name="Rynchops niger")
+    for image_id in (1, 2, 3):
+        Image.objects.create(id=image_id, root=root, file_name=f"{image_id}.jpg", taxon=taxon)
+
+
 @pytest.fixture
 def back_to_latest():
     """Whatever happens in the test, the database ends at the latest migrations for the tests after it."""
@@ -101,12 +110,8 @@ def test_every_label_becomes_its_annotators_judgment(back_to_latest):
     system's), with the source and lead time of its last event; every label and event stays."""
     old = migrate([BEFORE_TEAMS])
     Query, Label, LabelEvent = (old.get_model("annotator", name) for name in ("Query", "Label", "LabelEvent"))
-    Image, Taxon, ImageRoot = (old.get_model("catalog", name) for name in ("Image", "Taxon", "ImageRoot"))
+    three_images(old)
     User = old.get_model("auth", "User")
-    root = ImageRoot.objects.create(path="/data/inat24")
-    taxon = Taxon.objects.create(id=3111, scientific_name="Rynchops niger")
-    for image_id in (1, 2, 3):
-        Image.objects.create(id=image_id, root=root, file_name=f"{image_id}.jpg", taxon=taxon)
     query = Query.objects.create(id=7, text="Black Skimmer performing skimming")
     ann, bob = User.objects.create(username="ann"), User.objects.create(username="bob")
     Label.objects.create(query=query, image_id=1, value="relevant", annotator=ann)
@@ -171,12 +176,8 @@ def test_the_labels_already_stored_are_counted(back_to_latest):
     """The dashboard's tallies (annotator 0017) start from the labels and judgments already there."""
     old = migrate([BEFORE_TALLIES])
     Query, Label, Judgment = (old.get_model("annotator", name) for name in ("Query", "Label", "Judgment"))
-    Image, Taxon, ImageRoot = (old.get_model("catalog", name) for name in ("Image", "Taxon", "ImageRoot"))
+    three_images(old)
     User = old.get_model("auth", "User")
-    root = ImageRoot.objects.create(path="/data/inat24")
-    taxon = Taxon.objects.create(id=3111, scientific_name="Rynchops niger")
-    for image_id in (1, 2, 3):
-        Image.objects.create(id=image_id, root=root, file_name=f"{image_id}.jpg", taxon=taxon)
     skimming = Query.objects.create(id=7, text="Black Skimmer performing skimming")
     Query.objects.create(id=8, text="a heron with a fish")  # never labeled: no tally row, read as zeros
     ann, bob = User.objects.create(username="ann"), User.objects.create(username="bob")
