@@ -108,10 +108,6 @@ class World:
             species_centres=species_centres,
         )
 
-    @property
-    def species_count(self) -> int:
-        return len(self.species_genus)
-
     def _latent_images(self, genus: int, species: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         spread = self.genus_spread[genus]
         along = rng.standard_normal((len(species), AXES)).astype(np.float32) * AXIS_SPREAD

@@ -16,7 +16,7 @@ from common.files import write_atomically
 
 from . import metrics as m
 from .inputs import GroundTruth, InputError, Run, read_qrels, read_run
-from .report import DEFAULT_METRICS, Report, compare, evaluate, format_table, two_stage
+from .report import DEFAULT_METRICS, compare, evaluate, format_table, two_stage
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,9 +66,9 @@ def run_from_file(path: Path | None, options: dict, truth: GroundTruth) -> Run:
     return run
 
 
-def score(truth: GroundTruth, runs: Callable[[Path | None], Run], options: dict) -> tuple[str, Report]:
+def score(truth: GroundTruth, runs: Callable[[Path | None], Run], options: dict) -> str:
     """Score the run (and `--compare`'s), write `--json` and `--csv`, and return the text to print.
-    `runs(path)` reads a run (the run itself when path is `--run`). Raises InputError or ValueError."""
+    `runs(path)` reads the run at `path` (`--run`'s or `--compare`'s). Raises InputError or ValueError."""
     settings = {
         "protocol": options["protocol"],
         "k": options["k"],
@@ -96,7 +96,7 @@ def score(truth: GroundTruth, runs: Callable[[Path | None], Run], options: dict)
         write_atomically(options["json"], json.dumps(result, indent=2))
     if options["csv"]:
         write_atomically(options["csv"], report.per_query_csv())
-    return text, report
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give --qrels FILE: the file-only scorer has no database to read labels from")
     try:
         truth = read_qrels(options["qrels"], options["queries"])
-        text, _ = score(truth, lambda path: run_from_file(path, options, truth), options)
+        text = score(truth, lambda path: run_from_file(path, options, truth), options)
     except (InputError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

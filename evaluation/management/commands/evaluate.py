@@ -33,7 +33,7 @@ class Command(BaseCommand):
     def handle(self, **options):
         try:
             truth = self._truth(options)
-            text, _ = cli.score(truth, lambda path: self._run(path, options, truth), options)
+            text = cli.score(truth, lambda path: self._run(path, options, truth), options)
         except (InputError, ValueError) as error:
             raise CommandError(str(error)) from None
         self.stdout.write(text, ending="")
