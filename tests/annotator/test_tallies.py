@@ -136,7 +136,9 @@ def test_the_recount_command_names_unknown_queries_and_counts_the_rest(team):
     query, _, annotators, _, _ = team
     set_labels(query_id=query.id, changes=[LabelChange(1000, "relevant")], user=annotators[0], source="click")
     QueryTally.objects.all().delete()
-    with pytest.raises(CommandError, match="No query with id 999"):
+    with pytest.raises(
+        CommandError, match=r"No query with id 999: the dashboard \(/dashboard/\) lists the queries. ids"
+    ):
         call_command("recount_labels", "--query", "999")
     assert not QueryTally.objects.exists()  # nothing counted when an id is wrong
     out = StringIO()

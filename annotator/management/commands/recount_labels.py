@@ -18,7 +18,7 @@ class Command(BaseCommand):
             unknown := sorted(set(query_ids) - set(Query.objects.filter(id__in=query_ids).values_list("id", flat=True)))
         ):
             raise CommandError(
-                f"No query with id {', '.join(map(str, unknown))}: `manage.py search` lists none; see /dashboard/."
+                f"No query with id {', '.join(map(str, unknown))}: the dashboard (/dashboard/) lists the queries' ids."
             )
         counted = recount(query_ids)
         self.stdout.write(f"Counted the labels of {counted} {'query' if counted == 1 else 'queries'}.")
