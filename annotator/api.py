@@ -12,13 +12,14 @@ from catalog.models import Image
 from common.api_params import (
     BAD_PARAMETERS,
     NOT_FOUND,
+    SEARCH_NOT_READY,
     ByIdCursorPagination,
     choice_param,
     int_list_param,
     int_param,
 )
 from quire.database import retry_once_if_dropped
-from search.facade import STRATEGIES, SearchUnavailable
+from search.facade import STRATEGIES, SearchNotReady, SearchUnavailable
 
 from . import labeling, labels, selectors
 from .models import Label, LabelSource, LabelValue, Query
@@ -54,7 +55,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
             OpenApiParameter("image", OpenApiTypes.INT, many=True, description="example image ids (repeatable)"),
             OpenApiParameter("taxon", OpenApiTypes.STR, many=True, description="taxon names or ids (repeatable)"),
         ],
-        responses={200: CandidatesSerializer, **BAD_PARAMETERS, **NOT_FOUND},
+        responses={200: CandidatesSerializer, **BAD_PARAMETERS, **NOT_FOUND, **SEARCH_NOT_READY},
         description="The next k images with no label for this query, best first, ranked by the strategy "
         "from every label stored so far (relevant as positives, not relevant as negatives).",
     )
@@ -70,6 +71,8 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
             hits = labeling.candidates(
                 query, viewer=request.user, strategy=strategy, k=k, example_ids=examples, taxon_ids=taxon_ids
             )
+        except SearchNotReady as error:  # no index yet, a vector database away: the service's side
+            return Response({"detail": str(error)}, status=503)
         except (UnknownTaxon, SearchUnavailable) as error:
             raise ValidationError({"detail": str(error)}) from None
         results = [

@@ -112,6 +112,11 @@ class StrictPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
 # What list endpoints answer when a parameter is wrong, for the OpenAPI schema.
 BAD_PARAMETERS = {400: OpenApiResponse(description="A parameter is malformed; the body names it and says why.")}
 NOT_FOUND = {404: OpenApiResponse(description="No such object.")}
+SEARCH_NOT_READY = {
+    503: OpenApiResponse(
+        description="Search cannot serve now (no index built, the vector database away); the body says what to do."
+    )
+}
 
 
 # --- JSON bodies: bounded before they are parsed -------------------------------------------------------

@@ -12,6 +12,7 @@ CELERY_BROKER_URL   e.g. redis://127.0.0.1:6379/0. Unset = embedded mode:
 CACHE_URL           redis://... for Django's cache. Default: the broker when it is Redis, else memory.
 QUIRE_DATA_DIR      images, thumbnails, embeddings, indexes. Default ./var.
 QUIRE_CLIP_MODEL, QUIRE_CLIP_PRETRAINED   the open_clip model; see search/spec.py.
+QUIRE_VECTOR_BACKEND faiss (default) or milvus; QUIRE_MILVUS_URI a Milvus Lite file or a server's address.
 
 QUIRE_DATA_DIR/settings.json, when present, supplies values for the settings marked
 "(file)" below that the environment leaves unset: `manage.py demo` records its choice of
@@ -93,6 +94,18 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1")
 # The CLIP model (file) (see search/spec.py). Default: the ViT-H/14 INQUIRE evaluated.
 QUIRE_CLIP_MODEL = env_or_file("QUIRE_CLIP_MODEL", "ViT-H-14-378-quickgelu")
 QUIRE_CLIP_PRETRAINED = env_or_file("QUIRE_CLIP_PRETRAINED", "dfn5b")
+# Where vectors are searched (search/backends.py): "faiss", an index in each process (the default), or "milvus",
+# a vector database (search/milvus.py; docs/vector-backends.md says when to switch). QUIRE_MILVUS_URI names a
+# Milvus Lite file (ending .db: Milvus's engine in this process, one process at a time) or a server
+# (http://host:19530, standalone or a cluster); QUIRE_MILVUS_TOKEN its "user:password" or API key;
+# QUIRE_MILVUS_INDEX the index it builds (FLAT: exact; IVF_FLAT, IVF_PQ, HNSW, DISKANN, GPU_CAGRA on a server).
+QUIRE_VECTOR_BACKEND = os.environ.get("QUIRE_VECTOR_BACKEND", "faiss").strip().lower()
+if QUIRE_VECTOR_BACKEND not in ("faiss", "milvus"):
+    raise ImproperlyConfigured(f"QUIRE_VECTOR_BACKEND is {QUIRE_VECTOR_BACKEND!r}: set it to faiss or milvus.")
+QUIRE_MILVUS_URI = os.environ.get("QUIRE_MILVUS_URI", "") or str(QUIRE_DATA_DIR / "vectors.db")
+QUIRE_MILVUS_TOKEN = os.environ.get("QUIRE_MILVUS_TOKEN", "")
+QUIRE_MILVUS_INDEX = os.environ.get("QUIRE_MILVUS_INDEX", "FLAT").strip().upper()
+QUIRE_MILVUS_TIMEOUT = float(os.environ.get("QUIRE_MILVUS_TIMEOUT", "10"))
 # Images roots may only lie inside these folders (comma-separated); empty: wherever the operator's
 # import commands put them. Staff cannot add roots in the admin either way.
 QUIRE_IMAGE_ROOTS = env_list("QUIRE_IMAGE_ROOTS", "")

@@ -3,8 +3,9 @@
 It knows vectors, image ids and taxon ids, not labels or HTTP: callers turn
 taxon names into ids and a query's labels into ids to exclude.
 
-The index and the store are loaded once per process and swapped when a rebuild
-moves `current.json` (checked with one stat per search).
+It ranks through a vector backend (search/backends.py, chosen by QUIRE_VECTOR_BACKEND). FAISS's index and
+store are loaded once per process and swapped when a rebuild moves `current.json` (checked with one stat
+per search); a Milvus collection is opened once per process and searched live.
 """
 
 import logging
@@ -17,9 +18,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
+from django.conf import settings
 
 from . import batches, strategies
 from . import index as faiss_index
+from .backends import FaissVectors, VectorBackend
 from .exceptions import NoIndex, SearchError
 from .index import Searcher, inner_products
 from .results import Hit
@@ -42,8 +45,10 @@ def _embedder(spec: ClipSpec) -> "ClipEmbedder":
 @dataclass
 class _Loaded:
     pointer_stamp: tuple[int, ...]
-    searcher: Searcher
-    text_orders: TextOrders = field(default_factory=TextOrders)  # forgotten with the index they ranked
+    backend: VectorBackend
+    # Text orders remembered between searches, forgotten with the index they ranked; None for a live
+    # backend, whose rows change under it (an image added elsewhere must be in the next ranking).
+    text_orders: TextOrders | None = field(default_factory=TextOrders)
 
 
 logger = logging.getLogger(__name__)
@@ -52,6 +57,8 @@ _lock = threading.Lock()
 
 
 def _get(model_name: str) -> _Loaded:
+    if settings.QUIRE_VECTOR_BACKEND == "milvus":
+        return _get_milvus(model_name)
     pointer = index_folder(model_name) / "current.json"
     try:
         stat = os.stat(pointer)
@@ -67,30 +74,57 @@ def _get(model_name: str) -> _Loaded:
             except FileNotFoundError as error:
                 raise NoIndex(str(error)) from None
             searcher = Searcher(embeddings, index, labels=info["labels"])
-            loaded = _Loaded(stamp, searcher)
+            loaded = _Loaded(stamp, FaissVectors(searcher))
             _loaded[model_name] = loaded
         return loaded
+
+
+def _get_milvus(model_name: str) -> _Loaded:
+    """The Milvus collection of `model_name` at QUIRE_MILVUS_URI, opened once per process (and again after
+    a failure, so a server that comes back, or a collection loaded since, is found)."""
+    from . import milvus  # pymilvus: only where Milvus is configured
+
+    key = f"milvus:{settings.QUIRE_MILVUS_URI}:{model_name}"
+    with _lock:
+        loaded = _loaded.get(key)
+        if loaded is not None and getattr(loaded.backend, "broken", False):
+            loaded.backend.close()
+            loaded = None
+        if loaded is None:
+            try:  # the store's dimension is the model's, where this machine has the store
+                store_dim: int | None = EmbeddingStore.existing(store_root(), model_name).dim
+            except FileNotFoundError:
+                store_dim = None
+            loaded = _Loaded((), milvus.open_collection(model_name, store_dim=store_dim), text_orders=None)
+            _loaded[key] = loaded
+        return loaded
+
+
+def forget(model_name: str | None = None) -> None:
+    """Drop what this process has loaded (of `model_name`, or everything), closing Milvus connections: the
+    next search loads afresh. For a backend that failed, and for tests."""
+    with _lock:
+        for key in [key for key in _loaded if model_name is None or key.endswith(model_name)]:
+            _loaded.pop(key).backend.close()
 
 
 def warm_store(spec: ClipSpec) -> str:
     """Read the loaded store of `spec` into the page cache (search.store.warm); returns what it did."""
     started = time.perf_counter()
-    _, said = warm(_get(spec.name).searcher.embeddings.vectors)
+    backend = _get(spec.name).backend
+    if not isinstance(backend, FaissVectors):
+        return f"{spec.name}: nothing to warm here, the vector database holds the vectors"
+    _, said = warm(backend.searcher.embeddings.vectors)
     message = f"{spec.name}: {said} ({time.perf_counter() - started:.1f} s)"
     logger.info(message)
     return message
 
 
-def _rows_of(loaded: _Loaded, image_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The store rows of `image_ids`, and which of them have a row at all."""
-    return loaded.searcher.locate(image_ids)
-
-
 def vector_of_image(loaded: _Loaded, image_id: int) -> np.ndarray:
-    rows, found = _rows_of(loaded, np.array([image_id], dtype=np.int64))
-    if not found[0]:
+    fetched = loaded.backend.fetch(np.array([image_id], dtype=np.int64))
+    if not fetched.found[0]:
         raise SearchError(f"Image {image_id} has no embedding (it is not in the collection, or not embedded yet).")
-    vector: np.ndarray = loaded.searcher.embeddings.vectors[rows[0]].astype(np.float32)
+    vector: np.ndarray = fetched.vectors[0].astype(np.float32)
     return vector
 
 
@@ -132,17 +166,18 @@ def search(
         query = vector_of_image(loaded, int(image_id))
     elif vector is not None:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != loaded.searcher.dim:
-            raise SearchError(f"The vector has {query.shape[0]} dimensions; this index has {loaded.searcher.dim}.")
+        if query.shape[0] != loaded.backend.dim:
+            raise SearchError(f"The vector has {query.shape[0]} dimensions; this index has {loaded.backend.dim}.")
         if not np.all(np.isfinite(query)) or not np.any(query):
             raise SearchError("The vector must be finite and not all zeros.")
         query = query / np.linalg.norm(query)
     else:
         embedder = _embedder(spec)
-        if embedder.dim != loaded.searcher.dim:
+        if embedder.dim != loaded.backend.dim:
             raise SearchError(
-                f"The model {spec.name} gives {embedder.dim}-dimensional vectors but the index has "
-                f"{loaded.searcher.dim}: embed the collection with this model, or configure the model it was made with."
+                f"The model {spec.name} gives {embedder.dim}-dimensional vectors but {loaded.backend.described} "
+                f"holds {loaded.backend.dim}: embed the collection with this model, or configure the model it was "
+                "made with."
             )
         if text is not None:
             query = embedder.encode_text([text.strip()])[0]
@@ -153,11 +188,12 @@ def search(
     wide = image_id is None and image is None  # only an image's own vector is among the images
 
     def ranked(k: int, offset: int) -> list[Hit]:
-        return loaded.searcher.search(
+        return loaded.backend.search(
             query, k=k, offset=offset, taxon_ids=taxa, exclude_image_ids=exclude_image_ids, wide=wide
         )
 
-    if text is not None and not exclude_image_ids:  # the grid's pages of a text: remembered (text_orders.py)
+    # The grid's pages of a text: remembered (text_orders.py).
+    if text is not None and not exclude_image_ids and loaded.text_orders is not None:
         key = ("page", query.tobytes(), None if taxa is None else tuple(sorted(taxa)))
         return loaded.text_orders.page(key, offset, k, ranked)
     return ranked(k, offset)
@@ -181,14 +217,14 @@ def score_images(
     scores = np.full(len(image_ids), np.nan, dtype=np.float32)
     if not len(image_ids):
         return scores
-    rows, found = _rows_of(loaded, image_ids)
+    fetched = loaded.backend.fetch(image_ids)
     if strategy == "text":
         vector = _embedder(spec).encode_text([text])[0]
     else:
         vector = _strategy_vector(
             loaded, spec, strategy, text, relevant_ids, not_relevant_ids, example_ids, (), (), None
         )
-    scores[found] = inner_products(loaded.searcher.embeddings.vectors[rows[found]], vector)
+    scores[fetched.found] = inner_products(fetched.vectors, vector)
     return scores
 
 
@@ -201,9 +237,8 @@ def _vectors_of(loaded: _Loaded, image_ids: Iterable[int]) -> np.ndarray:
     """The stored vectors (float32, one row each) of those of `image_ids` that have one."""
     ids = np.asarray(sorted({int(i) for i in image_ids}), dtype=np.int64)
     if not len(ids):
-        return np.empty((0, loaded.searcher.dim), dtype=np.float32)
-    rows, found = _rows_of(loaded, ids)
-    vectors: np.ndarray = loaded.searcher.embeddings.vectors[np.sort(rows[found])].astype(np.float32)
+        return np.empty((0, loaded.backend.dim), dtype=np.float32)
+    vectors: np.ndarray = loaded.backend.fetch(ids).vectors.astype(np.float32)
     return vectors
 
 
@@ -239,7 +274,7 @@ def rank(
         example_vectors,
         taxon_ids,
     )
-    return loaded.searcher.search(
+    return loaded.backend.search(
         np.asarray(vector, dtype=np.float32),
         k=k,
         offset=offset,
@@ -259,7 +294,7 @@ class _Indexed:
 
     def top(self, vector: np.ndarray, depth: int, exclude: set[int]) -> list[int]:
         vector = np.asarray(vector, dtype=np.float32)
-        if self.text is not None and np.array_equal(vector, self.text):
+        if self.text is not None and np.array_equal(vector, self.text) and self.loaded.text_orders is not None:
             key = (vector.tobytes(), None if self.taxon_ids is None else tuple(sorted(self.taxon_ids)))
             return self.loaded.text_orders.top(
                 key, depth, exclude, lambda wanted, out: self._search(vector, wanted, out)
@@ -267,15 +302,14 @@ class _Indexed:
         return self._search(vector, depth, exclude)
 
     def _search(self, vector: np.ndarray, depth: int, exclude: set[int]) -> list[int]:
-        hits = self.loaded.searcher.search(
+        hits = self.loaded.backend.search(
             vector, k=depth, taxon_ids=self.taxon_ids, exclude_image_ids=exclude, wide=True
         )
         return [hit.image_id for hit in hits]
 
     def vectors(self, image_ids: Sequence[int]) -> np.ndarray:
-        rows, found = _rows_of(self.loaded, np.asarray(list(image_ids), dtype=np.int64))
-        vectors: np.ndarray = self.loaded.searcher.embeddings.vectors[rows[found]].astype(np.float32)
-        return vectors
+        vectors: np.ndarray = self.loaded.backend.fetch(np.asarray(list(image_ids), dtype=np.int64)).vectors
+        return vectors.astype(np.float32)
 
 
 def next_batch(
@@ -304,7 +338,7 @@ def next_batch(
     vector = np.asarray(_vector_from(chosen, inputs, loaded), dtype=np.float32)
     exclude = {int(i) for i in [*exclude_image_ids, *relevant_ids, *not_relevant_ids]}
     if strategy == "text":  # the control: the plain text order, as INQUIRE ranked it
-        return loaded.searcher.search(vector, k=k, taxon_ids=taxa, exclude_image_ids=exclude, wide=True)
+        return loaded.backend.search(vector, k=k, taxon_ids=taxa, exclude_image_ids=exclude, wide=True)
     # The text order is every ranking's floor where the query has a text: "like the example images" too,
     # which does not rank by it (the encoder keeps the text's vector: no second encoding).
     typed = (text or "").strip()
@@ -320,9 +354,9 @@ def next_batch(
     )  # fmt: skip
     if not picks:
         return []
-    rows, _ = _rows_of(loaded, np.asarray([pick.image_id for pick in picks], dtype=np.int64))
-    scores = inner_products(loaded.searcher.embeddings.vectors[rows], vector)
-    taxa_of = loaded.searcher.embeddings.taxon_ids[rows]
+    fetched = loaded.backend.fetch(np.asarray([pick.image_id for pick in picks], dtype=np.int64))
+    scores = inner_products(fetched.vectors, vector)  # every pick was ranked, so every pick has a vector
+    taxa_of = fetched.taxon_ids
     return [
         Hit(pick.image_id, float(score), int(taxon), source=pick.source, stack=tuple(pick.stack))
         for pick, score, taxon in zip(picks, scores, taxa_of, strict=True)
@@ -334,8 +368,7 @@ def _with_vectors(loaded: _Loaded, image_ids: Iterable[int]) -> list[int]:
     ids = np.asarray([int(i) for i in image_ids], dtype=np.int64)
     if not len(ids):
         return []
-    _, found = _rows_of(loaded, ids)
-    return [int(i) for i in ids[found]]
+    return [int(i) for i in ids[loaded.backend.fetch(ids).found]]
 
 
 def _strategy_vector(
@@ -381,11 +414,11 @@ def _ranking_inputs(
     if len(example_images):
         examples = np.vstack([examples, _embedder(spec).encode_images(list(example_images))])
     if len(example_vectors):
-        examples = np.vstack([examples, np.asarray(example_vectors, dtype=np.float32).reshape(-1, loaded.searcher.dim)])
+        examples = np.vstack([examples, np.asarray(example_vectors, dtype=np.float32).reshape(-1, loaded.backend.dim)])
     taxa = None if taxon_ids is None else list(taxon_ids)
 
     def best_match(vector: np.ndarray) -> np.ndarray:
-        top = loaded.searcher.search(np.asarray(vector, dtype=np.float32), k=1, taxon_ids=taxa)
+        top = loaded.backend.search(np.asarray(vector, dtype=np.float32), k=1, taxon_ids=taxa)
         return _vectors_of(loaded, [hit.image_id for hit in top])
 
     typed = (text or "").strip()  # no text, or only blanks: None below, which vector_for refuses with its sentence
@@ -405,6 +438,6 @@ def _vector_from(chosen: strategies.Strategy, inputs: strategies.RankingInputs, 
         vector = chosen.vector_for(inputs)
     except ValueError as error:
         raise SearchError(str(error)) from None
-    if vector.shape[0] != loaded.searcher.dim:
-        raise SearchError(f"The query vector has {vector.shape[0]} dimensions; this index has {loaded.searcher.dim}.")
+    if vector.shape[0] != loaded.backend.dim:
+        raise SearchError(f"The query vector has {vector.shape[0]} dimensions; this index has {loaded.backend.dim}.")
     return vector

@@ -3,8 +3,9 @@
     from search.facade import Hit, SearchUnavailable, search, score_images
 
 Every way a search can fail (no index yet, weights that cannot load, a store of another
-model, a search asked wrongly) raises a subclass of SearchUnavailable whose text says
-what to do; callers catch the base class.
+model, a vector database away, a search asked wrongly) raises a subclass of SearchUnavailable
+whose text says what to do; callers catch the base class. SearchNotReady, its subclass, is
+the engine's side (nothing wrong with the search asked): web callers answer it 503.
 
 Importing this module is cheap: FAISS, torch and open_clip load on the first search that
 needs them, so commands and pages that never search start fast.
@@ -23,7 +24,7 @@ from . import strategies
 from .apps import WARM_UP_AT_START
 from .batches import WINDOW as RECENT_ANSWERS
 from .batches import compose as compose_batch
-from .exceptions import SearchUnavailable
+from .exceptions import SearchNotReady, SearchUnavailable
 from .results import Hit
 from .spec import ClipSpec, configured_spec, index_folder
 from .strategies import LABEL_ONLY_STRATEGIES, STRATEGIES
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ClipSpec",
     "Hit",
+    "SearchNotReady",
     "SearchUnavailable",
     "configured_spec",
     "embed_image",

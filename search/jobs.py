@@ -258,22 +258,41 @@ def fail_job(job_id: int, message: str) -> None:
 # Index builds
 
 
-def record_index_build(model_name: str | None = None, kind: str = "auto", *, rebuild: bool = False) -> IndexBuild:
-    """A queued index build (the kind checked first); nothing runs yet. Without `rebuild`, a fast-scan
-    index is updated in place when it can be (search.index.update)."""
+BACKENDS = ("faiss", "milvus")
+Progress = Callable[[int, int], None]  # (vectors done, of how many)
+
+
+def record_index_build(
+    model_name: str | None = None, kind: str = "auto", *, rebuild: bool = False, backend: str | None = None
+) -> IndexBuild:
+    """A queued index build (the kind checked first) for `backend` (default QUIRE_VECTOR_BACKEND); nothing
+    runs yet. Without `rebuild`, a fast-scan index is updated in place when it can be (search.index.update),
+    and a Milvus collection takes only the images it lacks (search.milvus.load_store)."""
     from . import index as faiss_index
 
+    backend = backend or settings.QUIRE_VECTOR_BACKEND
+    if backend not in BACKENDS:
+        raise ValueError(f"The vector backend is faiss or milvus, not {backend!r}.")
     faiss_index.choose_kind(0, kind)  # validates the kind before anything is recorded
-    return IndexBuild.objects.create(model_name=model_name or configured_spec().name, kind=kind, rebuild=rebuild)
+    return IndexBuild.objects.create(
+        model_name=model_name or configured_spec().name, kind=kind, rebuild=rebuild, backend=backend
+    )
 
 
 def start_index_build(
-    model_name: str | None = None, kind: str = "auto", *, run_here: bool = False, rebuild: bool = False
+    model_name: str | None = None,
+    kind: str = "auto",
+    *,
+    run_here: bool = False,
+    rebuild: bool = False,
+    backend: str | None = None,
+    progress: Progress | None = None,
 ) -> IndexBuild:
-    """Record a build and run it: in a worker when there is a broker, else (or with run_here) now."""
-    build = record_index_build(model_name, kind, rebuild=rebuild)
+    """Record a build and run it: in a worker when there is a broker, else (or with run_here) now, calling
+    `progress` as a Milvus load goes."""
+    build = record_index_build(model_name, kind, rebuild=rebuild, backend=backend)
     if run_here or settings.CELERY_TASK_ALWAYS_EAGER:
-        run_index_build(build.pk)
+        run_index_build(build.pk, progress=progress)
     else:
         from .tasks import build_index
 
@@ -282,7 +301,7 @@ def start_index_build(
     return build
 
 
-def run_index_build(build_id: int) -> IndexBuild:
+def run_index_build(build_id: int, *, progress: Progress | None = None) -> IndexBuild:
     from . import index as faiss_index
 
     build = IndexBuild.objects.get(pk=build_id)
@@ -291,6 +310,13 @@ def run_index_build(build_id: int) -> IndexBuild:
         embeddings = EmbeddingStore.existing(store_root(), build.model_name).load()
         if len(embeddings) == 0:
             raise FileNotFoundError(f"No embeddings for {build.model_name} yet: run `manage.py embed` first.")
+        if build.backend == "milvus":
+            kind, mode, vectors = _load_into_milvus(build, embeddings, progress)
+            IndexBuild.objects.filter(pk=build.pk).update(
+                status=JobStatus.DONE, built_kind=kind, mode=mode, vectors=vectors, finished_at=timezone.now()
+            )
+            build.refresh_from_db()
+            return build
         kind = faiss_index.choose_kind(len(embeddings), build.kind)
         folder = index_folder(build.model_name)
         updated = _update_in_place(faiss_index, folder, embeddings, kind) if not build.rebuild else None
@@ -308,6 +334,20 @@ def run_index_build(build_id: int) -> IndexBuild:
     )
     build.refresh_from_db()
     return build
+
+
+def _load_into_milvus(build: IndexBuild, embeddings: Embeddings, progress: Progress | None) -> tuple[str, str, int]:
+    """Load the store into the model's Milvus collection (search.milvus.load_store), the build's row showing
+    how far it is; returns (the index type, the mode, the vectors the collection holds)."""
+    from . import milvus  # pymilvus: only where Milvus is used
+
+    def report(done: int, total: int) -> None:
+        IndexBuild.objects.filter(pk=build.pk).update(done=done, total=total)
+        if progress:
+            progress(done, total)
+
+    loaded = milvus.load_store(build.model_name, embeddings, rebuild=build.rebuild, progress=report)
+    return loaded.index_type[:16], f"loaded +{loaded.added:,} -{loaded.removed:,}"[:40], loaded.total
 
 
 def _update_in_place(

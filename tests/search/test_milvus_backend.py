@@ -1,0 +1,265 @@
+"""The Milvus backend against the real engine (Milvus Lite, in this process), beside FAISS flat on the same
+vectors: embeddings shaped like CLIP's (bench/realistic.py: Zipf genera, anisotropic spreads, near-duplicates,
+text queries across the modality gap)."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import realistic
+from search import index as search_index
+from search import milvus
+from search.backends import FaissVectors
+from search.exceptions import NoIndex, SearchError, StoreMismatch, VectorDatabaseUnavailable
+from search.store import Embeddings
+
+ROOT = Path(__file__).resolve().parents[2]
+COUNT, DIM = 6_000, 64
+MODEL = "realistic/test"
+
+
+@pytest.fixture(scope="module")
+def world():
+    vectors, taxa, world = realistic.generate(COUNT, DIM, seed=3)
+    ids = np.arange(100, 100 + COUNT, dtype=np.int64) * 7  # ids are not rows
+    order = np.lexsort((ids, taxa))  # the store's order: by taxon, then id
+    embeddings = Embeddings(vectors[order], ids[order], taxa[order].astype(np.int64))
+    return embeddings, world
+
+
+@pytest.fixture
+def uri(settings, tmp_path):
+    settings.QUIRE_MILVUS_URI = str(tmp_path / "vectors.db")
+    return settings.QUIRE_MILVUS_URI
+
+
+@pytest.fixture
+def both(world, uri):
+    """(FAISS flat, Milvus FLAT) over the same embeddings."""
+    embeddings, _ = world
+    loaded = milvus.load_store(MODEL, embeddings)
+    assert (loaded.added, loaded.removed, loaded.total, loaded.index_type) == (COUNT, 0, COUNT, "FLAT")
+    flat = FaissVectors(search_index.Searcher(embeddings, search_index.build(embeddings, "flat")))
+    backend = milvus.open_collection(MODEL, store_dim=DIM)
+    yield flat, backend
+    backend.close()
+
+
+def same_up_to_ties(expected, got, tolerance=1e-5):
+    """The same images at the same ranks, with the same scores, except that images whose scores tie (within
+    float rounding) may come in either order."""
+    assert len(got) == len(expected)
+    np.testing.assert_allclose([hit.score for hit in got], [hit.score for hit in expected], atol=tolerance)
+    scores = np.array([hit.score for hit in expected])
+    for rank, (want, have) in enumerate(zip(expected, got, strict=True)):
+        tied = np.abs(scores - scores[rank]) <= tolerance
+        if tied.sum() == 1:
+            assert (have.image_id, have.taxon_id) == (want.image_id, want.taxon_id), f"rank {rank}"
+        else:
+            assert have.image_id in {hit.image_id for hit, tie in zip(expected, tied, strict=True) if tie}
+
+
+def test_milvus_ranks_as_faiss_flat_for_images_texts_filters_exclusions_and_pages(world, both):
+    embeddings, world_ = world
+    flat, backend = both
+    queries = [*world_.image_queries(6, seed=5), *world_.text_queries(6, seed=5)]
+    big_taxa = np.unique(embeddings.taxon_ids, return_counts=True)
+    taxa = big_taxa[0][np.argsort(-big_taxa[1])[:3]].tolist()
+    for query in queries:
+        query = query.astype(np.float32)
+        top = flat.search(query, k=200)
+        excluded = [hit.image_id for hit in top[:40:3]] + [123_456_789]  # labeled ones, and an unknown id
+        for arguments in (
+            {"k": 50},
+            {"k": 25, "offset": 75},  # a later page
+            {"k": 30, "taxon_ids": taxa},  # a species filter, exact inside Milvus
+            {"k": 30, "taxon_ids": taxa, "exclude_image_ids": excluded},
+            {"k": 50, "exclude_image_ids": excluded},
+            {"k": 20, "wide": True},
+        ):
+            same_up_to_ties(flat.search(query, **arguments), backend.search(query, **arguments))
+        # Filters are exact: every hit of the taxa, none excluded, and all the taxa's images when asked deep.
+        filtered = backend.search(query, k=COUNT, taxon_ids=taxa[:1], exclude_image_ids=excluded)
+        wanted = set(embeddings.image_ids[embeddings.taxon_ids == taxa[0]].tolist()) - set(excluded)
+        assert {hit.image_id for hit in filtered} == wanted and len(filtered) == len(wanted)
+    assert backend.search(queries[0], k=10, taxon_ids=[]) == [] == flat.search(queries[0], k=10, taxon_ids=[])
+    assert backend.search(queries[0], k=10, taxon_ids=[-5]) == [] == flat.search(queries[0], k=10, taxon_ids=[-5])
+
+
+def test_fetch_gives_the_stores_numbers_in_the_order_asked(world, both):
+    embeddings, _ = world
+    flat, backend = both
+    asked = np.array([embeddings.image_ids[17], 5, embeddings.image_ids[3], embeddings.image_ids[17]])
+    for fetched in (flat.fetch(asked), backend.fetch(asked)):
+        assert fetched.found.tolist() == [True, False, True, True]
+        np.testing.assert_array_equal(fetched.vectors, embeddings.vectors[[17, 3, 17]])
+        assert fetched.vectors.dtype == np.float16
+        assert fetched.taxon_ids.tolist() == embeddings.taxon_ids[[17, 3, 17]].tolist()
+    assert backend.fetch(np.empty(0, dtype=np.int64)).vectors.shape == (0, DIM)
+
+
+def test_adds_and_deletes_are_in_the_next_search_of_an_open_collection(world, uri):
+    embeddings, world_ = world
+    first = Embeddings(embeddings.vectors[:4000], embeddings.image_ids[:4000], embeddings.taxon_ids[:4000])
+    milvus.load_store(MODEL, first)
+    backend = milvus.open_collection(MODEL)
+    query = world_.image_queries(1, seed=9)[0].astype(np.float32)
+    flat = FaissVectors(search_index.Searcher(embeddings, search_index.build(embeddings, "flat")))
+    before = {hit.image_id for hit in backend.search(query, k=COUNT)}
+    assert before == set(first.image_ids.tolist())
+
+    # An embedding job's new images: only they are inserted, and the open collection ranks them at once.
+    added = milvus.load_store(MODEL, embeddings)
+    assert (added.added, added.removed, added.total) == (COUNT - 4000, 0, COUNT)
+    same_up_to_ties(flat.search(query, k=100), backend.search(query, k=100))
+
+    # Images gone from the store (deleted from the catalog) leave the collection, and the next search.
+    keep = np.ones(COUNT, dtype=bool)
+    keep[::5] = False
+    fewer = Embeddings(embeddings.vectors[keep], embeddings.image_ids[keep], embeddings.taxon_ids[keep])
+    removed = milvus.load_store(MODEL, fewer)
+    assert (removed.added, removed.removed, removed.total) == (0, COUNT - keep.sum(), keep.sum())
+    assert {hit.image_id for hit in backend.search(query, k=COUNT)} == set(fewer.image_ids.tolist())
+    assert not backend.fetch(embeddings.image_ids[~keep][:3]).found.any()
+    backend.close()
+
+
+def test_a_load_stopped_half_way_resumes_without_duplicates(world, uri):
+    embeddings, _ = world
+
+    class Stopped(Exception):
+        pass
+
+    def stop_after_two_batches(done, total):
+        if done >= 2 * milvus.INSERT_BATCH:
+            raise Stopped
+
+    with pytest.raises(Stopped):
+        milvus.load_store(MODEL, embeddings, progress=stop_after_two_batches)
+    assert len(milvus.held_ids(MODEL)) == 2 * milvus.INSERT_BATCH
+    seen = []
+    resumed = milvus.load_store(MODEL, embeddings, progress=lambda done, total: seen.append((done, total)))
+    assert resumed.added == COUNT - 2 * milvus.INSERT_BATCH and resumed.total == COUNT
+    assert seen[-1] == (COUNT - 2 * milvus.INSERT_BATCH,) * 2
+    held = milvus.held_ids(MODEL)
+    assert len(held) == COUNT and sorted(held.tolist()) == sorted(embeddings.image_ids.tolist())
+
+
+KILLED_LOAD = """
+import sys, django
+django.setup()
+import numpy as np
+from search import milvus
+from search.store import Embeddings
+data = np.load(sys.argv[1])
+embeddings = Embeddings(data["vectors"], data["image_ids"], data["taxon_ids"])
+milvus.load_store(sys.argv[2], embeddings, progress=lambda done, total: print(done, flush=True))
+print("finished", flush=True)
+"""
+
+
+def test_a_load_killed_by_the_system_resumes_without_duplicates(world, uri, tmp_path):
+    """A real crash: the loading process is killed (SIGKILL) after its first batch, then the load runs again."""
+    embeddings, _ = world
+    data = tmp_path / "store.npz"
+    np.savez(data, vectors=embeddings.vectors, image_ids=embeddings.image_ids, taxon_ids=embeddings.taxon_ids)
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "QUIRE_MILVUS_URI": uri}
+    loading = subprocess.Popen(
+        [sys.executable, "-c", KILLED_LOAD, str(data), MODEL], cwd=ROOT, env=environment,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    first = loading.stdout.readline()
+    loading.send_signal(signal.SIGKILL)
+    loading.wait(timeout=60)
+    assert first.strip() == str(milvus.INSERT_BATCH), "the load should have been killed after its first batch"
+    already = len(milvus.held_ids(MODEL))
+    resumed = milvus.load_store(MODEL, embeddings)
+    assert resumed.added == COUNT - already and resumed.total == COUNT
+    held = milvus.held_ids(MODEL)
+    assert len(held) == len(np.unique(held)) == COUNT
+
+
+def test_a_collection_of_other_dimensions_is_refused_and_kept(world, uri):
+    embeddings, _ = world
+    small = Embeddings(
+        np.ascontiguousarray(embeddings.vectors[:300, :16]), embeddings.image_ids[:300], embeddings.taxon_ids[:300]
+    )
+    milvus.load_store(MODEL, small)
+    with pytest.raises(StoreMismatch) as refused:
+        milvus.load_store(MODEL, embeddings)
+    said = str(refused.value)
+    assert "holds 16-dimensional vectors but realistic/test gives 64" in said and f"QUIRE_MILVUS_URI={uri}" in said
+    with pytest.raises(StoreMismatch, match="16-dimensional"):
+        milvus.open_collection(MODEL, store_dim=DIM)
+    assert len(milvus.held_ids(MODEL)) == 300  # nothing was changed
+    rebuilt = milvus.load_store(MODEL, embeddings, rebuild=True)
+    assert (rebuilt.added, rebuilt.total) == (COUNT, COUNT)
+
+
+def test_nothing_loaded_yet_says_what_to_run(uri):
+    with pytest.raises(NoIndex, match=r"Nothing is loaded .* run `manage.py build_index --backend milvus`"):
+        milvus.open_collection(MODEL)
+
+
+@pytest.mark.parametrize(
+    "address, message",
+    [
+        ("http://127.0.0.1:1", "cannot be reached"),
+        ("{tmp}/no/such/folder/vectors.db", "does not exist"),
+        ("{tmp}/vectors.sqlite", "neither a Milvus Lite file"),
+    ],
+)
+def test_an_address_that_cannot_be_opened_gets_one_sentence_naming_the_setting(settings, tmp_path, address, message):
+    settings.QUIRE_MILVUS_URI = address.format(tmp=tmp_path)
+    with pytest.raises(VectorDatabaseUnavailable) as refused:
+        milvus.open_collection(MODEL)
+    said = str(refused.value)
+    assert message in said and f"QUIRE_MILVUS_URI={settings.QUIRE_MILVUS_URI}" in said and "\n" not in said
+
+
+def test_a_lite_file_another_process_holds_is_named(world, uri):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pymilvus import MilvusClient; MilvusClient(sys.argv[1]);"
+         "print('open', flush=True); time.sleep(60)", uri],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(VectorDatabaseUnavailable, match="most often another process has the file open"):
+            milvus.load_store(MODEL, world[0])
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_search_deeper_than_milvus_answers_is_refused_with_its_reason(both):
+    _, backend = both
+    with pytest.raises(SearchError, match="ranks at most 16,368 images deep"):
+        backend.search(np.ones(DIM, dtype=np.float32) / 8, k=100, offset=16_300)
+
+
+def test_an_approximate_index_is_built_and_searched_with_its_parameters(world, uri):
+    """IVF_FLAT (what Milvus Lite builds of the approximate kinds): the wide breadth reads more lists."""
+    embeddings, world_ = world
+    loaded = milvus.load_store(MODEL, embeddings, index_type="IVF_FLAT")
+    assert loaded.index_type == "IVF_FLAT"
+    backend = milvus.open_collection(MODEL)
+    assert (
+        backend.index_type == "IVF_FLAT"
+        and int(backend.built["nlist"]) == milvus.index_params("IVF_FLAT", COUNT, DIM)["nlist"]
+    )
+    narrow = milvus.search_params("IVF_FLAT", backend.built, 66, wide=False)["params"]["nprobe"]
+    wide = milvus.search_params("IVF_FLAT", backend.built, 66, wide=True)["params"]["nprobe"]
+    assert narrow < wide
+    flat = FaissVectors(search_index.Searcher(embeddings, search_index.build(embeddings, "flat")))
+    query = world_.text_queries(1, seed=4)[0].astype(np.float32)
+    exact = {hit.image_id for hit in flat.search(query, k=50)}
+    assert len(exact & {hit.image_id for hit in backend.search(query, k=50, wide=True)}) >= 45
+    backend.close()
+    with pytest.raises(ValueError, match="QUIRE_MILVUS_INDEX is 'SCANN2'"):
+        milvus.load_store(MODEL, embeddings, rebuild=True, index_type="SCANN2")
