@@ -120,6 +120,6 @@ def test_a_model_of_another_dimension_than_the_index_is_refused(tiny_settings, t
     call_command("embed")
     write_tiny_model(folder, embed_dim=32)  # the weights in the folder were swapped after indexing
     clip._loaded.clear()
-    with pytest.raises(CommandError, match="gives 32-dimensional vectors but the index has 64"):
+    with pytest.raises(CommandError, match="gives 32-dimensional vectors but the search index holds 64"):
         call_command("search", "birds")
     clip._loaded.clear()
