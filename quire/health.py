@@ -1,4 +1,5 @@
-"""`GET /healthz`: whether this web process can reach its database and its broker.
+"""`GET /healthz`: whether this web process can reach its database, its broker and (where vectors are in
+Milvus) its vector database.
 
 A container's probe (docker/healthcheck.py) and a load balancer ask over plain HTTP from inside the
 container or the network, under a host name the deployment does not list in ALLOWED_HOSTS. So this
@@ -37,6 +38,16 @@ def broker() -> str:
     return "ok"
 
 
+def vectors() -> str | None:
+    """The vector database's state where QUIRE_VECTOR_BACKEND=milvus (None otherwise: FAISS is in-process)."""
+    if settings.QUIRE_VECTOR_BACKEND != "milvus":
+        return None
+    from search.facade import vector_database_problem
+
+    problem = vector_database_problem(timeout=TIMEOUT_SECONDS)
+    return "ok" if problem is None else f"unreachable ({problem})"
+
+
 class HealthCheck:
     def __init__(self, get_response):
         self.get_response = get_response
@@ -47,6 +58,8 @@ class HealthCheck:
         if request.method not in ("GET", "HEAD"):
             return JsonResponse({"error": "GET /healthz"}, status=405)
         checks = {"database": database(), "broker": broker()}
+        if (vector_database := vectors()) is not None:
+            checks["vectors"] = vector_database
         healthy = all(value in ("ok", "embedded") for value in checks.values())
         response = JsonResponse({"status": "ok" if healthy else "unhealthy", **checks}, status=200 if healthy else 503)
         response["Cache-Control"] = "no-store"

@@ -165,16 +165,29 @@ class EmbeddingFailureAdmin(ReadOnlyAdmin):
 
 @admin.register(IndexBuild)
 class IndexBuildAdmin(ReadOnlyAdmin):
-    list_display = ["id", "model_name", "kind", "built_kind", "status", "vectors", "created_at", "finished_at"]
-    list_filter = ["status", "built_kind"]
+    list_display = [
+        "id", "model_name", "backend", "kind", "built_kind", "status", "progress", "vectors", "created_at",
+        "finished_at",
+    ]  # fmt: skip
+    list_filter = ["status", "backend", "built_kind"]
     readonly_fields = [
         "model_name",
+        "backend",
         "kind",
         "built_kind",
         "status",
+        "progress",
+        "mode",
         "vectors",
         "created_at",
         "started_at",
         "finished_at",
         "error",
     ]
+
+    @admin.display(description="progress")
+    def progress(self, build: IndexBuild) -> str:
+        """How far a load into Milvus is (a FAISS build has no steps to show)."""
+        if not build.total:
+            return "–"
+        return f"{build.done:,} of {build.total:,} vectors ({100 * build.done // build.total}%)"

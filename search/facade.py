@@ -43,6 +43,7 @@ __all__ = [
     "ensure_torchvision_ops",
     "fuse_rankings",
     "has_index",
+    "vector_database_problem",
     "warm_up",
     "WARM_UP_AT_START",
     "prepare_demo_model",
@@ -270,6 +271,14 @@ def warm_up(spec: ClipSpec | None = None, *, store: bool = True) -> str:
 def has_index(spec: ClipSpec | None = None) -> bool:
     """Whether a search index has been built for `spec` (default: the configured model)."""
     return (index_folder((spec or configured_spec()).name) / "current.json").exists()
+
+
+def vector_database_problem(timeout: float = 3.0) -> str | None:
+    """Why the vector database at QUIRE_MILVUS_URI cannot be reached (the error's class name), or None when it
+    answers: for health checks. Only where QUIRE_VECTOR_BACKEND=milvus."""
+    from .milvus import problem
+
+    return problem(timeout)
 
 
 def prepare_demo_model(data_dir: Path) -> tuple[ClipSpec, str | None]:

@@ -120,6 +120,19 @@ def connect() -> MilvusClient:
         raise VectorDatabaseUnavailable(_why_not_open(uri, error)) from None
 
 
+def problem(timeout: float) -> str | None:
+    """The class of the error met asking the database for its collections within `timeout` seconds, or None."""
+    try:
+        client = MilvusClient(uri=settings.QUIRE_MILVUS_URI, token=settings.QUIRE_MILVUS_TOKEN, timeout=timeout)
+        try:
+            client.list_collections(timeout=timeout)
+        finally:
+            client.close()
+    except Exception as error:  # any failure means unhealthy; say which kind
+        return type(error).__name__
+    return None
+
+
 def _why_not_open(uri: str, error: MilvusException) -> str:
     said = f"{error.message} {error.__cause__ or ''} {error.__context__ or ''}"
     if "is illegal" in said:

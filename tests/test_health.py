@@ -32,3 +32,13 @@ def test_a_reachable_broker_is_ok(client, settings, broker):
 
 def test_only_get_is_answered(client):
     assert client.post("/healthz").status_code == 405
+
+
+def test_where_vectors_are_in_milvus_the_vector_database_is_checked_too(client, settings, tmp_path):
+    settings.QUIRE_VECTOR_BACKEND = "milvus"
+    settings.QUIRE_MILVUS_URI = str(tmp_path / "vectors.db")  # Milvus Lite: answers once opened
+    assert client.get("/healthz").json() == {"status": "ok", "database": "ok", "broker": "embedded", "vectors": "ok"}
+    settings.QUIRE_MILVUS_URI = "http://127.0.0.1:1"  # nothing listens on port 1
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["vectors"].startswith("unreachable (") and response.json()["database"] == "ok"

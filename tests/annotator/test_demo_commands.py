@@ -1,8 +1,9 @@
 """After the demo, every documented command works as its own process with no extra environment.
 
-The README's promise, run for real: `./dev demo --no-serve`, then `search`, `embed` and
-`runserver` as separate processes from the project root. Only QUIRE_DATA_DIR is set (to keep the
-test's data apart from ./var); DEBUG, SECRET_KEY, the model settings and HF_HUB_OFFLINE are not.
+The README's promise, run for real: `./dev demo --no-serve`, then `search`, `embed`, the Milvus backend's
+`build_index` and `search`, and `runserver` as separate processes from the project root. Only QUIRE_DATA_DIR
+is set (to keep the test's data apart from ./var), and QUIRE_VECTOR_BACKEND and QUIRE_MILVUS_URI where the
+README sets them; DEBUG, SECRET_KEY, the model settings and HF_HUB_OFFLINE are not.
 """
 
 import os
@@ -28,11 +29,11 @@ def environment(data_dir: Path) -> dict:
     return {**env, "QUIRE_DATA_DIR": str(data_dir)}
 
 
-def manage(data_dir: Path, *arguments: str, timeout: int = 300) -> subprocess.CompletedProcess:
+def manage(data_dir: Path, *arguments: str, timeout: int = 300, **settings: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "manage.py", *arguments],
         cwd=ROOT,
-        env=environment(data_dir),
+        env={**environment(data_dir), **settings},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -75,6 +76,15 @@ def test_the_demo_then_search_embed_and_runserver_as_separate_processes(tmp_path
     embedded = manage(data, "embed")
     assert embedded.returncode == 0, embedded.stderr
     assert "Nothing to embed" in embedded.stdout
+
+    # The README's Milvus lines: load the demo's store into a Milvus Lite file, then search it.
+    on_milvus = {"QUIRE_VECTOR_BACKEND": "milvus", "QUIRE_MILVUS_URI": str(data / "vectors.db")}
+    loaded = manage(data, "build_index", "--backend", "milvus", **on_milvus)
+    assert loaded.returncode == 0, loaded.stderr
+    assert "Loaded +60 -0 vectors: the FLAT collection holds 60" in loaded.stdout
+    by_milvus = manage(data, "search", "flamingo standing on one leg", "-k", "5", "--json", **on_milvus)
+    assert by_milvus.returncode == 0, by_milvus.stderr
+    assert by_milvus.stdout == found.stdout  # FAISS flat's ranking
 
     again = manage(data, "demo", "--no-serve", "--images", "60")  # a second run reuses everything
     assert again.returncode == 0, again.stderr

@@ -143,7 +143,7 @@ def test_an_embedding_job_adds_its_images_to_the_collection(settings, tiny_setti
         engine.forget()
 
 
-def test_build_index_shows_its_progress_and_a_second_load_adds_nothing(backends, labeling, capsys):
+def test_build_index_shows_its_progress_and_a_second_load_adds_nothing(backends, labeling, admin_client):
     out = StringIO()
     call_command("build_index", "--backend", "milvus", stdout=out)
     assert "Loaded +0 -0 vectors: the FLAT collection holds 120" in out.getvalue()
@@ -153,6 +153,8 @@ def test_build_index_shows_its_progress_and_a_second_load_adds_nothing(backends,
 
     last = IndexBuild.objects.first()
     assert (last.backend, last.done, last.total, last.vectors, last.built_kind) == ("milvus", 120, 120, 120, "FLAT")
+    page = admin_client.get("/admin/search/indexbuild/").content.decode()
+    assert "120 of 120 vectors (100%)" in page and "milvus" in page
 
 
 @pytest.fixture
