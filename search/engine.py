@@ -121,7 +121,9 @@ def warm_store(spec: ClipSpec) -> str:
 
 
 def vector_of_image(loaded: _Loaded, image_id: int) -> np.ndarray:
-    fetched = loaded.backend.fetch(np.array([image_id], dtype=np.int64))
+    # An id past int64 cannot be an image's (and would overflow numpy's conversion, not say so).
+    in_range = 0 <= image_id <= np.iinfo(np.int64).max
+    fetched = loaded.backend.fetch(np.array([image_id if in_range else -1], dtype=np.int64))
     if not fetched.found[0]:
         raise SearchError(f"Image {image_id} has no embedding (it is not in the collection, or not embedded yet).")
     vector: np.ndarray = fetched.vectors[0].astype(np.float32)

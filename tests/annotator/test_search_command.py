@@ -97,6 +97,7 @@ def test_search_by_an_uploaded_image_and_by_a_vector(embedded, tiny_spec, tmp_pa
         (["x", "--image", "3"], "Give a query text or --image ID"),
         (["birds", "--taxon", "Laridea"], "No taxon is called 'Laridea'. Did you mean 'Laridae'"),
         (["--image", "999"], "Image 999 has no embedding"),
+        (["--image", "99999999999999999999"], "Image 99999999999999999999 has no embedding"),  # past int64
         (["birds", "-k", "0"], "k must be a positive whole number"),
     ],
 )
