@@ -9,8 +9,8 @@ Quire's own backends (search/backends.py), so each figure includes what Quire do
 For each: the load or build time, top-50 p50/p95 and recall@50 for image queries (narrow) and text queries
 (wide, across the modality gap); a species-filtered search; fetching 1,000 images' vectors (what the
 feedback ranking reads of its labels); a search leaving 20,000 labeled images out. Milvus Lite runs Milvus's
-engine in this process behind a local gRPC server, on the same two cores as Quire: it measures the backend's
-code and Milvus's FLAT and IVF_FLAT engines here, not a Milvus server on machines of its own.
+own server binary as a child process on a Unix socket, on the same two cores as Quire: it measures the backend's
+code and Milvus's FLAT and IVF_FLAT indexes here, not a Milvus cluster on machines of its own.
 
 Usage:
   .venv/bin/python bench/milvus_bench.py [--n 1000000] [--dim 1024] [--queries 40] [--indexes FLAT IVF_FLAT]

@@ -96,7 +96,7 @@ QUIRE_CLIP_MODEL = env_or_file("QUIRE_CLIP_MODEL", "ViT-H-14-378-quickgelu")
 QUIRE_CLIP_PRETRAINED = env_or_file("QUIRE_CLIP_PRETRAINED", "dfn5b")
 # Where vectors are searched (search/backends.py): "faiss", an index in each process (the default), or "milvus",
 # a vector database (search/milvus.py; docs/vector-backends.md says when to switch). QUIRE_MILVUS_URI names a
-# Milvus Lite file (ending .db: Milvus's engine in this process, one process at a time) or a server
+# Milvus Lite file (ending .db: Milvus's server started by this process, one process at a time) or a server
 # (http://host:19530, standalone or a cluster); QUIRE_MILVUS_TOKEN its "user:password" or API key;
 # QUIRE_MILVUS_INDEX the index it builds (FLAT: exact; IVF_FLAT, IVF_PQ, HNSW, DISKANN, GPU_CAGRA on a server).
 QUIRE_VECTOR_BACKEND = os.environ.get("QUIRE_VECTOR_BACKEND", "faiss").strip().lower()

@@ -1,18 +1,18 @@
 """The Milvus backend: the collection's vectors in a Milvus collection, searched by every web worker alike.
 
-QUIRE_MILVUS_URI names either a Milvus Lite file (ending .db: the `milvus-lite` package runs Milvus's
-engine inside this process; one process may open a file at a time) or a server (http://host:19530:
-Milvus standalone, or a distributed cluster). One collection per model, `collection_name`:
+QUIRE_MILVUS_URI names either a Milvus Lite file (ending .db: pymilvus starts the `milvus-lite` package's
+Milvus server binary as a child of the process that opens it; one process may open a file at a time) or a
+server (http://host:19530: Milvus standalone, or a distributed cluster). One collection per model, `collection_name`:
 
   image_id  INT64, the primary key (Quire's image id)
   taxon_id  INT64, a scalar field: species filters are `taxon_id in [...]`, filtered inside Milvus
-  vector    FLOAT_VECTOR, the store's float16 numbers widened (Milvus Lite has no FLOAT16_VECTOR)
+  vector    FLOAT_VECTOR, the store's float16 numbers widened (exactly: every float16 is a float32)
 
 A search asks Milvus for the page and a margin, with each candidate's vector, and scores the candidates
 again with the FAISS backend's kernel (search.index.inner_products over the same float16 numbers): the
 scores are then the FAISS backend's to the bit, and ties are broken by image id however Milvus ordered
 them. With the FLAT index (the default) Milvus ranks exactly, so the rankings equal FAISS flat's; the
-approximate index types a server offers are in INDEX_PARAMS.
+approximate index types a server offers are INDEX_TYPES, built with `index_params`.
 
 `load_store` brings a collection up to date with the store (what `manage.py build_index --backend milvus`
 runs): it inserts only the images the collection lacks, so a load killed half-way resumes where it
@@ -20,17 +20,22 @@ stopped, without duplicates, and an embedding job's new images are added the sam
 """
 
 import hashlib
-import logging
 import math
 import re
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from django.conf import settings
-from pymilvus import DataType, MilvusClient
-from pymilvus.exceptions import MilvusException
+
+# milvus-lite 2.5 imports pkg_resources, which warns on every import that it is deprecated (setuptools is pinned
+# below the release that drops it, requirements-common.txt): the warning is for milvus-lite, not for Quire's users.
+warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+
+from pymilvus import DataType, MilvusClient  # noqa: E402
+from pymilvus.exceptions import MilvusException  # noqa: E402
 
 from .backends import Fetched
 from .exceptions import NoIndex, SearchError, StoreMismatch, VectorDatabaseUnavailable
@@ -39,26 +44,22 @@ from .results import Hit
 from .spec import model_slug
 from .store import Embeddings
 
-
-class _LiteUnimplemented(logging.Filter):
-    """Milvus Lite's in-process gRPC server lacks AllocTimestamp, which pymilvus asks for during a load and
-    then does without; gRPC logs each refusal with a traceback. Only that refusal is dropped."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and isinstance(record.exc_info[1], NotImplementedError))
-
-
-logging.getLogger("grpc._server").addFilter(_LiteUnimplemented())
-
 # Milvus servers answer at most 16,384 results a search (the topK limit of their quotaAndLimits).
 MAX_DEPTH = 16_384
 # Candidates asked for beyond the page: rows whose scores tie at the cut are then all seen and ordered by id.
 MARGIN = 16
-INSERT_BATCH = 2_000  # rows an insert: 8 MB of 1024-d float32, well inside gRPC's message limit
-FETCH_BATCH = 1_000
+# Vectors a request carries (an insert, a fetch): half a megabyte, 128 at 1,024 dimensions. Milvus Lite's time per
+# request grows much faster than its size: 1,024-d rows inserted 12,300 a second in requests of 125, 2,800 in
+# requests of 1,000 and 360 in requests of 2,000; fetching 1,000 took 46 ms in requests of 125 and 607 ms in one.
+REQUEST_BYTES = 512 * 1024
 
-# The index `manage.py build_index --backend milvus` creates (QUIRE_MILVUS_INDEX), and what a search reads
-# of it: (build params, narrow search params, wide search params), lists counted at build time. Narrow is
+
+def rows_per_request(dim: int) -> int:
+    return max(1, REQUEST_BYTES // (4 * dim))
+
+
+# The index `manage.py build_index --backend milvus` creates (QUIRE_MILVUS_INDEX: index_params), and what a search
+# reads of it (search_params), lists counted at build time. Narrow is
 # for an image's own vector, wide for texts and fitted vectors, off the images' distribution (the same
 # two breadths as the FAISS index, search/index.py: 2% of the lists at least 40, a quarter at least 160).
 # Parameter names as Milvus documents them (milvus.io/docs/index.md). FLAT and IVF_FLAT are the ones
@@ -251,13 +252,13 @@ class MilvusVectors:
             data=[vector.tolist()],
             limit=limit,
             filter=_expression(taxa, excluded),
-            output_fields=["taxon_id", "vector"],
+            output_fields=["image_id", "taxon_id", "vector"],
             search_params=search_params(self.index_type, self.built, limit, wide),
         )
         found = list(results[0])
         if not found:
             return []
-        ids = np.fromiter((hit["image_id"] for hit in found), dtype=np.int64, count=len(found))
+        ids = np.fromiter((hit["entity"]["image_id"] for hit in found), dtype=np.int64, count=len(found))
         taxa_of = np.fromiter((hit["entity"]["taxon_id"] for hit in found), dtype=np.int64, count=len(found))
         vectors = np.asarray([hit["entity"]["vector"] for hit in found], dtype=np.float32).astype(np.float16)
         scores = inner_products(vectors, vector)
@@ -268,12 +269,10 @@ class MilvusVectors:
         image_ids = np.asarray(image_ids, dtype=np.int64).reshape(-1)
         rows: dict[int, dict[str, Any]] = {}
         wanted = np.unique(image_ids).tolist()
-        for start in range(0, len(wanted), FETCH_BATCH):
+        batch = rows_per_request(self.dim)
+        for start in range(0, len(wanted), batch):
             got = self._call(
-                self.client.get,
-                self.name,
-                ids=wanted[start : start + FETCH_BATCH],
-                output_fields=["taxon_id", "vector"],
+                self.client.get, self.name, ids=wanted[start : start + batch], output_fields=["taxon_id", "vector"]
             )
             rows.update((int(row["image_id"]), row) for row in got)
         found = np.fromiter((int(i) in rows for i in image_ids), dtype=bool, count=len(image_ids))
@@ -329,7 +328,9 @@ def load_store(
 
     Resumable by construction: only images the collection lacks are inserted, so a load killed half-way
     inserts the rest when run again, and never an image twice (an insert is one request, stored whole or
-    not at all). StoreMismatch when the collection holds vectors of other dimensions."""
+    not at all). An embedding job embeds only images without a vector, so an image's vector never changes
+    under the collection (as for FAISS's in-place update). StoreMismatch when the collection holds vectors
+    of other dimensions."""
     index_type = (index_type or settings.QUIRE_MILVUS_INDEX).upper()
     if index_type not in INDEX_TYPES:
         raise ValueError(f"QUIRE_MILVUS_INDEX is {index_type!r}: choose one of {', '.join(INDEX_TYPES)}.")
@@ -350,11 +351,11 @@ def load_store(
         held_ids = _ids_in(client, name, embeddings.image_ids)
         missing = np.flatnonzero(~np.isin(embeddings.image_ids, held_ids))
         gone = held_ids[~np.isin(held_ids, embeddings.image_ids)]
-        for start in range(0, len(gone), INSERT_BATCH):
-            client.delete(name, ids=gone[start : start + INSERT_BATCH].tolist())
-        done = 0
-        for start in range(0, len(missing), INSERT_BATCH):
-            rows = missing[start : start + INSERT_BATCH]
+        for start in range(0, len(gone), 16_384):  # ids only: small requests
+            client.delete(name, ids=gone[start : start + 16_384].tolist())
+        done, batch = 0, rows_per_request(dim)
+        for start in range(0, len(missing), batch):
+            rows = missing[start : start + batch]
             vectors = np.asarray(embeddings.vectors[rows], dtype=np.float32)
             client.insert(
                 name,

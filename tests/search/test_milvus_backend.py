@@ -1,4 +1,4 @@
-"""The Milvus backend against the real engine (Milvus Lite, in this process), beside FAISS flat on the same
+"""The Milvus backend against the real engine (Milvus Lite: Milvus's server binary), beside FAISS flat on the same
 vectors: embeddings shaped like CLIP's (bench/realistic.py: Zipf genera, anisotropic spreads, near-duplicates,
 text queries across the modality gap)."""
 
@@ -135,17 +135,19 @@ def test_a_load_stopped_half_way_resumes_without_duplicates(world, uri):
     class Stopped(Exception):
         pass
 
+    batch = milvus.rows_per_request(DIM)
+
     def stop_after_two_batches(done, total):
-        if done >= 2 * milvus.INSERT_BATCH:
+        if done >= 2 * batch:
             raise Stopped
 
     with pytest.raises(Stopped):
         milvus.load_store(MODEL, embeddings, progress=stop_after_two_batches)
-    assert len(milvus.held_ids(MODEL)) == 2 * milvus.INSERT_BATCH
+    assert len(milvus.held_ids(MODEL)) == 2 * batch
     seen = []
     resumed = milvus.load_store(MODEL, embeddings, progress=lambda done, total: seen.append((done, total)))
-    assert resumed.added == COUNT - 2 * milvus.INSERT_BATCH and resumed.total == COUNT
-    assert seen[-1] == (COUNT - 2 * milvus.INSERT_BATCH,) * 2
+    assert resumed.added == COUNT - 2 * batch and resumed.total == COUNT
+    assert seen[-1] == (COUNT - 2 * batch,) * 2
     held = milvus.held_ids(MODEL)
     assert len(held) == COUNT and sorted(held.tolist()) == sorted(embeddings.image_ids.tolist())
 
@@ -176,7 +178,7 @@ def test_a_load_killed_by_the_system_resumes_without_duplicates(world, uri, tmp_
     first = loading.stdout.readline()
     loading.send_signal(signal.SIGKILL)
     loading.wait(timeout=60)
-    assert first.strip() == str(milvus.INSERT_BATCH), "the load should have been killed after its first batch"
+    assert first.strip() == str(milvus.rows_per_request(DIM)), "the load was to be killed after its first batch"
     already = len(milvus.held_ids(MODEL))
     resumed = milvus.load_store(MODEL, embeddings)
     assert resumed.added == COUNT - already and resumed.total == COUNT
