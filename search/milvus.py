@@ -29,13 +29,8 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-
-# milvus-lite 2.5 imports pkg_resources, which warns on every import that it is deprecated (setuptools is pinned
-# below the release that drops it, requirements-common.txt): the warning is for milvus-lite, not for Quire's users.
-warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
-
-from pymilvus import DataType, MilvusClient  # noqa: E402
-from pymilvus.exceptions import MilvusException  # noqa: E402
+from pymilvus import DataType, MilvusClient
+from pymilvus.exceptions import MilvusException
 
 from .backends import Fetched
 from .exceptions import NoIndex, SearchError, StoreMismatch, VectorDatabaseUnavailable
@@ -43,6 +38,11 @@ from .index import inner_products
 from .results import Hit
 from .spec import model_slug
 from .store import Embeddings
+
+# milvus-lite 2.5 (which pymilvus imports on opening a .db file) imports pkg_resources, which warns that it is
+# deprecated (setuptools is pinned below the release that drops it, requirements-common.txt): the warning is
+# for milvus-lite's maintainers, not for Quire's users.
+warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
 
 # Milvus servers answer at most 16,384 results a search (the topK limit of their quotaAndLimits).
 MAX_DEPTH = 16_384
