@@ -38,6 +38,7 @@ class VectorBackend(Protocol):
     # once): nothing is remembered between searches. False where the process holds a loaded snapshot.
     live: bool
     described: str  # what holds the vectors, for messages: "the search index", "the Milvus collection ... at ..."
+    broken: bool  # a call failed: the engine opens the backend again before the next search
 
     @property
     def dim(self) -> int: ...
@@ -71,6 +72,7 @@ class FaissVectors:
 
     live = False
     described = "the search index"
+    broken = False  # a loaded index does not fail; a new one is loaded when current.json moves
 
     def __init__(self, searcher: Searcher):
         self.searcher = searcher

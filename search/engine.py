@@ -87,7 +87,7 @@ def _get_milvus(model_name: str) -> _Loaded:
     key = f"milvus:{settings.QUIRE_MILVUS_URI}:{model_name}"
     with _lock:
         loaded = _loaded.get(key)
-        if loaded is not None and getattr(loaded.backend, "broken", False):
+        if loaded is not None and loaded.backend.broken:
             loaded.backend.close()
             loaded = None
         if loaded is None:
