@@ -62,8 +62,9 @@ def rows_per_request(dim: int) -> int:
 # reads of it (search_params), lists counted at build time. Narrow is
 # for an image's own vector, wide for texts and fitted vectors, off the images' distribution (the same
 # two breadths as the FAISS index, search/index.py: 2% of the lists at least 40, a quarter at least 160).
-# Parameter names as Milvus documents them (milvus.io/docs/index.md). FLAT and IVF_FLAT are the ones
-# Milvus Lite builds and the tests run; the others are for a server.
+# Parameter names as Milvus documents them (milvus.io/docs/index.md). Milvus Lite ranks FLAT exactly; it builds
+# IVF_FLAT with these lists but answers every nprobe alike (recall@50 0.72 at 1M, bench/RESULTS.md), so the
+# breadths are for a server, where they are starting points to measure (docs/vector-backends.md).
 INDEX_TYPES = ("FLAT", "IVF_FLAT", "IVF_SQ8", "IVF_PQ", "HNSW", "DISKANN", "GPU_CAGRA", "AUTOINDEX")
 
 

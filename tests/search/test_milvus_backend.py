@@ -245,23 +245,29 @@ def test_a_search_deeper_than_milvus_answers_is_refused_with_its_reason(both):
         backend.search(np.ones(DIM, dtype=np.float32) / 8, k=100, offset=16_300)
 
 
-def test_an_approximate_index_is_built_and_searched_with_its_parameters(world, uri):
-    """IVF_FLAT (what Milvus Lite builds of the approximate kinds): the wide breadth reads more lists."""
+def test_an_approximate_index_is_built_with_quires_parameters_and_read_at_two_breadths(world, uri):
+    """IVF_FLAT: the lists Quire chose reach Milvus, and a text reads more of them than an image. (Milvus Lite
+    builds IVF_FLAT but answers every nprobe alike, bench/RESULTS.md: what Milvus does with the breadths is a
+    server's, not checked here. The hits are still the collection's, scored exactly by Quire.)"""
     embeddings, world_ = world
     loaded = milvus.load_store(MODEL, embeddings, index_type="IVF_FLAT")
     assert loaded.index_type == "IVF_FLAT"
+    chosen = milvus.index_params("IVF_FLAT", COUNT, DIM)["nlist"]
+    client = milvus.connect()
+    described = client.describe_index(milvus.collection_name(MODEL), "vector")
+    client.close()
+    assert (described["index_type"], int(described["nlist"])) == ("IVF_FLAT", chosen)
     backend = milvus.open_collection(MODEL)
-    assert (
-        backend.index_type == "IVF_FLAT"
-        and int(backend.built["nlist"]) == milvus.index_params("IVF_FLAT", COUNT, DIM)["nlist"]
-    )
+    assert backend.index_type == "IVF_FLAT" and int(backend.built["nlist"]) == chosen
     narrow = milvus.search_params("IVF_FLAT", backend.built, 66, wide=False)["params"]["nprobe"]
     wide = milvus.search_params("IVF_FLAT", backend.built, 66, wide=True)["params"]["nprobe"]
-    assert narrow < wide
-    flat = FaissVectors(search_index.Searcher(embeddings, search_index.build(embeddings, "flat")))
+    assert (narrow, wide) == (max(40, chosen // 50), max(160, chosen // 4))
     query = world_.text_queries(1, seed=4)[0].astype(np.float32)
-    exact = {hit.image_id for hit in flat.search(query, k=50)}
-    assert len(exact & {hit.image_id for hit in backend.search(query, k=50, wide=True)}) >= 45
+    hits = backend.search(query, k=50, wide=True)
+    rows = {int(image_id): row for row, image_id in enumerate(embeddings.image_ids)}
+    exact = [float(embeddings.vectors[rows[hit.image_id]].astype(np.float32) @ query) for hit in hits]
+    assert len(hits) == 50 and np.allclose([hit.score for hit in hits], exact, atol=1e-5)
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
     backend.close()
     with pytest.raises(ValueError, match="QUIRE_MILVUS_INDEX is 'SCANN2'"):
         milvus.load_store(MODEL, embeddings, rebuild=True, index_type="SCANN2")
