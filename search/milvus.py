@@ -10,8 +10,8 @@ server (http://host:19530: Milvus standalone, or a distributed cluster). One col
 
 A search asks Milvus for the page and a margin, with each candidate's vector, and scores the candidates
 again with the FAISS backend's kernel (search.index.inner_products over the same float16 numbers): the
-scores are then the FAISS backend's to the bit, and ties are broken by image id however Milvus ordered
-them. With the FLAT index (the default) Milvus ranks exactly, so the rankings equal FAISS flat's; the
+scores are then the FAISS backend's to float rounding, and ties are broken by image id however Milvus
+ordered them. With the FLAT index (the default) Milvus ranks exactly, so the rankings equal FAISS flat's; the
 approximate index types a server offers are INDEX_TYPES, built with `index_params`.
 
 `load_store` brings a collection up to date with the store (what `manage.py build_index --backend milvus`
@@ -59,9 +59,9 @@ def rows_per_request(dim: int) -> int:
 
 
 # The index `manage.py build_index --backend milvus` creates (QUIRE_MILVUS_INDEX: index_params), and what a search
-# reads of it (search_params), lists counted at build time. Narrow is
-# for an image's own vector, wide for texts and fitted vectors, off the images' distribution (the same
-# two breadths as the FAISS index, search/index.py: 2% of the lists at least 40, a quarter at least 160).
+# reads of it (search_params), lists counted at build time. Narrow is for an image's own vector, wide for texts
+# and fitted vectors, off the images' distribution (the FAISS index's two breadths, search/index.py: 2% of the
+# lists, at least 40, and a quarter, at least 160).
 # Parameter names as Milvus documents them (milvus.io/docs/index.md). Milvus Lite ranks FLAT exactly; it builds
 # IVF_FLAT with these lists but answers every nprobe alike (recall@50 0.72 at 1M, bench/RESULTS.md), so the
 # breadths are for a server, where they are starting points to measure (docs/vector-backends.md).
@@ -76,7 +76,7 @@ def index_params(index_type: str, count: int, dim: int) -> dict[str, Any]:
     """The build parameters of `index_type` for `count` vectors of `dim` dimensions."""
     if index_type in ("IVF_FLAT", "IVF_SQ8"):
         return {"nlist": _lists(count)}
-    if index_type == "IVF_PQ":  # 8-bit codes of 8 dimensions each: dim bytes a vector (1 KB at 1024)
+    if index_type == "IVF_PQ":  # one byte for each 8 dimensions: 128 bytes a vector at 1,024
         return {"nlist": _lists(count), "m": max(1, dim // 8), "nbits": 8}
     if index_type == "HNSW":
         return {"M": 32, "efConstruction": 256}
@@ -184,7 +184,7 @@ def open_collection(model_name: str, *, store_dim: int | None = None) -> "Milvus
         client.close()
         raise StoreMismatch(_other_dimensions(name, dim, model_name, store_dim))
     index_type = str(index.get("index_type", "FLAT"))
-    # Milvus Lite does not describe the parameters an index was built with: those load_store chose are used.
+    # The parameters as Milvus describes the index; any it leaves out, as load_store would have chosen them.
     built = {key: index.get(key, chosen) for key, chosen in index_params(index_type, count, dim).items()}
     return MilvusVectors(client, name, dim, index_type, built)
 
