@@ -23,7 +23,7 @@ from django.conf import settings
 from . import batches, strategies
 from . import index as faiss_index
 from .backends import FaissVectors, VectorBackend
-from .exceptions import NoIndex, SearchError
+from .exceptions import NoIndex, SearchError, SearchUnavailable
 from .index import Searcher, inner_products
 from .results import Hit
 from .spec import ClipSpec, configured_spec, index_folder, store_root
@@ -111,7 +111,11 @@ def forget(model_name: str | None = None) -> None:
 def warm_store(spec: ClipSpec) -> str:
     """Read the loaded store of `spec` into the page cache (search.store.warm); returns what it did."""
     started = time.perf_counter()
-    backend = _get(spec.name).backend
+    try:
+        backend = _get(spec.name).backend
+    except SearchUnavailable as error:  # a background thread: the index went (a rebuild, a test's data) since
+        logger.info("store not warmed: %s", error)
+        return f"{spec.name}: store not warmed: {error}"
     if not isinstance(backend, FaissVectors):
         return f"{spec.name}: nothing to warm here, the vector database holds the vectors"
     _, said = warm(backend.searcher.embeddings.vectors)

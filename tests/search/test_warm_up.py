@@ -85,3 +85,9 @@ def test_a_started_worker_reads_its_store_in_the_background(labeling, tiny_spec,
         if thread.name == "quire-warm-store":
             thread.join(timeout=60)
     assert f"{tiny_spec.name}: the store's" in caplog.text and "read into the page cache" in caplog.text
+
+
+def test_warming_a_store_whose_index_is_gone_says_so_instead_of_raising(tiny_spec):
+    """The warming thread outlives what it was started for (a rebuild moved the index, a test's data went): it
+    logs why and ends, with no exception left in a thread."""
+    assert "store not warmed: No search index has been built" in engine.warm_store(tiny_spec)
