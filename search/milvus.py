@@ -22,7 +22,9 @@ stopped, without duplicates, and an embedding job's new images are added the sam
 import hashlib
 import math
 import re
+import threading
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -112,6 +114,26 @@ def where() -> str:
     return f"QUIRE_MILVUS_URI={settings.QUIRE_MILVUS_URI}"
 
 
+# Open collections per Milvus Lite file in this process. pymilvus starts one Milvus Lite server per file and
+# process and keeps it (and the file's lock) until the process ends, even when every client is closed; a load
+# (a Celery worker's, a command's) stops it when nothing here searches the file, so that the web server can
+# open the file after it.
+_searching: Counter[str] = Counter()
+_searching_lock = threading.Lock()
+
+
+def _let_go(uri: str) -> None:
+    """Stop this process's Milvus Lite server for the file `uri` unless a collection here still searches it."""
+    if not uri.endswith(".db"):
+        return  # a server: nothing of it runs here
+    with _searching_lock:
+        if _searching[uri]:
+            return
+        from milvus_lite.server_manager import server_manager_instance
+
+        server_manager_instance.release_server(uri)
+
+
 def connect() -> MilvusClient:
     """A client of QUIRE_MILVUS_URI; VectorDatabaseUnavailable (one sentence naming the setting) when it
     cannot be opened or reached."""
@@ -164,25 +186,27 @@ def _vector_dim(description: dict[str, Any]) -> int:
 
 def open_collection(model_name: str, *, store_dim: int | None = None) -> "MilvusVectors":
     """The loaded collection of `model_name`, ready to search. NoIndex when nothing is loaded into it yet;
-    StoreMismatch when its vectors have other dimensions than `store_dim` (the store's: the model's)."""
+    StoreMismatch when its vectors have other dimensions than `store_dim` (the store's: the model's). A refusal
+    leaves nothing open here (another process may then load the file)."""
     client = connect()
     name = collection_name(model_name)
     try:
         count = _count(_loaded(client, name), name) if client.has_collection(name) else 0
         if not count:
-            client.close()
             raise NoIndex(
                 f"Nothing is loaded into the vector database at {where()} for {model_name} yet: "
                 "run `manage.py build_index --backend milvus`."
             )
         dim = _vector_dim(client.describe_collection(name))
+        if store_dim is not None and dim != store_dim:
+            raise StoreMismatch(_other_dimensions(name, dim, model_name, store_dim))
         index = client.describe_index(name, "vector")
-    except MilvusException as error:
+    except (MilvusException, NoIndex, StoreMismatch) as error:
         client.close()
-        raise VectorDatabaseUnavailable(f"The vector database at {where()} failed: {error.message}") from None
-    if store_dim is not None and dim != store_dim:
-        client.close()
-        raise StoreMismatch(_other_dimensions(name, dim, model_name, store_dim))
+        _let_go(settings.QUIRE_MILVUS_URI)
+        if isinstance(error, MilvusException):
+            raise VectorDatabaseUnavailable(f"The vector database at {where()} failed: {error.message}") from None
+        raise
     index_type = str(index.get("index_type", "FLAT"))
     # The parameters as Milvus describes the index; any it leaves out, as load_store would have chosen them.
     built = {key: index.get(key, chosen) for key, chosen in index_params(index_type, count, dim).items()}
@@ -212,14 +236,23 @@ class MilvusVectors:
     def __init__(self, client: MilvusClient, name: str, dim: int, index_type: str, built: dict[str, Any]):
         self.client, self.name, self._dim = client, name, dim
         self.index_type, self.built = index_type, built
+        self.uri = settings.QUIRE_MILVUS_URI
         self.described = f"the Milvus collection {name} at {where()}"
         self.broken = False  # set when a call failed: the engine opens the collection again
+        self.closed = False
+        with _searching_lock:
+            _searching[self.uri] += 1
 
     @property
     def dim(self) -> int:
         return self._dim
 
     def close(self) -> None:
+        with _searching_lock:
+            if self.closed:
+                return
+            self.closed = True
+            _searching[self.uri] -= 1
         self.client.close()
 
     def search(
@@ -376,6 +409,7 @@ def load_store(
         raise VectorDatabaseUnavailable(f"The vector database at {where()} failed: {error.message}") from None
     finally:
         client.close()
+        _let_go(settings.QUIRE_MILVUS_URI)
     return Loaded(len(missing), len(gone), total, built)
 
 
@@ -422,3 +456,4 @@ def held_ids(model_name: str) -> np.ndarray:
         return _ids_in(client, name, np.empty(0, dtype=np.int64))
     finally:
         client.close()
+        _let_go(settings.QUIRE_MILVUS_URI)

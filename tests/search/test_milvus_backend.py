@@ -239,6 +239,32 @@ def test_a_lite_file_another_process_holds_is_named(world, uri):
         holder.wait()
 
 
+OPENS_THE_FILE = "import sys; from pymilvus import MilvusClient; print(MilvusClient(sys.argv[1]).list_collections())"
+
+
+def opens_in_another_process(uri: str) -> bool:
+    done = subprocess.run([sys.executable, "-c", OPENS_THE_FILE, uri], capture_output=True, text=True, timeout=120)
+    return done.returncode == 0
+
+
+def test_a_load_lets_go_of_a_lite_file_unless_a_collection_here_still_searches_it(world, uri):
+    """pymilvus keeps a Milvus Lite server (and the file's lock) for the process's life. After a load (a Celery
+    worker's, a command's) nothing here holds the file, so the web server can open it; while a collection is
+    open here, the load leaves its server running."""
+    embeddings, world_ = world
+    milvus.load_store(MODEL, embeddings)
+    assert opens_in_another_process(uri)
+    backend = milvus.open_collection(MODEL)
+    milvus.load_store(MODEL, embeddings)  # an embedding job's build, beside a searching web worker
+    query = world_.image_queries(1, seed=2)[0].astype(np.float32)
+    assert len(backend.search(query, k=10)) == 10  # still served
+    assert not opens_in_another_process(uri)  # and so still held
+    backend.close()
+    backend.close()  # closing twice is closing once
+    milvus.load_store(MODEL, embeddings)
+    assert opens_in_another_process(uri)
+
+
 def test_a_search_deeper_than_milvus_answers_is_refused_with_its_reason(both):
     _, backend = both
     with pytest.raises(SearchError, match="ranks at most 16,368 images deep"):
