@@ -254,6 +254,7 @@ class MilvusVectors:
             self.closed = True
             _searching[self.uri] -= 1
         self.client.close()
+        _let_go(self.uri)  # the last collection closed here: another process may open a Lite file now
 
     def search(
         self,

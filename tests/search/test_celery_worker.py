@@ -172,6 +172,39 @@ def test_a_worker_embeds_the_collection_and_builds_the_index(sending_to_broker, 
     assert "Nothing to embed" in capsys.readouterr().out
 
 
+def test_a_worker_loads_the_collection_into_milvus_and_the_web_process_searches_it(
+    sending_to_broker, start_worker, tiny_settings, tmp_path, capsys
+):
+    """QUIRE_VECTOR_BACKEND=milvus with a Milvus Lite file: the worker embeds, its index build loads the vectors
+    into the collection and lets go of the file, and this process (the web server's part) then searches it."""
+    from search import engine, milvus
+
+    uri = str(tmp_path / "vectors.db")
+    tiny_settings.QUIRE_VECTOR_BACKEND, tiny_settings.QUIRE_MILVUS_URI = "milvus", uri
+    worker = start_worker(QUIRE_VECTOR_BACKEND="milvus", QUIRE_MILVUS_URI=uri)
+    try:
+        make_collection(tmp_path / "images", 14)
+        call_command("embed", "--detach")
+        wait_for(lambda: IndexBuild.objects.filter(status=JobStatus.DONE).exists(), worker, "embedding and load")
+        build = IndexBuild.objects.get()
+        assert (build.backend, build.mode, build.vectors, build.done, build.total) == (
+            "milvus",
+            "loaded +14 -0",
+            14,
+            14,
+            14,
+        )
+        hits = search(image_id=3, k=14)
+        assert hits[0].image_id == 3 and {hit.image_id for hit in hits} == set(range(1, 15))
+        engine.forget()  # the web process closes its collection: the worker may open the file again
+
+        call_command("build_index", "--backend", "milvus")  # through the worker; the command follows it
+        assert "Loaded +0 -0 vectors: the FLAT collection holds 14" in capsys.readouterr().out
+        assert sorted(milvus.held_ids(engine.configured_spec().name).tolist()) == list(range(1, 15))
+    finally:
+        engine.forget()
+
+
 # --- killed workers (finding 8 of the security audit) -------------------------------------------------
 
 
