@@ -12,9 +12,11 @@ from catalog.models import Image
 from common.api_params import strict_id
 
 from . import agreement, labels, selectors
-from .models import LabelValue, Query
+from .models import UNDECIDED, LabelValue, Query
 
 QUEUE_PAGE = 20  # disagreements shown at once: each image is shown large
+# Values as the adjudicator reads them ("not relevant", not "not_relevant"); the page keeps the value as a CSS class.
+VALUE_WORDS = {**{value: label.lower() for value, label in LabelValue.choices}, UNDECIDED: "undecided", "": "none"}
 
 
 @login_required
@@ -34,7 +36,16 @@ def adjudicate(request, query_id):
             return redirect("adjudicate", query_id=query.pk)
     pending = selectors.disagreements(query, pending_only=True)
     images = Image.objects.select_related("taxon").in_bulk([item["image"] for item in pending[:QUEUE_PAGE]])
-    queue = [{**item, "file": images[item["image"]]} for item in pending[:QUEUE_PAGE] if item["image"] in images]
+    queue = [
+        {
+            **item,
+            "file": images[item["image"]],
+            "final_said": VALUE_WORDS.get(item["final"], item["final"]),
+            "judgments": [{**judgment, "said": VALUE_WORDS[judgment["value"]]} for judgment in item["judgments"]],
+        }
+        for item in pending[:QUEUE_PAGE]
+        if item["image"] in images
+    ]
     context = {"query": query, "queue": queue, "pending": len(pending), "allowed": allowed, "error": error}
     return render(request, "annotator/adjudicate.html", context, status=status)
 

@@ -48,7 +48,9 @@ def test_the_queue_shows_each_judgment_and_takes_a_decision(split):
     judge = logged_in(split["judge"])
     page = judge.get("/queries/7/adjudicate").content.decode()
     assert 'data-image-id="1000"' in page and 'data-image-id="1001"' not in page
-    assert 'ann</span>: <span class="value relevant"' in page and 'bob</span>: <span class="value not_relevant"' in page
+    assert 'ann</span>: <span class="value relevant">relevant<' in page
+    assert 'bob</span>: <span class="value not_relevant">not relevant<' in page  # the words, not the stored value
+    assert 'Final now: <strong class="final">undecided<' in page
     response = judge.post("/queries/7/adjudicate", {"image": 1000, "value": "not_relevant"}, follow=True)
     assert "Image 1000: final label not relevant." in response.content.decode()
     assert "No disagreement waits for a decision." in response.content.decode()
