@@ -91,6 +91,23 @@ def test_milvus_ranks_as_faiss_flat_for_images_texts_filters_exclusions_and_page
     assert backend.search(queries[0], k=10, taxon_ids=[-5]) == [] == flat.search(queries[0], k=10, taxon_ids=[-5])
 
 
+def test_a_web_workers_threads_search_one_open_collection_at_once(world, both):
+    """gunicorn's threads share the process's collection (one gRPC channel): answers do not mix."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    _, world_ = world
+    _, backend = both
+    queries = [q.astype(np.float32) for q in (*world_.image_queries(6, seed=11), *world_.text_queries(6, seed=11))]
+
+    def ranking(query):
+        return [hit.image_id for hit in backend.search(query, k=20, exclude_image_ids=[7 * 100])]
+
+    alone = [ranking(query) for query in queries]
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(ranking, queries * 4))
+    assert together == alone * 4 and len({tuple(r) for r in alone}) == len(queries)
+
+
 def test_fetch_gives_the_stores_numbers_in_the_order_asked(world, both):
     embeddings, _ = world
     flat, backend = both
