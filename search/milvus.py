@@ -317,8 +317,10 @@ class MilvusVectors:
         return Fetched(vectors.astype(np.float16), taxa, found)
 
     def _call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`method` with QUIRE_MILVUS_TIMEOUT: a server that stops answering fails the request with a sentence,
+        it does not hold a web worker's thread."""
         try:
-            return method(*args, **kwargs)
+            return method(*args, timeout=settings.QUIRE_MILVUS_TIMEOUT, **kwargs)
         except MilvusException as error:
             self.broken = True
             raise VectorDatabaseUnavailable(

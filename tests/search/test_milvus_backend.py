@@ -241,6 +241,22 @@ def test_an_address_that_cannot_be_opened_gets_one_sentence_naming_the_setting(s
     assert message in said and f"QUIRE_MILVUS_URI={settings.QUIRE_MILVUS_URI}" in said and "\n" not in said
 
 
+def test_a_server_that_accepts_but_never_answers_is_given_up_on_after_the_timeout(settings):
+    """A hung server (or a firewall that swallows packets): the connection is given up after QUIRE_MILVUS_TIMEOUT
+    with the same sentence, instead of holding the caller."""
+    import socket
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        settings.QUIRE_MILVUS_URI = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        settings.QUIRE_MILVUS_TIMEOUT = 1.0
+        with pytest.raises(
+            VectorDatabaseUnavailable, match=r"QUIRE_MILVUS_URI=http://127\.0\.0\.1:\d+ cannot be reached"
+        ):
+            milvus.open_collection(MODEL)
+
+
 def test_a_lite_file_another_process_holds_is_named(world, uri):
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pymilvus import MilvusClient; MilvusClient(sys.argv[1]);"
