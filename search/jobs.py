@@ -302,8 +302,6 @@ def start_index_build(
 
 
 def run_index_build(build_id: int, *, progress: Progress | None = None) -> IndexBuild:
-    from . import index as faiss_index
-
     build = IndexBuild.objects.get(pk=build_id)
     IndexBuild.objects.filter(pk=build.pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
     try:
@@ -312,28 +310,32 @@ def run_index_build(build_id: int, *, progress: Progress | None = None) -> Index
             raise FileNotFoundError(f"No embeddings for {build.model_name} yet: run `manage.py embed` first.")
         if build.backend == "milvus":
             kind, mode, vectors = _load_into_milvus(build, embeddings, progress)
-            IndexBuild.objects.filter(pk=build.pk).update(
-                status=JobStatus.DONE, built_kind=kind, mode=mode, vectors=vectors, finished_at=timezone.now()
-            )
-            build.refresh_from_db()
-            return build
-        kind = faiss_index.choose_kind(len(embeddings), build.kind)
-        folder = index_folder(build.model_name)
-        updated = _update_in_place(faiss_index, folder, embeddings, kind) if not build.rebuild else None
-        if updated is None:
-            built = faiss_index.build(embeddings, kind)
-            faiss_index.save(built, folder, kind=kind, count=len(embeddings))
-        mode = "built" if updated is None else f"updated +{updated[0]:,} -{updated[1]:,}"
+        else:
+            kind, mode, vectors = _build_faiss_index(build, embeddings)
     except Exception as error:
         IndexBuild.objects.filter(pk=build.pk).update(
             status=JobStatus.FAILED, error=str(error), finished_at=timezone.now()
         )
         raise
     IndexBuild.objects.filter(pk=build.pk).update(
-        status=JobStatus.DONE, built_kind=kind, mode=mode[:40], vectors=len(embeddings), finished_at=timezone.now()
+        status=JobStatus.DONE, built_kind=kind[:16], mode=mode[:40], vectors=vectors, finished_at=timezone.now()
     )
     build.refresh_from_db()
     return build
+
+
+def _build_faiss_index(build: IndexBuild, embeddings: Embeddings) -> tuple[str, str, int]:
+    """Build (or update in place) the model's FAISS index and swap it in; returns (the kind, the mode, the
+    vectors it holds)."""
+    from . import index as faiss_index
+
+    kind = faiss_index.choose_kind(len(embeddings), build.kind)
+    folder = index_folder(build.model_name)
+    updated = _update_in_place(faiss_index, folder, embeddings, kind) if not build.rebuild else None
+    if updated is None:
+        built = faiss_index.build(embeddings, kind)
+        faiss_index.save(built, folder, kind=kind, count=len(embeddings))
+    return kind, "built" if updated is None else f"updated +{updated[0]:,} -{updated[1]:,}", len(embeddings)
 
 
 def _load_into_milvus(build: IndexBuild, embeddings: Embeddings, progress: Progress | None) -> tuple[str, str, int]:
@@ -347,7 +349,7 @@ def _load_into_milvus(build: IndexBuild, embeddings: Embeddings, progress: Progr
             progress(done, total)
 
     loaded = milvus.load_store(build.model_name, embeddings, rebuild=build.rebuild, progress=report)
-    return loaded.index_type[:16], f"loaded +{loaded.added:,} -{loaded.removed:,}"[:40], loaded.total
+    return loaded.index_type, f"loaded +{loaded.added:,} -{loaded.removed:,}", loaded.total
 
 
 def _update_in_place(
