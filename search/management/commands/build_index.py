@@ -27,8 +27,17 @@ class Command(BaseCommand):
             default=None,
             help="where the vectors are searched (default: QUIRE_VECTOR_BACKEND, which is faiss unless set)",
         )
-        parser.add_argument("--kind", choices=["auto", "flat", "fastscan", "ivfpq"], default="auto")
-        parser.add_argument("--rebuild", action="store_true", help="retrain even if the index could be updated")
+        parser.add_argument(
+            "--kind",
+            choices=["auto", "flat", "fastscan", "ivfpq"],
+            default="auto",
+            help="FAISS's index kind (Milvus builds QUIRE_MILVUS_INDEX)",
+        )
+        parser.add_argument(
+            "--rebuild",
+            action="store_true",
+            help="FAISS: retrain even if the index could be updated; Milvus: drop the collection and load it all",
+        )
         parser.add_argument(
             "--here", action="store_true", help="build in this process even when a broker is configured"
         )
@@ -40,8 +49,12 @@ class Command(BaseCommand):
         backend = backend or settings.QUIRE_VECTOR_BACKEND
         model_name = model or configured_spec().name
         started = time.monotonic()
-        where = f" into Milvus at QUIRE_MILVUS_URI={settings.QUIRE_MILVUS_URI}" if backend == "milvus" else ""
-        self.stdout.write(f"Building the {kind if backend == 'faiss' else 'Milvus'} index for {model_name}{where} ...")
+        if backend == "milvus":
+            self.stdout.write(
+                f"Loading {model_name}'s vectors into Milvus at QUIRE_MILVUS_URI={settings.QUIRE_MILVUS_URI} ..."
+            )
+        else:
+            self.stdout.write(f"Building the {kind} index for {model_name} ...")
         bar = None
 
         def progress(done: int, total: int) -> None:
