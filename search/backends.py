@@ -20,6 +20,7 @@ import numpy as np
 
 from .index import Searcher
 from .results import Hit
+from .store import warm
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,10 @@ class VectorBackend(Protocol):
         """Let go of what it holds (a connection); the engine calls it when it forgets the backend."""
         ...
 
+    def warm(self) -> str:
+        """Read what this machine holds of the vectors into the page cache; returns what it did, for the log."""
+        ...
+
 
 class FaissVectors:
     """The FAISS backend: a loaded index and the store it was built from (search.index.Searcher)."""
@@ -103,3 +108,6 @@ class FaissVectors:
 
     def close(self) -> None:
         pass  # the memory maps go with the last reference
+
+    def warm(self) -> str:
+        return warm(self.searcher.embeddings.vectors)[1]  # search.store.warm: after a restart, read it in once

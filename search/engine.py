@@ -27,7 +27,7 @@ from .exceptions import NoIndex, SearchError, SearchUnavailable
 from .index import Searcher, inner_products
 from .results import Hit
 from .spec import ClipSpec, configured_spec, index_folder, store_root
-from .store import EmbeddingStore, warm
+from .store import EmbeddingStore
 from .text_orders import TextOrders
 
 if TYPE_CHECKING:
@@ -48,7 +48,10 @@ class _Loaded:
     backend: VectorBackend
     # Text orders remembered between searches, forgotten with the index they ranked; None for a live
     # backend, whose rows change under it (an image added elsewhere must be in the next ranking).
-    text_orders: TextOrders | None = field(default_factory=TextOrders)
+    text_orders: TextOrders | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.text_orders = None if self.backend.live else TextOrders()
 
 
 logger = logging.getLogger(__name__)
@@ -95,7 +98,7 @@ def _get_milvus(model_name: str) -> _Loaded:
                 store_dim: int | None = EmbeddingStore.existing(store_root(), model_name).dim
             except FileNotFoundError:
                 store_dim = None
-            loaded = _Loaded((), milvus.open_collection(model_name, store_dim=store_dim), text_orders=None)
+            loaded = _Loaded((), milvus.open_collection(model_name, store_dim=store_dim))
             _loaded[key] = loaded
         return loaded
 
@@ -109,17 +112,15 @@ def forget(model_name: str | None = None) -> None:
 
 
 def warm_store(spec: ClipSpec) -> str:
-    """Read the loaded store of `spec` into the page cache (search.store.warm); returns what it did."""
+    """Read what `spec`'s backend holds on this machine into the page cache (VectorBackend.warm); returns
+    what it did."""
     started = time.perf_counter()
     try:
         backend = _get(spec.name).backend
     except SearchUnavailable as error:  # a background thread: the index went (a rebuild, a test's data) since
         logger.info("store not warmed: %s", error)
         return f"{spec.name}: store not warmed: {error}"
-    if not isinstance(backend, FaissVectors):
-        return f"{spec.name}: nothing to warm here, the vector database holds the vectors"
-    _, said = warm(backend.searcher.embeddings.vectors)
-    message = f"{spec.name}: {said} ({time.perf_counter() - started:.1f} s)"
+    message = f"{spec.name}: {backend.warm()} ({time.perf_counter() - started:.1f} s)"
     logger.info(message)
     return message
 

@@ -134,20 +134,23 @@ def _let_go(uri: str) -> None:
         server_manager_instance.release_server(uri)
 
 
+def _client(timeout: float) -> MilvusClient:
+    return MilvusClient(uri=settings.QUIRE_MILVUS_URI, token=settings.QUIRE_MILVUS_TOKEN, timeout=timeout)
+
+
 def connect() -> MilvusClient:
     """A client of QUIRE_MILVUS_URI; VectorDatabaseUnavailable (one sentence naming the setting) when it
     cannot be opened or reached."""
-    uri = settings.QUIRE_MILVUS_URI
     try:
-        return MilvusClient(uri=uri, token=settings.QUIRE_MILVUS_TOKEN, timeout=settings.QUIRE_MILVUS_TIMEOUT)
+        return _client(settings.QUIRE_MILVUS_TIMEOUT)
     except MilvusException as error:
-        raise VectorDatabaseUnavailable(_why_not_open(uri, error)) from None
+        raise VectorDatabaseUnavailable(_why_not_open(settings.QUIRE_MILVUS_URI, error)) from None
 
 
 def problem(timeout: float) -> str | None:
     """The class of the error met asking the database for its collections within `timeout` seconds, or None."""
     try:
-        client = MilvusClient(uri=settings.QUIRE_MILVUS_URI, token=settings.QUIRE_MILVUS_TOKEN, timeout=timeout)
+        client = _client(timeout)
         try:
             client.list_collections(timeout=timeout)
         finally:
@@ -246,6 +249,9 @@ class MilvusVectors:
     @property
     def dim(self) -> int:
         return self._dim
+
+    def warm(self) -> str:
+        return "nothing to warm here, the vector database holds the vectors"
 
     def close(self) -> None:
         with _searching_lock:
