@@ -31,6 +31,9 @@ UNSURE_RULE = (
 )
 VOTES = (LabelValue.NOT_RELEVANT, LabelValue.RELEVANT)  # coded 0 and 1
 RESAMPLES = 1000
+# One seed for every bootstrap, and the items always in one order (votes_of sorts them): the same items give
+# the same interval on the query's page, in `agreement --query N` and in its overall line (issue 37 found three).
+SEED = 0
 
 Item = Any  # an image id within a query, or (query id, image id) across queries
 Votes = dict[Item, dict[str, str]]  # item -> {annotator: relevant | not_relevant}
@@ -42,7 +45,7 @@ def votes_of(rows: Iterable[tuple[Item, str, str]]) -> Votes:
     for item, annotator, value in rows:
         if value in VOTES:
             votes[item][annotator] = value
-    return {item: by for item, by in votes.items() if len(by) >= 2}
+    return {item: votes[item] for item in sorted(votes) if len(votes[item]) >= 2}
 
 
 def percent_agreement(votes: Votes) -> float | None:
@@ -96,7 +99,7 @@ def _alpha(data: np.ndarray) -> float | None:
 
 
 def bootstrap(
-    samples: int, statistic: Callable[[np.ndarray], float | None], *, resamples: int, seed: int = 0
+    samples: int, statistic: Callable[[np.ndarray], float | None], *, resamples: int, seed: int = SEED
 ) -> list[float] | None:
     """The 95% percentile interval of `statistic` over `resamples` resamplings (with replacement) of the
     `samples` items, each given to it as an array of item positions; None with fewer than two items or
@@ -108,7 +111,7 @@ def bootstrap(
     if len(found) < resamples / 2:
         return None
     low, high = np.percentile(found, [2.5, 97.5])
-    return [round(float(low), 4), round(float(high), 4)]
+    return [float(low), float(high)]  # full precision: pages round, agreement.json does not
 
 
 @dataclass
@@ -136,7 +139,7 @@ class Reliability:
         return found
 
 
-def reliability(votes: Votes, *, resamples: int = RESAMPLES, seed: int = 0) -> Reliability:
+def reliability(votes: Votes, *, resamples: int = RESAMPLES, seed: int = SEED) -> Reliability:
     """Every figure of `votes`, with bootstrap intervals over `resamples` resamplings of the items (0: none)."""
     shares, data = _pair_shares(votes), _matrix(votes)
     return Reliability(
@@ -222,13 +225,13 @@ def report(
     """The agreement figures of the database's judgments (of `query_ids`, default all) in the shape of
     `manage.py agreement --json`: overall, per query, per annotator, per pair, and how unsure counts.
     `progress(done, total)` is called after each query (a bar in the terminal)."""
-    judgments = Judgment.objects.all()
+    judgments = Judgment.objects.filter(annotator__isnull=False)  # an import's labels are nobody's vote
     finals = Label.objects.exclude(value="")
     if query_ids is not None:
         ids = list(query_ids)
         judgments, finals = judgments.filter(query_id__in=ids), finals.filter(query_id__in=ids)
     rows = [
-        ((query_id, image_id), name or "(import)", value)
+        ((query_id, image_id), name, value)
         for query_id, image_id, name, value in judgments.values_list(
             "query_id", "image_id", "annotator__username", "value"
         ).iterator(chunk_size=20_000)
@@ -239,7 +242,7 @@ def report(
     everything = votes_of(rows)
     queries = {}
     for done, query_id in enumerate(sorted(by_query), start=1):
-        figures = reliability(votes_of(by_query[query_id]), resamples=resamples, seed=query_id)
+        figures = reliability(votes_of(by_query[query_id]), resamples=resamples)
         queries[str(query_id)] = figures.as_dict()
         if progress is not None:
             progress(done, len(by_query))
@@ -287,4 +290,6 @@ def judge_panel(query: Query) -> dict[str, Any]:
 
 
 def _round(value: Any) -> float | None:
-    return None if value is None else round(float(value), 4)
+    """A figure as JSON carries it: a float at full precision (so agreement.json equals the reference
+    libraries), or None where undefined. Pages and the table round for reading."""
+    return None if value is None else float(value)

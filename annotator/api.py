@@ -21,7 +21,7 @@ from common.api_params import (
 from quire.database import retry_once_if_dropped
 from search.facade import STRATEGIES, SearchNotReady, SearchUnavailable
 
-from . import labeling, labels, selectors
+from . import labeling, labels, selectors, visibility
 from .models import Label, LabelSource, LabelValue, Query
 from .serializers import (
     AdjudicationSerializer,
@@ -111,6 +111,8 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["get"])
     def disagreements(self, request, pk=None):
         query = self.get_object()
+        if not request.user.has_perm(labels.ADJUDICATE):  # every annotator's votes, by name: the adjudicators'
+            raise PermissionDenied(labels.ADJUDICATE_MESSAGE)
         pending = request.query_params.get("pending", "") in ("1", "true")
         return Response({"results": selectors.disagreements(query, pending_only=pending)})
 
@@ -172,7 +174,9 @@ class LabelViewSet(
     pagination_class = ByIdCursorPagination
 
     def get_queryset(self):
-        found = Label.objects.select_related("annotator")
+        # What the viewer may see (annotator.visibility): an image they judge blind is not listed, not found
+        # by id and not matched by a filter, as if nobody had labeled it yet.
+        found = visibility.of(self.request).labels(Label.objects.select_related("annotator"))
         for field in ("query", "image"):
             if (value := int_param(self.request, field)) is not None:
                 found = found.filter(**{f"{field}_id": value})
@@ -185,7 +189,8 @@ class LabelViewSet(
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         query, image = serializer.validated_data["query"], serializer.validated_data["image"]
-        existed = Label.objects.filter(query=query, image=image).exists()
+        # "Changed" (200) or "created" (201) as the viewer sees it: a label hidden from them did not exist for them.
+        existed = self.get_queryset().filter(query=query, image=image).exists()
         label, _ = labels.set_label(
             query_id=query.id,
             image_id=image.id,

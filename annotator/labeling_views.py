@@ -8,6 +8,7 @@ from dataclasses import replace
 from functools import wraps
 
 from django.conf import settings
+from django.db import transaction
 from django.contrib.auth.decorators import login_required
 from django.http import (
     FileResponse,
@@ -30,7 +31,7 @@ from lmm.facade import ModelUnavailable
 from quire.database import retry_once_if_dropped
 from quire.refusals import drawn_for_target
 
-from . import agreement, examples, labeling, labels, progress, rerank, selectors
+from . import agreement, examples, labeling, labels, progress, rerank, visibility
 from .forms import ExampleUploadForm, LabelingSearchForm, SearchState, TrackingForm
 from .model_methods import MODEL_METHODS, page_ranking
 from .models import GeneratedImage, LabelSource, LabelValue, Query, QueryExample
@@ -124,7 +125,8 @@ def label_page(request, query_id):
     # polling, or a grid drawn as "still being embedded" would stay so.
     embedding = examples.ensure_embedding(query)
     page = _results(request, query, state, 0)
-    counts = selectors.label_counts(query)
+    sight = visibility.of(request)
+    counts = sight.counts(query)
     return render(
         request,
         "annotator/label.html",
@@ -137,17 +139,15 @@ def label_page(request, query_id):
             "labeled_down_to": labeling.labeled_down_to(
                 query, viewer=request.user, text=state.q, taxon_ids=state.taxon_ids
             ),
-            "run": progress.cached_run(query, counts["labeled"], counts["last_activity"]),
-            "run_goal": progress.RUN_GOAL,
-            "estimate": progress.estimate_or_computing(query, counts["labeled"], counts["last_activity"]),
-            "estimate_help": progress.ESTIMATE_HELP,
+            **_figures(query, sight, counts),
             "examples": query.examples.all(),
             "examples_embedding": embedding,
             "rankings": labeling.RANKINGS,
             "ranking_name": labeling.RANKINGS.get(state.ranking, state.ranking),
             "rerank_every": settings.QUIRE_RERANK_EVERY,
+            "submit_limit": MAX_IMAGES_PER_SUBMIT,
             "upload_form": ExampleUploadForm(),
-            **_rerank_box(query),
+            **_rerank_box(query, sight),
             "tracking": TrackingForm(instance=query, staff=labels.may_manage(request.user)),
             "locked": _locked_for(request, query),
         },
@@ -219,6 +219,9 @@ def _image_id(value) -> int:
 
 
 PAGE_SOURCES = (LabelSource.CLICK, LabelSource.KEYBOARD)
+# One Submit is one transaction: 10,500 images held one for 5.2 s (issue 37). Four of the largest pages; the
+# page submits the first this many of what it shows and says to press again for the rest.
+MAX_IMAGES_PER_SUBMIT = 4 * max(labeling.PAGE_SIZES)
 
 
 def _changes(items: list, source: str) -> list[labels.LabelChange]:
@@ -268,11 +271,15 @@ def save_label(request, query_id):
     if missing := missing_images(changes):
         return JsonResponse({"error": f"No image {', '.join(map(str, missing[:5]))}."}, status=404)
     try:
-        results = labels.set_labels(query_id=query.pk, changes=changes, user=request.user, source=source)
+        # The write and the counts it answers with in one transaction: a database lost while reading the counts
+        # takes the write back too, so the 503 that follows truly means nothing was saved (and the retry saves).
+        with transaction.atomic():
+            results = labels.set_labels(query_id=query.pk, changes=changes, user=request.user, source=source)
+            counts = visibility.Sight(request.user).counts(query)  # after the write: their judgment unblinds
     except labels.LabelRefused as refused:
         return JsonResponse({"error": str(refused)}, status=403)
     saved = [{"image": r.image_id, "label": r.value, "changed": r.changed} for r in results]
-    return JsonResponse({**saved[0], "saved": saved, "counts": selectors.label_counts(query)})
+    return JsonResponse({**saved[0], "saved": saved, "counts": counts})
 
 
 @json_login_required
@@ -289,6 +296,10 @@ def submit(request, query_id):
         raw = body.getlist("images") if hasattr(body, "getlist") else body["images"]  # a form, or JSON
         if not isinstance(raw, list):
             raise BadSave("images must be a list of image ids.")
+        if len(raw) > MAX_IMAGES_PER_SUBMIT:
+            raise BadSave(
+                f"at most {MAX_IMAGES_PER_SUBMIT} images per Submit, not {len(raw)}: submit the first ones, then the rest."
+            )
         image_ids = [_image_id(value) for value in raw]
     except BadSave as error:
         return JsonResponse({"error": str(error)}, status=400)
@@ -296,12 +307,14 @@ def submit(request, query_id):
     if unknown := [image_id for image_id in image_ids if image_id not in known]:
         return JsonResponse({"error": f"Unknown image ids: {unknown[:5]}."}, status=400)
     try:
-        written = labels.label_unlabeled(
-            query.pk, image_ids, value=LabelValue.NOT_RELEVANT, user=request.user, source=LabelSource.SUBMIT
-        )
+        with transaction.atomic():  # the write and its counts together, as in save_label
+            written = labels.label_unlabeled(
+                query.pk, image_ids, value=LabelValue.NOT_RELEVANT, user=request.user, source=LabelSource.SUBMIT
+            )
+            counts = visibility.Sight(request.user).counts(query)
     except labels.LabelRefused as refused:
         return JsonResponse({"error": str(refused)}, status=403)
-    return JsonResponse({"written": len(written), "labeled": written, "counts": selectors.label_counts(query)})
+    return JsonResponse({"written": len(written), "labeled": written, "counts": counts})
 
 
 @login_required
@@ -343,10 +356,8 @@ def figures_fragment(request, query_id):
     """The side pane's figures (the not-relevant run, the recall estimate), asked for again by the page a
     moment after its labels are saved, so that they follow the labels instead of the page's load."""
     query = get_object_or_404(Query, pk=query_id)
-    counts = selectors.label_counts(query)
-    run = progress.cached_run(query, counts["labeled"], counts["last_activity"])
-    context = {**_estimate_box(query, counts), "run": run, "run_goal": progress.RUN_GOAL}
-    return render(request, "annotator/_figures.html", context)
+    sight = visibility.of(request)
+    return render(request, "annotator/_figures.html", _figures(query, sight, sight.counts(query)))
 
 
 @login_required
@@ -356,13 +367,20 @@ def estimate_fragment(request, query_id):
     it. (The dashboard does not poll: a project's hundreds of rows would poll at once; like its run and TSR
     cells, the row says "computing…" until a reload finds the figure.)"""
     query = get_object_or_404(Query, pk=query_id)
-    return render(request, "annotator/_estimate.html", _estimate_box(query, selectors.label_counts(query)))
+    sight = visibility.of(request)
+    return render(request, "annotator/_estimate.html", _figures(query, sight, sight.counts(query)))
 
 
-def _estimate_box(query: Query, counts: dict) -> dict:
-    """What the side pane's recall estimate shows: the cached value, or "computing" (asked of the background)."""
+def _figures(query: Query, sight: visibility.Sight, counts: dict) -> dict:
+    """What the side pane shows of the run and the recall estimate: the cached values, or "computing" (asked
+    of the background), or for a viewer judging images of the query blind, why they are withheld (both are
+    read off every label, the hidden ones too)."""
+    figures = {"query": query, "run_goal": progress.RUN_GOAL, "estimate_help": progress.ESTIMATE_HELP}
+    if withheld := sight.withheld(query.pk):
+        return {**figures, "withheld": withheld, "run": None, "estimate": None}
+    run = progress.cached_run(query, counts["labeled"], counts["last_activity"])
     estimate = progress.estimate_or_computing(query, counts["labeled"], counts["last_activity"])
-    return {"query": query, "estimate": estimate, "estimate_help": progress.ESTIMATE_HELP}
+    return {**figures, "run": run, "estimate": estimate}
 
 
 @login_required
@@ -400,12 +418,12 @@ def start_rerank(request, query_id):
         return _rerank_refused(request, query, str(error), 409)
     except QueueUnavailable as error:  # the job row ends failed with the same sentence
         return _rerank_refused(request, query, str(error), 503)
-    return render(request, "annotator/_rerank.html", {**_rerank_box(query), "locked": _locked_for(request, query)})
+    return render(request, "annotator/_rerank.html", {**_rerank_box(query, visibility.of(request)), "locked": _locked_for(request, query)})
 
 
 def _rerank_refused(request, query: Query, sentence: str, status: int):
     """The side pane's model box with the refusal's sentence in it, where the annotator pressed the button."""
-    box = {**_rerank_box(query), "error": sentence, "locked": _locked_for(request, query)}
+    box = {**_rerank_box(query, visibility.of(request)), "error": sentence, "locked": _locked_for(request, query)}
     box = render(request, "annotator/_rerank.html", box, status=status)
     return drawn_for_target(box)
 
@@ -415,14 +433,15 @@ def _rerank_refused(request, query: Query, sentence: str, status: int):
 def rerank_status(request, query_id):
     """The side pane's rerank box (htmx polls it while the job runs)."""
     query = get_object_or_404(Query, pk=query_id)
-    return render(request, "annotator/_rerank.html", {**_rerank_box(query), "locked": _locked_for(request, query)})
+    return render(request, "annotator/_rerank.html", {**_rerank_box(query, visibility.of(request)), "locked": _locked_for(request, query)})
 
 
-def _rerank_box(query: Query) -> dict:
-    """What the side pane's model box shows: the last job, and the last VisRet drawings."""
+def _rerank_box(query: Query, sight: visibility.Sight) -> dict:
+    """What the side pane's model box shows: the last job, and the last VisRet drawings. The judge panel's
+    agreement is scored against the final labels, so a viewer judging blind does not get it."""
     visret_job = query.rerank_jobs.filter(method="visret", status="done").first()
     job = query.rerank_jobs.first()
-    judged = job is not None and job.method == "judges" and job.status == "done"
+    judged = job is not None and job.method == "judges" and job.status == "done" and not sight.blind_in(query.pk)
     return {
         "query": query,
         "job": job,

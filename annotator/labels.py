@@ -22,7 +22,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.db import connection, models, transaction
+from django.db import DatabaseError, connection, models, transaction
 from django.utils import timezone
 
 from catalog.models import ROWS_PER_STATEMENT
@@ -50,7 +50,7 @@ MAX_LEAD_TIME_MS = 24 * 3600 * 1000
 # change queries.
 MANAGE_QUERIES = "annotator.change_query"
 LOCKED_MESSAGE = "Query {id} is marked done and locked by staff: ask them to reopen it."
-ADJUDICATE = "annotator.adjudicate_labels"
+ADJUDICATE = overlap.ADJUDICATE
 ADJUDICATE_MESSAGE = 'Adjudicating needs the permission "can adjudicate": ask staff for it.'
 
 
@@ -318,22 +318,45 @@ def _replay(judgment: Judgment | None, changes: list[LabelChange], source: str) 
 def _hold(query_id: int, image_ids: Iterable[int]) -> dict[int, Label]:
     """The final-label rows of these images, locked until the transaction ends; an image without one gets
     a placeholder (value "") that _settle fills or removes. Every writer of an image queues here, so the
-    judgments it then reads are the last committed ones."""
-    ids = sorted(set(image_ids))  # one order for every writer: no deadlock between two of them
+    judgments it then reads are the last committed ones.
+
+    Why a loop: under READ COMMITTED, an INSERT ... ON CONFLICT DO NOTHING that meets a committed row does
+    not wait for the writer holding it, and the SELECT ... FOR UPDATE that then waits on that writer skips
+    the row if the writer deletes it (a clear of the image's last judgment). The image would go unheld, its
+    new judgment would get no final label (issue 37: 85 of 200 lost). So the images not yet held are
+    inserted and locked again until every one is: a row deleted meanwhile is inserted anew, and each round
+    holds at least one more image or waits on a writer that has committed."""
+    wanted = sorted(set(image_ids))  # one order for every writer: no deadlock between two of them
+    held: dict[int, Label] = {}
+    missing = wanted
+    for _ in range(HOLD_ROUNDS):
+        _insert_placeholders(query_id, missing)
+        found = Label.objects.select_for_update().filter(query_id=query_id, image_id__in=missing).order_by("image_id")
+        held.update((label.image_id, label) for label in found)
+        missing = [image_id for image_id in wanted if image_id not in held]
+        if not missing:
+            return held
+    raise DatabaseError(f"Could not hold the labels of {len(missing)} images of query {query_id}: try again.")
+
+
+# Rounds of _hold before it gives up: each round that misses an image saw another writer delete its row,
+# which at most the images' other writers can do; a hundred in a row is a broken database, not a race.
+HOLD_ROUNDS = 100
+
+
+def _insert_placeholders(query_id: int, image_ids: list[int]) -> None:
     table = connection.ops.quote_name(Label._meta.db_table)
     now = timezone.now()
     per_statement = ROWS_PER_STATEMENT // 4  # four parameters a row, within SQLite's 32,766
     with connection.cursor() as cursor:
-        for start in range(0, len(ids), per_statement):
-            chunk = ids[start : start + per_statement]
+        for start in range(0, len(image_ids), per_statement):
+            chunk = image_ids[start : start + per_statement]
             placeholders = ", ".join(["(%s, %s, '', '', %s, %s)"] * len(chunk))
             cursor.execute(
                 f"INSERT INTO {table} (query_id, image_id, value, decided_by, created_at, updated_at) "
                 f"VALUES {placeholders} ON CONFLICT (query_id, image_id) DO NOTHING",
                 [item for image_id in chunk for item in (query_id, image_id, now, now)],
             )
-    found = Label.objects.select_for_update().filter(query_id=query_id, image_id__in=ids).order_by("image_id")
-    return {label.image_id: label for label in found}
 
 
 def _write_judgments(

@@ -12,31 +12,44 @@ import random
 from collections.abc import Iterable
 
 from django.contrib.auth.models import User
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, F, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 
 from .models import Judgment, Label, OverlapImage, Query
 
 MAX_JUDGMENTS_WANTED = 3
 Writer = User | None  # as in annotator.labels: None is the system (an import)
+# Who decides disagreements: they read every judgment, so nothing is hidden from them.
+ADJUDICATE = "annotator.adjudicate_labels"
+
+
+def hidden_pairs(viewer: Writer, *, query: Query | None = None, image_ids: Iterable[int] | None = None):
+    """The overlap-sample rows (query, image) hidden from `viewer`: images of an overlap sample with fewer
+    judgments than their query wants, none of them by `viewer`. The one rule of blindness: the page, the
+    API, the counts and figures, the exports and the admin all ask it (through annotator.visibility for the
+    routes). Adjudicators (the permission "can adjudicate") are never blind: deciding disagreements means
+    reading every judgment, so they are not the sample's blind second judges. `user` None is the system (an
+    import), which judges like an annotator of its own."""
+    sample = OverlapImage.objects.all()
+    if query is not None:
+        sample = sample.filter(query=query)
+    if image_ids is not None:
+        sample = sample.filter(image_id__in=list(image_ids))
+    if viewer is not None and viewer.has_perm(ADJUDICATE):
+        return sample.none()
+    judgments = Judgment.objects.filter(query=OuterRef("query"), image_id=OuterRef("image_id"))
+    counted = judgments.order_by().values("query").annotate(n=Count("id")).values("n")
+    mine = judgments.filter(annotator=viewer) if viewer is not None else judgments.filter(annotator__isnull=True)
+    return (
+        sample.annotate(judged=Coalesce(Subquery(counted), 0))
+        .filter(judged__lt=F("query__judgments_wanted"))
+        .exclude(Exists(mine))
+    )
 
 
 def blind_images(query: Query, user: Writer, image_ids: Iterable[int] | None = None) -> set[int]:
-    """The images of `query`'s overlap sample (among `image_ids` when given) that `user` must judge blind:
-    fewer judgments than wanted, none of them by `user`."""
-    sample = OverlapImage.objects.filter(query=query)
-    if image_ids is not None:
-        sample = sample.filter(image_id__in=list(image_ids))
-    ids = set(sample.values_list("image_id", flat=True))
-    if not ids:
-        return set()
-    mine = Q(annotator=user) if user is not None else Q(annotator__isnull=True)
-    judged = (
-        Judgment.objects.filter(query=query, image_id__in=ids)
-        .values("image_id")
-        .annotate(judgments=Count("id"), mine=Count("id", filter=mine))
-    )
-    done = {row["image_id"] for row in judged if row["mine"] or row["judgments"] >= query.judgments_wanted}
-    return ids - done
+    """The images of `query`'s overlap sample (among `image_ids` when given) that `user` must judge blind."""
+    return set(hidden_pairs(user, query=query, image_ids=image_ids).values_list("image_id", flat=True))
 
 
 def seen_by(query: Query, user: Writer, image_ids: Iterable[int] | None = None) -> dict[int, str]:

@@ -207,6 +207,9 @@ def with_completeness(queries: list[Query], *, inline_labels: int | None = None)
     later visit finds them cached. The estimate always comes from the background."""
     pending, budget = [], INLINE_LABELS if inline_labels is None else inline_labels
     for query in queries:
+        if getattr(query, "withheld", ""):  # the viewer judges images of it blind (annotator.visibility)
+            query.completeness = None
+            continue
         have_signals, signals = _cached("signals", query, query.labeled, query.last_activity)
         have_estimate, estimate = _cached("estimate", query, query.labeled, query.last_activity)
         if not have_signals and query.labeled <= budget:
@@ -234,14 +237,17 @@ def _completeness(query: Query, signals: dict | None, have_signals: bool, estima
     )
 
 
-def dashboard(*, sort: str = "id", status: str = "", split: str = "") -> tuple[list[Query], dict]:
-    """Every query with its counts, annotators and not-relevant run; and the totals row."""
+def dashboard(sight, *, sort: str = "id", status: str = "", split: str = "") -> tuple[list[Query], dict]:
+    """Every query with its counts, annotators and not-relevant run, as `sight` (annotator.visibility) may see
+    them; and the totals row."""
     queries = selectors.with_label_counts(Query.objects.all())
     if status:
         queries = queries.filter(status=status)
     if split:
         queries = queries.filter(split=split)
-    queries = list(selectors.sorted_by(queries, sort))
+    queries = sight.count_queries(list(selectors.sorted_by(queries, sort)))
+    if any(query.withheld for query in queries):  # the stored order reads the hidden labels
+        queries = selectors.sorted_list(queries, sort)
     annotators = selectors.annotators_by_query(queries)
     assigned = selectors.assignments_by_query(queries)
     for query in queries:
@@ -254,7 +260,7 @@ def dashboard(*, sort: str = "id", status: str = "", split: str = "") -> tuple[l
         "relevant": sum(q.relevant for q in queries),
         "unsure": sum(q.unsure for q in queries),
         "undecided": sum(q.undecided for q in queries),
-        "run_met": sum(q.completeness.run_met for q in queries),
+        "run_met": sum(q.completeness.run_met for q in queries if q.completeness),
         "fully_labeled": sum(q.fully_labeled == Query.FullyLabeled.YES for q in queries),
     }
     return queries, totals

@@ -61,6 +61,18 @@ def sorted_by(queries, sort: str):
     return queries.order_by(f"-{field}" if sort.startswith("-") else field, "id")
 
 
+def sorted_list(queries: list, sort: str) -> list:
+    """sorted_by for queries already read, by the counts they now carry (a blind viewer's: visibility);
+    no value sorts first, as in the database's ascending order. Ties are ordered by id."""
+    field = QUERY_SORTS.get(sort.lstrip("-"), "id")
+    present = sorted((q for q in queries if getattr(q, field) is not None), key=lambda q: (getattr(q, field), q.pk))
+    if sort.startswith("-"):
+        present = sorted(present, key=lambda q: q.pk)
+        present = sorted(present, key=lambda q: getattr(q, field), reverse=True)
+    absent = [q for q in queries if getattr(q, field) is None]
+    return present + absent if sort.startswith("-") else absent + present
+
+
 def annotators_by_query(queries) -> dict[int, list[str]]:
     """{query id: the user names of those who judged it, sorted} for `queries` (annotator.tallies keeps
     who holds judgments of each query)."""

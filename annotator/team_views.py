@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods
 from catalog.models import Image
 from common.api_params import strict_id
 
-from . import agreement, labels, selectors
+from . import agreement, labels, selectors, visibility
 from .models import UNDECIDED, LabelValue, Query
 
 QUEUE_PAGE = 20  # disagreements shown at once: each image is shown large
@@ -34,7 +34,8 @@ def adjudicate(request, query_id):
         error, status = _decide(request, query)
         if not error:
             return redirect("adjudicate", query_id=query.pk)
-    pending = selectors.disagreements(query, pending_only=True)
+    # Every annotator's judgment, by name: read only for those who may decide (a refusal shows no queue).
+    pending = selectors.disagreements(query, pending_only=True) if allowed else []
     images = Image.objects.select_related("taxon").in_bulk([item["image"] for item in pending[:QUEUE_PAGE]])
     queue = [
         {
@@ -71,5 +72,10 @@ def _decide(request, query: Query) -> tuple[str, int]:
 @permission_required("annotator.view_label", raise_exception=True)
 def agreement_page(request):
     """The project's agreement figures (without bootstrap intervals, which `manage.py agreement` adds)."""
-    figures = agreement.report(resamples=0)
-    return render(request, "annotator/agreement.html", {"figures": figures, "queries": Query.objects.in_bulk()})
+    sight = visibility.of(request)
+    # The figures of a query where the viewer still judges images blind would tell how the others voted.
+    withheld = sorted(sight.hidden)
+    shown = list(Query.objects.exclude(pk__in=withheld).values_list("pk", flat=True)) if withheld else None
+    figures = agreement.report(shown, resamples=0)
+    context = {"figures": figures, "queries": Query.objects.in_bulk(), "withheld": withheld}
+    return render(request, "annotator/agreement.html", context)

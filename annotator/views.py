@@ -3,12 +3,12 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.http import Http404, HttpResponseBadRequest, StreamingHttpResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from . import progress, selectors
+from . import progress, selectors, visibility
 from .exporters import EXPORTS, export_lines
 from .forms import QueryForm, TrackingForm
 from .models import Query, duplicate_text_message, text_key
@@ -35,7 +35,10 @@ def home(request):
             Q(text__icontains=search) | Q(category__icontains=search) | Q(supercategory__icontains=search)
         )
     sort = request.GET.get("sort", "id")
-    queries = progress.with_completeness(list(selectors.sorted_by(queries, sort)))
+    sight = visibility.of(request)
+    queries = progress.with_completeness(sight.count_queries(list(selectors.sorted_by(queries, sort))))
+    if any(query.withheld for query in queries):  # the stored order reads the hidden labels: sort what they see
+        queries = selectors.sorted_list(queries, sort)
     return render(
         request,
         "annotator/home.html",
@@ -54,7 +57,10 @@ def home(request):
 @permission_required("annotator.view_label", raise_exception=True)
 def dashboard(request):
     queries, totals = progress.dashboard(
-        sort=request.GET.get("sort", "id"), status=request.GET.get("status", ""), split=request.GET.get("split", "")
+        visibility.of(request),
+        sort=request.GET.get("sort", "id"),
+        status=request.GET.get("status", ""),
+        split=request.GET.get("split", ""),
     )
     return render(
         request,
@@ -87,7 +93,11 @@ def dashboard_query(request, query_id):
         form.save()
         messages.success(request, f"Saved the tracking fields of query {query.pk}.")
         return redirect("dashboard-query", query_id=query.pk)
-    counts = selectors.label_counts(query)
+    sight = visibility.of(request)
+    counts = sight.counts(query)
+    # Every figure below is read off every judgment or label, the hidden ones too: withheld from a viewer who
+    # still judges images of this query blind (the counts above are theirs).
+    withheld = sight.withheld(query.pk)
     return render(
         request,
         "annotator/dashboard_query.html",
@@ -95,10 +105,11 @@ def dashboard_query(request, query_id):
             "query": query,
             "form": form,
             "counts": counts,
-            "run": progress.cached_run(query, counts["labeled"], counts["last_activity"]),
+            "withheld": withheld,
+            "run": None if withheld else progress.cached_run(query, counts["labeled"], counts["last_activity"]),
             "run_goal": progress.RUN_GOAL,
-            "activity": progress.activity(query),
-            "team": _team(query),
+            "activity": None if withheld else progress.activity(query),
+            "team": None if withheld else _team(query),
             "exports": list(EXPORTS),
         },
     )
@@ -108,12 +119,12 @@ def _team(query: Query) -> dict:
     """The query's team panel: who is assigned, its overlap sample, agreement, disagreements, the judge panel."""
     from . import agreement  # scikit-learn and krippendorff load only for this page
 
-    rows = query.judgments.values_list("image_id", "annotator__username", "value")
-    votes = agreement.votes_of((image, name or "(import)", value) for image, name, value in rows)
+    rows = query.judgments.filter(annotator__isnull=False).values_list("image_id", "annotator__username", "value")
+    votes = agreement.votes_of(rows)  # an import's labels are nobody's vote
     return {
         "assigned": selectors.assignments_by_query([query]).get(query.pk, []),
         "overlap": query.overlap.count(),
-        "figures": agreement.reliability(votes, resamples=200, seed=query.pk),
+        "figures": agreement.reliability(votes),  # the intervals `manage.py agreement` gives for these items
         "pairs": agreement.pairs(votes),
         "pending": len(selectors.disagreements(query, pending_only=True)),
         "judge_panel": agreement.judge_panel(query),
@@ -131,6 +142,8 @@ def download_export(request, name):
         if not all(value.isascii() and value.isdigit() and int(value) < 2**63 for value in raw):
             return HttpResponseBadRequest("query must be a query id (a whole number).")
         query_ids = sorted({int(value) for value in raw})
+    if refused := visibility.of(request).refusal(query_ids):
+        return HttpResponse(refused, status=403, content_type="text/plain; charset=utf-8")
     for_spreadsheets = request.GET.get("spreadsheet_safe") in ("1", "on")
     response = StreamingHttpResponse(
         export_lines(name, query_ids, for_spreadsheets=for_spreadsheets), content_type="text/csv; charset=utf-8"

@@ -393,8 +393,10 @@
 
   async function submitShown() {
     if (locked || submitButton.disabled) return;
-    const unlabeled = tiles.filter((t) => !t.dataset.label && !pending.has(t.dataset.imageId));
-    if (!unlabeled.length) return say("Nothing to submit: every image shown is labeled.", "saved");
+    const limit = Number(page.dataset.submitLimit || 2000); // the server's cap on one Submit
+    const all = tiles.filter((t) => !t.dataset.label && !pending.has(t.dataset.imageId));
+    if (!all.length) return say("Nothing to submit: every image shown is labeled.", "saved");
+    const unlabeled = all.slice(0, limit); // from the top: one Submit at most `limit`, the rest on the next
     submitButton.disabled = true;
     say("Submitting…", "saving");
     let response = null;
@@ -426,7 +428,9 @@
     showCounts(answer.counts);
     refresh();
     if (tiles[selected]) showDetail(tiles[selected]);
-    say(`Submitted: ${written.size} image${written.size === 1 ? "" : "s"} marked not relevant (z undoes it)`, "saved");
+    const rest = all.length - unlabeled.length;
+    const more = rest > 0 ? `; ${rest} more shown below: press Submit again for them` : "";
+    say(`Submitted: ${written.size} image${written.size === 1 ? "" : "s"} marked not relevant (z undoes it)${more}`, "saved");
   }
 
   let selectFirstNew = null;

@@ -87,7 +87,9 @@ def test_a_second_annotator_gets_the_overlap_sample_unlabeled(labeling):
 def test_disagreements_and_adjudication(team):
     post_labels(team["ann"], [{"image": 1000, "value": "relevant"}, {"image": 1001, "value": "relevant"}])
     post_labels(team["bob"], [{"image": 1000, "value": "not_relevant"}, {"image": 1001, "value": "relevant"}])
-    listed = client_of(team["ann"]).get("/api/queries/7/disagreements/").json()
+    refused = client_of(team["ann"]).get("/api/queries/7/disagreements/")  # every vote by name: adjudicators'
+    assert refused.status_code == 403 and "can adjudicate" in refused.json()["detail"]
+    listed = client_of(team["judge"]).get("/api/queries/7/disagreements/").json()
     assert listed == {
         "results": [
             {

@@ -38,6 +38,10 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(figures, indent=2) if options["json"] else _table(figures))
 
 
+def span_of(interval) -> str:
+    return "" if interval is None else f"{interval[0]:.3f} to {interval[1]:.3f}"
+
+
 def _table(figures: dict) -> str:
     def show(value) -> str:
         return "—" if value is None else f"{value:.3f}"
@@ -45,13 +49,12 @@ def _table(figures: dict) -> str:
     overall = figures["overall"]
     lines = [
         f"overall: {overall['items']} items, agreement {show(overall['percent_agreement'])}, "
-        f"alpha {show(overall['krippendorff_alpha'])} {overall['krippendorff_alpha_interval'] or ''}",
+        f"alpha {show(overall['krippendorff_alpha'])} {span_of(overall['krippendorff_alpha_interval'])}",
         "",
         f"{'query':>8} {'items':>6} {'agree':>6} {'kappa':>6} {'alpha':>6}  alpha 95%",
     ]
     for query_id, row in figures["queries"].items():
-        interval = row["krippendorff_alpha_interval"]
-        span = "" if interval is None else f"{interval[0]:.3f} to {interval[1]:.3f}"
+        span = span_of(row["krippendorff_alpha_interval"])
         lines.append(
             f"{query_id:>8} {row['items']:>6} {show(row['percent_agreement']):>6} {show(row['cohen_kappa']):>6} "
             f"{show(row['krippendorff_alpha']):>6}  {span}"
