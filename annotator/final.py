@@ -14,16 +14,18 @@ from .models import UNDECIDED, Decision, FinalRule, LabelValue
 def decide(values: Sequence[str], rule: str = FinalRule.MAJORITY, adjudicated: str = "") -> tuple[str, str]:
     """(final value, Decision) from the judgments' `values` under `rule`; ("", "") when there is none.
 
+    - no judgment left: no final label, an adjudication's included (the image is back to not yet seen: a
+      decision between judgments that are all gone decides nothing);
     - an adjudicated value wins (whatever the judgments say);
     - no votes (only unsure): unsure;
     - one vote, or several that agree: that value (single, agreed);
     - split votes: under majority, the value with strictly more votes than any other; a tie, or any split
       under unanimous, is undecided.
     """
-    if adjudicated:
-        return adjudicated, Decision.ADJUDICATED
     if not values:
         return "", ""
+    if adjudicated:
+        return adjudicated, Decision.ADJUDICATED
     votes = Counter(value for value in values if value != LabelValue.UNSURE)
     if not votes:
         return LabelValue.UNSURE, Decision.SINGLE if len(values) == 1 else Decision.AGREED

@@ -431,9 +431,27 @@ def _event(
     )  # fmt: skip
 
 
-def _settle(query_id: int, held: dict[int, Label], rule: str) -> None:
+def settle_again(query_id: int, *, per_transaction: int = 5_000, progress=None) -> int:
+    """Derive every final label of a query again from its judgments, the way each write does, and return
+    how many were made, changed or removed: the repair for final labels lost or changed behind the write
+    path's back (a restore, a hand edit, a bug). Images are held `per_transaction` at a time, so labeling
+    goes on meanwhile; `progress(done, total)` after each batch. Adjudicated labels keep their decision."""
+    judged = Judgment.objects.filter(query_id=query_id).values_list("image_id", flat=True)
+    image_ids = sorted(set(judged) | set(Label.objects.filter(query_id=query_id).values_list("image_id", flat=True)))
+    changed = 0
+    for start in range(0, len(image_ids), per_transaction):
+        with transaction.atomic(), recording_label_changes():
+            held = _hold(query_id, image_ids[start : start + per_transaction])
+            changed += _settle(query_id, held, _rule(query_id))
+        if progress is not None:
+            progress(min(start + per_transaction, len(image_ids)), len(image_ids))
+    return changed
+
+
+def _settle(query_id: int, held: dict[int, Label], rule: str) -> int:
     """Derive the held images' final labels from their judgments (annotator.final): update those that
-    changed, remove those with no judgment left (placeholders included)."""
+    changed, remove those with no judgment left (placeholders included). Returns how many stored final
+    labels were made, changed or removed."""
     votes: dict[int, list[tuple[int | None, str]]] = defaultdict(list)
     for image_id, annotator_id, value in Judgment.objects.filter(
         query_id=query_id, image_id__in=list(held)
@@ -442,6 +460,7 @@ def _settle(query_id: int, held: dict[int, Label], rule: str) -> None:
     now = timezone.now()
     updated, removed = [], []
     before, after = [], []  # the values of the labels that changed, for the query's tally
+    gone = 0
     for image_id, label in held.items():
         judged = votes.get(image_id, [])
         adjudicated = label.value if label.decided_by == Decision.ADJUDICATED else ""
@@ -450,6 +469,7 @@ def _settle(query_id: int, held: dict[int, Label], rule: str) -> None:
             removed.append(label.pk)
             if label.value:  # a stored label goes (a placeholder going is no change)
                 before.append(label.value)
+                gone += 1
             continue
         annotator_id = label.annotator_id if adjudicated else _voter(judged, decided_by)
         if (label.value, label.decided_by, label.annotator_id) != (value, decided_by, annotator_id):
@@ -461,6 +481,7 @@ def _settle(query_id: int, held: dict[int, Label], rule: str) -> None:
     Label.objects.filter(pk__in=removed).delete()
     if before or after:
         tallies.count_final_labels(query_id, before, after, now)
+    return len(updated) + gone
 
 
 def _update_alike(model: type[Judgment] | type[Label], rows: list[Judgment] | list[Label], fields: list[str]) -> None:
