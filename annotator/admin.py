@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 
 from search.facade import SearchUnavailable
 
-from . import labels, overlap, selectors
+from . import labels, overlap, selectors, visibility
 from .forms import ExampleInlineForm
 from .models import Assignment, ImportBatch, Judgment, Label, LabelEvent, LabelSource, Query, QueryExample, RerankJob
 
@@ -36,6 +36,12 @@ class QueryAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         return selectors.with_label_counts(super().get_queryset(request))
 
+    def get_changelist_instance(self, request):
+        """The list's counts as the viewer may see them (annotator.visibility), like the dashboard's."""
+        changelist = super().get_changelist_instance(request)
+        visibility.of(request).count_queries(list(changelist.result_list))
+        return changelist
+
     @admin.action(description="Draw the overlap sample (from each query's overlap share, rank and judgments)")
     def draw_overlap(self, request, queryset):
         added = 0
@@ -68,6 +74,13 @@ class ViewOnlyAdmin(admin.ModelAdmin):
 
     show_full_result_count = False
 
+    def get_queryset(self, request):
+        return self.visible(request, super().get_queryset(request))
+
+    def visible(self, request, found):
+        """What the viewer may see of these rows (annotator.visibility): the label tables say so."""
+        return found
+
     def has_add_permission(self, request):
         return False
 
@@ -84,6 +97,9 @@ class LabelAdmin(ViewOnlyAdmin):
     list_filter = ["value", "decided_by"]
     search_fields = ["=query__id", "=image__id"]
     list_select_related = ["query", "annotator"]
+
+    def visible(self, request, found):
+        return visibility.of(request).labels(found)
 
     def delete_model(self, request, obj):
         labels.clear_labels([obj], user=request.user, source=LabelSource.ADMIN)
@@ -110,6 +126,9 @@ class LabelEventAdmin(ViewOnlyAdmin):
     search_fields = ["=query__id", "=image__id"]
     list_select_related = ["query", "user", "import_batch"]
     ordering = ["-id"]  # newest first
+
+    def visible(self, request, found):
+        return visibility.of(request).judged(found)
 
     def has_delete_permission(self, request, obj=None):
         return False
@@ -144,6 +163,9 @@ class JudgmentAdmin(ViewOnlyAdmin):
     list_filter = ["value", "source"]
     search_fields = ["=query__id", "=image__id", "annotator__username"]
     list_select_related = ["query", "annotator"]
+
+    def visible(self, request, found):
+        return visibility.of(request).judged(found)
 
     def has_delete_permission(self, request, obj=None):
         return False

@@ -1,5 +1,6 @@
 """REST API: queries read-only; labels read/write through annotator.labels. (Taxa and images: catalog/api.py.)"""
 
+from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -60,7 +61,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         "from every label stored so far (relevant as positives, not relevant as negatives).",
     )
     @action(detail=True, methods=["get"])
-    def candidates(self, request, pk=None):
+    def candidates(self, request, pk=None, format=None):  # format: the .json suffix the router allows
         query = self.get_object()
         strategy = choice_param(request, "strategy", STRATEGIES) or "text"
         k = int_param(request, "k", high=1001) or 50
@@ -89,7 +90,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["post"], url_path="labels")
     @retry_once_if_dropped
-    def set_labels(self, request, pk=None):
+    def set_labels(self, request, pk=None, format=None):  # format: the .json suffix the router allows
         query = self.get_object()
         batch = LabelBatchSerializer(data=request.data)
         batch.is_valid(raise_exception=True)
@@ -109,7 +110,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         "annotator's judgment and the final label.",
     )
     @action(detail=True, methods=["get"])
-    def disagreements(self, request, pk=None):
+    def disagreements(self, request, pk=None, format=None):  # format: the .json suffix the router allows
         query = self.get_object()
         if not request.user.has_perm(labels.ADJUDICATE):  # every annotator's votes, by name: the adjudicators'
             raise PermissionDenied(labels.ADJUDICATE_MESSAGE)
@@ -124,7 +125,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["post"])
     @retry_once_if_dropped
-    def adjudicate(self, request, pk=None):
+    def adjudicate(self, request, pk=None, format=None):  # format: the .json suffix the router allows
         query = self.get_object()
         if not request.user.has_perm(labels.ADJUDICATE):
             raise PermissionDenied(labels.ADJUDICATE_MESSAGE)
@@ -191,30 +192,32 @@ class LabelViewSet(
         query, image = serializer.validated_data["query"], serializer.validated_data["image"]
         # "Changed" (200) or "created" (201) as the viewer sees it: a label hidden from them did not exist for them.
         existed = self.get_queryset().filter(query=query, image=image).exists()
-        label, _ = labels.set_label(
-            query_id=query.id,
-            image_id=image.id,
-            value=serializer.validated_data["value"],
-            user=request.user,
-            source=LabelSource.API,
-        )
-        return Response(
-            self.get_serializer(label).data, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED
-        )
+        with transaction.atomic():  # the write and its answer together: a 503 then means nothing was saved
+            label, _ = labels.set_label(
+                query_id=query.id,
+                image_id=image.id,
+                value=serializer.validated_data["value"],
+                user=request.user,
+                source=LabelSource.API,
+            )
+            answer = self.get_serializer(visibility.Sight(request.user).as_seen(label)).data
+        return Response(answer, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
 
     @retry_once_if_dropped
     def update(self, request, *args, **kwargs):
         label = self.get_object()
         serializer = LabelValueSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        label, _ = labels.set_label(
-            query_id=label.query_id,
-            image_id=label.image_id,
-            value=serializer.validated_data["value"],
-            user=request.user,
-            source=LabelSource.API,
-        )
-        return Response(self.get_serializer(label).data)
+        with transaction.atomic():
+            label, _ = labels.set_label(
+                query_id=label.query_id,
+                image_id=label.image_id,
+                value=serializer.validated_data["value"],
+                user=request.user,
+                source=LabelSource.API,
+            )
+            answer = self.get_serializer(visibility.Sight(request.user).as_seen(label)).data
+        return Response(answer)
 
     def destroy(self, request, *args, **kwargs):
         label = self.get_object()

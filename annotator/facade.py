@@ -9,8 +9,9 @@ from .model_methods import MODEL_METHODS
 from .models import Query
 from .progress import recall_estimate
 from .stopping import DEPTH, cross_fitted
+from .visibility import of as sight_of
 
-__all__ = ["DEPTH", "MODEL_METHODS", "cross_fitted", "ranking_by", "recall_estimate"]
+__all__ = ["DEPTH", "MODEL_METHODS", "cross_fitted", "ranking_by", "recall_estimate", "sight_of"]
 
 
 def ranking_by(query: Query, method: str, *, top: int, depth: int) -> list[tuple[int, float]]:

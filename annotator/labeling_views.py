@@ -8,8 +8,8 @@ from dataclasses import replace
 from functools import wraps
 
 from django.conf import settings
-from django.db import transaction
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.http import (
     FileResponse,
     Http404,
@@ -298,7 +298,8 @@ def submit(request, query_id):
             raise BadSave("images must be a list of image ids.")
         if len(raw) > MAX_IMAGES_PER_SUBMIT:
             raise BadSave(
-                f"at most {MAX_IMAGES_PER_SUBMIT} images per Submit, not {len(raw)}: submit the first ones, then the rest."
+                f"at most {MAX_IMAGES_PER_SUBMIT} images per Submit, not {len(raw)}: "
+                "submit the first ones, then the rest."
             )
         image_ids = [_image_id(value) for value in raw]
     except BadSave as error:
@@ -418,7 +419,11 @@ def start_rerank(request, query_id):
         return _rerank_refused(request, query, str(error), 409)
     except QueueUnavailable as error:  # the job row ends failed with the same sentence
         return _rerank_refused(request, query, str(error), 503)
-    return render(request, "annotator/_rerank.html", {**_rerank_box(query, visibility.of(request)), "locked": _locked_for(request, query)})
+    return render(
+        request,
+        "annotator/_rerank.html",
+        {**_rerank_box(query, visibility.of(request)), "locked": _locked_for(request, query)},
+    )
 
 
 def _rerank_refused(request, query: Query, sentence: str, status: int):
@@ -433,7 +438,11 @@ def _rerank_refused(request, query: Query, sentence: str, status: int):
 def rerank_status(request, query_id):
     """The side pane's rerank box (htmx polls it while the job runs)."""
     query = get_object_or_404(Query, pk=query_id)
-    return render(request, "annotator/_rerank.html", {**_rerank_box(query, visibility.of(request)), "locked": _locked_for(request, query)})
+    return render(
+        request,
+        "annotator/_rerank.html",
+        {**_rerank_box(query, visibility.of(request)), "locked": _locked_for(request, query)},
+    )
 
 
 def _rerank_box(query: Query, sight: visibility.Sight) -> dict:

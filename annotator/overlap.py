@@ -23,12 +23,19 @@ Writer = User | None  # as in annotator.labels: None is the system (an import)
 ADJUDICATE = "annotator.adjudicate_labels"
 
 
-def hidden_pairs(viewer: Writer, *, query: Query | None = None, image_ids: Iterable[int] | None = None):
-    """The overlap-sample rows (query, image) hidden from `viewer`: images of an overlap sample with fewer
-    judgments than their query wants, none of them by `viewer`. The one rule of blindness: the page, the
-    API, the counts and figures, the exports and the admin all ask it (through annotator.visibility for the
-    routes). Adjudicators (the permission "can adjudicate") are never blind: deciding disagreements means
-    reading every judgment, so they are not the sample's blind second judges. `user` None is the system (an
+def sealed_pairs(viewer: Writer, *, query: Query | None = None, image_ids: Iterable[int] | None = None):
+    """The overlap-sample rows (query, image) sealed to `viewer`, each annotated `mine` (whether `viewer`
+    judged it): images of an overlap sample with fewer judgments than their query wants. The one rule of
+    blindness, which the page, the API, the counts and figures, the exports and the admin all ask (through
+    annotator.visibility for the routes):
+
+    - not judged by `viewer`: blind, they see the image unlabeled and nothing of its judgments;
+    - judged by `viewer`: they see their own judgment, and still nothing of the others' nor of the final
+      label until the image has its judgments (else a save's counts would tell them how the other voted,
+      and they could change their vote to agree).
+
+    Adjudicators (the permission "can adjudicate") have nothing sealed: deciding disagreements means
+    reading every judgment, so they are not the sample's blind judges. `viewer` None is the system (an
     import), which judges like an annotator of its own."""
     sample = OverlapImage.objects.all()
     if query is not None:
@@ -40,16 +47,15 @@ def hidden_pairs(viewer: Writer, *, query: Query | None = None, image_ids: Itera
     judgments = Judgment.objects.filter(query=OuterRef("query"), image_id=OuterRef("image_id"))
     counted = judgments.order_by().values("query").annotate(n=Count("id")).values("n")
     mine = judgments.filter(annotator=viewer) if viewer is not None else judgments.filter(annotator__isnull=True)
-    return (
-        sample.annotate(judged=Coalesce(Subquery(counted), 0))
-        .filter(judged__lt=F("query__judgments_wanted"))
-        .exclude(Exists(mine))
+    return sample.annotate(judged=Coalesce(Subquery(counted), 0), mine=Exists(mine)).filter(
+        judged__lt=F("query__judgments_wanted")
     )
 
 
 def blind_images(query: Query, user: Writer, image_ids: Iterable[int] | None = None) -> set[int]:
     """The images of `query`'s overlap sample (among `image_ids` when given) that `user` must judge blind."""
-    return set(hidden_pairs(user, query=query, image_ids=image_ids).values_list("image_id", flat=True))
+    sealed = sealed_pairs(user, query=query, image_ids=image_ids)
+    return set(sealed.filter(mine=False).values_list("image_id", flat=True))
 
 
 def seen_by(query: Query, user: Writer, image_ids: Iterable[int] | None = None) -> dict[int, str]:

@@ -237,17 +237,17 @@ def _completeness(query: Query, signals: dict | None, have_signals: bool, estima
     )
 
 
-def dashboard(sight, *, sort: str = "id", status: str = "", split: str = "") -> tuple[list[Query], dict]:
-    """Every query with its counts, annotators and not-relevant run, as `sight` (annotator.visibility) may see
-    them; and the totals row."""
+def dashboard(*, sight=None, sort: str = "id", status: str = "", split: str = "") -> tuple[list[Query], dict]:
+    """Every query with its counts, annotators and not-relevant run, as `sight` (an annotator.visibility.Sight:
+    a viewer's) may see them, else whole; and the totals row."""
     queries = selectors.with_label_counts(Query.objects.all())
     if status:
         queries = queries.filter(status=status)
     if split:
         queries = queries.filter(split=split)
-    queries = sight.count_queries(list(selectors.sorted_by(queries, sort)))
-    if any(query.withheld for query in queries):  # the stored order reads the hidden labels
-        queries = selectors.sorted_list(queries, sort)
+    queries = list(selectors.sorted_by(queries, sort))
+    if sight is not None and any(query.withheld for query in sight.count_queries(queries)):
+        queries = selectors.sorted_list(queries, sort)  # the stored order reads the sealed labels
     annotators = selectors.annotators_by_query(queries)
     assigned = selectors.assignments_by_query(queries)
     for query in queries:

@@ -57,7 +57,7 @@ def home(request):
 @permission_required("annotator.view_label", raise_exception=True)
 def dashboard(request):
     queries, totals = progress.dashboard(
-        visibility.of(request),
+        sight=visibility.of(request),
         sort=request.GET.get("sort", "id"),
         status=request.GET.get("status", ""),
         split=request.GET.get("split", ""),

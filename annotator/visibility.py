@@ -1,19 +1,20 @@
 """What one viewer may see of the labels: the door every route goes through.
 
-Blind double labeling hides, from an annotator who has not judged an image of a query's overlap sample, every
-other judgment of it and its final label (annotator.overlap.hidden_pairs is the rule). Hidden means hidden on
+Blind double labeling seals each image of a query's overlap sample until it has its judgments: an annotator
+sees nothing of the others' judgments of it nor of its final label, before judging it (blind) and after
+(their own judgment only). annotator.overlap.sealed_pairs is the rule. Hidden means hidden on
 every route, not only in the grid: the label API's lists, details and filters, the counts beside the grid and
 in a save's answer, the not-relevant run and the recall estimate (both read hidden labels), the dashboards,
 the agreement figures and the exports. A `Sight` is that rule for one viewer, computed once per request:
 
-- lists of labels and their history lose the hidden pairs (`labels`, `events`);
-- counts are the stored tallies less the hidden final labels (`counts`, `count_queries`), so they match
-  the tiles the viewer sees;
+- lists of labels, judgments and their history lose the sealed pairs (`labels`, `judged`);
+- counts are the stored tallies less the sealed final labels plus the viewer's own judgments of them
+  (`counts`, `count_queries`), so they match the tiles the viewer sees;
 - figures read off every label (run, TSR, estimate, agreement, the judge panel) are withheld for a query
   where the viewer is blind (`blind_in`, `withheld`); files that carry every label (exports, run scoring)
   are refused while the viewer is blind anywhere they reach (`refusal`).
 
-Adjudicators are never blind (overlap.hidden_pairs), so a Sight of theirs hides nothing and costs one query.
+Adjudicators are never blind (overlap.sealed_pairs), so a Sight of theirs hides nothing and costs one query.
 """
 
 from collections import Counter, defaultdict
@@ -21,9 +22,11 @@ from functools import cached_property
 
 from django.db.models import Exists, Max, OuterRef
 
-from .models import UNDECIDED, Label, LabelValue, Query
-from .overlap import Writer, hidden_pairs
+from .models import UNDECIDED, Judgment, Label, LabelValue, Query
+from .overlap import Writer, sealed_pairs
 
+# What an answer says in decided_by for a label sealed to its viewer (as_seen): their own judgment stands in.
+SEALED = "sealed"
 # The tally fields a hidden final label is taken from, by its value.
 _COUNTED = {
     LabelValue.RELEVANT: "relevant",
@@ -40,39 +43,49 @@ class Sight:
         self.viewer = viewer
 
     @cached_property
+    def sealed(self) -> dict[int, dict[int, bool]]:
+        """{query id: {image id: whether the viewer judged it}} for the images sealed to the viewer, in every
+        query where some are."""
+        found: dict[int, dict[int, bool]] = defaultdict(dict)
+        for query_id, image_id, mine in sealed_pairs(self.viewer).values_list("query_id", "image_id", "mine"):
+            found[query_id][image_id] = mine
+        return dict(found)
+
+    @property
     def hidden(self) -> dict[int, frozenset[int]]:
-        """{query id: the image ids hidden from the viewer}, for every query where something is."""
-        found: dict[int, set[int]] = defaultdict(set)
-        for query_id, image_id in hidden_pairs(self.viewer).values_list("query_id", "image_id"):
-            found[query_id].add(image_id)
-        return {query_id: frozenset(ids) for query_id, ids in found.items()}
+        """{query id: the images whose final label and others' judgments the viewer may not see}."""
+        return {query_id: frozenset(images) for query_id, images in self.sealed.items()}
 
     def hidden_in(self, query_id: int) -> frozenset[int]:
-        return self.hidden.get(query_id, frozenset())
+        return frozenset(self.sealed.get(query_id, ()))
 
     def blind_in(self, query_id: int) -> bool:
-        """Whether the viewer still has images of this query to judge blind (its figures are withheld)."""
-        return bool(self.hidden.get(query_id))
+        """Whether images of this query are sealed to the viewer (its figures are withheld)."""
+        return bool(self.sealed.get(query_id))
 
     def withheld(self, query_id: int) -> str:
         """The sentence a withheld figure shows, "" where nothing is withheld."""
-        left = len(self.hidden_in(query_id))
-        if not left:
+        sealed = self.sealed.get(query_id, {})
+        if not sealed:
             return ""
-        images = "image" if left == 1 else "images"
-        return f"Hidden until you have judged the {left} {images} of this query you are judging blind."
+        blind = sum(not mine for mine in sealed.values())
+        waiting = len(sealed) - blind
+        parts = [f"you judge {blind} {'image' if blind == 1 else 'images'} of it blind"] if blind else []
+        if waiting:
+            parts.append(f"{waiting} you judged wait for the other judgments")
+        return f"Hidden while {' and '.join(parts)} (its blind overlap sample)."
 
     def refusal(self, query_ids: list[int] | None = None) -> str:
         """Why a file of every label (an export, a scoring) is refused to the viewer, "" where it is not:
-        they still judge images blind in one of `query_ids` (None: any query)."""
-        blind = sorted(query_id for query_id in self.hidden if query_ids is None or query_id in query_ids)
-        if not blind:
+        images of one of `query_ids` (None: any query) are sealed to them."""
+        sealed = sorted(query_id for query_id in self.sealed if query_ids is None or query_id in query_ids)
+        if not sealed:
             return ""
-        left = sum(len(self.hidden[query_id]) for query_id in blind)
-        named = ", ".join(map(str, blind[:5])) + (" ..." if len(blind) > 5 else "")
+        named = ", ".join(map(str, sealed[:5])) + (" ..." if len(sealed) > 5 else "")
         return (
-            f"You still judge {left} images blind (queries {named}), and this file carries every label: judge "
-            f"them first, or ask staff who adjudicate for the file."
+            f"This file carries every label, and the blind overlap samples of queries {named} still wait for "
+            "judgments (some of them yours): it opens to you once they have them. Staff who adjudicate can "
+            "download it now."
         )
 
     def labels(self, found):
@@ -81,16 +94,28 @@ class Sight:
             return found
         return found.exclude(Exists(self._hidden_pair()))
 
-    def events(self, found):
-        """A LabelEvent queryset without other people's changes of the pairs hidden from the viewer (their
-        own stay: it is their history)."""
-        if not self.hidden:
+    def judged(self, found):
+        """A Judgment or LabelEvent queryset (both name whose judgment it is in `annotator`) without other
+        people's judgments and changes of the pairs sealed to the viewer; their own stay."""
+        if not self.sealed:
             return found
         others = found.exclude(annotator=self.viewer) if self.viewer is not None else found
         return found.exclude(pk__in=others.filter(Exists(self._hidden_pair())).values("pk"))
 
+    def as_seen(self, label: Label) -> Label:
+        """`label` as the viewer sees it: itself, or where its image is sealed to them, their own judgment in
+        its place (no id, decided_by "sealed"), so that an answer to their save says nothing of the others."""
+        if label.image_id not in self.hidden_in(label.query_id):
+            return label
+        own = Judgment.objects.filter(query_id=label.query_id, image_id=label.image_id, annotator=self.viewer).first()
+        return Label(
+            id=None, query_id=label.query_id, image_id=label.image_id, value=own.value if own else "",
+            decided_by=SEALED, annotator=self.viewer, created_at=own.created_at if own else None,
+            updated_at=own.updated_at if own else None,
+        )  # fmt: skip
+
     def _hidden_pair(self):
-        return hidden_pairs(self.viewer).filter(query_id=OuterRef("query_id"), image_id=OuterRef("image_id"))
+        return sealed_pairs(self.viewer).filter(query_id=OuterRef("query_id"), image_id=OuterRef("image_id"))
 
     def counts(self, query: Query) -> dict:
         """selectors.label_counts as the viewer sees them."""
@@ -112,12 +137,17 @@ class Sight:
         return queries
 
     def _less_hidden(self, query_id: int, counts) -> dict:
-        """The counts less the hidden final labels, and the last change among the labels the viewer sees."""
-        hidden = Label.objects.filter(query_id=query_id, image_id__in=self.hidden_in(query_id))
-        by_value = Counter(hidden.exclude(value="").values_list("value", flat=True))
-        changed = {name: counts[name] - by_value.get(value, 0) for value, name in _COUNTED.items()}
-        changed["labeled"] = counts["labeled"] - sum(by_value.values())
-        seen = Label.objects.filter(query_id=query_id).exclude(value="").exclude(image_id__in=self.hidden_in(query_id))
+        """The counts with each sealed image counted as the viewer sees it (their own judgment, or nothing),
+        and the last change among the labels they see."""
+        sealed = self.sealed[query_id]
+        finals = Label.objects.filter(query_id=query_id, image_id__in=list(sealed)).exclude(value="")
+        taken = Counter(finals.values_list("value", flat=True))
+        mine = [image_id for image_id, judged in sealed.items() if judged]
+        own = Judgment.objects.filter(query_id=query_id, image_id__in=mine, annotator=self.viewer)
+        given = Counter(own.values_list("value", flat=True))
+        changed = {name: counts[name] - taken.get(value, 0) + given.get(value, 0) for value, name in _COUNTED.items()}
+        changed["labeled"] = counts["labeled"] - sum(taken.values()) + sum(given.values())
+        seen = Label.objects.filter(query_id=query_id).exclude(value="").exclude(image_id__in=list(sealed))
         changed["last_activity"] = seen.aggregate(last=Max("updated_at"))["last"]
         return changed
 

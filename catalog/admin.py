@@ -39,6 +39,11 @@ class ImageAdmin(admin.ModelAdmin):
     # Counting 5M rows on every page is the slow part of a big changelist.
     show_full_result_count = False
 
+    def has_delete_permission(self, request, obj=None):
+        """Never from the admin: an image carries the judgments and label history of every query (deleting it
+        would take them along), and its delete page listed them, judged or not, to anyone allowed to delete."""
+        return False
+
     @admin.display(description="image")
     def picture(self, image):
         if not image.pk:

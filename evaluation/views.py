@@ -2,6 +2,7 @@
 plots, download them, compare two reports."""
 
 import json
+from functools import wraps
 
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import HttpResponse
@@ -9,6 +10,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
+from annotator.facade import sight_of
 from common import background
 from common.api_params import strict_id
 
@@ -18,8 +20,22 @@ from .models import SavedReport, SavedSimulation, Scoring
 from .report import compare
 
 
+def labels_visible(view):
+    """Scores and simulations are read off every final label: refused, with the reason, to a viewer who still
+    waits on a blind overlap sample (annotator.visibility), since a score would tell how the others voted."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if refused := sight_of(request).refusal():
+            return HttpResponse(refused, status=403, content_type="text/plain; charset=utf-8")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
+@labels_visible
 def index(request):
     form = EvaluateForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
@@ -46,6 +62,7 @@ def index(request):
 
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
+@labels_visible
 def scoring_status(request, scoring_id):
     """The status page of an uploaded run; htmx polls it, and is sent to the report once it is ready."""
     job = get_object_or_404(Scoring, pk=scoring_id)
@@ -62,6 +79,7 @@ def _scoring_page(request, job, status=200):
 
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
+@labels_visible
 def report(request, report_id):
     saved = get_object_or_404(SavedReport.objects.select_related("run"), pk=report_id)
     result = saved.result
@@ -104,6 +122,7 @@ def report(request, report_id):
 
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
+@labels_visible
 def download(request, report_id, kind):
     if kind not in ("json", "csv"):
         return HttpResponse("Reports download as json or csv.", status=404)
@@ -130,6 +149,7 @@ def _as_report(result):
 
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
+@labels_visible
 def simulation(request, simulation_id):
     """An oracle-annotator replay: medians per strategy, the per-query table, recall against labels."""
     saved = get_object_or_404(SavedSimulation, pk=simulation_id)
@@ -153,6 +173,7 @@ def simulation(request, simulation_id):
 
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
+@labels_visible
 def simulation_download(request, simulation_id, kind):
     if kind not in ("json", "svg"):
         return HttpResponse("Simulations download as json or svg.", status=404)

@@ -1,0 +1,211 @@
+"""Blind means blind on every route: a test that walks every URL of the URL conf as an annotator judging an
+overlap sample blind, and fails on any leak.
+
+What "learns nothing" means here, checked without knowing what any page shows: the blind annotator's answers
+are the same, byte for byte (volatile tokens masked), whatever the other annotator judged of the sealed images:
+nothing, all relevant, all not relevant, or a mix. Each world is built inside a savepoint and rolled back; every
+request that writes runs in its own savepoint too, so the walk sees one state. The blind annotator holds every
+permission but "can adjudicate" (adjudicators read every judgment by design), and is staff, so the admin's
+label tables are walked as well.
+"""
+
+import difflib
+import random
+import re
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from annotator.labels import LabelChange, set_labels
+from annotator.models import Judgment, Label, LabelEvent, OverlapImage, Query
+from search.facade import search
+
+pytestmark = pytest.mark.django_db
+
+WORLDS = ("nobody judged", "relevant", "not_relevant", "mixed")
+SEALED_ROWS = {"label": 900_001, "judgment": 900_002, "labelevent": 900_003}  # the ids of one sealed image's rows
+MASKS = [
+    (re.compile(rb"\b[A-Za-z0-9]{64}\b"), b"csrf"),  # Django's masked CSRF tokens, new on every page
+    (re.compile(rb'value="\d\d:\d\d:\d\d"'), b"now"),  # a new row's default time in the admin's add forms
+    (re.compile(rb'"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z"'), b"now"),  # when the walk's own write was made
+]
+
+
+@pytest.fixture
+def sealed(labeling):
+    """Ann has judged images of query 1 (some in a sample of 3 judgments each: sealed to Bob); Bob holds every
+    permission but adjudication and has judged two images of his own."""
+    query, ann = labeling["query"], labeling["annotator"]
+    top = [hit.image_id for hit in search(text=query.text, k=60)]
+    Query.objects.filter(pk=query.pk).update(judgments_wanted=3)
+    OverlapImage.objects.bulk_create([OverlapImage(query=query, image_id=image_id) for image_id in top[:20]])
+    changes = [LabelChange(image_id, "relevant" if n % 3 else "not_relevant") for n, image_id in enumerate(top[20:40])]
+    set_labels(query_id=query.pk, changes=changes, user=ann, source="keyboard")  # outside the sample: seen by all
+    bob = User.objects.create_user("bob", password="pw-bob-1", is_staff=True)
+    bob.user_permissions.add(*Permission.objects.exclude(codename="adjudicate_labels"))
+    set_labels(query_id=query.pk, changes=[LabelChange(top[40], "unsure")], user=bob, source="click")
+    set_labels(query_id=query.pk, changes=[LabelChange(top[0], "relevant")], user=bob, source="click")  # sealed, his
+    client = Client()
+    client.force_login(bob)
+    return {"query": query, "ann": ann, "bob": bob, "sealed": top[:20], "seen": top[20:40], "client": client}
+
+
+def judge_sealed(world: str, query: Query, ann: User, sealed: list[int]) -> None:
+    """Ann's judgments of the sealed images in `world` (the only thing that differs between worlds)."""
+    if world == "nobody judged":
+        return
+    rng = random.Random(7)
+    values = [world] * len(sealed) if world != "mixed" else [rng.choice(["relevant", "not_relevant"]) for _ in sealed]
+    set_labels(
+        query_id=query.pk,
+        changes=[LabelChange(i, v) for i, v in zip(sealed, values, strict=True)],
+        user=ann,
+        source="click",
+    )
+    # One sealed image's rows get the ids every world's walk asks for (a world without them answers for none).
+    rows = {
+        "label": Label.objects.filter(query=query, image_id=sealed[5]),
+        "judgment": Judgment.objects.filter(query=query, image_id=sealed[5], annotator=ann),
+        "labelevent": LabelEvent.objects.filter(query=query, image_id=sealed[5], annotator=ann),
+    }
+    with connection.cursor() as cursor:  # by SQL: the label models refuse writes made outside annotator.labels
+        for kind, found in rows.items():
+            table = connection.ops.quote_name(found.model._meta.db_table)
+            cursor.execute(
+                f"UPDATE {table} SET id = %s WHERE id = %s", [SEALED_ROWS[kind], found.values("pk")[0]["pk"]]
+            )
+
+
+def every_route(resolvers=None, prefix: str = "") -> list[tuple[str, str]]:
+    """(route, view name) for every URL pattern of the URL conf, includes followed."""
+    found = []
+    for entry in resolvers if resolvers is not None else get_resolver().url_patterns:
+        route = prefix + str(entry.pattern)
+        if isinstance(entry, URLResolver):
+            found += every_route(entry.url_patterns, route)
+        elif isinstance(entry, URLPattern):
+            found.append((route, entry.lookup_str))
+    return found
+
+
+def concrete(route: str, ids: dict) -> str:
+    """A route with its parameters filled: the sealed image and its rows where a parameter names one."""
+    path = route.replace("^", "").replace("$", "")  # DRF's and the admin's regular expressions
+
+    def value(name: str) -> str:
+        model = re.search(r"admin/\w+/(\w+)/", path)
+        if name == "object_id" and model and model.group(1) in ids["rows"]:
+            return str(ids["rows"][model.group(1)])
+        if path.startswith("api/labels") and name == "pk":
+            return str(ids["rows"]["label"])
+        if path.startswith("api/queries") and name == "pk":
+            return str(ids["query_id"])
+        return str(ids.get(name, ids["default"]))
+
+    path = re.sub(r"\\\.\(\?P<format>[^)]+\)/\?", ".json", path)  # DRF's format suffix
+    path = re.sub(r"\(\?P<(\w+)>[^)]*\)", lambda m: value(m.group(1)), path)
+    path = re.sub(r"<(?:\w+:)?(\w+)>", lambda m: value(m.group(1)), path)
+    return "/" + path.replace("/?", "/").replace("\\.", ".")
+
+
+def answers_of(client: Client, requests: list[tuple[str, str, dict | None]]) -> dict:
+    """{(method, path): (status, masked body)} for each request, each in a savepoint rolled back after it."""
+    answers = {}
+    for method, path, body in requests:
+        cache.clear()  # the figures' cache would carry one world's values into the next
+        with transaction.atomic():
+            if method == "GET":
+                response = client.get(path, HTTP_ACCEPT="text/html,application/json")
+            else:
+                response = client.post(path, body or {}, content_type="application/json")
+            transaction.set_rollback(True)
+        content = b"".join(response.streaming_content) if response.streaming else response.content
+        for pattern, mask in MASKS:
+            content = pattern.sub(mask, content)
+        answers[method, path] = (response.status_code, content)
+    return answers
+
+
+def difference(first: tuple[int, bytes], second: tuple[int, bytes]) -> str:
+    """The first lines where two answers differ, to read in the failure."""
+    if first[0] != second[0]:
+        return f"status {first[0]} against {second[0]}"
+    lines = difflib.unified_diff(
+        first[1].decode(errors="replace").splitlines(),
+        second[1].decode(errors="replace").splitlines(),
+        lineterm="",
+        n=0,
+    )
+    return "\n".join(list(lines)[2:12])
+
+
+def test_a_blind_annotator_learns_nothing_on_any_route(sealed):
+    query, client = sealed["query"], sealed["client"]
+    hidden, seen = sealed["sealed"], sealed["seen"]
+    routes = every_route()
+    base = {
+        "query_id": query.pk, "image_id": hidden[5], "size": "thumb", "name": "inquire_labels.csv", "kind": "json",
+        "format": "json", "app_label": "annotator", "url": "annotator/label/", "default": hidden[5],
+    }  # fmt: skip
+    writes = [
+        # Bob judges sealed images (still 2 of 3 judgments: sealed after), and images everyone sees.
+        ("POST", f"/queries/{query.pk}/labels", {"image": hidden[6], "value": "not_relevant", "source": "click"}),
+        ("POST", f"/queries/{query.pk}/labels", {"labels": [{"image": i, "value": "relevant"} for i in hidden[7:9]]}),
+        ("POST", f"/queries/{query.pk}/submit", {"images": hidden[9:14] + seen[:3]}),
+        ("POST", f"/api/queries/{query.pk}/labels/", {"labels": [{"image": hidden[14], "value": "unsure"}]}),
+        ("POST", "/api/labels/", {"query": query.pk, "image": hidden[15], "value": "relevant"}),
+        ("POST", f"/queries/{query.pk}/adjudicate", {"image": hidden[16], "value": "relevant"}),
+    ]
+    reads = [
+        f"/api/labels/?query={query.pk}",
+        f"/api/labels/?query={query.pk}&value=relevant",
+        f"/api/labels/?query={query.pk}&value=not_relevant",
+        f"/api/labels/?image={hidden[5]}",
+        f"/api/queries/{query.pk}/candidates/?k=60",
+        f"/queries/{query.pk}/?hide_labeled=on",
+        f"/queries/{query.pk}/results?offset=0",
+        "/dashboard/?sort=-relevant",
+        "/?sort=-labeled",
+        "/admin/annotator/label/",
+        "/admin/annotator/judgment/",
+        "/admin/annotator/labelevent/",
+        "/admin/annotator/query/",
+        *[f"/exports/{name}" for name in ("inquire_labels.csv", "inquire_judgments.csv", "inquire_annotations.csv")],
+        f"/exports/inquire_labels.csv?query={query.pk}",
+    ]
+    walked: dict[str, dict] = {}
+    for world in WORLDS:
+        with transaction.atomic():
+            judge_sealed(world, query, sealed["ann"], hidden)
+            ids = {**base, "rows": SEALED_ROWS}
+            requests = [("GET", concrete(route, ids), None) for route, _ in routes]
+            requests += [("GET", path, None) for path in reads] + writes
+            walked[world] = answers_of(client, requests)
+            transaction.set_rollback(True)
+    first, *others = WORLDS
+    assert len(walked[first]) >= len(routes)
+    for world in others:
+        for key, answer in walked[first].items():
+            assert answer == walked[world][key], (
+                f"{key[0]} {key[1]} answers differently when ann judged {world!r}:\n"
+                + difference(answer, walked[world][key])
+            )
+    # The walk did reach the pages: the grid and the API answered, and the exports were refused with a reason.
+    answered = walked[first]
+    assert answered["GET", f"/queries/{query.pk}/"][0] == 200
+    assert answered["GET", f"/api/labels/?query={query.pk}"][0] == 200
+    assert answered["GET", "/exports/inquire_labels.csv"][0] == 403
+    assert b"blind overlap samples" in answered["GET", "/exports/inquire_labels.csv"][1]
+
+
+def test_every_route_is_walked():
+    """A new URL pattern is walked as soon as it exists: the walk takes the URL conf itself, and each route
+    becomes a concrete address (no parameter left unfilled)."""
+    ids = {"query_id": 1, "image_id": 2, "default": 3, "rows": {"label": 4}}
+    for route, view in every_route():
+        path = concrete(route, ids)
+        assert "<" not in path and "(?P" not in path, f"{route} ({view}) is not walked: {path}"
