@@ -12,7 +12,9 @@ from catalog.facade import UnknownTaxon, species_for_all
 from catalog.models import Image
 from common.api_params import (
     BAD_PARAMETERS,
+    CONFLICT,
     NOT_FOUND,
+    REFUSED,
     SEARCH_NOT_READY,
     ByIdCursorPagination,
     choice_param,
@@ -84,7 +86,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         request=LabelBatchSerializer,
-        responses={200: LabelBatchResultSerializer, **BAD_PARAMETERS, **NOT_FOUND},
+        responses={200: LabelBatchResultSerializer, **BAD_PARAMETERS, **REFUSED, **NOT_FOUND},
         description="Set many labels of this query in one transaction, all or none (unknown images are "
         "refused with their ids). Every change is recorded in the label history, with source api.",
     )
@@ -105,7 +107,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         parameters=[OpenApiParameter("pending", OpenApiTypes.BOOL, description="only those not adjudicated yet")],
-        responses={200: DisagreementsSerializer, **NOT_FOUND},
+        responses={200: DisagreementsSerializer, **REFUSED, **NOT_FOUND},
         description="The images of this query whose judgments differ, undecided ones first, with every "
         "annotator's judgment and the final label.",
     )
@@ -119,7 +121,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         request=AdjudicationSerializer,
-        responses={200: LabelSerializer, **BAD_PARAMETERS, **NOT_FOUND},
+        responses={200: LabelSerializer, **BAD_PARAMETERS, **REFUSED, **NOT_FOUND, **CONFLICT},
         description='Decide the final label of an image the annotators disagree on (permission "can '
         'adjudicate"; 403 without it). 409 when its judgments agree. Recorded in the label history.',
     )
@@ -158,10 +160,21 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         responses={200: LabelSerializer(many=True), **BAD_PARAMETERS},
     ),
     retrieve=extend_schema(responses={200: LabelSerializer, **NOT_FOUND}),
-    create=extend_schema(description="Set the label of (query, image); posting an existing pair changes its value."),
-    partial_update=extend_schema(request=LabelValueSerializer),
-    update=extend_schema(request=LabelValueSerializer),
-    destroy=extend_schema(description="Remove a label: the image goes back to not yet seen. The history keeps it."),
+    create=extend_schema(
+        description="Set your judgment of (query, image); posting an existing pair changes it. The answer is the "
+        "final label, or where the image is sealed to you (a blind overlap sample), your own judgment.",
+        responses={200: LabelSerializer, 201: LabelSerializer, **BAD_PARAMETERS, **REFUSED},
+    ),
+    partial_update=extend_schema(
+        request=LabelValueSerializer, responses={200: LabelSerializer, **BAD_PARAMETERS, **REFUSED, **NOT_FOUND}
+    ),
+    update=extend_schema(
+        request=LabelValueSerializer, responses={200: LabelSerializer, **BAD_PARAMETERS, **REFUSED, **NOT_FOUND}
+    ),
+    destroy=extend_schema(
+        description="Remove your judgment: the image goes back to not yet seen. The history keeps it.",
+        responses={204: None, **REFUSED, **NOT_FOUND},
+    ),
 )
 class LabelViewSet(
     mixins.ListModelMixin,

@@ -42,14 +42,13 @@ def sealed_pairs(viewer: Writer, *, query: Query | None = None, image_ids: Itera
         sample = sample.filter(query=query)
     if image_ids is not None:
         sample = sample.filter(image_id__in=list(image_ids))
-    if viewer is not None and viewer.has_perm(ADJUDICATE):
-        return sample.none()
     judgments = Judgment.objects.filter(query=OuterRef("query"), image_id=OuterRef("image_id"))
     counted = judgments.order_by().values("query").annotate(n=Count("id")).values("n")
     mine = judgments.filter(annotator=viewer) if viewer is not None else judgments.filter(annotator__isnull=True)
-    return sample.annotate(judged=Coalesce(Subquery(counted), 0), mine=Exists(mine)).filter(
+    sealed = sample.annotate(judged=Coalesce(Subquery(counted), 0), mine=Exists(mine)).filter(
         judged__lt=F("query__judgments_wanted")
     )
+    return sealed.none() if viewer is not None and viewer.has_perm(ADJUDICATE) else sealed
 
 
 def blind_images(query: Query, user: Writer, image_ids: Iterable[int] | None = None) -> set[int]:

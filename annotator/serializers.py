@@ -6,7 +6,8 @@ from catalog.models import Image
 from common.api_params import StrictPrimaryKeyRelatedField, echo, strict_id
 
 from .labels import LabelChange
-from .models import Label, LabelValue, Query
+from .models import UNDECIDED, Decision, Label, LabelValue, Query
+from .visibility import SEALED
 
 
 class LabelValueField(serializers.ChoiceField):
@@ -39,11 +40,34 @@ class QuerySerializer(serializers.ModelSerializer):
         ]
 
 
+@extend_schema_field(
+    {
+        "type": "string",
+        "enum": [*LabelValue.values, UNDECIDED],
+        "description": "sent: relevant, not_relevant or unsure; answered: also undecided (split votes)",
+    }
+)
+class FinalValueField(LabelValueField):
+    """A label value as sent (LabelValue), and as answered: a final label may also be undecided."""
+
+
 class LabelSerializer(serializers.ModelSerializer):
-    annotator = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    id = serializers.IntegerField(read_only=True, allow_null=True, help_text="null where the image is sealed to you")
+    annotator = serializers.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        allow_null=True,
+        help_text="who the final label rests on: null where several agree, or for an import",
+    )
     query = StrictPrimaryKeyRelatedField(queryset=Query.objects.all())
     image = StrictPrimaryKeyRelatedField(queryset=Image.objects.all())
-    value = LabelValueField()
+    value = FinalValueField()
+    decided_by = serializers.ChoiceField(
+        choices=[*Decision.values, SEALED],
+        read_only=True,
+        help_text="how the final label was reached; sealed: the image is in a blind overlap sample still waiting "
+        "for judgments, and value is your own judgment",
+    )
 
     class Meta:
         model = Label

@@ -12,7 +12,7 @@ from catalog.models import Image
 from common.api_params import strict_id
 
 from . import agreement, labels, selectors, visibility
-from .models import UNDECIDED, LabelValue, Query
+from .models import UNDECIDED, Decision, LabelValue, Query
 
 QUEUE_PAGE = 20  # disagreements shown at once: each image is shown large
 # Values as the adjudicator reads them ("not relevant", not "not_relevant"); the page keeps the value as a CSS class.
@@ -47,7 +47,13 @@ def adjudicate(request, query_id):
         for item in pending[:QUEUE_PAGE]
         if item["image"] in images
     ]
-    context = {"query": query, "queue": queue, "pending": len(pending), "allowed": allowed, "error": error}
+    # The dashboard counts the undecided (split votes, no final label); the queue also holds disagreements the
+    # rule already decided (relevant against unsure): the page says both, so the two numbers meet.
+    undecided = sum(item["decided_by"] == Decision.UNDECIDED for item in pending)
+    context = {
+        "query": query, "queue": queue, "pending": len(pending), "undecided": undecided,
+        "decided": len(pending) - undecided, "allowed": allowed, "error": error,
+    }  # fmt: skip
     return render(request, "annotator/adjudicate.html", context, status=status)
 
 

@@ -3,13 +3,13 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.http import Http404, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 
 from . import progress, selectors, visibility
-from .exporters import EXPORTS, export_lines
+from .exporters import AGREEMENT_FILE, EXPORTS, export_lines
 from .forms import QueryForm, TrackingForm
 from .models import Query, duplicate_text_message, text_key
 from .tokens import current_token, new_token, revoke_token
@@ -135,8 +135,8 @@ def _team(query: Query) -> dict:
 @permission_required("annotator.export_labels", raise_exception=True)
 def download_export(request, name):
     """Stream one INQUIRE CSV (optionally for ?query=ID&query=ID only); never built whole in memory."""
-    if name not in EXPORTS:
-        raise Http404(f"No export named {name}; the exports are {', '.join(EXPORTS)}.")
+    if name not in EXPORTS and name != AGREEMENT_FILE:
+        raise Http404(f"No export named {name}; the exports are {', '.join([*EXPORTS, AGREEMENT_FILE])}.")
     query_ids = None
     if raw := request.GET.getlist("query"):
         if not all(value.isascii() and value.isdigit() and int(value) < 2**63 for value in raw):
@@ -144,6 +144,12 @@ def download_export(request, name):
         query_ids = sorted({int(value) for value in raw})
     if refused := visibility.of(request).refusal(query_ids):
         return HttpResponse(refused, status=403, content_type="text/plain; charset=utf-8")
+    if name == AGREEMENT_FILE:  # what export_inquire writes beside the CSVs, at full precision
+        from . import agreement  # scikit-learn and krippendorff load only for this file
+
+        response = JsonResponse(agreement.report(query_ids), json_dumps_params={"indent": 2})
+        response["Content-Disposition"] = f'attachment; filename="{export_file_name(name, query_ids)}"'
+        return response
     for_spreadsheets = request.GET.get("spreadsheet_safe") in ("1", "on")
     response = StreamingHttpResponse(
         export_lines(name, query_ids, for_spreadsheets=for_spreadsheets), content_type="text/csv; charset=utf-8"

@@ -112,6 +112,10 @@ class StrictPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
 # What list endpoints answer when a parameter is wrong, for the OpenAPI schema.
 BAD_PARAMETERS = {400: OpenApiResponse(description="A parameter is malformed; the body names it and says why.")}
 NOT_FOUND = {404: OpenApiResponse(description="No such object.")}
+REFUSED = {
+    403: OpenApiResponse(description="Not allowed: a permission is missing or the query locked; the body says which.")
+}
+CONFLICT = {409: OpenApiResponse(description="Nothing to do in this state (the judgments agree); the body says why.")}
 SEARCH_NOT_READY = {
     503: OpenApiResponse(
         description="Search cannot serve now (no index built, the vector database away); the body says what to do."
