@@ -40,15 +40,15 @@ class QuerySerializer(serializers.ModelSerializer):
         ]
 
 
-@extend_schema_field(
-    {
-        "type": "string",
-        "enum": [*LabelValue.values, UNDECIDED],
-        "description": "sent: relevant, not_relevant or unsure; answered: also undecided (split votes)",
-    }
-)
+FINAL_VALUES = [*LabelValue.choices, (UNDECIDED, "undecided")]
+
+
 class FinalValueField(LabelValueField):
-    """A label value as sent (LabelValue), and as answered: a final label may also be undecided."""
+    """A label value as sent (LabelValue), and as answered: a final label may also be undecided (split votes),
+    which the schema lists and a request may not send."""
+
+    def __init__(self, **kwargs):
+        serializers.ChoiceField.__init__(self, choices=FINAL_VALUES, **kwargs)
 
 
 class LabelSerializer(serializers.ModelSerializer):

@@ -314,6 +314,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two value sets share the field name "value": what a request sends, and what a final label may answer.
+    "ENUM_NAME_OVERRIDES": {
+        "LabelValueEnum": "annotator.models.LabelValue",
+        "FinalLabelValueEnum": "annotator.serializers.FINAL_VALUES",
+    },
 }
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
