@@ -15,7 +15,7 @@ wrote it (`import_batch`).
 """
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -431,7 +431,9 @@ def _event(
     )  # fmt: skip
 
 
-def settle_again(query_id: int, *, per_transaction: int = 5_000, progress=None) -> int:
+def settle_again(
+    query_id: int, *, per_transaction: int = 5_000, progress: Callable[[int, int], None] | None = None
+) -> int:
     """Derive every final label of a query again from its judgments, the way each write does, and return
     how many were made, changed or removed: the repair for final labels lost or changed behind the write
     path's back (a restore, a hand edit, a bug). Images are held `per_transaction` at a time, so labeling

@@ -10,9 +10,10 @@ a label: annotator.labels does, and keeps every annotator's judgment apart.
 import math
 import random
 from collections.abc import Iterable
+from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Count, Exists, F, OuterRef, Subquery
+from django.db.models import Count, Exists, F, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from .models import Judgment, Label, OverlapImage, Query
@@ -23,7 +24,9 @@ Writer = User | None  # as in annotator.labels: None is the system (an import)
 ADJUDICATE = "annotator.adjudicate_labels"
 
 
-def sealed_pairs(viewer: Writer, *, query: Query | None = None, image_ids: Iterable[int] | None = None):
+def sealed_pairs(
+    viewer: Writer, *, query: Query | None = None, image_ids: Iterable[int] | None = None
+) -> "QuerySet[Any]":  # OverlapImage rows annotated `judged` and `mine`
     """The overlap-sample rows (query, image) sealed to `viewer`, each annotated `mine` (whether `viewer`
     judged it): images of an overlap sample with fewer judgments than their query wants. The one rule of
     blindness, which the page, the API, the counts and figures, the exports and the admin all ask (through

@@ -19,8 +19,12 @@ Adjudicators are never blind (overlap.sealed_pairs), so a Sight of theirs hides 
 
 from collections import Counter, defaultdict
 from functools import cached_property
+from typing import Any
 
-from django.db.models import Exists, Max, OuterRef
+from django.contrib.auth.models import User
+from django.db.models import Exists, Max, OuterRef, QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
 
 from .models import UNDECIDED, Judgment, Label, LabelValue, Query
 from .overlap import Writer, sealed_pairs
@@ -88,13 +92,13 @@ class Sight:
             "download it now."
         )
 
-    def labels(self, found):
+    def labels(self, found: QuerySet[Label]) -> QuerySet[Label]:
         """A Label queryset without the pairs hidden from the viewer."""
         if not self.hidden:
             return found
         return found.exclude(Exists(self._hidden_pair()))
 
-    def judged(self, found):
+    def judged(self, found: QuerySet[Any]) -> QuerySet[Any]:
         """A Judgment or LabelEvent queryset (both name whose judgment it is in `annotator`) without other
         people's judgments and changes of the pairs sealed to the viewer; their own stay."""
         if not self.sealed:
@@ -110,14 +114,14 @@ class Sight:
         own = Judgment.objects.filter(query_id=label.query_id, image_id=label.image_id, annotator=self.viewer).first()
         return Label(
             id=None, query_id=label.query_id, image_id=label.image_id, value=own.value if own else "",
-            decided_by=SEALED, annotator=self.viewer, created_at=own.created_at if own else None,
-            updated_at=own.updated_at if own else None,
+            decided_by=SEALED, annotator=self.viewer, created_at=own.created_at if own else timezone.now(),
+            updated_at=own.updated_at if own else timezone.now(),
         )  # fmt: skip
 
-    def _hidden_pair(self):
+    def _hidden_pair(self) -> QuerySet[Any]:
         return sealed_pairs(self.viewer).filter(query_id=OuterRef("query_id"), image_id=OuterRef("image_id"))
 
-    def counts(self, query: Query) -> dict:
+    def counts(self, query: Query) -> dict[str, Any]:
         """selectors.label_counts as the viewer sees them."""
         from . import selectors  # selectors reads models only; imported here to keep this module's arrows few
 
@@ -130,13 +134,13 @@ class Sight:
         """Queries annotated by selectors.with_label_counts, their counts changed in place to the viewer's;
         each gets `withheld` (the sentence for its figures, "" for none)."""
         for query in queries:
-            query.withheld = self.withheld(query.pk)
-            if query.withheld:
+            query.withheld = self.withheld(query.pk)  # type: ignore[attr-defined]  # read by the templates
+            if query.withheld:  # type: ignore[attr-defined]
                 for name, value in self._less_hidden(query.pk, vars(query)).items():
                     setattr(query, name, value)
         return queries
 
-    def _less_hidden(self, query_id: int, counts) -> dict:
+    def _less_hidden(self, query_id: int, counts: dict[str, Any]) -> dict[str, Any]:
         """The counts with each sealed image counted as the viewer sees it (their own judgment, or nothing),
         and the last change among the labels they see."""
         sealed = self.sealed[query_id]
@@ -152,12 +156,13 @@ class Sight:
         return changed
 
 
-def of(request) -> Sight:
+def of(request: HttpRequest) -> Sight:
     """The request's Sight, made once: every view and serializer of one request sees through the same one.
     A write that changes what the viewer sees (their own judgment ends their blindness on that image) asks
     for a fresh one with `Sight(request.user)`."""
     sight = getattr(request, "_quire_sight", None)
-    if sight is None:
+    if not isinstance(sight, Sight):
         user = request.user
-        sight = request._quire_sight = Sight(user if user.is_authenticated else None)
+        sight = Sight(user if isinstance(user, User) else None)  # AnonymousUser: nobody's judgments
+        setattr(request, "_quire_sight", sight)  # noqa: B010 - an attribute of our own on Django's request
     return sight
