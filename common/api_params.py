@@ -9,7 +9,8 @@ import re
 
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound, ParseError, ValidationError
+from rest_framework.authentication import BaseAuthentication, TokenAuthentication, get_authorization_header
+from rest_framework.exceptions import AuthenticationFailed, NotFound, ParseError, Throttled, ValidationError
 from rest_framework.pagination import CursorPagination, LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import BasePermission
@@ -191,3 +192,45 @@ class AnonymousRateFirst(BasePermission):
         if not throttle.allow_request(request, view):
             view.throttled(request, throttle.wait())
         return True
+
+
+class _GuessThrottle(AnonRateThrottle):
+    """The anonymous rate, keyed by address alone: asked while authenticating, before request.user exists."""
+
+    def get_cache_key(self, request, view):
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+def _count_guess(request) -> None:
+    throttle = _GuessThrottle()
+    if not throttle.allow_request(request, None):
+        raise Throttled(throttle.wait())
+
+
+class CountedTokenAuthentication(TokenAuthentication):
+    """`Authorization: Token <key>`; a made-up key counts against the address's anonymous rate before it is
+    refused (401), so guessing keys is throttled like any anonymous request (issue 37: never counted)."""
+
+    def authenticate(self, request):
+        try:
+            return super().authenticate(request)
+        except AuthenticationFailed:
+            _count_guess(request)
+            raise
+
+
+class NoBasicAuthentication(BaseAuthentication):
+    """HTTP Basic is not accepted (it would hash a password for any header, outside the login's lockout); a
+    script that sends it is told what to send instead, not that it sent no credentials."""
+
+    def authenticate(self, request):
+        if get_authorization_header(request).split()[:1] == [b"Basic"]:
+            _count_guess(request)
+            raise AuthenticationFailed(
+                "HTTP Basic is not accepted: send your API key as 'Authorization: Token <key>' (make one at "
+                "/accounts/token/ or with manage.py api_token), or sign in."
+            )
+        return None
+
+    def authenticate_header(self, request) -> str:
+        return "Token"  # 401, saying which scheme is

@@ -277,10 +277,14 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        # No HTTP Basic: it ran the password hash (about a second of CPU) for any header, even an unknown
+        # user's. A script that sends it is told what to send instead. First, so refusals answer 401 with
+        # `WWW-Authenticate: Token` rather than 403.
+        "common.api_params.NoBasicAuthentication",
+        # Scripts send `Authorization: Token <key>` (manage.py api_token, or /accounts/token/); a made-up key
+        # counts against the anonymous rate.
+        "common.api_params.CountedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        # Scripts send `Authorization: Token <key>` (manage.py api_token, or /accounts/token/). No HTTP
-        # Basic: it ran the password hash (about a second of CPU) for any header, even an unknown user's.
-        "rest_framework.authentication.TokenAuthentication",
     ],
     # Anonymous requests are counted by the first permission (common.api_params.AnonymousRateFirst):
     # DRF's throttles run after the permissions, which refuse anonymous requests first.

@@ -146,3 +146,24 @@ def test_disagreements_need_the_adjudicate_permission(voted):
     judge.user_permissions.add(Permission.objects.get(codename="adjudicate_labels"))
     listed = logged_in(judge).get("/api/queries/5/disagreements/").json()["results"]
     assert {item["image"] for item in listed} >= {1001, 1005, 1009, 1012}
+
+
+def test_a_plain_annotator_is_told_why_the_dashboard_is_closed(voted):
+    answer = logged_in(voted["ann"]).get("/dashboard/")
+    assert answer.status_code == 403
+    assert 'id="refusal"' in answer.content.decode() and "permission" in answer.content.decode()
+
+
+def test_made_up_tokens_are_counted_and_basic_is_told_what_to_send(voted, monkeypatch):
+    from django.core.cache import cache
+    from rest_framework.test import APIClient
+    from rest_framework.throttling import AnonRateThrottle
+
+    cache.clear()
+    monkeypatch.setattr(AnonRateThrottle, "rate", "3/minute", raising=False)
+    client = APIClient()
+    basic = client.get("/api/queries/", HTTP_AUTHORIZATION="Basic YW5uOnB3")
+    assert basic.status_code == 401 and "Authorization: Token" in basic.json()["detail"]
+    assert basic["WWW-Authenticate"] == "Token"
+    guesses = [client.get("/api/queries/", HTTP_AUTHORIZATION=f"Token made-up-{n}").status_code for n in range(4)]
+    assert guesses == [401, 401, 429, 429]  # the Basic try and two guesses spent the rate of 3
