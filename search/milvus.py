@@ -34,6 +34,7 @@ from django.conf import settings
 from pymilvus import DataType, MilvusClient
 from pymilvus.exceptions import MilvusException
 
+from . import lite_file
 from .backends import Fetched
 from .exceptions import NoIndex, SearchError, StoreMismatch, VectorDatabaseUnavailable
 from .index import inner_products
@@ -132,10 +133,18 @@ def _let_go(uri: str) -> None:
         from milvus_lite.server_manager import server_manager_instance
 
         server_manager_instance.release_server(uri)
+        lite_file.let_go(uri)
 
 
 def _client(timeout: float) -> MilvusClient:
-    return MilvusClient(uri=settings.QUIRE_MILVUS_URI, token=settings.QUIRE_MILVUS_TOKEN, timeout=timeout)
+    uri = settings.QUIRE_MILVUS_URI
+    taken = lite_file.hold(uri, where())  # a Lite file: this process's alone, and Milvus Lite's
+    try:
+        return MilvusClient(uri=uri, token=settings.QUIRE_MILVUS_TOKEN, timeout=timeout)
+    except Exception:
+        if taken:  # nothing of ours opened it: the next try, here or elsewhere, starts clean
+            lite_file.let_go(uri)
+        raise
 
 
 def connect() -> MilvusClient:
