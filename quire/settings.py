@@ -366,6 +366,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # A job is queued from a web request: with Redis away, give up within seconds and say so (503) rather than
 # hold the page for Celery's default retries (19 s measured, mostly the result backend's 20 retries).
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
+# A worker whose broker went away (a Redis restart) keeps trying to reconnect, however long it takes, at
+# start and while running: it never gives up after Celery's default 100 tries. What kills it anyway (kombu
+# raised on 1 of 10 Redis stops under load) its supervisor restarts: deploy/supervisor/quire.conf, compose.
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
     "retry_policy": {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5},

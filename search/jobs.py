@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -88,14 +89,55 @@ def unfinished_chunks(job: EmbeddingJob) -> "QuerySet[EmbeddingChunk]":
     return job.chunks.exclude(status=ChunkStatus.DONE).order_by("number")
 
 
-def enqueue(job: EmbeddingJob) -> int:
-    """Send every unfinished chunk to the broker; return how many were sent."""
+def enqueue(job: EmbeddingJob, *, pending_only: bool = False) -> int:
+    """Send every unfinished chunk (or only the pending ones) to the broker; return how many were sent. The
+    broker is marked first (`_mark_sent`), so that the reaper can tell when it lost what was sent."""
     from .tasks import embed_chunk
 
-    chunk_ids = list(unfinished_chunks(job).values_list("id", flat=True))
+    chunks = unfinished_chunks(job)
+    chunk_ids = list(
+        (chunks.filter(status=ChunkStatus.PENDING) if pending_only else chunks).values_list("id", flat=True)
+    )
+    _mark_sent(job.pk)
     for chunk_id in chunk_ids:
         embed_chunk.delay(chunk_id)
     return len(chunk_ids)
+
+
+# A key set in the broker's own Redis beside the messages of a job: a Redis restarted without persistence loses
+# both at once (issue 37: the chunks stayed pending and `embed` followed for ever), so a job whose key is gone
+# has had its queued chunks lost, and the reaper sends them again. A month: longer than any job waits.
+SENT_MARK = "quire:embedding-job-sent:{job_id}"
+SENT_MARK_SECONDS = 30 * 24 * 3600
+
+
+def _broker_redis() -> Any:  # a redis.Redis: its client is untyped
+    """The broker's Redis, or None where the broker is not Redis (embedded mode: nothing is queued)."""
+    url = settings.CELERY_BROKER_URL
+    if settings.CELERY_TASK_ALWAYS_EAGER or not url.startswith(("redis://", "rediss://")):
+        return None
+    import redis
+
+    return redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
+
+
+def _mark_sent(job_id: int) -> None:
+    if (broker := _broker_redis()) is not None:
+        broker.set(SENT_MARK.format(job_id=job_id), "1", ex=SENT_MARK_SECONDS)
+
+
+def requeue_lost_chunks() -> list[int]:
+    """Send again the pending chunks of every unfinished job whose messages the broker lost (its mark is gone:
+    Redis restarted without persistence); returns those jobs' ids. Run by the reaper beside
+    requeue_stale_chunks."""
+    broker = _broker_redis()
+    if broker is None:
+        return []
+    waiting = EmbeddingJob.objects.filter(status__in=UNFINISHED, chunks__status=ChunkStatus.PENDING).distinct()
+    lost = [job for job in waiting if not broker.exists(SENT_MARK.format(job_id=job.pk))]
+    for job in lost:
+        enqueue(job, pending_only=True)
+    return [job.pk for job in lost]
 
 
 def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -> EmbeddingChunk:

@@ -30,7 +30,9 @@ def send_embedding_job(job_id: int) -> int:
 
 @shared_task(name="search.requeue_stale_chunks")
 def requeue_stale_chunks() -> list[int]:
-    """Run by Celery beat every minute: chunks whose worker died go back to the queue."""
+    """Run by Celery beat every minute: chunks whose worker died go back to the queue, and so do the pending
+    chunks of jobs whose messages the broker lost (a Redis restarted without persistence)."""
+    jobs.requeue_lost_chunks()
     return jobs.requeue_stale_chunks()
 
 

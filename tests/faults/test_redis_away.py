@@ -6,13 +6,9 @@ tests use stays up.
 """
 
 import os
-import shutil
-import socket
-import subprocess
 import time
 
 import pytest
-import redis
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
@@ -25,40 +21,8 @@ REQUIRED = os.environ.get("QUIRE_REQUIRE_SERVICES") == "1"
 
 
 @pytest.fixture
-def own_redis():
-    """A real redis-server on a free port: (url, stop)."""
-    if shutil.which("redis-server") is None:
-        reason = "redis-server is not installed (apt-get install redis-server)"
-        if REQUIRED:
-            pytest.fail(f"{reason} (QUIRE_REQUIRE_SERVICES=1: CI must run this test)")
-        pytest.skip(reason)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    for _ in range(100):
-        try:
-            redis.Redis.from_url(url).ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-
-    def stop():
-        process.terminate()
-        process.wait(timeout=10)
-
-    yield url, stop
-    if process.poll() is None:
-        stop()
-
-
-@pytest.fixture
 def cache_on(own_redis, settings):
-    url, stop = own_redis
+    url, stop = own_redis.url, own_redis.stop
     settings.CACHES = {
         "default": {
             "BACKEND": "quire.cache.ForgivingRedisCache",
@@ -74,7 +38,7 @@ def broker_on(own_redis, settings):
     """This process queues tasks on the test's own Redis (nothing runs them: the broker is stopped first)."""
     from quire.celery import app
 
-    url, stop = own_redis
+    url, stop = own_redis.url, own_redis.stop
     saved = {key: app.conf[key] for key in ("broker_url", "task_always_eager")}
     app.conf.update(broker_url=url, task_always_eager=False)
     app._after_fork()

@@ -90,7 +90,10 @@ class Command(BaseCommand):
             if job.processed != last_progress:
                 last_progress, last_moved, warned = job.processed, time.monotonic(), False
             still = time.monotonic() - last_moved
-            if still >= settings.QUIRE_CHUNK_STALE_SECONDS / 2 and (requeued := jobs.requeue_stale_chunks()):
+            if still >= settings.QUIRE_CHUNK_STALE_SECONDS / 2 and jobs.requeue_lost_chunks():
+                bar.write("The broker lost the queued chunks (Redis restarted without its data): sent them again.")
+                last_moved = time.monotonic()
+            elif still >= settings.QUIRE_CHUNK_STALE_SECONDS / 2 and (requeued := jobs.requeue_stale_chunks()):
                 bar.write(f"{len(requeued)} chunk(s) whose worker stopped answering were queued again.")
                 last_moved = time.monotonic()
             elif still >= settings.QUIRE_EMBED_STALL_SECONDS:
