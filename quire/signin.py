@@ -15,7 +15,7 @@ counts read as zero and only axes' per-pair lockout (in the database) applies.
 
 from axes.helpers import get_client_ip_address
 from django.conf import settings
-from django.contrib.auth.signals import user_login_failed
+from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.core.cache import cache
 from django.dispatch import receiver
 from django.shortcuts import render
@@ -42,6 +42,20 @@ def _cooloff_seconds() -> int:
 def count_failure_per_address(sender, credentials, request=None, **kwargs):
     if request is not None:
         _count(f"signin:failures:{get_client_ip_address(request)}", _cooloff_seconds())
+
+
+@receiver(user_logged_in)
+def give_back_a_successful_attempt(sender, request=None, user=None, **kwargs):
+    """A sign-in that succeeded gives its attempt back: the per-minute limit is for guessing, and a lab's
+    twenty-first colleague signing in behind one NAT at nine was refused (issue 37)."""
+    if request is None or request.method != "POST":
+        return
+    key = f"signin:attempts:{get_client_ip_address(request)}"
+    try:
+        if cache.decr(key) < 0:
+            cache.set(key, 0, 60)
+    except ValueError:  # the count expired meanwhile: nothing to give back
+        pass
 
 
 def refusal(request) -> tuple[str, str] | None:
