@@ -117,6 +117,9 @@ def read_example_image(upload):
             picture = decoded.convert("RGB")
     except (OSError, SyntaxError, ValueError, PILImage.DecompressionBombError):
         raise forms.ValidationError(unreadable) from None
+    # Nothing of the upload's metadata rides along: Pillow writes a JPEG's comment (and EXIF, XMP) back from
+    # `info`, so a `<script>` in a comment survived the re-encoding (issue 37).
+    picture.info = {}
     encoded = io.BytesIO()
     kept = "JPEG" if kind == "JPEG" else "PNG"  # lossless for everything but photos already lossy
     picture.save(encoded, kept, quality=95)  # PNG's encoder takes no quality and ignores it

@@ -72,6 +72,20 @@ def test_bytes_riding_along_in_an_upload_are_not_kept(client, labeling):
     assert b"<script>" not in stored and stored.startswith(b"\xff\xd8")
 
 
+def test_a_jpeg_comment_does_not_survive_the_re_encoding(client, labeling):
+    """Pillow wrote the comment back from the decoded picture's info (issue 37)."""
+    client.force_login(labeling["annotator"])
+    data = io.BytesIO()
+    PILImage.new("RGB", (32, 32), (40, 200, 40)).save(data, "JPEG", comment=b"<script>alert(1)</script>")
+    assert b"<script>" in data.getvalue()
+    upload = io.BytesIO(data.getvalue())
+    upload.name = "photo.jpg"
+    assert client.post(f"/queries/{labeling['query'].pk}/examples/", {"image": upload}).status_code == 302
+    stored = QueryExample.objects.get().upload.read()
+    assert b"<script>" not in stored and stored.startswith(b"\xff\xd8")
+    assert "comment" not in PILImage.open(io.BytesIO(stored)).info
+
+
 def test_the_admin_checks_example_uploads_as_the_page_does(client, labeling):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
