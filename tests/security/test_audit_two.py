@@ -2,6 +2,7 @@
 
 import base64
 import json
+import re
 
 import pytest
 from django.contrib.auth.models import User
@@ -105,3 +106,13 @@ def test_html_pages_carry_a_content_security_policy_that_refuses_inline_scripts(
     page = client.get("/").content.decode()
     assert "<script>" not in page and "onchange=" not in page  # what the policy would block
     assert "Content-Security-Policy" not in world["api"].get("/api/queries/")  # JSON: nothing to protect
+
+
+def test_the_api_docs_load_nothing_from_outside(client):
+    """/api/redoc/ loaded Google's fonts (offline: console errors); both docs pages serve everything themselves."""
+    user = User.objects.create_user("reader", password="pw-reader-1")
+    client.force_login(user)
+    for page in ("/api/redoc/", "/api/docs/"):
+        html = client.get(page).content.decode()
+        loaded = re.findall(r'<(?:link|script|img)[^>]+(?:href|src)="([^"]+)"', html)
+        assert loaded and not [url for url in loaded if url.startswith(("http:", "https:", "//"))], (page, loaded)
