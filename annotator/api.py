@@ -207,15 +207,7 @@ class LabelViewSet(
         query, image = serializer.validated_data["query"], serializer.validated_data["image"]
         # "Changed" (200) or "created" (201) as the viewer sees it: a label hidden from them did not exist for them.
         existed = self.get_queryset().filter(query=query, image=image).exists()
-        with transaction.atomic():  # the write and its answer together: a 503 then means nothing was saved
-            label, _ = labels.set_label(
-                query_id=query.id,
-                image_id=image.id,
-                value=serializer.validated_data["value"],
-                user=request.user,
-                source=LabelSource.API,
-            )
-            answer = self.get_serializer(visibility.Sight(request.user).as_seen(label)).data
+        answer = self._judge(request, query.id, image.id, serializer.validated_data["value"])
         return Response(answer, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
 
     @retry_once_if_dropped
@@ -223,16 +215,16 @@ class LabelViewSet(
         label = self.get_object()
         serializer = LabelValueSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        return Response(self._judge(request, label.query_id, label.image_id, serializer.validated_data["value"]))
+
+    def _judge(self, request, query_id: int, image_id: int, value: str) -> dict:
+        """Set the user's judgment and answer with the label as they now see it, in one transaction: a
+        database lost while answering takes the write back, so the 503 that follows means nothing was saved."""
         with transaction.atomic():
             label, _ = labels.set_label(
-                query_id=label.query_id,
-                image_id=label.image_id,
-                value=serializer.validated_data["value"],
-                user=request.user,
-                source=LabelSource.API,
+                query_id=query_id, image_id=image_id, value=value, user=request.user, source=LabelSource.API
             )
-            answer = self.get_serializer(visibility.Sight(request.user).as_seen(label)).data
-        return Response(answer)
+            return self.get_serializer(visibility.Sight(request.user).as_seen(label)).data
 
     def destroy(self, request, *args, **kwargs):
         label = self.get_object()

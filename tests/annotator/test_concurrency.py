@@ -6,18 +6,17 @@ together by a barrier. Run on SQLite by `./dev test` and on PostgreSQL by CI (.c
 module on both).
 """
 
-import threading
 from collections import Counter
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.test import Client
 
 from annotator.final import decide
 from annotator.models import Judgment, Label, LabelEvent, Query
 from catalog.importers import import_inat
 from tests.factories import inat_document
+from tests.threads import run_per_image
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -39,24 +38,7 @@ def clients(write_json):
 
 def run_together(work) -> list:
     """Run each callable in its own thread, all released at once; return their results (or exceptions)."""
-    barrier = threading.Barrier(len(work))
-    results: list = [None] * len(work)
-
-    def run(index, job):
-        try:
-            barrier.wait(timeout=30)
-            results[index] = job()
-        except Exception as error:  # reported by the test, not lost in the thread
-            results[index] = error
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i, job)) for i, job in enumerate(work)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return results
+    return run_per_image([work])
 
 
 def explained_by_history(query) -> bool:

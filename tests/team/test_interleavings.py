@@ -7,7 +7,6 @@ labels to a clear racing a judgment, issue 37) and `./dev test` on SQLite.
 """
 
 import random
-import threading
 
 import pytest
 from django.contrib.auth.models import Permission, User
@@ -20,6 +19,7 @@ from annotator.models import Decision, FinalRule, Judgment, Label, LabelSource, 
 from annotator.selectors import counted_from_labels, label_counts
 from catalog.importers import import_inat
 from tests.factories import inat_document
+from tests.threads import run_per_image
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,34 +35,6 @@ def team(write_json):
     people["staff"].user_permissions.add(Permission.objects.get(codename="change_query"))
     people["judge"].user_permissions.add(Permission.objects.get(codename="adjudicate_labels"))
     return query, {name: User.objects.get(pk=user.pk) for name, user in people.items()}  # permissions fresh
-
-
-def run_per_image(groups: list[list]) -> list:
-    """Run every callable of every group in its own thread; the callables of a group (one image's writers)
-    wait at their own barrier and are let go together. Returns what each returned or raised, flattened."""
-    results: list = []
-    threads = []
-    for group in groups:
-        barrier = threading.Barrier(len(group))
-        for job in group:
-            slot = len(results)
-            results.append(None)
-
-            def run(job=job, slot=slot, barrier=barrier):
-                try:
-                    barrier.wait(timeout=60)
-                    results[slot] = job()
-                except Exception as error:  # reported by the test, not lost in the thread
-                    results[slot] = error
-                finally:
-                    connection.close()
-
-            threads.append(threading.Thread(target=run))
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return results
 
 
 def missing_or_wrong_finals(query: Query) -> list[str]:
