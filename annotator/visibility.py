@@ -74,10 +74,10 @@ class Sight:
             return ""
         blind = sum(not mine for mine in sealed.values())
         waiting = len(sealed) - blind
-        parts = [f"you judge {blind} {'image' if blind == 1 else 'images'} of it blind"] if blind else []
+        parts = [f"you judge {blind} of this query's images blind"] if blind else []
         if waiting:
-            parts.append(f"{waiting} you judged wait for the other judgments")
-        return f"Hidden while {' and '.join(parts)} (its blind overlap sample)."
+            parts.append(f"{waiting} you judged wait for their other judgments")
+        return f"Hidden while {' and '.join(parts)} (its overlap sample): they would tell how the others voted."
 
     def refusal(self, query_ids: list[int] | None = None) -> str:
         """Why a file of every label (an export, a scoring) is refused to the viewer, "" where it is not:

@@ -197,6 +197,11 @@ def test_a_blind_annotator_learns_nothing_on_any_route(sealed):
     # The walk did reach the pages: the grid and the API answered, and the exports were refused with a reason.
     answered = walked[first]
     assert answered["GET", f"/queries/{query.pk}/"][0] == 200
+    page = answered["GET", f"/queries/{query.pk}/"][1].decode()
+    # Bob's counts are his tiles: ann's 20 images outside the sample (13 relevant), his unsure, and his own
+    # judgment of a sealed image; the run and the estimate say why they are hidden.
+    assert 'id="query-counts">22 labeled, 14 relevant, 1 unsure' in page
+    assert 'id="figures-withheld"' in page and "you judge 19 of this query&#x27;s images blind" in page
     assert answered["GET", f"/api/labels/?query={query.pk}"][0] == 200
     assert answered["GET", "/exports/inquire_labels.csv"][0] == 403
     assert b"blind overlap samples" in answered["GET", "/exports/inquire_labels.csv"][1]
