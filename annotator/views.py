@@ -134,7 +134,8 @@ def _team(query: Query) -> dict:
 @login_required
 @permission_required("annotator.export_labels", raise_exception=True)
 def download_export(request, name):
-    """Stream one INQUIRE CSV (optionally for ?query=ID&query=ID only); never built whole in memory."""
+    """Stream one INQUIRE CSV, or agreement.json (optionally for ?query=ID&query=ID only); a CSV is never built
+    whole in memory. Refused, with the reason, to a viewer for whom an overlap sample still waits (visibility)."""
     if name not in EXPORTS and name != AGREEMENT_FILE:
         raise Http404(f"No export named {name}; the exports are {', '.join([*EXPORTS, AGREEMENT_FILE])}.")
     query_ids = None

@@ -11,10 +11,11 @@ the agreement figures and the exports. A `Sight` is that rule for one viewer, co
 - counts are the stored tallies less the sealed final labels plus the viewer's own judgments of them
   (`counts`, `count_queries`), so they match the tiles the viewer sees;
 - figures read off every label (run, TSR, estimate, agreement, the judge panel) are withheld for a query
-  where the viewer is blind (`blind_in`, `withheld`); files that carry every label (exports, run scoring)
-  are refused while the viewer is blind anywhere they reach (`refusal`).
+  where images are sealed to the viewer (`blind_in`, `withheld`); files that carry every label (exports,
+  agreement.json, run scoring) are refused while images are sealed to them anywhere they reach (`refusal`).
 
-Adjudicators are never blind (overlap.sealed_pairs), so a Sight of theirs hides nothing and costs one query.
+Adjudicators are never blind (overlap.sealed_pairs), so a Sight of theirs hides nothing and costs one query;
+nor is anyone where no overlap sample waits for judgments, the everyday case.
 """
 
 from collections import Counter, defaultdict
@@ -26,6 +27,7 @@ from django.db.models import Exists, Max, OuterRef, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from . import selectors
 from .models import UNDECIDED, Judgment, Label, LabelValue, Query
 from .overlap import Writer, sealed_pairs
 
@@ -123,8 +125,6 @@ class Sight:
 
     def counts(self, query: Query) -> dict[str, Any]:
         """selectors.label_counts as the viewer sees them."""
-        from . import selectors  # selectors reads models only; imported here to keep this module's arrows few
-
         counts = selectors.label_counts(query)
         if self.blind_in(query.pk):
             counts.update(self._less_hidden(query.pk, counts))
