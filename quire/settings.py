@@ -318,6 +318,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The schemes the schema documents: NoBasicAuthentication only refuses (with a sentence), it signs nobody in.
+    "AUTHENTICATION_WHITELIST": [
+        "common.api_params.CountedTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
     # Two value sets share the field name "value": what a request sends, and what a final label may answer.
     "ENUM_NAME_OVERRIDES": {
         "LabelValueEnum": "annotator.models.LabelValue",
