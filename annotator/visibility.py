@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from . import selectors
 from .models import UNDECIDED, Judgment, Label, LabelValue, Query
-from .overlap import Writer, sealed_pairs
+from .overlap import Writer, sealed_pairs, sealed_to
 
 # What an answer says in decided_by for a label sealed to its viewer (as_seen): their own judgment stands in.
 SEALED = "sealed"
@@ -53,7 +53,7 @@ class Sight:
         """{query id: {image id: whether the viewer judged it}} for the images sealed to the viewer, in every
         query where some are."""
         found: dict[int, dict[int, bool]] = defaultdict(dict)
-        for query_id, image_id, mine in sealed_pairs(self.viewer).values_list("query_id", "image_id", "mine"):
+        for query_id, image_id, mine in sealed_to(self.viewer):
             found[query_id][image_id] = mine
         return dict(found)
 
