@@ -46,11 +46,7 @@ def sealed_pairs(
 
 def _sample_rows(viewer: Writer, query: Query | None, image_ids: Iterable[int] | None) -> "QuerySet[Any]":
     """sealed_pairs before the viewer's role is asked."""
-    sample = OverlapImage.objects.all()
-    if query is not None:
-        sample = sample.filter(query=query)
-    if image_ids is not None:
-        sample = sample.filter(image_id__in=list(image_ids))
+    sample = _sample(query, image_ids)
     judgments = Judgment.objects.filter(query=OuterRef("query"), image_id=OuterRef("image_id"))
     counted = judgments.order_by().values("query").annotate(n=Count("id")).values("n")
     mine = judgments.filter(annotator=viewer) if viewer is not None else judgments.filter(annotator__isnull=True)
@@ -62,11 +58,22 @@ def _sample_rows(viewer: Writer, query: Query | None, image_ids: Iterable[int] |
 def sealed_to(
     viewer: Writer, *, query: Query | None = None, image_ids: Iterable[int] | None = None
 ) -> list[tuple[int, int, bool]]:
-    """sealed_pairs read: [(query id, image id, mine)]. The rows are read first and the viewer's role only
-    where some are sealed: on the everyday save, with no sample waiting, that spares the two queries that load
-    a user's permissions (the load bench's saves took them on every request)."""
+    """sealed_pairs read: [(query id, image id, mine)]. Where no sample is drawn (the everyday save) one plain
+    query answers; the rows are read next, and the viewer's role asked only where some are sealed, which
+    spares the two queries that load a user's permissions (the load bench's saves took them every time)."""
+    if not _sample(query, image_ids).exists():  # the everyday case, asked by a query Django compiles fast
+        return []
     rows = list(_sample_rows(viewer, query, image_ids).values_list("query_id", "image_id", "mine"))
     return [] if rows and _sees_everything(viewer) else rows
+
+
+def _sample(query: Query | None, image_ids: Iterable[int] | None) -> "QuerySet[OverlapImage]":
+    sample = OverlapImage.objects.all()
+    if query is not None:
+        sample = sample.filter(query=query)
+    if image_ids is not None:
+        sample = sample.filter(image_id__in=list(image_ids))
+    return sample
 
 
 def _sees_everything(viewer: Writer) -> bool:
