@@ -431,6 +431,31 @@ def _event(
     )  # fmt: skip
 
 
+def finals_astray(query_id: int) -> list[str]:
+    """Where a query's final labels are not what its rule makes of the judgments, one sentence each: a final
+    label missing, left over without a judgment, or of another value (an adjudicated label keeps its
+    decision while its image has judgments). Empty when every final label holds: what the interleaving tests
+    and the load bench check, and what `recount_labels --finals` repairs."""
+    rule = _rule(query_id)
+    votes: dict[int, list[str]] = defaultdict(list)
+    for image_id, value in Judgment.objects.filter(query_id=query_id).values_list("image_id", "value"):
+        votes[image_id].append(value)
+    finals = {label.image_id: label for label in Label.objects.filter(query_id=query_id)}
+    astray = []
+    for image_id in sorted(set(votes) | set(finals)):
+        label = finals.get(image_id)
+        if label is None:
+            astray.append(f"image {image_id}: judgments {votes[image_id]} and no final label")
+        elif image_id not in votes:
+            astray.append(f"image {image_id}: final label {label.value!r} without a judgment")
+        else:
+            adjudicated = label.value if label.decided_by == Decision.ADJUDICATED else ""
+            want, _ = final.decide(votes[image_id], rule, adjudicated)
+            if label.value != want:
+                astray.append(f"image {image_id}: judgments {votes[image_id]}, final {label.value!r}, rule {want!r}")
+    return astray
+
+
 def settle_again(
     query_id: int, *, per_transaction: int = 5_000, progress: Callable[[int, int], None] | None = None
 ) -> int:

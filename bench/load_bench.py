@@ -14,10 +14,14 @@ of them. Half-way, a fault (--fault):
   postgres   the PostgreSQL cluster is restarted (`pg_ctlcluster 15 main restart`: run as root, on a
              machine whose cluster is yours to restart)
 
+With --overlap N the pool's top N images are first drawn into a blind overlap sample of 3 judgments each
+(manage.py overlap --top N --judgments 3), so saves and pages go the sealed path (annotator.visibility) while
+the sample fills.
+
 Reported: requests per second; label saves' client-side and server-side (Server-Timing) p50 and p95;
 answers by status, and connection errors; writes acknowledged (200) and, of those, labels whose final value
 is not the last acknowledged write (or one of the writes in flight with it); acknowledged changes without a
-history event. The client does not retry: a 503 or a dropped connection is counted, not hidden.
+history event; final labels that are not what the query's rule makes of the judgments. The client does not retry: a 503 or a dropped connection is counted, not hidden.
 
 With --server URL it loads a server that runs already (the docker stack's web container: gunicorn with
 GUNICORN_WORKERS workers) and its database, as configured in this process's environment, instead: no
@@ -188,10 +192,11 @@ def crowd(port: int, query_id: int, pool: list[int], users, seconds: float, kill
 
 def check(records, query_id):
     """Each annotator's judgments against what the server acknowledged to them, and acknowledged changes
-    against the history. (Since team labeling, a write changes its annotator's own judgment; the final label
-    is derived from every annotator's and is checked by the test suite, not here.)"""
+    against the history; and every final label against the query's rule over the judgments (issue 37: a clear
+    racing a judgment lost final labels)."""
     from django.db import connection
 
+    from annotator.labels import finals_astray
     from annotator.models import Judgment, LabelEvent
 
     connection.close()  # this process's connection may not have lived through the fault (a restart)
@@ -224,7 +229,7 @@ def check(records, query_id):
             wrong += 1
     events = set(LabelEvent.objects.filter(query_id=query_id).values_list("user_id", "image_id", "new_value"))
     unrecorded = sum(1 for change in changes if change not in events)
-    return wrong, unrecorded, len(writes)
+    return wrong, unrecorded, len(writes), len(finals_astray(query_id))
 
 
 def main():
@@ -235,6 +240,12 @@ def main():
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--server", help="load this running server (http://HOST:PORT) instead of starting one")
     parser.add_argument("--fault", choices=["worker", "redis", "postgres"], default="worker")
+    parser.add_argument(
+        "--overlap",
+        type=int,
+        default=0,
+        help="draw the pool's top N into a blind overlap sample of 3 judgments each first (the sealed path)",
+    )
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         sys.exit("Set DATABASE_URL to a scratch PostgreSQL database (it is emptied).")
@@ -249,6 +260,10 @@ def main():
 
     query = Query.objects.order_by("id").first()
     pool = [hit.image_id for hit in search(text=query.text, k=200)]
+    if args.overlap:
+        from annotator.overlap import draw_sample
+
+        log(f"overlap sample: the top {draw_sample(query, top=args.overlap, wanted=3)} images, 3 judgments each")
     users = sessions(args.annotators)
     port = free_port()
     redis = Redis() if args.fault == "redis" else None
@@ -353,7 +368,7 @@ def load_running_server(args):
 def report(args, records, alone, elapsed, query, killed):
     statuses = Counter(str(r[3]) for r in records)
     saves = [r for r in records if r[0] == "save" and r[3] == 200]
-    wrong, unrecorded, images = check(records, query.pk)
+    wrong, unrecorded, images, astray = check(records, query.pk)
     result = {
         "server": args.server or f"gunicorn -w {args.workers} on this machine",
         "annotators": args.annotators,
@@ -377,6 +392,8 @@ def report(args, records, alone, elapsed, query, killed):
         "images_written": images,
         "labels_not_last_acknowledged": wrong,
         "acknowledged_changes_without_event": unrecorded,
+        "final_labels_not_as_the_rule_says": astray,
+        "overlap_sample": args.overlap,
         "server_errors_500": statuses.get("500", 0),
     }
     print(json.dumps(result, indent=2))

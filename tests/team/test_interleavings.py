@@ -14,8 +14,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from annotator import labels
-from annotator.final import decide
-from annotator.models import Decision, FinalRule, Judgment, Label, LabelSource, Query
+from annotator.models import FinalRule, Judgment, Label, LabelSource, Query
 from annotator.selectors import counted_from_labels, label_counts
 from catalog.importers import import_inat
 from tests.factories import inat_document
@@ -38,27 +37,7 @@ def team(write_json):
 
 
 def missing_or_wrong_finals(query: Query) -> list[str]:
-    """Where a final label is not what the query's rule makes of the judgments: missing, left over, or
-    another value (adjudicated labels keep their decision while their image still has judgments)."""
-    query.refresh_from_db()
-    votes: dict[int, list[str]] = {}
-    for image_id, value in Judgment.objects.filter(query=query).values_list("image_id", "value"):
-        votes.setdefault(image_id, []).append(value)
-    finals = {label.image_id: label for label in Label.objects.filter(query=query)}
-    wrong = []
-    for image_id in sorted(set(votes) | set(finals)):
-        label = finals.get(image_id)
-        if image_id not in votes:
-            wrong.append(f"image {image_id}: final label {label.value!r} without a judgment")
-            continue
-        if label is None:
-            wrong.append(f"image {image_id}: judgments {votes[image_id]} and no final label")
-            continue
-        adjudicated = label.value if label.decided_by == Decision.ADJUDICATED else ""
-        want, _ = decide(votes[image_id], query.final_rule, adjudicated)
-        if label.value != want:
-            wrong.append(f"image {image_id}: judgments {votes[image_id]}, final {label.value!r}, rule says {want!r}")
-    return wrong
+    return labels.finals_astray(query.pk)
 
 
 def tallies_hold(query: Query) -> bool:
