@@ -21,7 +21,8 @@ the sample fills.
 Reported: requests per second; label saves' client-side and server-side (Server-Timing) p50 and p95;
 answers by status, and connection errors; writes acknowledged (200) and, of those, labels whose final value
 is not the last acknowledged write (or one of the writes in flight with it); acknowledged changes without a
-history event; final labels that are not what the query's rule makes of the judgments. The client does not retry: a 503 or a dropped connection is counted, not hidden.
+history event; final labels that are not what the query's rule makes of the judgments. The client does not
+retry: a 503 or a dropped connection is counted, not hidden.
 
 With --server URL it loads a server that runs already (the docker stack's web container: gunicorn with
 GUNICORN_WORKERS workers) and its database, as configured in this process's environment, instead: no
