@@ -374,13 +374,12 @@ def estimate_fragment(request, query_id):
 
 def _figures(query: Query, sight: visibility.Sight, counts: dict) -> dict:
     """What the side pane shows of the run and the recall estimate: the cached values, or "computing" (asked
-    of the background), or for a viewer judging images of the query blind, why they are withheld (both are
-    read off every label, the hidden ones too)."""
+    of the background: neither is computed in a request), or for a viewer judging images of the query blind,
+    why they are withheld (both are read off every label, the hidden ones too)."""
     figures = {"query": query, "run_goal": progress.RUN_GOAL, "estimate_help": progress.ESTIMATE_HELP}
     if withheld := sight.withheld(query.pk):
         return {**figures, "withheld": withheld, "run": None, "estimate": None}
-    run = progress.cached_run(query, counts["labeled"], counts["last_activity"])
-    estimate = progress.estimate_or_computing(query, counts["labeled"], counts["last_activity"])
+    run, estimate = progress.figures_or_computing(query, counts["labeled"], counts["last_activity"])
     return {**figures, "run": run, "estimate": estimate}
 
 

@@ -31,7 +31,7 @@ RUN_GOAL = 100
 # The dashboard computes the missing label-order signals (the run, TSR: one pass over the labels) inside
 # the request for queries holding up to this many labels in all (a small project, the demo); beyond, they
 # are computed in the background and the page says so. At 1M labels computing them inline held the page
-# for 40 s (bench/RESULTS.md). The recall estimate is never computed in a request (estimate_or_computing).
+# for 40 s (bench/RESULTS.md). The labeling page's figures are never computed in a request (figures_or_computing).
 INLINE_LABELS = 20_000
 ESTIMATE_HELP = (
     "Found / (found + the expected positives among the unlabeled images), from the feedback model's scores "
@@ -78,10 +78,6 @@ def cached_signals(query: Query, labeled: int, last_activity) -> dict:
     return _cached("signals", query, labeled, last_activity, partial(label_order_signals, query))[1]
 
 
-def cached_run(query: Query, labeled: int, last_activity) -> int | None:
-    return cached_signals(query, labeled, last_activity)["run"]
-
-
 def recall_estimate(text: str, relevant_ids, not_relevant_ids) -> stopping.RecallEstimate | None:
     """The share of the query's positives found so far, estimated from its labels and the feedback
     model's scores (annotator/stopping.py); None before there is enough to estimate from or when
@@ -120,7 +116,7 @@ def query_recall_estimate(query: Query) -> stopping.RecallEstimate | None:
 
 
 def cached_estimate(query: Query, labeled: int, last_activity) -> stopping.RecallEstimate | None:
-    """query_recall_estimate, cached like cached_run (three feedback fits and a deep search each)."""
+    """query_recall_estimate, cached like cached_signals (three feedback fits and a deep search each)."""
     return _cached("estimate", query, labeled, last_activity, partial(query_recall_estimate, query))[1]
 
 
@@ -133,17 +129,34 @@ class EstimateState:
     computing: bool
 
 
-def estimate_or_computing(query: Query, labeled: int, last_activity) -> EstimateState:
-    """The cached recall estimate of `query`, or "computing" after asking the background for it: three
-    feedback fits and a deep search (seconds on a large collection) are never run in a request. A page
-    showing "computing" polls the estimate fragment, which asks again until the value is cached."""
-    found, value = _cached("estimate", query, labeled, last_activity)
-    if found:
-        return EstimateState(value, False)
+@dataclass(frozen=True)
+class RunState:
+    """What a page shows of INQUIRE's not-relevant run: the value (None: no index), or that the background is
+    computing it."""
+
+    value: int | None
+    computing: bool
+
+
+def figures_or_computing(query: Query, labeled: int, last_activity) -> tuple[RunState, EstimateState]:
+    """The not-relevant run and the recall estimate of `query` as cached, each else "computing", the background
+    asked (once for both: one job computes both). Neither is computed in a request: the estimate is three
+    feedback fits and a deep search, the run a ranking of every label, and the cache key moves with every
+    label, so computing on a miss put that into every refresh after a save (issue 38). A page showing
+    "computing" polls its fragment, which asks again until the values are cached."""
+    have_signals, signals = _cached("signals", query, labeled, last_activity)
+    have_estimate, estimate = _cached("estimate", query, labeled, last_activity)
+    if not (have_signals and have_estimate):
+        _ask_background(query, labeled, last_activity)
+    run = RunState(signals["run"], False) if have_signals else RunState(None, True)  # type: ignore[index]
+    return run, EstimateState(estimate, not have_estimate)  # type: ignore[arg-type]
+
+
+def _ask_background(query: Query, labeled: int, last_activity) -> None:
+    """Have the background compute and cache the query's signals and estimate (once per state of its labels)."""
     from .tasks import refresh_progress  # the task module imports this one
 
     background.submit_when_polled(refresh_progress, (query.pk,), key=_key("refresh", query, labeled, last_activity))
-    return EstimateState(None, True)
 
 
 def _send_refresh(query_ids: list[int]) -> None:

@@ -98,6 +98,7 @@ def dashboard_query(request, query_id):
     # Every figure below is read off every judgment or label, the hidden ones too: withheld from a viewer who
     # still judges images of this query blind (the counts above are theirs).
     withheld = sight.withheld(query.pk)
+    run = None if withheld else progress.figures_or_computing(query, counts["labeled"], counts["last_activity"])[0]
     return render(
         request,
         "annotator/dashboard_query.html",
@@ -106,7 +107,7 @@ def dashboard_query(request, query_id):
             "form": form,
             "counts": counts,
             "withheld": withheld,
-            "run": None if withheld else progress.cached_run(query, counts["labeled"], counts["last_activity"]),
+            "run": run,
             "run_goal": progress.RUN_GOAL,
             "activity": None if withheld else progress.activity(query),
             "team": None if withheld else _team(query),

@@ -76,6 +76,39 @@ def test_the_estimate_is_never_computed_in_the_request_and_the_page_polls_until_
     assert computed == [query.pk]
 
 
+def test_no_label_is_scored_in_a_request_on_a_cold_cache(
+    ann, labeling, monkeypatch, client, django_capture_on_commit_callbacks
+):
+    """Issue 38: the labeling page, its figures fragment and the query's dashboard page ranked every label of
+    the query inside the request on a cache miss, and every save moves the cache key, so every refresh did."""
+    from django.core.cache import cache
+
+    query = labeling["query"]
+    label_top(labeling, [LabelValue.NOT_RELEVANT] * 12)
+    scored = []
+    original = progress.ranked_label_values
+    monkeypatch.setattr(progress, "ranked_label_values", lambda q: scored.append(q.pk) or original(q))
+    cache.clear()
+    with django_capture_on_commit_callbacks() as sent:
+        page = ann.get(reverse("label", args=[query.pk])).content.decode()
+        figures = ann.get(reverse("query-figures", args=[query.pk])).content.decode()
+    assert scored == [] and sent  # nothing scored here; the background was asked
+    for html in (page, figures):
+        run = re.search(r'<strong id="not-relevant-run">.*?</strong>', html, re.S).group(0)
+        assert "computing…" in run
+    assert f'hx-get="/queries/{query.pk}/figures"' in figures  # the pane polls until the run is cached
+    labeling["admin"].refresh_from_db()
+    client.force_login(labeling["admin"])
+    assert "computing…" in client.get(reverse("dashboard-query", args=[query.pk])).content.decode()
+    assert scored == []
+
+    progress.refresh([query.pk])  # what the background job annotator.refresh_progress runs
+    assert scored == [query.pk]
+    figures = ann.get(reverse("query-figures", args=[query.pk])).content.decode()
+    assert re.search(r'<strong id="not-relevant-run">12</strong>', figures) and "hx-get" not in figures.split(">")[0]
+    assert scored == [query.pk]
+
+
 def test_the_estimate_fragment_answers_404_for_an_unknown_query_and_needs_a_login(client, ann):
     assert ann.get("/queries/999999/estimate").status_code == 404
     client.logout()
