@@ -4,7 +4,6 @@ Thin: the work is in labeling.py, labels.py, selectors.py, catalog.taxa and the 
 Taxon suggestions and image files are the catalog's (catalog/views.py).
 """
 
-from dataclasses import replace
 from functools import wraps
 
 from django.conf import settings
@@ -23,8 +22,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh
 
-from catalog.models import Image
-from common.api_params import BadJson, echo, parse_json, strict_id
+from common.api_params import BadJson, parse_json, strict_id
 from common.background import QueueUnavailable
 from common.formats import RASTER_TYPES
 from lmm.facade import ModelUnavailable
@@ -32,10 +30,11 @@ from quire.database import retry_once_if_dropped
 from quire.refusals import drawn_for_target
 
 from . import agreement, examples, labeling, labels, progress, rerank, visibility
+from .changes import BadChanges, read_changes, read_image_ids
 from .forms import ExampleUploadForm, LabelingSearchForm, SearchState, TrackingForm
 from .model_methods import MODEL_METHODS, page_ranking
 from .models import GeneratedImage, LabelSource, LabelValue, Query, QueryExample
-from .serializers import MAX_LABELS_PER_SAVE, LabelChangeSerializer, missing_images
+from .serializers import MAX_LABELS_PER_SAVE
 
 
 def json_login_required(view):
@@ -212,38 +211,10 @@ def _json_body(request):
     return body
 
 
-def _image_id(value) -> int:
-    if (image_id := strict_id(value)) is None:
-        raise BadSave(f"image must be an image id (a whole number), not {echo(value)}.")
-    return image_id
-
-
 PAGE_SOURCES = (LabelSource.CLICK, LabelSource.KEYBOARD)
 # One Submit is one transaction: 10,500 images held one for 5.2 s (issue 37). Four of the largest pages; the
 # page submits the first this many of what it shows and says to press again for the rest.
 MAX_IMAGES_PER_SUBMIT = 4 * max(labeling.PAGE_SIZES)
-
-
-def _changes(items: list, source: str) -> list[labels.LabelChange]:
-    """The page's labels read with the API's serializer, each with how it was given (its "source", else
-    the batch's `source`: a batch mixes clicks and keys); BadSave names the first wrong one."""
-    read = LabelChangeSerializer(data=items, many=True)
-    if read.is_valid():
-        changes = []
-        for position, (item, change) in enumerate(zip(items, read.validated_data, strict=True)):
-            given_by = item.get("source", source)
-            if given_by not in PAGE_SOURCES:
-                where = f"labels[{position}]" if len(items) > 1 else "the label"
-                raise BadSave(f"{where}: source must be click or keyboard.")
-            changes.append(replace(change, source=given_by))
-        return changes
-    found = read.errors  # DRF gives a dict of the wrong items' positions, or a list with {} for good ones
-    for position, errors in sorted(found.items()) if isinstance(found, dict) else enumerate(found):
-        if isinstance(errors, dict) and errors:
-            field, messages = next(iter(errors.items()))
-            where = f"labels[{position}]" if len(items) > 1 else "the label"
-            raise BadSave(f"{where}: {field}: {messages[0]}")
-    raise BadSave("each label must be an object with image and value.")
 
 
 @json_login_required
@@ -260,16 +231,13 @@ def save_label(request, query_id):
         source = body.get("source", LabelSource.CLICK)
         if source not in PAGE_SOURCES:
             raise BadSave("source must be click or keyboard.")
-        items = body.get("labels", [body])
-        if not isinstance(items, list) or not items:
-            raise BadSave("labels must be a non-empty list of {image, value} objects.")
-        if len(items) > MAX_LABELS_PER_SAVE:
-            raise BadSave(f"at most {MAX_LABELS_PER_SAVE} labels per request; send the rest in another.")
-        changes = _changes(items, source)
+        changes = read_changes(
+            body.get("labels", [body]), limit=MAX_LABELS_PER_SAVE, sources=PAGE_SOURCES, source=source
+        )
+    except BadChanges as bad:
+        return JsonResponse({"error": str(bad)}, status=404 if bad.unknown else 400)
     except BadSave as error:
         return JsonResponse({"error": str(error)}, status=400)
-    if missing := missing_images(changes):
-        return JsonResponse({"error": f"No image {', '.join(map(str, missing[:5]))}."}, status=404)
     try:
         # The write and the counts it answers with in one transaction: a database lost while reading the counts
         # takes the write back too, so the 503 that follows truly means nothing was saved (and the retry saves).
@@ -294,19 +262,9 @@ def submit(request, query_id):
         if "images" not in body:
             raise BadSave("images is missing: send the ids of the images shown, as a JSON list or form fields.")
         raw = body.getlist("images") if hasattr(body, "getlist") else body["images"]  # a form, or JSON
-        if not isinstance(raw, list):
-            raise BadSave("images must be a list of image ids.")
-        if len(raw) > MAX_IMAGES_PER_SUBMIT:
-            raise BadSave(
-                f"at most {MAX_IMAGES_PER_SUBMIT} images per Submit, not {len(raw)}: "
-                "submit the first ones, then the rest."
-            )
-        image_ids = [_image_id(value) for value in raw]
-    except BadSave as error:
+        image_ids = read_image_ids(raw, limit=MAX_IMAGES_PER_SUBMIT)
+    except (BadSave, BadChanges) as error:
         return JsonResponse({"error": str(error)}, status=400)
-    known = set(Image.objects.filter(pk__in=image_ids).values_list("id", flat=True))
-    if unknown := [image_id for image_id in image_ids if image_id not in known]:
-        return JsonResponse({"error": f"Unknown image ids: {unknown[:5]}."}, status=400)
     try:
         with transaction.atomic():  # the write and its counts together, as in save_label
             written = labels.label_unlabeled(

@@ -1,0 +1,90 @@
+"""Label changes as clients send them: one reader for the labeling page's saves, the API's batches and
+Submit. Check first, then write (Zulip's `check_*` before `do_*`): `read_changes` and `read_image_ids` turn a
+body into LabelChanges or image ids, or raise BadChanges with the one sentence every surface shows; only then
+does annotator.labels write. The page answers the sentence as {"error": ...}, the API as {"detail": ...}.
+"""
+
+from collections.abc import Iterable
+
+from catalog.models import Image
+from common.api_params import echo, strict_id
+
+from .labels import LabelChange
+from .serializers import LabelChangeSerializer
+
+NOT_A_LIST = "labels must be a non-empty list of {image, value} objects."
+
+
+class BadChanges(ValueError):
+    """A body of label changes the server will not write; the text says what to fix. `unknown` lists image ids
+    that are not in the collection (the page answers those 404, the API 400, as each always has)."""
+
+    def __init__(self, sentence: str, unknown: list[int] | None = None):
+        super().__init__(sentence)
+        self.unknown = unknown or []
+
+
+def read_changes(
+    items: object, *, limit: int, sources: Iterable[str] | None = None, source: str | None = None
+) -> list[LabelChange]:
+    """The LabelChanges of `items` (a list of {image, value, lead_time_ms[, source]}), every image in the
+    collection. With `sources`, each item's own "source" (else `source`, the batch's) must be one of them
+    (the page mixes clicks and keys); without, an item's source is the caller's. BadChanges names the first
+    wrong item: "labels[3]: value: ...", or "the label: ..." for a batch of one."""
+    if not isinstance(items, list) or not items:
+        raise BadChanges(NOT_A_LIST)
+    if len(items) > limit:
+        raise BadChanges(f"at most {limit} labels per request, not {len(items)}; send the rest in another.")
+    read = LabelChangeSerializer(data=items, many=True)
+    if not read.is_valid():
+        raise BadChanges(_first_error(read.errors, len(items)))
+    changes: list[LabelChange] = list(read.validated_data)
+    if sources is not None:
+        allowed = tuple(sources)
+        given = [item.get("source", source) for item in items]
+        for position, given_by in enumerate(given):
+            if given_by not in allowed:
+                raise BadChanges(f"{_where(position, len(items))}: source must be {' or '.join(allowed)}.")
+        changes = [
+            LabelChange(change.image_id, change.value, change.lead_time_ms, given_by)
+            for change, given_by in zip(changes, given, strict=True)
+        ]
+    _check_images({change.image_id for change in changes})
+    return changes
+
+
+def read_image_ids(raw: object, *, limit: int) -> list[int]:
+    """The image ids of a Submit (a list of ids), every one in the collection; BadChanges otherwise."""
+    if not isinstance(raw, list):
+        raise BadChanges("images must be a list of image ids.")
+    if len(raw) > limit:
+        raise BadChanges(f"at most {limit} images per Submit, not {len(raw)}: submit the first ones, then the rest.")
+    image_ids = []
+    for value in raw:
+        if (image_id := strict_id(value)) is None:
+            raise BadChanges(f"image must be an image id (a whole number), not {echo(value)}.")
+        image_ids.append(image_id)
+    _check_images(set(image_ids))
+    return image_ids
+
+
+def _check_images(wanted: set[int]) -> None:
+    """One query for the whole batch: BadChanges naming (five of) the ids not in the collection."""
+    unknown = sorted(wanted - set(Image.objects.filter(pk__in=wanted).values_list("id", flat=True)))
+    if unknown:
+        raise BadChanges(f"No image {', '.join(map(str, unknown[:5]))} in the collection.", unknown)
+
+
+def _where(position: int, count: int) -> str:
+    return f"labels[{position}]" if count > 1 else "the label"
+
+
+def _first_error(errors: object, count: int) -> str:
+    """DRF's errors of a many=True serializer (a list with {} for the good items, or a dict by position) as the
+    first wrong item's sentence."""
+    found = sorted(errors.items()) if isinstance(errors, dict) else enumerate(errors)  # type: ignore[call-overload]
+    for position, item_errors in found:
+        if isinstance(item_errors, dict) and item_errors:
+            field, messages = next(iter(item_errors.items()))
+            return f"{_where(position, count)}: {field}: {messages[0]}"
+    return "each label must be an object with image and value."
