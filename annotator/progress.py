@@ -57,12 +57,6 @@ def ranked_label_values(query: Query) -> list[str] | None:
     ]
 
 
-def not_relevant_run(query: Query) -> int | None:
-    """The trailing run of not-relevant labels in ranking order; None when there is no index to rank by."""
-    ranked = ranked_label_values(query)
-    return None if ranked is None else stopping.trailing_not_relevant(ranked)
-
-
 def label_order_signals(query: Query) -> dict:
     """The two completeness signals read off the labels in ranking order: INQUIRE's not-relevant run and
     RMIR's tail-negativeness score (TSR); None each when there is no index."""
