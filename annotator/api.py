@@ -21,7 +21,7 @@ from common.api_params import (
     int_list_param,
     int_param,
 )
-from quire.database import retry_once_if_dropped
+from common.database import retry_once_if_dropped
 from search.facade import STRATEGIES, SearchNotReady, SearchUnavailable
 
 from . import labeling, labels, selectors, visibility

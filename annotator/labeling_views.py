@@ -24,10 +24,10 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefre
 
 from common.api_params import BadJson, parse_json, strict_id
 from common.background import QueueUnavailable
+from common.database import retry_once_if_dropped
 from common.formats import RASTER_TYPES
+from common.refusals import drawn_for_target
 from lmm.facade import ModelUnavailable
-from quire.database import retry_once_if_dropped
-from quire.refusals import drawn_for_target
 
 from . import agreement, examples, labeling, labels, progress, rerank, visibility
 from .changes import BadChanges, read_changes, read_image_ids
@@ -294,7 +294,7 @@ def upload_example(request, query_id):
     examples.send(example.pk)
     ranked = f"{reverse('label', args=[query.pk])}?ranking=fusion"
     # Sent by htmx from the page, so that a refusal (not an image, too large) is said beside the form
-    # (quire/refusals.py) instead of replacing the page; the form still works without scripts.
+    # (common/refusals.py) instead of replacing the page; the form still works without scripts.
     return HttpResponseClientRedirect(ranked) if request.htmx else redirect(ranked)
 
 

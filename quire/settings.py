@@ -143,9 +143,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Outside every refusal below it: an htmx request's refusal becomes a sentence the page shows.
-    "quire.refusals.HtmxRefusals",
+    "common.refusals.HtmxRefusals",
     "quire.middleware.RejectNulCharacters",
-    "quire.database.DatabaseOutage",  # a lost database: 503 with a sentence (JSON for the page and the API)
+    "common.database.DatabaseOutage",  # a lost database: 503 with a sentence (JSON for the page and the API)
     "quire.signin.SignInLimits",  # before the session and CSRF: a refused sign-in costs no hash and no row
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

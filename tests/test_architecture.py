@@ -3,7 +3,8 @@
 - the one-way flow catalog <- search <- lmm <- annotator <- evaluation (lmm, vision-language models, knows
   images and model servers, not queries or labels);
 - outside an app, only its door (`facade`) and its models are imported;
-- common/, the plumbing every app shares, imports no app.
+- common/, the plumbing every app shares, imports no app;
+- no app imports the project package quire/ (which wires them together), but for its Celery app.
 
 Reads every module's import statements with ast (no module is imported), so a stray import in any
 function body counts as much as one at the top. The project package (quire/) wires the apps together
@@ -90,6 +91,36 @@ def test_other_apps_are_reached_through_their_doors(app):
 def test_common_imports_no_app():
     wrong = [where for where, _, _ in cross_imports("common")]
     assert not wrong, "common/ is below every app:\n" + "\n".join(wrong)
+
+
+# What an app may import of the project package quire/ (which wires the apps together): its Celery app, in the
+# tasks modules, until tasks are sent by name (issue 38). Request plumbing lives in common/.
+PROJECT_ALLOWED = {"quire.celery", "quire.celery.app"}
+
+
+def project_imports(package: str, root: Path = ROOT) -> list[str]:
+    """Imports in `package` of the project package quire/, other than PROJECT_ALLOWED."""
+    return [
+        f"{path.relative_to(root)}:{line} imports {module}"
+        for path in sources(package, root)
+        for line, module in imports_of(path, root)
+        if module.split(".")[0] == "quire" and module not in PROJECT_ALLOWED
+    ]
+
+
+@pytest.mark.parametrize("app", [*APPS, "common"])
+def test_apps_do_not_import_the_project_package(app):
+    wrong = project_imports(app)
+    assert not wrong, "quire/ wires the apps; request plumbing is in common/:\n" + "\n".join(wrong)
+
+
+def test_the_project_checker_sees_a_planted_import(tmp_path):
+    (tmp_path / "annotator").mkdir()
+    (tmp_path / "annotator" / "probe.py").write_text("def f():\n    from quire.database import x\n")
+    assert project_imports("annotator", tmp_path) == [
+        "annotator/probe.py:2 imports quire.database",
+        "annotator/probe.py:2 imports quire.database.x",
+    ]
 
 
 def test_every_app_has_a_door():

@@ -1,4 +1,4 @@
-"""Every htmx request that is refused gets an answer the page can show (quire/refusals.py): a sentence, or
+"""Every htmx request that is refused gets an answer the page can show (common/refusals.py): a sentence, or
 the fragment its target expects; an ended session answers 401, never the login page."""
 
 import pytest
@@ -6,7 +6,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotator.models import Query
-from quire import refusals
+from common import refusals
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ document.addEventListener("DOMContentLoaded", () => {
   if (marked) history.replaceState(null, "", marked.dataset.replaceUrl);
 });
 
-// htmx requests that are refused or never answered (quire/refusals.py): htmx 2 swaps neither, so without
+// htmx requests that are refused or never answered (common/refusals.py): htmx 2 swaps neither, so without
 // this a refused button does nothing visible. A refusal drawn for the request's target (X-Quire-Refusal:
 // fragment) is swapped in like any answer; any other is a sentence, shown next to the control that asked
 // (a link to log in when the session ended), and cleared by that control's next answer.

@@ -1,5 +1,5 @@
 """Every refused action says why, where the annotator is looking (issue 24's first major): htmx 2 swaps no
-4xx answer, so before quire/refusals.py and static/js/pages.js the side pane's model buttons did nothing
+4xx answer, so before common/refusals.py and static/js/pages.js the side pane's model buttons did nothing
 visible without a model, and "Load more" after the session ended put the login page in the grid."""
 
 import pytest
