@@ -112,3 +112,21 @@ def make_collection(folder, count: int, *, first_id: int = 1, broken: dict | Non
             id=image_id, root=root, file_name=f"{taxon}/{image_id}.jpg", taxon_id=taxon, width=64, height=48
         )
     return ids
+
+
+def signed_in(client, write_json, *, images: int, query_id: int, username: str = "ann"):
+    """A collection of `images` (inat_document), query `query_id`, and a user signed in on `client` (the page's
+    test client) and on a new API client; returns (the user, the API client)."""
+    from django.contrib.auth.models import User
+    from rest_framework.test import APIClient
+
+    from annotator.models import Query
+    from catalog.importers import import_inat
+
+    import_inat(write_json(inat_document(images=images)))
+    Query.objects.create(id=query_id, text="Black Skimmer performing skimming")
+    user = User.objects.create_user(username, password=f"pw-{username}-1")
+    client.force_login(user)
+    api = APIClient()
+    api.force_authenticate(user)
+    return user, api

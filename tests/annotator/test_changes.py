@@ -2,25 +2,16 @@
 batch is refused by both with the same sentence, and nothing is written."""
 
 import pytest
-from django.contrib.auth.models import User
-from rest_framework.test import APIClient
 
 from annotator.changes import NOT_A_LIST
-from annotator.models import Query
-from catalog.importers import import_inat
-from tests.factories import database_snapshot, inat_document
+from tests.factories import database_snapshot, signed_in
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def both(client, write_json):
-    import_inat(write_json(inat_document(images=6)))
-    Query.objects.create(id=4, text="a heron with a fish")
-    ann = User.objects.create_user("ann", password="pw")
-    client.force_login(ann)
-    api = APIClient()
-    api.force_authenticate(ann)
+    _, api = signed_in(client, write_json, images=6, query_id=4)
     return client, api
 
 

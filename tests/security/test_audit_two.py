@@ -7,16 +7,14 @@ import re
 import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
-from rest_framework.test import APIClient
 
 from annotator.importers import import_queries
 from annotator.models import Query
-from catalog.importers import import_inat
 from catalog.models import Image
 from common.api_params import MAX_JSON_DEPTH, json_depth
 from common.inputs import InputError
 from evaluation.inputs import read_queries
-from tests.factories import database_snapshot, inat_document
+from tests.factories import database_snapshot, signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -25,12 +23,7 @@ DEEP = b"[" * 100_000 + b"]" * 100_000
 
 @pytest.fixture
 def world(write_json, client):
-    import_inat(write_json(inat_document(images=4)))
-    Query.objects.create(id=5, text="Black Skimmer performing skimming")
-    ann = User.objects.create_user("ann", password="pw-ann-1")
-    client.force_login(ann)
-    api = APIClient()
-    api.force_authenticate(ann)
+    _, api = signed_in(client, write_json, images=4, query_id=5)
     return {"client": client, "api": api, "image": Image.objects.order_by("pk").first().pk}
 
 
