@@ -3,7 +3,7 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponseBadRequest, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
@@ -145,7 +145,7 @@ def download_export(request, name):
             return HttpResponseBadRequest("query must be a query id (a whole number).")
         query_ids = sorted({int(value) for value in raw})
     if refused := visibility.of(request).refusal(query_ids):
-        return HttpResponse(refused, status=403, content_type="text/plain; charset=utf-8")
+        raise PermissionDenied(refused)  # Quire's 403 page says it, with the way back
     if name == AGREEMENT_FILE:  # what export_inquire writes beside the CSVs, at full precision
         from . import agreement  # scikit-learn and krippendorff load only for this file
 

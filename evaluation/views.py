@@ -5,6 +5,7 @@ import json
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -27,7 +28,7 @@ def labels_visible(view):
     @wraps(view)
     def wrapper(request, *args, **kwargs):
         if refused := sight_of(request).refusal():
-            return HttpResponse(refused, status=403, content_type="text/plain; charset=utf-8")
+            raise PermissionDenied(refused)  # Quire's 403 page says it, with the way back
         return view(request, *args, **kwargs)
 
     return wrapper

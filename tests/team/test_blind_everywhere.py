@@ -204,7 +204,8 @@ def test_a_blind_annotator_learns_nothing_on_any_route(sealed):
     assert 'id="figures-withheld"' in page and "you judge 19 of this query&#x27;s images blind" in page
     assert answered["GET", f"/api/labels/?query={query.pk}"][0] == 200
     assert answered["GET", "/exports/inquire_labels.csv"][0] == 403
-    assert b"blind overlap samples" in answered["GET", "/exports/inquire_labels.csv"][1]
+    refused = answered["GET", "/exports/inquire_labels.csv"][1]
+    assert b'id="refusal"' in refused and b"blind overlap samples" in refused  # Quire's page, with the reason
 
 
 def test_every_route_is_walked():
