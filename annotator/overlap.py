@@ -44,7 +44,7 @@ def sealed_pairs(
     return rows.none() if _sees_everything(viewer) else rows
 
 
-def _sample_rows(viewer: Writer, query: Query | None, image_ids: Iterable[int] | None) -> "QuerySet[Any]":
+def _sample_rows(viewer: Writer, query: Query | int | None, image_ids: Iterable[int] | None) -> "QuerySet[Any]":
     """sealed_pairs before the viewer's role is asked."""
     sample = _sample(query, image_ids)
     judgments = Judgment.objects.filter(query=OuterRef("query"), image_id=OuterRef("image_id"))
@@ -56,7 +56,7 @@ def _sample_rows(viewer: Writer, query: Query | None, image_ids: Iterable[int] |
 
 
 def sealed_to(
-    viewer: Writer, *, query: Query | None = None, image_ids: Iterable[int] | None = None
+    viewer: Writer, *, query: Query | int | None = None, image_ids: Iterable[int] | None = None
 ) -> list[tuple[int, int, bool]]:
     """sealed_pairs read: [(query id, image id, mine)]. Where no sample is drawn (the everyday save) one plain
     query answers; the rows are read next, and the viewer's role asked only where some are sealed, which
@@ -67,7 +67,7 @@ def sealed_to(
     return [] if rows and _sees_everything(viewer) else rows
 
 
-def _sample(query: Query | None, image_ids: Iterable[int] | None) -> "QuerySet[OverlapImage]":
+def _sample(query: Query | int | None, image_ids: Iterable[int] | None) -> "QuerySet[OverlapImage]":
     sample = OverlapImage.objects.all()
     if query is not None:
         sample = sample.filter(query=query)

@@ -47,6 +47,18 @@ class Sight:
 
     def __init__(self, viewer: Writer):
         self.viewer = viewer
+        self._by_query: dict[int, dict[int, bool]] = {}
+
+    def sealed_in(self, query_id: int) -> dict[int, bool]:
+        """{image id: whether the viewer judged it} for one query's sealed images. A page or a save of one query
+        asks only that query's sample (every save does: its counts), not every query's, unless the whole
+        picture was read already in this request."""
+        if "sealed" in self.__dict__:
+            return self.sealed.get(query_id, {})
+        if query_id not in self._by_query:
+            rows = sealed_to(self.viewer, query=query_id)
+            self._by_query[query_id] = {image_id: mine for _, image_id, mine in rows}
+        return self._by_query[query_id]
 
     @cached_property
     def sealed(self) -> dict[int, dict[int, bool]]:
@@ -63,15 +75,15 @@ class Sight:
         return {query_id: frozenset(images) for query_id, images in self.sealed.items()}
 
     def hidden_in(self, query_id: int) -> frozenset[int]:
-        return frozenset(self.sealed.get(query_id, ()))
+        return frozenset(self.sealed_in(query_id))
 
     def blind_in(self, query_id: int) -> bool:
         """Whether images of this query are sealed to the viewer (its figures are withheld)."""
-        return bool(self.sealed.get(query_id))
+        return bool(self.sealed_in(query_id))
 
     def withheld(self, query_id: int) -> str:
         """The sentence a withheld figure shows, "" where nothing is withheld."""
-        sealed = self.sealed.get(query_id, {})
+        sealed = self.sealed_in(query_id)
         if not sealed:
             return ""
         blind = sum(not mine for mine in sealed.values())
@@ -133,6 +145,8 @@ class Sight:
     def count_queries(self, queries: list[Query]) -> list[Query]:
         """Queries annotated by selectors.with_label_counts, their counts changed in place to the viewer's;
         each gets `withheld` (the sentence for its figures, "" for none)."""
+        if len(queries) > 1:
+            self.sealed  # noqa: B018 - one read of every query's sample, not one per row
         for query in queries:
             query.withheld = self.withheld(query.pk)  # type: ignore[attr-defined]  # read by the templates
             if query.withheld:  # type: ignore[attr-defined]
@@ -143,7 +157,7 @@ class Sight:
     def _less_hidden(self, query_id: int, counts: dict[str, Any]) -> dict[str, Any]:
         """The counts with each sealed image counted as the viewer sees it (their own judgment, or nothing),
         and the last change among the labels they see."""
-        sealed = self.sealed[query_id]
+        sealed = self.sealed_in(query_id)
         finals = Label.objects.filter(query_id=query_id, image_id__in=list(sealed)).exclude(value="")
         taken = Counter(finals.values_list("value", flat=True))
         mine = [image_id for image_id, judged in sealed.items() if judged]
