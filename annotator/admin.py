@@ -1,10 +1,21 @@
 from django.contrib import admin, messages
 
+from annotator import labels
+from annotator.forms import ExampleInlineForm
+from annotator.labels import selectors, visibility
+from annotator.models import (
+    Assignment,
+    ImportBatch,
+    Judgment,
+    Label,
+    LabelEvent,
+    LabelSource,
+    Query,
+    QueryExample,
+    RerankJob,
+)
+from annotator.team import overlap
 from search.facade import SearchUnavailable
-
-from . import labels, overlap, selectors, visibility
-from .forms import ExampleInlineForm
-from .models import Assignment, ImportBatch, Judgment, Label, LabelEvent, LabelSource, Query, QueryExample, RerankJob
 
 
 class ExampleInline(admin.TabularInline):
@@ -37,7 +48,7 @@ class QueryAdmin(admin.ModelAdmin):
         return selectors.with_label_counts(super().get_queryset(request))
 
     def get_changelist_instance(self, request):
-        """The list's counts as the viewer may see them (annotator.visibility), like the dashboard's."""
+        """The list's counts as the viewer may see them (annotator.labels.visibility), like the dashboard's."""
         changelist = super().get_changelist_instance(request)
         visibility.of(request).count_queries(list(changelist.result_list))
         return changelist
@@ -78,7 +89,7 @@ class ViewOnlyAdmin(admin.ModelAdmin):
         return self.visible(request, super().get_queryset(request))
 
     def visible(self, request, found):
-        """What the viewer may see of these rows (annotator.visibility): the label tables say so."""
+        """What the viewer may see of these rows (annotator.labels.visibility): the label tables say so."""
         return found
 
     def has_add_permission(self, request):

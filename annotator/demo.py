@@ -19,10 +19,9 @@ from django.db import transaction
 from PIL import Image as PILImage
 from PIL import ImageDraw
 
+from annotator.models import Query
 from catalog.facade import import_inat
 from common.files import write_atomically
-
-from .models import Query
 
 # common name, kingdom, phylum, class, order, family, genus, specific epithet, supercategory
 SPECIES = [

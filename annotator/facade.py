@@ -5,17 +5,17 @@
 Importing it is cheap: the model jobs (annotator.rerank, lmm) load on the first ranking_by.
 """
 
-from .model_methods import MODEL_METHODS
-from .models import Query
-from .progress import recall_estimate
-from .stopping import DEPTH, cross_fitted
-from .visibility import of as sight_of
+from annotator.labels.visibility import of as sight_of
+from annotator.methods.registry import MODEL_METHODS
+from annotator.models import Query
+from annotator.progress.figures import recall_estimate
+from annotator.progress.stopping import DEPTH, cross_fitted
 
 __all__ = ["DEPTH", "MODEL_METHODS", "cross_fitted", "ranking_by", "recall_estimate", "sight_of"]
 
 
 def ranking_by(query: Query, method: str, *, top: int, depth: int) -> list[tuple[int, float]]:
-    """The head of `query`'s ranking by a model method, run in this process: annotator.rerank.ranking_by."""
-    from .rerank import ranking_by as run
+    """The head of `query`'s ranking by a model method, run in this process: annotator.methods.rerank.ranking_by."""
+    from annotator.methods.rerank import ranking_by as run
 
     return run(query, method, top=top, depth=depth)

@@ -7,11 +7,10 @@ from django.core.files.base import ContentFile
 from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
+from annotator.models import MAX_QUERY_TEXT, Query, QueryExample
 from catalog import facade as taxa  # describe, species_for, UnknownTaxon
 from common.api_params import strict_id
 from common.formats import RASTER_TYPES
-
-from .models import MAX_QUERY_TEXT, Query, QueryExample
 
 
 class QueryForm(forms.ModelForm):

@@ -4,7 +4,7 @@ Sizes to design for: INQUIRE has 250 queries and ~150k labels over 5M images, an
 labeling project may reach millions of labels.
 
 A team labels: each annotator's label of an image is their Judgment; the Label is the benchmark's
-final label, derived from the judgments (annotator.final) or decided by an adjudicator. Exports and
+final label, derived from the judgments (annotator.labels.final) or decided by an adjudicator. Exports and
 evaluation read Label; agreement reads Judgment.
 
 Provenance rules, enforced here rather than trusted to callers:
@@ -181,7 +181,7 @@ class QueryExample(models.Model):
 
     @property
     def embedding(self) -> bool:
-        """An upload whose vector a background job is still computing (annotator.examples)."""
+        """An upload whose vector a background job is still computing (annotator.labeling.examples)."""
         return bool(self.upload) and self.vector is None and not self.embedding_error
 
 
@@ -198,7 +198,7 @@ FINAL_VALUES = [*LabelValue.choices, (UNDECIDED, "Undecided")]
 
 
 class Decision(models.TextChoices):
-    """How a final label came about (annotator.final)."""
+    """How a final label came about (annotator.labels.final)."""
 
     SINGLE = "single", "one vote"
     AGREED = "agreed", "every vote agrees"
@@ -566,7 +566,7 @@ class Assignment(models.Model):
 
 
 class OverlapImage(models.Model):
-    """An image of a query's blind overlap sample (annotator.overlap): until it has the query's
+    """An image of a query's blind overlap sample (annotator.labels.sealed): until it has the query's
     `judgments_wanted` judgments, an annotator who has not judged it sees it unlabeled."""
 
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="overlap")

@@ -4,31 +4,32 @@ machine's worker (`celery -A quire worker -Q models`) takes them and web and CPU
 from celery import shared_task
 
 import quire.celery  # noqa: F401  (the configured app: these tasks are sent through it, never a default one)
-
-from . import examples, progress
-from . import rerank as reranking
+from annotator.labeling import examples
+from annotator.methods import rerank as reranking
+from annotator.progress import figures
 
 
 @shared_task(name="annotator.rerank")
 def rerank(job_id: int) -> str:
-    """A rerank job (annotator.rerank.run_job); run again after a crash, it asks only what is not cached."""
+    """A rerank job (annotator.methods.rerank.run_job); run again after a crash, it asks only what is not cached."""
     return reranking.run_job(job_id).status
 
 
 @shared_task(name="annotator.embed_example")
 def embed_example(example_id: int) -> str:
-    """An uploaded example's vector (annotator.examples.embed): on a CPU worker, not in the upload's request."""
+    """An uploaded example's vector (annotator.labeling.examples.embed): on a CPU worker, not in the upload's
+    request."""
     return examples.embed(example_id)
 
 
 @shared_task(name="annotator.refresh_progress")
 def refresh_progress(query_ids) -> int:
-    """The dashboard's completeness signals of `query_ids`, computed and cached (annotator.progress.refresh)."""
-    progress.refresh(query_ids)
+    """The dashboard's completeness signals of `query_ids`, computed and cached (annotator.progress.figures.refresh)."""
+    figures.refresh(query_ids)
     return len(query_ids)
 
 
 @shared_task(name="annotator.requeue_stale_rerank_jobs")
 def requeue_stale_rerank_jobs() -> list[int]:
-    """Celery beat's reaper for model jobs whose worker died (annotator.rerank.requeue_stale_jobs)."""
+    """Celery beat's reaper for model jobs whose worker died (annotator.methods.rerank.requeue_stale_jobs)."""
     return reranking.requeue_stale_jobs()

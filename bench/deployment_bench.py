@@ -95,7 +95,7 @@ def grow(images: int, queries: int, per_query: int) -> None:
             f"FROM {Label._meta.db_table}"
         )
         cursor.execute("ANALYZE")
-    from annotator.tallies import recount
+    from annotator.labels.tallies import recount
 
     recount()  # the labels went in by SQL, around annotator.labels: count them for the dashboard
     log(f"{Label.objects.count():,} labels")
@@ -105,7 +105,7 @@ def dashboard_counts(repeat: int) -> dict:
     """The dashboard's counts (every query's labels by value, and who judged each) as it read them before
     issue 25, aggregating every label and judgment, beside the tallies it reads now: in this process, on
     the same database, alternating; milliseconds, medians of `repeat`."""
-    from annotator import selectors
+    from annotator.labels import selectors
     from annotator.models import Judgment, Query
 
     def before():

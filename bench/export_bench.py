@@ -71,7 +71,7 @@ def fill(queries: int, images: int) -> int:
 def stream(*, memory: bool = False, orm: bool = False) -> dict:
     """The export as the view streams it (or, with `orm`, as it did through the ORM and csv.writer); with
     `memory`, under tracemalloc (which slows it several times: its time is not reported)."""
-    from annotator.exporters import EXPORTS, csv_lines, export_lines
+    from annotator.inquire.exporters import EXPORTS, csv_lines, export_lines
 
     if memory:
         tracemalloc.start()

@@ -15,7 +15,7 @@ of them. Half-way, a fault (--fault):
              machine whose cluster is yours to restart)
 
 With --overlap N the pool's top N images are first drawn into a blind overlap sample of 3 judgments each
-(manage.py overlap --top N --judgments 3), so saves and pages go the sealed path (annotator.visibility) while
+(manage.py overlap --top N --judgments 3), so saves and pages go the sealed path (annotator.labels.visibility) while
 the sample fills.
 
 Reported: requests per second; label saves' client-side and server-side (Server-Timing) p50 and p95;
@@ -262,7 +262,7 @@ def main():
     query = Query.objects.order_by("id").first()
     pool = [hit.image_id for hit in search(text=query.text, k=200)]
     if args.overlap:
-        from annotator.overlap import draw_sample
+        from annotator.team.overlap import draw_sample
 
         log(f"overlap sample: the top {draw_sample(query, top=args.overlap, wanted=3)} images, 3 judgments each")
     users = sessions(args.annotators)

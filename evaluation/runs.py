@@ -23,7 +23,7 @@ def run_from_model(truth: GroundTruth, *, depth: int, texts: dict[int, str] | No
     return Run("configured model", ranked)
 
 
-# The configured CLIP model alone, or a model method on top of it (annotator.model_methods).
+# The configured CLIP model alone, or a model method on top of it (annotator.methods.registry).
 METHODS = ("clip", *MODEL_METHODS)
 
 

@@ -182,7 +182,7 @@ def world_ranker(world: World, query_id: int) -> Callable:
 
 def world_estimator(world: World, query_id: int, depth: int = DEPTH) -> Callable:
     """estimate(relevant, not_relevant) over the synthetic world, computed as the labeling page does
-    (annotator.stopping.cross_fitted): exact numpy scores instead of the index."""
+    (annotator.progress.stopping.cross_fitted): exact numpy scores instead of the index."""
 
     def score(image_ids, relevant, not_relevant, exclude=None):
         vector = strategy_vector(

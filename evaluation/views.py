@@ -23,7 +23,7 @@ from .report import compare
 
 def labels_visible(view):
     """Scores and simulations are read off every final label: refused, with the reason, to a viewer who still
-    waits on a blind overlap sample (annotator.visibility), since a score would tell how the others voted."""
+    waits on a blind overlap sample (annotator.labels.visibility), since a score would tell how the others voted."""
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):

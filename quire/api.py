@@ -4,7 +4,7 @@ their own endpoints)."""
 from rest_framework.reverse import reverse
 from rest_framework.routers import DefaultRouter
 
-from annotator.api import LabelViewSet, QueryViewSet
+from annotator.api.views import LabelViewSet, QueryViewSet
 from catalog.api import ImageViewSet, TaxonViewSet
 
 

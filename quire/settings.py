@@ -326,7 +326,7 @@ SPECTACULAR_SETTINGS = {
     # Two value sets share the field name "value": what a request sends, and what a final label may answer.
     "ENUM_NAME_OVERRIDES": {
         "LabelValueEnum": "annotator.models.LabelValue",
-        "FinalLabelValueEnum": "annotator.serializers.FINAL_VALUES",
+        "FinalLabelValueEnum": "annotator.api.serializers.FINAL_VALUES",
     },
 }
 

@@ -4,7 +4,10 @@
   images and model servers, not queries or labels);
 - outside an app, only its door (`facade`) and its models are imported;
 - common/, the plumbing every app shares, imports no app;
-- no app imports the project package quire/ (which wires them together), but for its Celery app.
+- no app imports the project package quire/ (which wires them together), but for its Celery app;
+- inside annotator, the rooms' rule: the write room (labels/) imports nothing of annotator but its models and
+  itself; no room imports another room's views; the models import no room; and annotator/ itself holds only
+  the app's shared modules, so that new work lands in a room.
 
 Reads every module's import statements with ast (no module is imported), so a stray import in any
 function body counts as much as one at the top. The project package (quire/) wires the apps together
@@ -169,10 +172,81 @@ def test_a_command_that_runs_no_model_imports_no_model_library(tmp_path):
     probe = (
         "import os, sys, django; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'quire.settings'); django.setup();"
         "from django.urls import get_resolver; get_resolver().url_patterns;"
-        "import annotator.labeling_views, annotator.views, evaluation.views;"
+        "import annotator.views, annotator.labeling.views, annotator.progress.views, annotator.team.views,"
+        "annotator.methods.views, annotator.inquire.views, annotator.api.views, evaluation.views;"
         "print(sorted(m for m in ('torch', 'open_clip', 'sklearn', 'openai') if m in sys.modules))"
     )
     env = {**os.environ, "DEBUG": "1", "QUIRE_DATA_DIR": str(tmp_path)}
     env.pop("DATABASE_URL", None)
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+# annotator's rooms (sub-packages, one sub-domain each) and the modules its top level keeps: what the app shares
+# (models, forms, admin, the door, URLs, tasks, the demo's data) and the pages of no room (home, API token).
+ROOMS = ("labels", "labeling", "team", "progress", "methods", "inquire", "api")
+SHARED = {"__init__", "admin", "apps", "demo", "facade", "forms", "models", "tasks", "urls", "views"}
+WRITE_ROOM_MAY_IMPORT = ("annotator.models", "annotator.labels")
+
+
+def room_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[0] == "annotator" and parts[1] in ROOMS else None
+
+
+def is_views(module: str) -> bool:
+    """annotator.<room>.views, or anything imported from it."""
+    parts = module.split(".")
+    return room_of(module) is not None and parts[2] == "views"
+
+
+def room_violations(root: Path = ROOT) -> list[str]:
+    """Every import inside annotator/ against the rooms' rule, and every module annotator/ keeps outside a room."""
+    wrong = []
+    app = root / "annotator"
+    for path in sources("annotator", root):
+        relative = path.relative_to(root)
+        inside = relative.parts[1] if len(relative.parts) > 2 else None
+        if inside is None and path.stem not in SHARED:
+            wrong.append(f"{relative} is outside the rooms: move it into one of {', '.join(ROOMS)}")
+        if inside in ("management", "templatetags"):
+            continue
+        for line, module in imports_of(path, root):
+            if not module.startswith("annotator."):
+                continue
+            where = f"{relative}:{line} imports {module}"
+            if inside == "labels" and not module.startswith(WRITE_ROOM_MAY_IMPORT):
+                wrong.append(f"{where}: the write room imports only annotator.models and itself")
+            elif inside in ROOMS and is_views(module) and room_of(module) != inside:
+                wrong.append(f"{where}: a room never imports another room's views")
+            elif path == app / "models.py" and room_of(module):
+                wrong.append(f"{where}: the models import no room")
+    return wrong
+
+
+def test_annotator_rooms_keep_their_rule():
+    wrong = room_violations()
+    assert not wrong, "annotator's rooms (ARCHITECTURE.md):\n" + "\n".join(wrong)
+
+
+def test_the_room_checker_sees_planted_violations(tmp_path):
+    app = tmp_path / "annotator"
+    for room in ("labels", "team", "progress"):
+        (app / room).mkdir(parents=True)
+        (app / room / "__init__.py").write_text("")
+    (app / "models.py").write_text("from annotator.labels import final\n")
+    (app / "labels" / "final.py").write_text("from annotator.models import Label\nfrom . import tallies\n")
+    (app / "labels" / "tallies.py").write_text("def f():\n    from annotator.team import agreement\n")
+    (app / "progress" / "views.py").write_text("from annotator.team.views import adjudicate\n")
+    (app / "team" / "views.py").write_text("from annotator.labels import visibility\nfrom .agreement import x\n")
+    (app / "overlap.py").write_text("")
+    assert room_violations(tmp_path) == [
+        "annotator/labels/tallies.py:2 imports annotator.team: the write room imports only annotator.models and itself",
+        "annotator/labels/tallies.py:2 imports annotator.team.agreement: the write room imports only annotator.models "
+        "and itself",
+        "annotator/models.py:1 imports annotator.labels.final: the models import no room",
+        "annotator/overlap.py is outside the rooms: move it into one of " + ", ".join(ROOMS),
+        "annotator/progress/views.py:1 imports annotator.team.views: a room never imports another room's views",
+        "annotator/progress/views.py:1 imports annotator.team.views.adjudicate: a room never imports another room's "
+        "views",
+    ]

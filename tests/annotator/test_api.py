@@ -27,7 +27,7 @@ def test_everything_needs_a_login(write_json):
 
 
 def test_tokens_work_for_scripts(api):
-    from annotator.tokens import new_token
+    from annotator.api.tokens import new_token
 
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {new_token(User.objects.create_user('script'))}")

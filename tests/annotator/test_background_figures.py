@@ -10,10 +10,11 @@ import pytest
 from django.urls import reverse
 from PIL import Image as PILImage
 
-from annotator import examples, progress
-from annotator import labeling as ranking_page
+from annotator.labeling import examples
+from annotator.labeling import grid as ranking_page
 from annotator.labels import set_label
 from annotator.models import LabelSource, LabelValue, QueryExample
+from annotator.progress import figures as progress
 from search.facade import configured_spec, embed_image
 
 pytestmark = pytest.mark.django_db

@@ -1,9 +1,9 @@
-"""One reader of label changes (annotator.changes) for the labeling page and the API: a bad item planted in a
+"""One reader of label changes (annotator.labels.changes) for the labeling page and the API: a bad item planted in a
 batch is refused by both with the same sentence, and nothing is written."""
 
 import pytest
 
-from annotator.changes import NOT_A_LIST
+from annotator.labels.changes import NOT_A_LIST
 from tests.factories import database_snapshot, signed_in
 
 pytestmark = pytest.mark.django_db

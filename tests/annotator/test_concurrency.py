@@ -1,5 +1,5 @@
 """Parallel Submits and clicks on the same images: no 500, and a history that explains every judgment (and
-through annotator.final, every final label).
+through annotator.labels.final, every final label).
 
 Real threads, each with its own database connection and its own logged-in client, started
 together by a barrier. Run on SQLite by `./dev test` and on PostgreSQL by CI (.ci/run runs this
@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from annotator.final import decide
+from annotator.labels.final import decide
 from annotator.models import Judgment, Label, LabelEvent, Query
 from catalog.importers import import_inat
 from tests.factories import inat_document

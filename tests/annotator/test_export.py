@@ -6,8 +6,8 @@ from django.contrib.auth.models import Permission, User
 from django.core.management import CommandError, call_command
 from django.http import StreamingHttpResponse
 
-from annotator.exporters import export_inquire
-from annotator.importers import import_annotations, import_queries
+from annotator.inquire.exporters import export_inquire
+from annotator.inquire.importers import import_annotations, import_queries
 from annotator.labels import set_label
 from annotator.models import Judgment, Label, LabelEvent, Query
 from catalog.importers import import_inat
@@ -200,7 +200,7 @@ def test_copy_from_postgresql_writes_the_same_bytes_as_the_orm_path(labeled, set
     hostile strings, a missing annotator, whole-second timestamps and the spreadsheet-safe variant included."""
     import datetime
 
-    from annotator.exporters import EXPORTS, csv_lines, export_lines
+    from annotator.inquire.exporters import EXPORTS, csv_lines, export_lines
 
     names = {
         1000: 'a,b "quoted" ünïcode/x.jpg',

@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.db.models import ProtectedError
 
 from annotator import labels
-from annotator.importers import import_annotations, import_queries
+from annotator.inquire.importers import import_annotations, import_queries
 from annotator.models import ImportBatch, Label, LabelEvent, LabelSource, Query
 from catalog.importers import import_inat
 from catalog.models import Image

@@ -3,7 +3,7 @@ import csv
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotator.importers import import_annotations, import_queries
+from annotator.inquire.importers import import_annotations, import_queries
 from annotator.labels import set_label
 from annotator.models import Label, LabelEvent, LabelSource, Query
 from catalog.importers import InputError, import_inat

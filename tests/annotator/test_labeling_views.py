@@ -6,9 +6,9 @@ import pytest
 from django.urls import reverse
 from django.utils.html import escape
 
-from annotator import progress
 from annotator.labels import set_label
 from annotator.models import Label, LabelEvent, LabelSource, LabelValue, Query, QueryExample
+from annotator.progress import figures as progress
 from catalog.models import Image, ImageRoot
 
 pytestmark = pytest.mark.django_db
@@ -340,7 +340,7 @@ def test_a_large_projects_dashboard_answers_at_once_and_fills_in_from_the_backgr
     """Past INLINE_LABELS the completeness signals are not computed in the request (at 1M labels that held
     the page for 40 s): the row says "computing", the background thread computes and caches them, and the
     next visit shows them."""
-    from annotator import progress
+    from annotator.progress import figures as progress
     from common import background
 
     query = labeling["query"]
@@ -374,7 +374,7 @@ def test_a_large_projects_dashboard_answers_at_once_and_fills_in_from_the_backgr
 
 
 def test_the_toolbar_names_the_ranking_in_use(ann, labeling):
-    from annotator.model_methods import MODEL_RANKINGS
+    from annotator.methods.registry import MODEL_RANKINGS
 
     url = reverse("label", args=[labeling["query"].pk])
     for ranking, description in MODEL_RANKINGS.items():

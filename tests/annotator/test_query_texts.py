@@ -6,7 +6,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from annotator import forms
-from annotator.importers import InputError, import_queries
+from annotator.inquire.importers import InputError, import_queries
 from annotator.models import Query
 
 pytestmark = pytest.mark.django_db

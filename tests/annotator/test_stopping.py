@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from annotator import stopping
+from annotator.progress import stopping
 
 
 def test_no_estimate_until_both_kinds_of_label():

@@ -14,8 +14,15 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.db.models import Count
 
-from annotator import selectors
-from annotator.labels import LabelChange, NoDisagreement, adjudicate, clear_labels, label_unlabeled, set_labels
+from annotator.labels import (
+    LabelChange,
+    NoDisagreement,
+    adjudicate,
+    clear_labels,
+    label_unlabeled,
+    selectors,
+    set_labels,
+)
 from annotator.models import Judgment, Label, Query, QueryAnnotator, QueryTally
 from catalog.importers import import_inat
 from tests.factories import inat_document
@@ -90,7 +97,7 @@ def test_the_tally_follows_every_kind_of_write(team):
 
 
 def test_the_dashboard_reads_the_tallies_not_the_labels(team, django_assert_max_num_queries):
-    from annotator import progress
+    from annotator.progress import figures as progress
 
     query, other, annotators, _, _ = team
     for annotator in annotators:
@@ -110,7 +117,7 @@ def test_the_dashboard_reads_the_tallies_not_the_labels(team, django_assert_max_
 
 
 def test_recount_rebuilds_the_tallies_from_the_labels(team):
-    from annotator.tallies import recount
+    from annotator.labels.tallies import recount
 
     query, other, annotators, _, _ = team
     set_labels(

@@ -1,13 +1,13 @@
 """A ranking that learns, in real Chromium: choose it, label, watch the unlabeled tiles re-rank, "more
 like this", and an uploaded example. Every expectation is the server's own ranking from the stored
-labels (annotator.labeling.candidates), so a page that showed stale or made-up tiles fails."""
+labels (annotator.labeling.grid.candidates), so a page that showed stale or made-up tiles fails."""
 
 import re
 
 import pytest
 from playwright.sync_api import expect
 
-from annotator.labeling import candidates
+from annotator.labeling.grid import candidates
 from annotator.models import Label, PreLabel, QueryExample, RerankJob
 from search.facade import search
 from tests.browser.pages import log_in, tile
@@ -142,7 +142,7 @@ def test_a_stack_of_look_alikes_is_labeled_with_one_key_and_opened_with_e(
     """The ranking is the server's (search.facade.next_batch) with three look-alikes put behind its first
     image, as search/batches.py does behind a crowd the annotator called not relevant: what is tested here
     is the page, its saves and its history."""
-    from annotator import labeling as labeling_module
+    from annotator.labeling import grid as labeling_module
     from annotator.models import Judgment, LabelEvent
     from search.facade import Hit
 

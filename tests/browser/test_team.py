@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from annotator.labels import LabelChange, set_labels
 from annotator.models import Judgment, Label
-from annotator.overlap import draw_sample
+from annotator.team.overlap import draw_sample
 from search.facade import search
 from tests.browser.pages import log_in
 

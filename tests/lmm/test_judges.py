@@ -8,8 +8,8 @@ import re
 import pytest
 from django.urls import reverse
 
+from annotator.methods.rerank import run_job
 from annotator.models import Label, PreLabel, RerankJob
-from annotator.rerank import run_job
 from lmm import panel
 from tests.lmm.server import completion, p_yes
 

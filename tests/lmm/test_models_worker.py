@@ -10,8 +10,8 @@ from collections import Counter
 
 import pytest
 
+from annotator.methods.rerank import start_job
 from annotator.models import RerankJob, RerankScore
-from annotator.rerank import start_job
 from lmm.models import Answer
 from tests.lmm.server import model_answer
 from tests.search.test_celery_worker import broker, sending_to_broker, start_worker, wait_for  # noqa: F401
@@ -74,7 +74,7 @@ def test_a_rerank_whose_whole_worker_was_killed_is_queued_again_and_finishes_on_
     """Issue 27: a killed worker (not only its pool process) left its job "running" until the broker's
     visibility timeout (3 hours). Its heartbeat goes stale; the reaper (Celery beat, every minute) queues it
     again, and a new worker finishes it from the answers already cached."""
-    from annotator.rerank import requeue_stale_jobs
+    from annotator.methods.rerank import requeue_stale_jobs
 
     model_env = slow_model(chat_server, settings)
     first = start_worker(pool="solo", queues="models", **model_env)

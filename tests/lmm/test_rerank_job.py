@@ -8,10 +8,10 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotator.labeling import RANKINGS
-from annotator.model_methods import MODEL_METHODS, MODEL_RANKINGS, page_ranking
+from annotator.labeling.grid import RANKINGS
+from annotator.methods.registry import MODEL_METHODS, MODEL_RANKINGS, page_ranking
+from annotator.methods.rerank import run_job, start_job
 from annotator.models import RerankJob, RerankScore
-from annotator.rerank import run_job, start_job
 from tests.lmm.server import completion, p_yes
 
 pytestmark = pytest.mark.django_db

@@ -82,8 +82,8 @@ def test_plan_then_rerank_with_chained_answers(labeling, structured_model, capsy
 def test_the_detail_pane_gets_the_answers(client, labeling, structured_model, django_capture_on_commit_callbacks):
     query = labeling["query"]
     Query.objects.filter(pk=query.pk).update(context="c", subquestions=["Is the bird a Black Skimmer?"])
+    from annotator.methods.rerank import run_job
     from annotator.models import RerankJob
-    from annotator.rerank import run_job
 
     job = RerankJob.objects.create(query=query, model="tiny-vlm", method="structured", top=20)
     assert run_job(job.pk).status == "done"

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
+from annotator.methods.rerank import run_job, start_job
 from annotator.models import GeneratedImage, RerankJob
-from annotator.rerank import run_job, start_job
 from search.facade import fuse_rankings, rank
 from tests.lmm.server import images_response, is_text_only, text_completion
 

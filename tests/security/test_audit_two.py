@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from annotator.importers import import_queries
+from annotator.inquire.importers import import_queries
 from annotator.models import Query
 from catalog.models import Image
 from common.api_params import MAX_JSON_DEPTH, json_depth

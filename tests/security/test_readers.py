@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from annotator.importers import import_annotations, import_queries
+from annotator.inquire.importers import import_annotations, import_queries
 from catalog.importers import InputError, import_folder, import_inat
 from common.inputs import CsvFile
 from evaluation.inputs import read_qrels, read_queries, read_run

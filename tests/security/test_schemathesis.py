@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
 
+from annotator.api.tokens import new_token
 from annotator.models import Query
-from annotator.tokens import new_token
 from catalog.importers import import_inat
 from tests.factories import inat_document
 

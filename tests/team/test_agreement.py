@@ -12,9 +12,9 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from sklearn.metrics import cohen_kappa_score
 
-from annotator import agreement
 from annotator.labels import LabelChange, adjudicate, set_labels
 from annotator.models import Query
+from annotator.team import agreement
 from catalog.importers import import_inat
 from tests.factories import inat_document
 

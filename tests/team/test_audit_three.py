@@ -9,10 +9,10 @@ from django.contrib.auth.models import Permission, User
 from django.db import OperationalError
 from django.test import Client
 
-from annotator import agreement, visibility
-from annotator.labels import LabelChange, set_labels
+from annotator.labels import LabelChange, set_labels, visibility
 from annotator.models import Judgment, LabelEvent, Query
-from annotator.views import _team
+from annotator.team import agreement
+from annotator.team.panel import team_panel as _team
 from catalog.importers import import_inat
 from tests.factories import inat_document
 

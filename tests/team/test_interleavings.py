@@ -14,8 +14,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from annotator import labels
+from annotator.labels.selectors import counted_from_labels, label_counts
 from annotator.models import FinalRule, Judgment, Label, LabelSource, Query
-from annotator.selectors import counted_from_labels, label_counts
 from catalog.importers import import_inat
 from tests.factories import inat_document
 from tests.threads import run_per_image

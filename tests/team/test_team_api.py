@@ -7,10 +7,11 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from rest_framework.test import APIClient
 
-from annotator.exporters import export_inquire
+from annotator.inquire.exporters import export_inquire
 from annotator.labels import LabelChange, set_labels
+from annotator.labels.sealed import seen_by
 from annotator.models import Judgment, Label, LabelEvent, OverlapImage, Query
-from annotator.overlap import draw_sample, seen_by
+from annotator.team.overlap import draw_sample
 from catalog.importers import import_inat
 from search.facade import search
 from tests.factories import inat_document

@@ -2,8 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.agreement import RESAMPLES, UNSURE_RULE, report
 from annotator.models import Query
+from annotator.team.agreement import RESAMPLES, UNSURE_RULE, report
 from common.cli import progress_bar
 
 

@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.tokens import current_token, new_token, revoke_token
+from annotator.api.tokens import current_token, new_token, revoke_token
 
 
 class Command(BaseCommand):

@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.exporters import AGREEMENT_FILE, export_inquire
+from annotator.inquire.exporters import AGREEMENT_FILE, export_inquire
 from annotator.models import Query
 
 

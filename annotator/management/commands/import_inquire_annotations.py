@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from annotator.importers import import_annotations
+from annotator.inquire.importers import import_annotations
 from common.cli import input_errors_as_command_errors
 
 

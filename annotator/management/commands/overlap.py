@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.models import Query
-from annotator.overlap import MAX_JUDGMENTS_WANTED, draw_sample
+from annotator.team.overlap import MAX_JUDGMENTS_WANTED, draw_sample
 from common.cli import progress_bar
 from search.facade import SearchUnavailable
 

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.labels import settle_again
+from annotator.labels.tallies import recount
 from annotator.models import Query
-from annotator.tallies import recount
 from common.cli import progress_bar
 
 

@@ -2,9 +2,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.model_methods import RERANK_METHODS
+from annotator.methods.registry import RERANK_METHODS
+from annotator.methods.rerank import DEFAULT_TOP, plan_for, rerank
 from annotator.models import Query
-from annotator.rerank import DEFAULT_TOP, plan_for, rerank
 from common.cli import progress_bar
 from lmm.facade import ModelUnavailable
 from search.facade import SearchUnavailable

@@ -15,8 +15,8 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.db.models import Count
 
-from . import selectors
-from .models import UNDECIDED, Judgment, LabelValue, Query, QueryAnnotator, QueryTally
+from annotator.labels import selectors
+from annotator.models import UNDECIDED, Judgment, LabelValue, Query, QueryAnnotator, QueryTally
 
 # The tally's counters, by the final value each counts.
 _COUNTERS = {

@@ -1,25 +1,15 @@
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotator.labels.changes import (
+    MAX_LABELS_PER_API_BATCH,
+    ImageIdField,
+    LabelChangeSerializer,
+    LabelValueField,
+)
+from annotator.labels.visibility import SEALED
+from annotator.models import UNDECIDED, Decision, Label, LabelValue, Query
 from catalog.models import Image
-from common.api_params import StrictPrimaryKeyRelatedField, echo, strict_id
-
-from .labels import LabelChange
-from .models import UNDECIDED, Decision, Label, LabelValue, Query
-from .visibility import SEALED
-
-
-class LabelValueField(serializers.ChoiceField):
-    """A label value. A wrong one is quoted cut short in the error: DRF quotes it whole, megabytes included."""
-
-    def __init__(self, **kwargs):
-        super().__init__(choices=LabelValue.choices, **kwargs)
-
-    def to_internal_value(self, data):
-        if isinstance(data, str) and (data in LabelValue.values or (data == "" and self.allow_blank)):
-            return data
-        self.fail("invalid_choice", input=echo(data))
+from common.api_params import StrictPrimaryKeyRelatedField
 
 
 class QuerySerializer(serializers.ModelSerializer):
@@ -101,56 +91,8 @@ class CandidatesSerializer(serializers.Serializer):
     results = CandidateSerializer(many=True)
 
 
-# The labeling page's saves: a range selection or the undo of a Submit of 500 fits; more is a wrong client.
-MAX_LABELS_PER_SAVE = 1000
-# A script's batch through the API (POST /api/queries/{id}/labels/).
-MAX_LABELS_PER_API_BATCH = 5000
-
-
-@extend_schema_field(OpenApiTypes.INT)
-class ImageIdField(serializers.Field):
-    """An image id, checked in one query for the whole batch (annotator.changes), not one per label."""
-
-    default_error_messages = {"invalid": "Must be an image id (a whole number), not {input}."}
-
-    def to_internal_value(self, data):
-        if (image_id := strict_id(data)) is None:
-            self.fail("invalid", input=echo(data))
-        return image_id
-
-    def to_representation(self, value):
-        return value
-
-
-@extend_schema_field(OpenApiTypes.INT)
-class MillisecondsField(serializers.Field):
-    """A JSON whole number of milliseconds, 0 to 2^31 - 1: not "2700", not 1.5, not true."""
-
-    default_error_messages = {"invalid": "Must be a whole number of milliseconds, not {input}."}
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int) or not 0 <= data < 2**31:
-            self.fail("invalid", input=echo(data))
-        return data
-
-    def to_representation(self, value):
-        return value
-
-
-class LabelChangeSerializer(serializers.Serializer):
-    """One label as the labeling page and the API both send it."""
-
-    image = ImageIdField()
-    value = LabelValueField(allow_blank=True, help_text='"" removes the label')
-    lead_time_ms = MillisecondsField(required=False, allow_null=True, help_text="how long the image was looked at")
-
-    def to_internal_value(self, data):
-        item = super().to_internal_value(data)
-        return LabelChange(item["image"], item["value"], item.get("lead_time_ms"))
-
-
 class LabelBatchSerializer(serializers.Serializer):
-    """The API's batch body as the schema documents it; annotator.changes.read_changes reads it (the page's
+    """The API's batch body as the schema documents it; annotator.labels.changes.read_changes reads it (the page's
     saves go through the same reader, so both refuse a bad item in the same words)."""
 
     labels = LabelChangeSerializer(many=True, allow_empty=False, max_length=MAX_LABELS_PER_API_BATCH)

@@ -21,11 +21,11 @@ from django.db import transaction
 from django.db.models import Avg, Count, Q
 from django.db.models.functions import TruncDate
 
+from annotator.labels import selectors, visibility
+from annotator.models import Judgment, Label, LabelEvent, LabelValue, Query
+from annotator.progress import stopping
 from common import background
 from search.facade import SearchUnavailable, rank, score_images
-
-from . import selectors, stopping
-from .models import Judgment, Label, LabelEvent, LabelValue, Query
 
 RUN_GOAL = 100
 # The dashboard computes the missing label-order signals (the run, TSR: one pass over the labels) inside
@@ -148,7 +148,7 @@ def figures_or_computing(query: Query, labeled: int, last_activity) -> tuple[Run
 
 def _ask_background(query: Query, labeled: int, last_activity) -> None:
     """Have the background compute and cache the query's signals and estimate (once per state of its labels)."""
-    from .tasks import refresh_progress  # the task module imports this one
+    from annotator.tasks import refresh_progress  # the task module imports this one
 
     background.submit_when_polled(refresh_progress, (query.pk,), key=_key("refresh", query, labeled, last_activity))
 
@@ -157,7 +157,7 @@ def _send_refresh(query_ids: list[int]) -> None:
     """Ask the background to compute and cache the figures of `query_ids`, once the request's transaction
     (if any) commits. With the queue away the page still shows its counts; the figures say "computing"
     until it is back."""
-    from .tasks import refresh_progress  # the task module imports this one
+    from annotator.tasks import refresh_progress  # the task module imports this one
 
     def send() -> None:
         with suppress(background.QueueUnavailable):
@@ -214,7 +214,7 @@ def with_completeness(queries: list[Query], *, inline_labels: int | None = None)
     later visit finds them cached. The estimate always comes from the background."""
     pending, budget = [], INLINE_LABELS if inline_labels is None else inline_labels
     for query in queries:
-        if getattr(query, "withheld", ""):  # the viewer judges images of it blind (annotator.visibility)
+        if getattr(query, "withheld", ""):  # the viewer judges images of it blind (annotator.labels.visibility)
             query.completeness = None
             continue
         have_signals, signals = _cached("signals", query, query.labeled, query.last_activity)
@@ -245,7 +245,7 @@ def _completeness(query: Query, signals: dict | None, have_signals: bool, estima
 
 
 def dashboard(*, sight=None, sort: str = "id", status: str = "", split: str = "") -> tuple[list[Query], dict]:
-    """Every query with its counts, annotators and not-relevant run, as `sight` (an annotator.visibility.Sight:
+    """Every query with its counts, annotators and not-relevant run, as `sight` (an annotator.labels.visibility.Sight:
     a viewer's) may see them, else whole; and the totals row."""
     queries = selectors.with_label_counts(Query.objects.all())
     if status:
@@ -302,3 +302,14 @@ def activity(query: Query) -> dict:
         mean = lead_times.get(row["annotator__username"])
         row["seconds_per_image"] = None if mean is None else mean / 1000
     return {"per_day": per_day, "per_annotator": per_annotator}
+
+
+def side_pane(query: Query, sight: visibility.Sight, counts: dict) -> dict:
+    """What the side pane shows of the run and the recall estimate: the cached values, or "computing" (asked
+    of the background: neither is computed in a request), or for a viewer judging images of the query blind,
+    why they are withheld (both are read off every label, the hidden ones too)."""
+    shown = {"query": query, "run_goal": RUN_GOAL, "estimate_help": ESTIMATE_HELP}
+    if withheld := sight.withheld(query.pk):
+        return {**shown, "withheld": withheld, "run": None, "estimate": None}
+    run, estimate = figures_or_computing(query, counts["labeled"], counts["last_activity"])
+    return {**shown, "run": run, "estimate": estimate}

@@ -4,7 +4,7 @@ Views, the API, the admin, commands and importers all call these functions; none
 them writes Judgment or Label rows directly (annotator.models refuses writes made elsewhere).
 
 A user's label is their Judgment: it never overwrites another annotator's. After each write the images'
-final labels (Label) are derived again from all their judgments by the query's rule (annotator.final), so
+final labels (Label) are derived again from all their judgments by the query's rule (annotator.labels.final), so
 the final label is always what the judgments and adjudications say. Writers of the same images queue on
 their final-label rows, which every write locks first (a placeholder row is inserted where none exists),
 so two annotators judging the same image at once both count.
@@ -25,10 +25,8 @@ from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection, models, transaction
 from django.utils import timezone
 
-from catalog.models import ROWS_PER_STATEMENT
-
-from . import final, overlap, tallies
-from .models import (
+from annotator.labels import final, sealed, tallies
+from annotator.models import (
     Decision,
     ImportBatch,
     Judgment,
@@ -39,6 +37,7 @@ from .models import (
     Query,
     recording_label_changes,
 )
+from catalog.models import ROWS_PER_STATEMENT
 
 # Who writes: a user (an annotator, staff), or None for the system itself (an import, a command).
 Writer = User | None  # settings.AUTH_USER_MODEL is Django's User
@@ -50,7 +49,7 @@ MAX_LEAD_TIME_MS = 24 * 3600 * 1000
 # change queries.
 MANAGE_QUERIES = "annotator.change_query"
 LOCKED_MESSAGE = "Query {id} is marked done and locked by staff: ask them to reopen it."
-ADJUDICATE = overlap.ADJUDICATE
+ADJUDICATE = sealed.ADJUDICATE
 ADJUDICATE_MESSAGE = 'Adjudicating needs the permission "can adjudicate": ask staff for it.'
 
 
@@ -66,6 +65,11 @@ def may_manage(user: Writer) -> bool:
 def locked_for(query: Query, user: Writer) -> bool:
     """Whether `user` is held off `query`'s labels by its lock (what the pages show as locked)."""
     return query.locked and not may_manage(user)
+
+
+def locked_message(query: Query) -> str:
+    """The sentence a refused write on a locked query shows."""
+    return LOCKED_MESSAGE.format(id=query.pk)
 
 
 def check_writable(query_ids: Iterable[int], user: Writer) -> None:
@@ -142,7 +146,7 @@ def label_unlabeled(
     """Give `value` to those of `image_ids` that `user` sees unlabeled (the annotation tool's Submit: every
     image shown and not labeled becomes not relevant), in one transaction.
 
-    What they see is what annotator.overlap says: their own judgments, and the final labels outside their
+    What they see is what annotator.labels.sealed says: their own judgments, and the final labels outside their
     blind sample; those are kept, whoever wrote them. Two Submits of the same images, or a Submit racing a
     click, queue on the images' rows and never label twice. Returns the ids labeled, in the order given.
     """
@@ -292,7 +296,7 @@ def _write(
             check_writable([query_id], user)
         held = _hold(query_id, by_image)
         if keep_seen:
-            seen = overlap.seen_by(query, user, by_image)
+            seen = sealed.seen_by(query, user, by_image)
             by_image = {image_id: todo for image_id, todo in by_image.items() if image_id not in seen}
         mine = Judgment.objects.filter(query_id=query_id, image_id__in=list(by_image))
         own = {j.image_id: j for j in (mine.filter(annotator=user) if user else mine.filter(annotator__isnull=True))}
@@ -476,7 +480,7 @@ def settle_again(
 
 
 def _settle(query_id: int, held: dict[int, Label], rule: str) -> int:
-    """Derive the held images' final labels from their judgments (annotator.final): update those that
+    """Derive the held images' final labels from their judgments (annotator.labels.final): update those that
     changed, remove those with no judgment left (placeholders included). Returns how many stored final
     labels were made, changed or removed."""
     votes: dict[int, list[tuple[int | None, str]]] = defaultdict(list)

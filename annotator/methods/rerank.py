@@ -15,6 +15,8 @@ from django.db import transaction
 from django.utils import timezone
 from PIL import Image as PILImage
 
+from annotator.methods.registry import MODEL_METHODS, RERANK_METHODS
+from annotator.models import GeneratedImage, PreLabel, Query, RerankJob, RerankScore
 from catalog.facade import NotServable, original_file
 from catalog.models import Image
 from common import background
@@ -31,9 +33,6 @@ from lmm.facade import (
     visret,
 )
 from search.facade import SearchUnavailable, configured_spec, embed_image, fuse_rankings, rank, search
-
-from .model_methods import MODEL_METHODS, RERANK_METHODS
-from .models import GeneratedImage, PreLabel, Query, RerankJob, RerankScore
 
 DEFAULT_TOP = 100  # INQUIRE-Rerank: 100 candidates per query
 
@@ -133,7 +132,7 @@ def start_job(query: Query, *, user=None, top: int = DEFAULT_TOP, method: str = 
 def _send(job_id: int) -> None:
     """Queue the job on the `models` queue; if the broker is away the job ends failed with the reason (never
     "queued" for ever) and QueueUnavailable goes on to the caller."""
-    from .tasks import rerank as rerank_task  # the task module imports this one
+    from annotator.tasks import rerank as rerank_task  # the task module imports this one
 
     try:
         background.publish(rerank_task, job_id, queue="models")

@@ -8,6 +8,21 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
 
+from annotator import labels
+from annotator.api.serializers import (
+    AdjudicationSerializer,
+    CandidatesSerializer,
+    DisagreementsSerializer,
+    LabelBatchResultSerializer,
+    LabelBatchSerializer,
+    LabelSerializer,
+    LabelValueSerializer,
+    QuerySerializer,
+)
+from annotator.labeling import grid
+from annotator.labels import selectors, visibility
+from annotator.labels.changes import MAX_LABELS_PER_API_BATCH, BadChanges, read_changes
+from annotator.models import Label, LabelSource, LabelValue, Query
 from catalog.facade import UnknownTaxon, species_for_all
 from catalog.models import Image
 from common.api_params import (
@@ -23,21 +38,6 @@ from common.api_params import (
 )
 from common.database import retry_once_if_dropped
 from search.facade import STRATEGIES, SearchNotReady, SearchUnavailable
-
-from . import labeling, labels, selectors, visibility
-from .changes import BadChanges, read_changes
-from .models import Label, LabelSource, LabelValue, Query
-from .serializers import (
-    MAX_LABELS_PER_API_BATCH,
-    AdjudicationSerializer,
-    CandidatesSerializer,
-    DisagreementsSerializer,
-    LabelBatchResultSerializer,
-    LabelBatchSerializer,
-    LabelSerializer,
-    LabelValueSerializer,
-    QuerySerializer,
-)
 
 
 @extend_schema_view(
@@ -73,7 +73,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         names = [text for text in request.query_params.getlist("taxon") if text.strip()]
         try:
             taxon_ids = species_for_all(names) if names else None
-            hits = labeling.candidates(
+            hits = grid.candidates(
                 query, viewer=request.user, strategy=strategy, k=k, example_ids=examples, taxon_ids=taxon_ids
             )
         except SearchNotReady as error:  # no index yet, a vector database away: the service's side
@@ -96,7 +96,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     @retry_once_if_dropped
     def set_labels(self, request, pk=None, format=None):  # format: the .json suffix the router allows
         query = self.get_object()
-        try:  # the page's reader (annotator.changes): the same refusals, in the same words
+        try:  # the page's reader (annotator.labels.changes): the same refusals, in the same words
             body = request.data.get("labels") if isinstance(request.data, dict) else None
             items = read_changes(body, limit=MAX_LABELS_PER_API_BATCH)
         except BadChanges as bad:
@@ -192,7 +192,7 @@ class LabelViewSet(
     pagination_class = ByIdCursorPagination
 
     def get_queryset(self):
-        # What the viewer may see (annotator.visibility): an image they judge blind is not listed, not found
+        # What the viewer may see (annotator.labels.visibility): an image they judge blind is not listed, not found
         # by id and not matched by a filter, as if nobody had labeled it yet.
         if getattr(self, "swagger_fake_view", False):  # the schema's generator asks with no request
             return Label.objects.none()

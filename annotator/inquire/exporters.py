@@ -11,7 +11,7 @@ inquire_annotations.csv  query_id,image_id,image_path  (relevant pairs only, lik
 inquire_labels.csv       query_id,image_id,image_path,label,annotator,updated_at  (every final label)
 inquire_judgments.csv    query_id,image_id,annotator,label,source,lead_time_ms,updated_at  (every annotator's
                          judgment: what researchers ask benchmarks for beside the gold labels)
-agreement.json           the agreement figures (annotator.agreement), written beside them by export_inquire
+agreement.json           the agreement figures (annotator.team.agreement), written beside them by export_inquire
 """
 
 import csv
@@ -22,10 +22,9 @@ from pathlib import Path
 from django.db import connection
 from django.db.models import F
 
+from annotator.models import Judgment, Label, LabelValue, Query
 from catalog.models import ROWS_PER_STATEMENT
 from common.files import atomic_path
-
-from .models import Judgment, Label, LabelValue, Query
 
 
 def query_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
@@ -216,7 +215,7 @@ def export_inquire(
         # csv.writer yields a block a row, header included; COPY's blocks are not rows (and a quoted field
         # may hold a newline), so its rows are counted by the database.
         counts[name] = _count(name, query_ids) if _copies(name) else blocks - 1
-    from .agreement import report  # scikit-learn and krippendorff load only for an export
+    from annotator.team.agreement import report  # scikit-learn and krippendorff load only for an export
 
     with atomic_path(out_dir / AGREEMENT_FILE) as partial:
         partial.write_text(json.dumps(report(query_ids), indent=2) + "\n", encoding="utf-8")

@@ -1,6 +1,6 @@
 """What the labeling page shows: a page of the ranking for a query, with each image's label as the annotator
 looking at it (the viewer) sees it: their own judgment, else the final label, except in their blind overlap
-sample (annotator.overlap), where they see the image unlabeled.
+sample (annotator.labels.sealed), where they see the image unlabeled.
 
 Labels belong to the query, not to the text typed in the box: an annotator can
 refine the search text or the taxon filters and keep every label.
@@ -15,6 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from annotator.labeling.examples import waiting
+from annotator.labels.sealed import Writer, seen_by
+from annotator.methods.registry import MODEL_RANKINGS
+from annotator.models import Judgment, LabelValue, Query
 from catalog.models import Image
 from search.facade import (
     RECENT_ANSWERS,
@@ -26,11 +30,6 @@ from search.facade import (
     rank,
     search,
 )
-
-from .examples import waiting
-from .model_methods import MODEL_RANKINGS
-from .models import Judgment, LabelValue, Query
-from .overlap import Writer, seen_by
 
 PAGE_SIZES = (50, 200, 500)
 # "Labeled down to rank N" looks this far down the ranking at most (a few searches).
@@ -93,7 +92,7 @@ def results(
 
 
 def _tiles(query: Query, viewer: Writer, hits, offset: int) -> list[Tile]:
-    from .rerank import latest_prelabels  # lmm loads only when a page is drawn
+    from annotator.methods.rerank import latest_prelabels  # lmm loads only when a page is drawn
 
     images = Image.objects.select_related("taxon").in_bulk([hit.image_id for hit in hits])
     labels = seen_by(query, viewer, images)
@@ -249,7 +248,7 @@ def adaptive_results(
 
 def _reranked(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) -> ResultsPage:
     """The query's last vision-model rerank, best first, with each image's sub-question answers."""
-    from .rerank import latest_scores  # lmm and the model client load only for this ranking
+    from annotator.methods.rerank import latest_scores  # lmm and the model client load only for this ranking
 
     job, scores = latest_scores(query)
     if job is None:
@@ -261,7 +260,7 @@ def _reranked(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) 
 
 def _visret(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) -> ResultsPage:
     """The collection ranked by the query's VisRet drawings (RRF of one image search per drawing)."""
-    from .rerank import visret_ranking
+    from annotator.methods.rerank import visret_ranking
 
     labeled = set(seen_by(query, viewer))
     try:
@@ -277,7 +276,7 @@ def _visret(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) ->
 
 def _judged(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) -> ResultsPage:
     """The judge panel's candidates: confident accepts first, confident rejects last."""
-    from .rerank import latest_prelabels, panel_ranking
+    from annotator.methods.rerank import latest_prelabels, panel_ranking
 
     prelabels = latest_prelabels(query)
     if not prelabels:

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from .models import Decision, Judgment, Label, LabelValue, Query
+from annotator.methods.rerank import latest_prelabels
+from annotator.models import Decision, Judgment, Label, LabelValue, Query
 
 UNSURE_RULE = (
     "Unsure is not a vote: an item counts where at least two annotators voted relevant or not relevant; "
@@ -267,7 +268,6 @@ def judge_panel(query: Query) -> dict[str, Any]:
     """The judge panel's verdicts scored like a third annotator against the query's final labels that more
     than one person stands behind (double-labeled or adjudicated): the items, percent agreement and kappa.
     Abstentions and unsure or undecided finals are left out."""
-    from .rerank import latest_prelabels
 
     trusted = dict(
         Label.objects.filter(

@@ -11,6 +11,8 @@ from pathlib import Path, PurePosixPath
 from django.core.management.color import no_style
 from django.db import connection, transaction
 
+from annotator.labels import set_labels_in_bulk
+from annotator.models import ImportBatch, LabelSource, LabelValue, Query, text_key
 from catalog.models import ROWS_PER_STATEMENT, Image, Taxon
 from common.inputs import InputError, read_csv
 from common.values import (
@@ -22,9 +24,6 @@ from common.values import (
     required_int,
     required_text,
 )
-
-from .labels import set_labels_in_bulk
-from .models import ImportBatch, LabelSource, LabelValue, Query, text_key
 
 QUERY_COLUMNS = ["query_id", "query_text", "supercategory", "category", "iconic_group"]
 ANNOTATION_COLUMNS = ["query_id", "image_id", "image_path"]

@@ -12,10 +12,9 @@ import numpy as np
 from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
+from annotator.models import Query, QueryExample
 from common import background
 from search.facade import SearchUnavailable, configured_spec, embed_image
-
-from .models import Query, QueryExample
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +51,7 @@ def _failed(example_id: int, reason: str) -> str:
 def send(example_id: int) -> None:
     """Ask the background for `example_id`'s vector (background.submit_when_polled: the page asks on every
     poll). With the queue away, the example keeps the reason, and the page shows it instead of "embedding…"."""
-    from .tasks import embed_example  # the task module imports this one
+    from annotator.tasks import embed_example  # the task module imports this one
 
     def refused(error: background.QueueUnavailable) -> None:
         QueryExample.objects.filter(pk=example_id).update(embedding_error=str(error)[:500])

@@ -2,7 +2,7 @@
 
 Blind double labeling seals each image of a query's overlap sample until it has its judgments: an annotator
 sees nothing of the others' judgments of it nor of its final label, before judging it (blind) and after
-(their own judgment only). annotator.overlap.sealed_pairs is the rule. Hidden means hidden on
+(their own judgment only). annotator.labels.sealed.sealed_pairs is the rule. Hidden means hidden on
 every route, not only in the grid: the label API's lists, details and filters, the counts beside the grid and
 in a save's answer, the not-relevant run and the recall estimate (both read hidden labels), the dashboards,
 the agreement figures and the exports. A `Sight` is that rule for one viewer, computed once per request:
@@ -27,9 +27,9 @@ from django.db.models import Exists, Max, OuterRef, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from . import selectors
-from .models import UNDECIDED, Judgment, Label, LabelValue, Query
-from .overlap import Writer, sealed_pairs, sealed_to
+from annotator.labels import selectors
+from annotator.labels.sealed import Writer, sealed_pairs, sealed_to
+from annotator.models import UNDECIDED, Judgment, Label, LabelValue, Query
 
 # What an answer says in decided_by for a label sealed to its viewer (as_seen): their own judgment stands in.
 SEALED = "sealed"

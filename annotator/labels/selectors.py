@@ -4,7 +4,7 @@ dashboard, the admin and the API, so that they can never disagree."""
 from django.db.models import Count, F, Max, Q
 from django.db.models.functions import Coalesce
 
-from .models import UNDECIDED, Assignment, Decision, Judgment, Label, LabelValue, Query, QueryAnnotator
+from annotator.models import UNDECIDED, Assignment, Decision, Judgment, Label, LabelValue, Query, QueryAnnotator
 
 
 def counted_from_labels():
@@ -21,7 +21,7 @@ def counted_from_labels():
 
 
 def _tallied():
-    """The counts as annotator.tallies keeps them: one row a query (a query never labeled has none: 0)."""
+    """The counts as annotator.labels.tallies keeps them: one row a query (a query never labeled has none: 0)."""
     return {
         name: Coalesce(F(f"tally__{name}"), 0)
         for name in ("labeled", "relevant", "not_relevant", "unsure", "undecided")
@@ -74,7 +74,7 @@ def sorted_list(queries: list, sort: str) -> list:
 
 
 def annotators_by_query(queries) -> dict[int, list[str]]:
-    """{query id: the user names of those who judged it, sorted} for `queries` (annotator.tallies keeps
+    """{query id: the user names of those who judged it, sorted} for `queries` (annotator.labels.tallies keeps
     who holds judgments of each query)."""
     names: dict[int, list[str]] = {}
     for query_id, username in QueryAnnotator.objects.filter(query__in=queries, judgments__gt=0).values_list(

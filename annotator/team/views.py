@@ -1,6 +1,6 @@
 """The team's pages: the adjudication queue of a query, and the project's agreement figures.
 
-Thin: the work is in labels.adjudicate, selectors.disagreements and annotator.agreement.
+Thin: the work is in labels.adjudicate, selectors.disagreements and annotator.team.agreement.
 """
 
 from django.contrib import messages
@@ -8,11 +8,12 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
+from annotator import labels
+from annotator.labels import selectors, visibility
+from annotator.models import UNDECIDED, Decision, LabelValue, Query
+from annotator.team import agreement
 from catalog.models import Image
 from common.api_params import strict_id
-
-from . import agreement, labels, selectors, visibility
-from .models import UNDECIDED, Decision, LabelValue, Query
 
 QUEUE_PAGE = 20  # disagreements shown at once: each image is shown large
 # Values as the adjudicator reads them ("not relevant", not "not_relevant"); the page keeps the value as a CSS class.

@@ -8,7 +8,7 @@ decide, and an adjudicator's decision overrides them all.
 from collections import Counter
 from collections.abc import Sequence
 
-from .models import UNDECIDED, Decision, FinalRule, LabelValue
+from annotator.models import UNDECIDED, Decision, FinalRule, LabelValue
 
 
 def decide(values: Sequence[str], rule: str = FinalRule.MAJORITY, adjudicated: str = "") -> tuple[str, str]:

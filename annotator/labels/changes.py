@@ -1,16 +1,80 @@
-"""Label changes as clients send them: one reader for the labeling page's saves, the API's batches and
-Submit. Check first, then write (Zulip's `check_*` before `do_*`): `read_changes` and `read_image_ids` turn a
-body into LabelChanges or image ids, or raise BadChanges with the one sentence every surface shows; only then
-does annotator.labels write. The page answers the sentence as {"error": ...}, the API as {"detail": ...}.
+"""Label changes as clients send them: one reader for the labeling page's saves, the API's batches and Submit,
+written with DRF's fields so that the API's schema documents exactly what is read. Check first, then write
+(Zulip's `check_*` before `do_*`): `read_changes` and `read_image_ids` turn a body into LabelChanges or image
+ids, or raise BadChanges with the one sentence every surface shows; only then does annotator.labels write.
+The page answers the sentence as {"error": ...}, the API as {"detail": ...}.
 """
 
 from collections.abc import Iterable
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from annotator.labels import LabelChange
+from annotator.models import LabelValue
 from catalog.models import Image
 from common.api_params import echo, strict_id
 
-from .labels import LabelChange
-from .serializers import LabelChangeSerializer
+# The labeling page's saves: a range selection or the undo of a Submit of 500 fits; more is a wrong client.
+MAX_LABELS_PER_SAVE = 1000
+# A script's batch through the API (POST /api/queries/{id}/labels/).
+MAX_LABELS_PER_API_BATCH = 5000
+
+
+class LabelValueField(serializers.ChoiceField):
+    """A label value. A wrong one is quoted cut short in the error: DRF quotes it whole, megabytes included."""
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=LabelValue.choices, **kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and (data in LabelValue.values or (data == "" and self.allow_blank)):
+            return data
+        self.fail("invalid_choice", input=echo(data))
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class ImageIdField(serializers.Field):
+    """An image id, checked in one query for the whole batch (annotator.labels.changes), not one per label."""
+
+    default_error_messages = {"invalid": "Must be an image id (a whole number), not {input}."}
+
+    def to_internal_value(self, data):
+        if (image_id := strict_id(data)) is None:
+            self.fail("invalid", input=echo(data))
+        return image_id
+
+    def to_representation(self, value):
+        return value
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class MillisecondsField(serializers.Field):
+    """A JSON whole number of milliseconds, 0 to 2^31 - 1: not "2700", not 1.5, not true."""
+
+    default_error_messages = {"invalid": "Must be a whole number of milliseconds, not {input}."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int) or not 0 <= data < 2**31:
+            self.fail("invalid", input=echo(data))
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
+class LabelChangeSerializer(serializers.Serializer):
+    """One label as the labeling page and the API both send it."""
+
+    image = ImageIdField()
+    value = LabelValueField(allow_blank=True, help_text='"" removes the label')
+    lead_time_ms = MillisecondsField(required=False, allow_null=True, help_text="how long the image was looked at")
+
+    def to_internal_value(self, data):
+        item = super().to_internal_value(data)
+        return LabelChange(item["image"], item["value"], item.get("lead_time_ms"))
+
 
 NOT_A_LIST = "labels must be a non-empty list of {image, value} objects."
 

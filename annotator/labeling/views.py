@@ -1,10 +1,8 @@
 """The annotators' pages: labeling one query, its results, label saves and Submit.
 
-Thin: the work is in labeling.py, labels.py, selectors.py, catalog.taxa and the search engine.
+Thin: the work is in grid.py, labels.py, selectors.py, catalog.taxa and the search engine.
 Taxon suggestions and image files are the catalog's (catalog/views.py).
 """
-
-from functools import wraps
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -22,42 +20,18 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh
 
+from annotator import labels
+from annotator.forms import ExampleUploadForm, LabelingSearchForm, SearchState, TrackingForm
+from annotator.labeling import examples, grid
+from annotator.labels import visibility
+from annotator.labels.changes import MAX_LABELS_PER_SAVE, BadChanges, read_changes, read_image_ids
+from annotator.methods.pane import model_box
+from annotator.models import LabelSource, LabelValue, Query, QueryExample
+from annotator.progress import figures
 from common.api_params import BadJson, parse_json, strict_id
-from common.background import QueueUnavailable
 from common.database import retry_once_if_dropped
 from common.formats import RASTER_TYPES
-from common.refusals import drawn_for_target
-from lmm.facade import ModelUnavailable
-
-from . import agreement, examples, labeling, labels, progress, rerank, visibility
-from .changes import BadChanges, read_changes, read_image_ids
-from .forms import ExampleUploadForm, LabelingSearchForm, SearchState, TrackingForm
-from .model_methods import MODEL_METHODS, page_ranking
-from .models import GeneratedImage, LabelSource, LabelValue, Query, QueryExample
-from .serializers import MAX_LABELS_PER_SAVE
-
-
-def json_login_required(view):
-    """For the page's fetch() calls: an ended session answers 401 with a sentence, not a redirect to
-    the login page (which fetch would follow and read as a success)."""
-
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not request.user.is_authenticated:
-            return JsonResponse(
-                {"error": "Your session ended: log in again.", "login_url": settings.LOGIN_URL}, status=401
-            )
-        return view(request, *args, **kwargs)
-
-    return wrapper
-
-
-def _locked_for(request, query: Query) -> bool:
-    return labels.locked_for(query, request.user)
-
-
-def _locked_message(query: Query) -> str:
-    return labels.LOCKED_MESSAGE.format(id=query.pk)
+from common.http import json_login_required, sandboxed
 
 
 def _ranking(request, query: Query) -> str:
@@ -67,17 +41,17 @@ def _ranking(request, query: Query) -> str:
     rank like: it would show an empty grid on every visit."""
     key = f"quire:ranking:{query.pk}"
     chosen = request.GET.get("ranking", "")
-    if chosen in labeling.RANKINGS:
+    if chosen in grid.RANKINGS:
         if request.session.get(key) != chosen and _can_rank(request, query, chosen):
             request.session[key] = chosen
         return chosen
     remembered = request.session.get(key)
-    return remembered if remembered in labeling.RANKINGS and _can_rank(request, query, remembered) else "text"
+    return remembered if remembered in grid.RANKINGS and _can_rank(request, query, remembered) else "text"
 
 
 def _can_rank(request, query: Query, ranking: str) -> bool:
     """Whether `ranking` has what it ranks from: a ranking by examples needs an example or a "like" image."""
-    needs_examples = ranking in labeling.EXAMPLE_RANKINGS
+    needs_examples = ranking in grid.EXAMPLE_RANKINGS
     return not needs_examples or bool(request.GET.getlist("like")) or query.examples.exists()
 
 
@@ -87,13 +61,13 @@ def _search_state(request, query: Query) -> SearchState:
     params = request.GET.copy()
     params.pop("offset", None)
     params["ranking"] = ranking
-    form = LabelingSearchForm(request.GET, page_sizes=labeling.PAGE_SIZES)
+    form = LabelingSearchForm(request.GET, page_sizes=grid.PAGE_SIZES)
     return form.state(query, ranking, params.urlencode())
 
 
-def _results(request, query: Query, state: SearchState, offset: int, shown_ids=(), limit=None) -> labeling.ResultsPage:
+def _results(request, query: Query, state: SearchState, offset: int, shown_ids=(), limit=None) -> grid.ResultsPage:
     if state.ranking != "text":
-        return labeling.adaptive_results(
+        return grid.adaptive_results(
             query,
             viewer=request.user,
             strategy=state.ranking,
@@ -104,7 +78,7 @@ def _results(request, query: Query, state: SearchState, offset: int, shown_ids=(
             offset=offset,
             limit=limit or state.size,
         )
-    return labeling.results(
+    return grid.results(
         query,
         viewer=request.user,
         text=state.q,
@@ -134,21 +108,21 @@ def label_page(request, query_id):
             "state": state,
             "page": page,
             "counts": counts,
-            "page_sizes": labeling.PAGE_SIZES,
-            "labeled_down_to": labeling.labeled_down_to(
+            "page_sizes": grid.PAGE_SIZES,
+            "labeled_down_to": grid.labeled_down_to(
                 query, viewer=request.user, text=state.q, taxon_ids=state.taxon_ids
             ),
-            **_figures(query, sight, counts),
+            **figures.side_pane(query, sight, counts),
             "examples": query.examples.all(),
             "examples_embedding": embedding,
-            "rankings": labeling.RANKINGS,
-            "ranking_name": labeling.RANKINGS.get(state.ranking, state.ranking),
+            "rankings": grid.RANKINGS,
+            "ranking_name": grid.RANKINGS.get(state.ranking, state.ranking),
             "rerank_every": settings.QUIRE_RERANK_EVERY,
             "submit_limit": MAX_IMAGES_PER_SUBMIT,
             "upload_form": ExampleUploadForm(),
-            **_rerank_box(query, sight),
+            **model_box(query, sight),
             "tracking": TrackingForm(instance=query, staff=labels.may_manage(request.user)),
-            "locked": _locked_for(request, query),
+            "locked": labels.locked_for(query, request.user),
         },
     )
 
@@ -165,8 +139,8 @@ def results_fragment(request, query_id):
         count = int(request.POST.get("count", 0)) or None
     except ValueError:
         return HttpResponseBadRequest("offset and count must be whole numbers.")
-    if count is not None and not 1 <= count <= max(labeling.PAGE_SIZES):
-        return HttpResponseBadRequest(f"count must be 1 to {max(labeling.PAGE_SIZES)}.")
+    if count is not None and not 1 <= count <= max(grid.PAGE_SIZES):
+        return HttpResponseBadRequest(f"count must be 1 to {max(grid.PAGE_SIZES)}.")
     shown = [strict_id(value) for value in request.POST.getlist("shown")]
     if None in shown or len(shown) > 10_000:
         return HttpResponseBadRequest("shown must list at most 10,000 image ids.")
@@ -180,8 +154,8 @@ def results_fragment(request, query_id):
 def save_tracking(request, query_id):
     """The tracking sheet on the labeling page: status, fully labeled?, notes (and for staff, the lock)."""
     query = get_object_or_404(Query, pk=query_id)
-    if _locked_for(request, query):
-        return HttpResponseForbidden(_locked_message(query))
+    if labels.locked_for(query, request.user):
+        return HttpResponseForbidden(labels.locked_message(query))
     form = TrackingForm(request.POST, instance=query, staff=labels.may_manage(request.user))
     saved = form.is_valid()
     if saved:
@@ -189,7 +163,7 @@ def save_tracking(request, query_id):
     return render(
         request,
         "annotator/_tracking.html",
-        {"query": query, "tracking": form, "saved": saved, "locked": _locked_for(request, query)},
+        {"query": query, "tracking": form, "saved": saved, "locked": labels.locked_for(query, request.user)},
         status=200 if saved else 400,
     )
 
@@ -214,7 +188,7 @@ def _json_body(request):
 PAGE_SOURCES = (LabelSource.CLICK, LabelSource.KEYBOARD)
 # One Submit is one transaction: 10,500 images held one for 5.2 s (issue 37). Four of the largest pages; the
 # page submits the first this many of what it shows and says to press again for the rest.
-MAX_IMAGES_PER_SUBMIT = 4 * max(labeling.PAGE_SIZES)
+MAX_IMAGES_PER_SUBMIT = 4 * max(grid.PAGE_SIZES)
 
 
 @json_login_required
@@ -280,11 +254,11 @@ def submit(request, query_id):
 @require_POST
 def upload_example(request, query_id):
     """Keep an uploaded example image with the query and rank by the text and the examples together. Its
-    vector is computed in the background (annotator.examples): the page says "embedding…" until it is
+    vector is computed in the background (annotator.labeling.examples): the page says "embedding…" until it is
     ready. Staff and annotators alike: an example is a search aid, not a label."""
     query = get_object_or_404(Query, pk=query_id)
-    if _locked_for(request, query):
-        return HttpResponseForbidden(_locked_message(query))
+    if labels.locked_for(query, request.user):
+        return HttpResponseForbidden(labels.locked_message(query))
     form = ExampleUploadForm(request.POST, request.FILES)
     if not form.is_valid():
         return HttpResponseBadRequest(" ".join(message for errors in form.errors.values() for message in errors))
@@ -311,38 +285,6 @@ def examples_embedding(request, query_id):
 
 @login_required
 @require_GET
-def figures_fragment(request, query_id):
-    """The side pane's figures (the not-relevant run, the recall estimate), asked for again by the page a
-    moment after its labels are saved, so that they follow the labels instead of the page's load."""
-    query = get_object_or_404(Query, pk=query_id)
-    sight = visibility.of(request)
-    return render(request, "annotator/_figures.html", _figures(query, sight, sight.counts(query)))
-
-
-@login_required
-@require_GET
-def estimate_fragment(request, query_id):
-    """The recall estimate of a query, polled by the labeling page's side pane while the background computes
-    it. (The dashboard does not poll: a project's hundreds of rows would poll at once; like its run and TSR
-    cells, the row says "computing…" until a reload finds the figure.)"""
-    query = get_object_or_404(Query, pk=query_id)
-    sight = visibility.of(request)
-    return render(request, "annotator/_estimate.html", _figures(query, sight, sight.counts(query)))
-
-
-def _figures(query: Query, sight: visibility.Sight, counts: dict) -> dict:
-    """What the side pane shows of the run and the recall estimate: the cached values, or "computing" (asked
-    of the background: neither is computed in a request), or for a viewer judging images of the query blind,
-    why they are withheld (both are read off every label, the hidden ones too)."""
-    figures = {"query": query, "run_goal": progress.RUN_GOAL, "estimate_help": progress.ESTIMATE_HELP}
-    if withheld := sight.withheld(query.pk):
-        return {**figures, "withheld": withheld, "run": None, "estimate": None}
-    run, estimate = progress.figures_or_computing(query, counts["labeled"], counts["last_activity"])
-    return {**figures, "run": run, "estimate": estimate}
-
-
-@login_required
-@require_GET
 def example_file(request, query_id, example_id):
     """An uploaded example's image (uploads are not served as static media: they stay behind the login)."""
     example = get_object_or_404(QueryExample, pk=example_id, query_id=query_id)
@@ -350,77 +292,4 @@ def example_file(request, query_id, example_id):
         raise Http404("This example is an image of the collection.")
     kind = example.upload.name.rsplit(".", 1)[-1].upper()
     content_type = RASTER_TYPES.get("JPEG" if kind == "JPG" else kind, "application/octet-stream")
-    return _sandboxed(FileResponse(example.upload.open("rb"), content_type=content_type))
-
-
-def _sandboxed(response):
-    """A file a user or a model made, opened on its own: no script runs, nothing is fetched, no type is sniffed."""
-    response["Content-Security-Policy"] = "sandbox; default-src 'none'; img-src 'self'"
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
-
-
-@login_required
-@require_POST
-def start_rerank(request, query_id):
-    """Queue a rerank of the query's CLIP top 100 by the configured vision-language model."""
-    query = get_object_or_404(Query, pk=query_id)
-    method = request.POST.get("method", "yesno")
-    if method not in MODEL_METHODS:
-        return HttpResponseBadRequest(f"method is one of {', '.join(MODEL_METHODS)}.")
-    if _locked_for(request, query):
-        return _rerank_refused(request, query, _locked_message(query), 403)
-    try:
-        rerank.start_job(query, user=request.user, method=method)
-    except ModelUnavailable as error:
-        return _rerank_refused(request, query, str(error), 409)
-    except QueueUnavailable as error:  # the job row ends failed with the same sentence
-        return _rerank_refused(request, query, str(error), 503)
-    return render(
-        request,
-        "annotator/_rerank.html",
-        {**_rerank_box(query, visibility.of(request)), "locked": _locked_for(request, query)},
-    )
-
-
-def _rerank_refused(request, query: Query, sentence: str, status: int):
-    """The side pane's model box with the refusal's sentence in it, where the annotator pressed the button."""
-    box = {**_rerank_box(query, visibility.of(request)), "error": sentence, "locked": _locked_for(request, query)}
-    box = render(request, "annotator/_rerank.html", box, status=status)
-    return drawn_for_target(box)
-
-
-@login_required
-@require_GET
-def rerank_status(request, query_id):
-    """The side pane's rerank box (htmx polls it while the job runs)."""
-    query = get_object_or_404(Query, pk=query_id)
-    return render(
-        request,
-        "annotator/_rerank.html",
-        {**_rerank_box(query, visibility.of(request)), "locked": _locked_for(request, query)},
-    )
-
-
-def _rerank_box(query: Query, sight: visibility.Sight) -> dict:
-    """What the side pane's model box shows: the last job, and the last VisRet drawings. The judge panel's
-    agreement is scored against the final labels, so a viewer judging blind does not get it."""
-    visret_job = query.rerank_jobs.filter(method="visret", status="done").first()
-    job = query.rerank_jobs.first()
-    judged = job is not None and job.method == "judges" and job.status == "done" and not sight.blind_in(query.pk)
-    return {
-        "query": query,
-        "job": job,
-        "judge_panel": agreement.judge_panel(query) if judged else None,
-        "job_ranking": page_ranking(job.method) if job else None,
-        "methods": MODEL_METHODS.values(),
-        "drawings": list(visret_job.generated_images.all()) if visret_job else [],
-    }
-
-
-@login_required
-@require_GET
-def drawing_file(request, query_id, drawing_id):
-    """A VisRet drawing (behind the login, like uploaded examples)."""
-    drawing = get_object_or_404(GeneratedImage, pk=drawing_id, query_id=query_id)
-    return _sandboxed(FileResponse(drawing.file.open("rb"), content_type="image/png"))
+    return sandboxed(FileResponse(example.upload.open("rb"), content_type=content_type))

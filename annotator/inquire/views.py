@@ -1,0 +1,66 @@
+"""The benchmark's files for staff: the INQUIRE CSVs and agreement.json, streamed."""
+
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseBadRequest, JsonResponse, StreamingHttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from annotator.inquire.exporters import AGREEMENT_FILE, EXPORTS, export_lines
+from annotator.labels import visibility
+from annotator.team import agreement
+
+
+@login_required
+@permission_required("annotator.export_labels", raise_exception=True)
+def download_export(request, name):
+    """Stream one INQUIRE CSV, or agreement.json (optionally for ?query=ID&query=ID only); a CSV is never built
+    whole in memory. Refused, with the reason, to a viewer for whom an overlap sample still waits (visibility)."""
+    if name not in EXPORTS and name != AGREEMENT_FILE:
+        raise Http404(f"No export named {name}; the exports are {', '.join([*EXPORTS, AGREEMENT_FILE])}.")
+    query_ids = None
+    if raw := request.GET.getlist("query"):
+        if not all(value.isascii() and value.isdigit() and int(value) < 2**63 for value in raw):
+            return HttpResponseBadRequest("query must be a query id (a whole number).")
+        query_ids = sorted({int(value) for value in raw})
+    if refused := visibility.of(request).refusal(query_ids):
+        raise PermissionDenied(refused)  # Quire's 403 page says it, with the way back
+    if name == AGREEMENT_FILE:  # what export_inquire writes beside the CSVs, at full precision
+        response = JsonResponse(agreement.report(query_ids), json_dumps_params={"indent": 2})
+        response["Content-Disposition"] = f'attachment; filename="{export_file_name(name, query_ids)}"'
+        return response
+    for_spreadsheets = request.GET.get("spreadsheet_safe") in ("1", "on")
+    response = StreamingHttpResponse(
+        export_lines(name, query_ids, for_spreadsheets=for_spreadsheets), content_type="text/csv; charset=utf-8"
+    )
+    file_name = export_file_name(name, query_ids)
+    if for_spreadsheets:
+        file_name = file_name.replace(".csv", "_spreadsheet.csv")
+    response["Content-Disposition"] = f'attachment; filename="{file_name}"'
+    return response
+
+
+def export_file_name(name: str, query_ids) -> str:
+    """inquire_labels.csv for every query; inquire_labels_q7.csv (or _q7_q12) for some, so that
+    downloads of different queries never overwrite each other."""
+    if not query_ids:
+        return name
+    stem, suffix = name.rsplit(".", 1)
+    ids = "_".join(f"q{query_id}" for query_id in query_ids[:5]) + ("_more" if len(query_ids) > 5 else "")
+    return f"{stem}_{ids}.{suffix}"
+
+
+@login_required
+@permission_required("annotator.export_labels", raise_exception=True)
+def download_export_choice(request):
+    """The export form (a file, a query, "for a spreadsheet"): on to the file's own address."""
+    name = request.GET.get("name", "")
+    if name not in EXPORTS:
+        raise Http404(f"No export named {name}; the exports are {', '.join(EXPORTS)}.")
+    params = {key: request.GET[key] for key in ("query", "spreadsheet_safe") if request.GET.get(key)}
+    return redirect(
+        f"{reverse('download-export', args=[name])}?{urlencode(params)}"
+        if params
+        else reverse("download-export", args=[name])
+    )
