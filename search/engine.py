@@ -154,43 +154,10 @@ def search(
     the ranking to those images and ranks them all exactly. Returns hits
     offset .. offset+k-1, best first, ties broken by image id.
     """
-    given = [
-        name
-        for name, value in (("text", text), ("image_id", image_id), ("image", image), ("vector", vector))
-        if value is not None
-    ]
-    if len(given) != 1:
-        raise SearchError("Search by exactly one of: a text, an image id, an uploaded image, or a vector.")
-    if text is not None and not text.strip():
-        raise SearchError("The query text is empty: type what the images should show.")
-    if not isinstance(k, int) or not isinstance(offset, int) or k < 1 or offset < 0:
-        raise SearchError("k must be a positive whole number and offset zero or more.")
-    if k > 10_000:
-        raise SearchError("k is at most 10,000 per page; use offset to page further.")
+    _check_search(text=text, image_id=image_id, image=image, vector=vector, k=k, offset=offset)
     spec = spec or configured_spec()
     loaded = _get(spec.name)
-    if image_id is not None:
-        query = vector_of_image(loaded, int(image_id))
-    elif vector is not None:
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != loaded.backend.dim:
-            raise SearchError(f"The vector has {query.shape[0]} dimensions; this index has {loaded.backend.dim}.")
-        if not np.all(np.isfinite(query)) or not np.any(query):
-            raise SearchError("The vector must be finite and not all zeros.")
-        query = query / np.linalg.norm(query)
-    else:
-        embedder = _embedder(spec)
-        if embedder.dim != loaded.backend.dim:
-            raise SearchError(
-                f"The model {spec.name} gives {embedder.dim}-dimensional vectors but {loaded.backend.described} "
-                f"holds {loaded.backend.dim}: embed the collection with this model, or configure the model it was "
-                "made with."
-            )
-        if text is not None:
-            query = embedder.encode_text([text.strip()])[0]
-        else:
-            assert image is not None  # exactly one of the four was given (checked above)
-            query = embedder.encode_images([image])[0]
+    query = _query_vector(loaded, spec, text=text, image_id=image_id, image=image, vector=vector)
     taxa = None if taxon_ids is None else list(taxon_ids)
     wide = image_id is None and image is None  # only an image's own vector is among the images
 
@@ -204,6 +171,62 @@ def search(
         key = ("page", query.tobytes(), None if taxa is None else tuple(sorted(taxa)))
         return loaded.text_orders.page(key, offset, k, ranked)
     return ranked(k, offset)
+
+
+
+def _check_search(
+    *, text: str | None, image_id: int | None, image: "PILImage | None", vector: object, k: int, offset: int
+) -> None:
+    """SearchError unless exactly one thing to rank by is given, a text is not blank, and the page is sane."""
+    given = [value for value in (text, image_id, image, vector) if value is not None]
+    if len(given) != 1:
+        raise SearchError("Search by exactly one of: a text, an image id, an uploaded image, or a vector.")
+    if text is not None and not text.strip():
+        raise SearchError("The query text is empty: type what the images should show.")
+    if not isinstance(k, int) or not isinstance(offset, int) or k < 1 or offset < 0:
+        raise SearchError("k must be a positive whole number and offset zero or more.")
+    if k > 10_000:
+        raise SearchError("k is at most 10,000 per page; use offset to page further.")
+
+
+def _query_vector(
+    loaded: _Loaded,
+    spec: ClipSpec,
+    *,
+    text: str | None,
+    image_id: int | None,
+    image: "PILImage | None",
+    vector: npt.ArrayLike | None,
+) -> np.ndarray:
+    """The unit vector to rank by: an image's stored one, a given vector normalized, or the model's encoding
+    of the text or the uploaded image."""
+    if image_id is not None:
+        return vector_of_image(loaded, int(image_id))
+    if vector is not None:
+        return _given_vector(loaded, vector)
+    embedder = _embedder(spec)
+    if embedder.dim != loaded.backend.dim:
+        raise SearchError(
+            f"The model {spec.name} gives {embedder.dim}-dimensional vectors but {loaded.backend.described} "
+            f"holds {loaded.backend.dim}: embed the collection with this model, or configure the model it was "
+            "made with."
+        )
+    if text is not None:
+        encoded: np.ndarray = embedder.encode_text([text.strip()])[0]
+        return encoded
+    assert image is not None  # exactly one of the four was given (_check_search)
+    encoded = embedder.encode_images([image])[0]
+    return encoded
+
+
+def _given_vector(loaded: _Loaded, vector: npt.ArrayLike) -> np.ndarray:
+    query = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if query.shape[0] != loaded.backend.dim:
+        raise SearchError(f"The vector has {query.shape[0]} dimensions; this index has {loaded.backend.dim}.")
+    if not np.all(np.isfinite(query)) or not np.any(query):
+        raise SearchError("The vector must be finite and not all zeros.")
+    normalized: np.ndarray = query / np.linalg.norm(query)
+    return normalized
 
 
 def score_images(

@@ -71,22 +71,19 @@ def import_queries(path: Path, split: str | None = None) -> QueriesResult:
     path = Path(path)
     if split is not None and split not in Query.Split.values:
         raise InputError(path, None, f"split must be one of {', '.join(Query.Split.values)}, not {split!r}")
-    split = split or split_from_file_name(path)
+    parsed, keys = _read_queries(path, split or split_from_file_name(path))
+    with transaction.atomic():
+        created, updated = _store_queries(path, parsed, keys)
+    return QueriesResult(created=created, updated=updated, unchanged=len(parsed) - created - updated)
+
+
+def _read_queries(path: Path, split: str) -> tuple[dict[int, dict], dict[str, int]]:
+    """The file's queries, {id: fields}, and {text key: id}; InputError at the first bad row or duplicate."""
     parsed: dict[int, dict] = {}
     keys: dict[str, int] = {}  # text_key -> query id, for the file's own duplicates
     for line, row in read_csv(path, QUERY_COLUMNS):
         try:
-            query_id = required_int(row["query_id"], "query_id")
-            if query_id <= 0:
-                raise BadValue(f"query_id must be a positive whole number, not {query_id}")
-            fields = {
-                "text": required_text(row["query_text"], "query_text", 10_000),
-                "supercategory": optional_text(row["supercategory"], "supercategory", 100),
-                "category": optional_text(row["category"], "category", 255),
-                "iconic_group": optional_text(row["iconic_group"], "iconic_group", 100),
-                "split": split,
-                "csv_index": optional_int(row.get(""), "the unnamed first column", INT32),
-            }
+            query_id, fields = _query_row(row, split)
         except BadValue as error:
             raise InputError(path, line, str(error)) from None
         if query_id in parsed:
@@ -95,26 +92,45 @@ def import_queries(path: Path, split: str | None = None) -> QueriesResult:
         if key in keys:
             raise InputError(path, line, f"query {query_id} has the text of query {keys[key]} above: one query a text")
         parsed[query_id], keys[key] = fields, query_id
+    return parsed, keys
 
+
+def _query_row(row: dict, split: str) -> tuple[int, dict]:
+    """One row of the queries CSV as (query id, the fields Quire stores); BadValue names what is wrong."""
+    query_id = required_int(row["query_id"], "query_id")
+    if query_id <= 0:
+        raise BadValue(f"query_id must be a positive whole number, not {query_id}")
+    return query_id, {
+        "text": required_text(row["query_text"], "query_text", 10_000),
+        "supercategory": optional_text(row["supercategory"], "supercategory", 100),
+        "category": optional_text(row["category"], "category", 255),
+        "iconic_group": optional_text(row["iconic_group"], "iconic_group", 100),
+        "split": split,
+        "csv_index": optional_int(row.get(""), "the unnamed first column", INT32),
+    }
+
+
+def _store_queries(path: Path, parsed: dict[int, dict], keys: dict[str, int]) -> tuple[int, int]:
+    """Create the new queries and update the changed ones (inside the caller's transaction); (created, updated).
+    A text another stored query already has is refused with InputError."""
     created = updated = 0
-    with transaction.atomic():
-        existing = Query.objects.select_for_update().in_bulk(list(parsed))
-        taken = Query.objects.filter(text_key__in=list(keys)).exclude(pk__in=list(parsed))
-        if clash := taken.values_list("pk", "text_key").first():
-            raise InputError(path, None, f"query {keys[clash[1]]} has the text of query {clash[0]}, already stored")
-        for query_id, fields in parsed.items():
-            query = existing.get(query_id)
-            if query is None:
-                Query.objects.create(id=query_id, **fields)
-                created += 1
-            elif any(getattr(query, name) != value for name, value in fields.items()):
-                for name, value in fields.items():
-                    setattr(query, name, value)
-                query.save(update_fields=[*fields, "updated_at"])
-                updated += 1
-        if created:
-            reset_id_sequence(Query)
-    return QueriesResult(created=created, updated=updated, unchanged=len(parsed) - created - updated)
+    existing = Query.objects.select_for_update().in_bulk(list(parsed))
+    taken = Query.objects.filter(text_key__in=list(keys)).exclude(pk__in=list(parsed))
+    if clash := taken.values_list("pk", "text_key").first():
+        raise InputError(path, None, f"query {keys[clash[1]]} has the text of query {clash[0]}, already stored")
+    for query_id, fields in parsed.items():
+        query = existing.get(query_id)
+        if query is None:
+            Query.objects.create(id=query_id, **fields)
+            created += 1
+        elif any(getattr(query, name) != value for name, value in fields.items()):
+            for name, value in fields.items():
+                setattr(query, name, value)
+            query.save(update_fields=[*fields, "updated_at"])
+            updated += 1
+    if created:
+        reset_id_sequence(Query)
+    return created, updated
 
 
 def reset_id_sequence(model) -> None:

@@ -3,15 +3,12 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.facade import recall_estimate
-from annotator.models import Query
 from common.cli import progress_bar
 from common.files import write_atomically
-from evaluation import plots, simulation, worlds
-from evaluation.inputs import InputError, read_qrels
+from evaluation import plots, replays, simulation
 from evaluation.models import SavedSimulation
 from evaluation.worlds import KINDS
-from search.facade import LABEL_ONLY_STRATEGIES, SearchUnavailable, next_batch
+from search.facade import SearchUnavailable
 
 
 class Command(BaseCommand):
@@ -67,147 +64,33 @@ class Command(BaseCommand):
         parser.add_argument("--no-save", action="store_true", help="do not keep the result for the evaluation pages")
 
     def handle(self, **options):
-        strategies = list(dict.fromkeys(options["strategy"] or ["text", "feedback"]))
-        # An oracle annotator only labels: the strategies that need example images cannot be replayed.
-        if unknown := [name for name in strategies if name not in LABEL_ONLY_STRATEGIES]:
-            raise CommandError(f"--strategy takes {', '.join(LABEL_ONLY_STRATEGIES)}, not {', '.join(unknown)}.")
-        if not 1 <= options["batch"] <= 1000:
-            raise CommandError("--batch must be 1 to 1,000 labels.")
-        if not 0 < options["target"] <= 1:
-            raise CommandError("--target must be a share above 0 and at most 1, e.g. 0.95.")
-        if not 1 <= options["max_labels"] <= 100_000:
-            raise CommandError("--max-labels must be 1 to 100,000.")
-        if not 0 <= options["noise"] < 0.5:
-            raise CommandError("--noise is the annotator's error rate: 0 or more and below 0.5, e.g. 0.05.")
-        kinds = None
-        if options["team_world"]:
-            positives, rankers, hard, kinds, source = self._team_world(options)
-        elif options["synthetic"]:
-            positives, rankers, hard, source = self._synthetic(options)
-        else:
-            positives, rankers, hard, source = self._real(options)
-        if options["noise"]:
-            source += f", annotator wrong {options['noise']:.0%} of the time"
         try:
+            strategies = replays.strategies_of(options["strategy"])
+            replays.check_settings(options)
+            grounds = replays.grounds(options)
             with progress_bar("Simulating", "replays") as progress:
                 result = simulation.simulate(
-                    positives,
-                    rankers,
+                    grounds.positives,
+                    grounds.rankers,
                     strategies,
                     batch=options["batch"],
                     target=options["target"],
                     max_labels=options["max_labels"],
                     progress=progress,
-                    hard=hard,
-                    kinds=kinds,
+                    hard=grounds.hard,
+                    kinds=grounds.kinds,
                     noise=options["noise"],
                     seed=options["seed"],
                 )
-        except SearchUnavailable as error:
+        except (replays.BadReplay, SearchUnavailable) as error:
             raise CommandError(str(error)) from None
-        result["source"] = source
-        self.stdout.write(format_medians(result))
+        result["source"] = grounds.source
+        self.stdout.write(replays.format_medians(result))
         if options["json"]:
             write_atomically(options["json"], json.dumps(result, indent=1).encode())
         if options["plot"]:
             write_atomically(options["plot"], plots.recall_curves(result["curves"]).encode())
         if not options["no_save"]:
-            saved = SavedSimulation.objects.create(name=options["name"] or source, ground_truth=source, result=result)
+            name = options["name"] or grounds.source
+            saved = SavedSimulation.objects.create(name=name, ground_truth=grounds.source, result=result)
             self.stdout.write(f"Saved as simulation {saved.pk} (Evaluation pages).")
-
-    def _team_world(self, options):
-        kinds = tuple(kind.strip() for kind in options["kinds"].split(",") if kind.strip())
-        if not 1 <= options["per_kind"] <= 50:
-            raise CommandError("--per-kind must be 1 to 50 queries.")
-        try:
-            world = worlds.team_world(kinds=kinds, per_kind=options["per_kind"], seed=options["seed"])
-        except ValueError as error:
-            raise CommandError(f"--kinds: {error}") from None
-        source = f"team world ({', '.join(kinds)}; seed {options['seed']})"
-        return world.positives, self._world_rankers(world, options), world.hard, world.kinds, source
-
-    def _synthetic(self, options):
-        try:
-            world = simulation.synthetic_world(
-                queries=options["synthetic_queries"], separation=options["separation"], seed=options["seed"]
-            )
-        except ValueError as error:
-            raise CommandError(str(error)) from None
-        source = f"synthetic world (separation {options['separation']}, seed {options['seed']})"
-        return world.positives, self._world_rankers(world, options), world.hard, source
-
-    def _world_rankers(self, world, options):
-        return {
-            query_id: (
-                simulation.world_ranker(world, query_id),
-                None if options["no_estimate"] else simulation.world_estimator(world, query_id),
-            )
-            for query_id in world.positives
-        }
-
-    def _real(self, options):
-        try:
-            truth = read_qrels(options["qrels"], options["queries"])
-        except InputError as error:
-            raise CommandError(str(error)) from None
-        texts = {query_id: row.get("query_text", "") for query_id, row in truth.queries.items()}
-        if not texts:
-            texts = dict(Query.objects.filter(pk__in=truth.positives).values_list("id", "text"))
-        wanted = [query_id for query_id, found in truth.positives.items() if found]
-        if missing := [query_id for query_id in wanted if not texts.get(query_id, "").strip()]:
-            raise CommandError(
-                f"No text for queries {', '.join(map(str, missing[:5]))}: give --queries (an INQUIRE queries CSV "
-                "with query_text) or import the queries first."
-            )
-        rankers = {
-            query_id: (
-                _collection_ranker(texts[query_id]),
-                None if options["no_estimate"] else _collection_estimator(texts[query_id]),
-            )
-            for query_id in wanted
-        }
-        return {query_id: truth.positives[query_id] for query_id in wanted}, rankers, None, str(options["qrels"])
-
-
-def _collection_ranker(text: str):
-    def ranked(strategy, relevant, not_relevant, exclude, k, recent=()):
-        hits = next_batch(
-            strategy=strategy,
-            text=text,
-            relevant_ids=relevant,
-            not_relevant_ids=not_relevant,
-            recent=recent,
-            k=k,
-            exclude_image_ids=exclude,
-        )
-        return [hit.image_id for hit in hits]
-
-    return ranked
-
-
-def _collection_estimator(text: str):
-    def estimate(relevant, not_relevant):
-        result = recall_estimate(text, relevant, not_relevant)
-        return None if result is None else result.recall
-
-    return estimate
-
-
-def format_medians(result: dict) -> str:
-    """The medians table, one line per group and strategy, with each strategy's worst ratio to the first."""
-    target = round(100 * result["settings"]["target"])
-    lines = [
-        f"{'group':<9} {'strategy':<10} {f'labels to {target}%':>14} {'vs first':>9} {'worst':>6} {'>1.1x':>6} "
-        f"{'missed':>7} {'est. error':>11}"
-    ]
-    for group, strategies in result["medians"].items():
-        for strategy, row in strategies.items():
-            labels = "–" if row["median_labels"] is None else f"{row['median_labels']:.0f}"
-            ratio, worst = row.get("median_ratio"), row.get("worst_ratio")
-            error = row["median_estimate_error"]
-            lines.append(
-                f"{group:<9} {strategy:<10} {labels:>14} {'' if ratio is None else f'{ratio:.2f}':>9} "
-                f"{'' if worst is None else f'{worst:.2f}':>6} {row.get('worse_than_baseline', ''):>6} "
-                f"{row['missed']:>7} {'' if error is None else f'{error:.2f}':>11}"
-            )
-    return "\n".join(lines)
