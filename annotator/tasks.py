@@ -3,7 +3,6 @@ machine's worker (`celery -A quire worker -Q models`) takes them and web and CPU
 
 from celery import shared_task
 
-import quire.celery  # noqa: F401  (the configured app: these tasks are sent through it, never a default one)
 from annotator.labeling import examples
 from annotator.methods import rerank as reranking
 from annotator.progress import figures

@@ -26,6 +26,10 @@ from .report import evaluate
 ROLES = ("run", "qrels", "queries")
 
 
+# evaluation/tasks.py: runs `score` below on a worker.
+SCORE_TASK = "evaluation.score_run"
+
+
 def upload_name(upload, role: str) -> str:
     """The uploaded file's own name, for messages: its last path part, printable, or the role's name."""
     name = os.path.basename(str(upload.name or "")).replace("\x00", "").strip()
@@ -71,7 +75,7 @@ def _send(scoring_id: int) -> None:
     """Queue the scoring; if the broker is away, the scoring ends failed with the reason (nothing stays
     "queued" for ever) and QueueUnavailable goes on to the view, which answers 503."""
     try:
-        background.submit(_task(), scoring_id)
+        background.submit(SCORE_TASK, scoring_id)
     except background.QueueUnavailable as error:
         _fail(Scoring.objects.get(pk=scoring_id), str(error))
         raise
@@ -80,9 +84,9 @@ def _send(scoring_id: int) -> None:
 def resume_if_lost(scoring: Scoring) -> bool:
     """With no broker, send again a scoring that no background thread of this process holds (the server
     was restarted while it waited or ran). With a broker, the broker gives back a lost worker's task."""
-    if scoring.finished or not background.embedded() or background.is_pending(_task(), scoring.pk):
+    if scoring.finished or not background.embedded() or background.is_pending(SCORE_TASK, scoring.pk):
         return False
-    background.submit(_task(), scoring.pk)
+    background.submit(SCORE_TASK, scoring.pk)
     return True
 
 
@@ -170,9 +174,3 @@ def _save(scoring: Scoring, report, truth) -> None:
         )
         locked.status, locked.report, locked.finished_at = Scoring.Status.DONE, saved, timezone.now()
         locked.save(update_fields=["status", "report", "finished_at"])
-
-
-def _task():
-    from .tasks import score_run
-
-    return score_run

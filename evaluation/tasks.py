@@ -2,8 +2,6 @@
 
 from celery import shared_task
 
-import quire.celery  # noqa: F401  (the configured app: these tasks are sent through it, never a default one)
-
 from . import scoring
 
 

@@ -16,14 +16,8 @@ ACCEPT, REJECT, ABSTAIN = "accept", "reject", "abstain"
 # A judge is sure enough to vote when its P(yes) is this far from 1/2; otherwise it abstains.
 MARGIN = 0.1
 
-# Five phrasings of INQUIRE's question: a one-model panel disagrees where the question is hard.
-PROMPTS = (
-    prompts.CHAT,
-    prompts.OPEN_MODEL,
-    'Is this a photo of "{query}"?\nAnswer the question with either "Yes" or "No" and nothing else.',
-    'Would an expert searching for "{query}" keep this photo?\nAnswer with either "Yes" or "No" and nothing else.',
-    'Look closely. Does the photo match all of "{query}"?\nAnswer with either "Yes" or "No" and nothing else.',
-)
+# The five phrasings the panel asks (lmm/prompts.py).
+PROMPTS = prompts.PANEL
 
 
 def vote(p_yes: float) -> str:

@@ -10,6 +10,16 @@ OPEN_MODEL = 'Does this picture show {query}?\nAnswer the question with either "
 PALIGEMMA = "Q: Does this picture show {query}? Respond with yes or no.\nA:"
 
 
+# Five phrasings of INQUIRE's question: a one-model panel disagrees where the question is hard.
+PANEL = (
+    CHAT,
+    OPEN_MODEL,
+    'Is this a photo of "{query}"?\nAnswer the question with either "Yes" or "No" and nothing else.',
+    'Would an expert searching for "{query}" keep this photo?\nAnswer with either "Yes" or "No" and nothing else.',
+    'Look closely. Does the photo match all of "{query}"?\nAnswer with either "Yes" or "No" and nothing else.',
+)
+
+
 def render(template: str, query: str) -> str:
     """The prompt for `query`. str.replace, not str.format: a query may hold braces."""
     if "{query}" not in template:

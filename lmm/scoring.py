@@ -81,10 +81,8 @@ def configured_image_generator():
 
 def configured_panel() -> list[ChatScorer]:
     """The judge panel: QUIRE_JUDGES (a JSON list of {"model", "prompt"}, either optional), else the
-    configured model asked the five phrasings of lmm/panel.py. Raises ModelUnavailable."""
-    from .panel import PROMPTS
-
-    judges = settings.QUIRE_JUDGES or [{"prompt": prompt} for prompt in PROMPTS]
+    configured model asked the five phrasings of prompts.PANEL. Raises ModelUnavailable."""
+    judges = settings.QUIRE_JUDGES or [{"prompt": prompt} for prompt in prompts.PANEL]
     return [
         _chat_scorer(
             judge.get("model") or settings.QUIRE_LMM_MODEL,

@@ -1,6 +1,6 @@
-# The Celery app (quire/celery.py) is imported by every module that defines tasks (search, annotator and
-# evaluation's tasks.py), so a task is always sent through the configured app; `celery -A quire` finds it
-# as quire.celery. It is not imported with Django itself: commands that send no task (evaluate, export)
+# The Celery app (quire/celery.py) is imported by common/background.py, which sends every task by name through
+# it (settings.QUIRE_CELERY_APP), so a task is always sent through the configured app; `celery -A quire` finds
+# it as quire.celery. It is not imported with Django itself: commands that send no task (evaluate, export)
 # start 0.25 s sooner without it (bench/eval_bench.py).
 
 

@@ -425,6 +425,8 @@ QUIRE_EMBED_STALL_SECONDS = int(os.environ.get("QUIRE_EMBED_STALL_SECONDS", "120
 # and "models" (vision-language model calls). A plain `celery -A quire worker` consumes all three; with a
 # GPU machine, it runs `celery -A quire worker -Q embed,models` and the CPU workers `-Q celery`.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
+# common/background.py sends tasks by name through this app (apps import nothing of quire/).
+QUIRE_CELERY_APP = "quire.celery.app"
 QUIRE_TASK_QUEUES = ("celery", "embed", "models")  # made kombu Queues in quire/celery.py (kombu: 86 ms to import)
 CELERY_TASK_ROUTES = {"annotator.rerank": {"queue": "models"}, "search.embed_chunk": {"queue": "embed"}}
 CELERY_BEAT_SCHEDULE = {

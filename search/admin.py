@@ -12,7 +12,7 @@ from django.urls import URLPattern, path
 
 from common import background
 
-from . import jobs, tasks
+from . import jobs
 from .exceptions import WeightsUnavailable
 from .models import EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild
 from .spec import configured_spec
@@ -124,7 +124,7 @@ class EmbeddingJobAdmin(ReadOnlyAdmin):
         else:
             # Never inside this request: to the workers, or to the background thread in embedded mode.
             try:
-                background.submit_on_commit(tasks.send_embedding_job, job.pk)
+                background.submit_on_commit("search.send_embedding_job", job.pk)
             except background.QueueUnavailable as error:
                 messages.error(request, f"{error} (Embedding job {job.pk} waits; start it again once Redis is back.)")
                 return redirect("admin:search_embeddingjob_changelist")
@@ -145,7 +145,7 @@ class EmbeddingJobAdmin(ReadOnlyAdmin):
             messages.error(request, str(error))
         else:
             try:
-                background.submit_on_commit(tasks.build_index, build.pk)
+                background.submit_on_commit("search.build_index", build.pk)
             except background.QueueUnavailable as error:
                 messages.error(request, str(error))
             else:

@@ -3,10 +3,7 @@ import threading
 
 from django.apps import AppConfig
 
-# Set by `manage.py demo` for the development server it starts: load the index and the text encoder in the
-# background at start, so the first search does not pay for them (gunicorn's workers do the same from
-# quire/gunicorn_hooks.py, before they take requests).
-WARM_UP_AT_START = "QUIRE_WARM_UP_AT_START"
+from .spec import WARM_UP_AT_START
 
 
 class SearchConfig(AppConfig):
@@ -16,6 +13,8 @@ class SearchConfig(AppConfig):
 
     def ready(self) -> None:
         if os.environ.get(WARM_UP_AT_START) == "1":
+            # Not at the top: the facade reaches the engine and its models, which Django allows only once
+            # every app is loaded, that is from ready() on.
             from .facade import warm_up
 
             threading.Thread(target=warm_up, name="quire-warm-up", daemon=True).start()

@@ -173,7 +173,6 @@ def search(
     return ranked(k, offset)
 
 
-
 def _check_search(
     *, text: str | None, image_id: int | None, image: "PILImage | None", vector: object, k: int, offset: int
 ) -> None:

@@ -21,12 +21,11 @@ import numpy as np
 import numpy.typing as npt
 
 from . import strategies
-from .apps import WARM_UP_AT_START
 from .batches import WINDOW as RECENT_ANSWERS
 from .batches import compose as compose_batch
 from .exceptions import SearchNotReady, SearchUnavailable
 from .results import Hit
-from .spec import ClipSpec, configured_spec, index_folder
+from .spec import WARM_UP_AT_START, ClipSpec, configured_spec, index_folder
 from .strategies import LABEL_ONLY_STRATEGIES, STRATEGIES
 from .strategies import REGISTRY as STRATEGY_REGISTRY
 

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from catalog.facade import NotServable, contained_path
 from catalog.models import Image
+from common import background
 
 from .exceptions import NoIndex, StoreMismatch, WeightsUnavailable
 from .models import ChunkStatus, EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
@@ -92,15 +93,13 @@ def unfinished_chunks(job: EmbeddingJob) -> "QuerySet[EmbeddingChunk]":
 def enqueue(job: EmbeddingJob, *, pending_only: bool = False) -> int:
     """Send every unfinished chunk (or only the pending ones) to the broker; return how many were sent. The
     broker is marked first (`_mark_sent`), so that the reaper can tell when it lost what was sent."""
-    from .tasks import embed_chunk
-
     chunks = unfinished_chunks(job)
     chunk_ids = list(
         (chunks.filter(status=ChunkStatus.PENDING) if pending_only else chunks).values_list("id", flat=True)
     )
     _mark_sent(job.pk)
     for chunk_id in chunk_ids:
-        embed_chunk.delay(chunk_id)
+        background.send("search.embed_chunk", chunk_id)
     return len(chunk_ids)
 
 
@@ -262,10 +261,8 @@ def requeue_stale_chunks(stale_seconds: float | None = None) -> list[int]:
         )
     ]
     if requeued and not settings.CELERY_TASK_ALWAYS_EAGER:
-        from .tasks import embed_chunk
-
         for chunk_id in requeued:
-            embed_chunk.delay(chunk_id)
+            background.send("search.embed_chunk", chunk_id)
     return requeued
 
 
@@ -273,9 +270,8 @@ def live_workers(timeout: float = 2.0) -> list[str]:
     """The names of the Celery workers that answer a ping (none in embedded mode)."""
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return []
-    from quire.celery import app
-
-    return [name for reply in app.control.ping(timeout=timeout) or [] for name in reply]
+    replies = background.celery_app().control.ping(timeout=timeout) or []
+    return [name for reply in replies for name in reply]
 
 
 def finish_if_complete(job_id: int, *, build_index: bool = True) -> bool:
@@ -336,9 +332,7 @@ def start_index_build(
     if run_here or settings.CELERY_TASK_ALWAYS_EAGER:
         run_index_build(build.pk, progress=progress)
     else:
-        from .tasks import build_index
-
-        build_index.delay(build.pk)
+        background.send("search.build_index", build.pk)
     build.refresh_from_db()
     return build
 

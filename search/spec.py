@@ -15,6 +15,10 @@ from pathlib import Path
 from django.conf import settings
 
 RANDOM_WEIGHTS_MARKER = "RANDOM_WEIGHTS"
+# Set by `manage.py demo` for the development server it starts: load the index and the text encoder in the
+# background at start (search/apps.py), so the first search does not pay for them (gunicorn's workers do the
+# same from quire/gunicorn_hooks.py, before they take requests).
+WARM_UP_AT_START = "QUIRE_WARM_UP_AT_START"
 
 
 @dataclass(frozen=True)

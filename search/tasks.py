@@ -9,8 +9,6 @@ own part file.
 
 from celery import shared_task
 
-import quire.celery  # noqa: F401  (the configured app: these tasks are sent through it, never a default one)
-
 from . import jobs
 from .models import EmbeddingJob
 

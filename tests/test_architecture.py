@@ -4,7 +4,8 @@
   images and model servers, not queries or labels);
 - outside an app, only its door (`facade`) and its models are imported;
 - common/, the plumbing every app shares, imports no app;
-- no app imports the project package quire/ (which wires them together), but for its Celery app;
+- no app imports the project package quire/ (which wires them together), and every task is sent by a name
+  some tasks module registers;
 - inside annotator, the rooms' rule: the write room (labels/) imports nothing of annotator but its models and
   itself; no room imports another room's views; the models import no room; and annotator/ itself holds only
   the app's shared modules, so that new work lands in a room.
@@ -16,6 +17,7 @@ function body counts as much as one at the top. The project package (quire/) wir
 
 import ast
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -96,9 +98,9 @@ def test_common_imports_no_app():
     assert not wrong, "common/ is below every app:\n" + "\n".join(wrong)
 
 
-# What an app may import of the project package quire/ (which wires the apps together): its Celery app, in the
-# tasks modules, until tasks are sent by name (issue 38). Request plumbing lives in common/.
-PROJECT_ALLOWED = {"quire.celery", "quire.celery.app"}
+# What an app may import of the project package quire/ (which wires the apps together): nothing. Request plumbing
+# lives in common/, and tasks are sent by name through the Celery app settings.QUIRE_CELERY_APP names.
+PROJECT_ALLOWED: set[str] = set()
 
 
 def project_imports(package: str, root: Path = ROOT) -> list[str]:
@@ -249,4 +251,54 @@ def test_the_room_checker_sees_planted_violations(tmp_path):
         "annotator/progress/views.py:1 imports annotator.team.views: a room never imports another room's views",
         "annotator/progress/views.py:1 imports annotator.team.views.adjudicate: a room never imports another room's "
         "views",
+    ]
+
+
+SENDS = re.compile(r"background\.(?:send|publish|submit|submit_on_commit|submit_when_polled)\(\s*([A-Z_]+|\"[^\"]+\")")
+NAMED = re.compile(r"(^|\n)([A-Z_]+) = \"([a-z_]+\.[a-z_]+)\"")
+
+
+def task_names_sent(root: Path = ROOT) -> list[tuple[str, str]]:
+    """(where, name) for every task name given to common.background, written out or as a module constant."""
+    found = []
+    for app in [*APPS, "common"]:
+        for path in sources(app, root):
+            text = path.read_text(encoding="utf-8")
+            constants = {match[1]: match[2] for match in NAMED.findall(text)}
+            for match in SENDS.finditer(text):
+                given = match.group(1)
+                name = given.strip('"') if given.startswith('"') else constants.get(given, given)
+                line = text.count("\n", 0, match.start()) + 1
+                found.append((f"{path.relative_to(root)}:{line}", name))
+    return found
+
+
+def test_every_task_sent_by_name_is_registered():
+    from django.conf import settings
+
+    from common.background import task_named
+
+    sent = task_names_sent()
+    assert len({name for _, name in sent}) >= 7, sent  # the embedding, index, model, figure and scoring jobs
+    # Beat's schedule and the routes name tasks too.
+    sent += [("CELERY_BEAT_SCHEDULE", entry["task"]) for entry in settings.CELERY_BEAT_SCHEDULE.values()]
+    sent += [("CELERY_TASK_ROUTES", name) for name in settings.CELERY_TASK_ROUTES]
+    unknown = []
+    for where, name in sent:
+        try:
+            task_named(name)
+        except KeyError:
+            unknown.append(f"{where} sends {name}, which no tasks module registers")
+    assert not unknown, "\n".join(unknown)
+
+
+def test_the_task_name_checker_sees_a_constant_and_a_literal(tmp_path):
+    (tmp_path / "annotator").mkdir()
+    (tmp_path / "annotator" / "probe.py").write_text(
+        'TASK = "annotator.nowhere"\n\ndef f():\n    background.submit_on_commit(TASK, 1)\n'
+        '    background.publish("annotator.rerank", 2, queue="models")\n'
+    )
+    assert task_names_sent(tmp_path) == [
+        ("annotator/probe.py:4", "annotator.nowhere"),
+        ("annotator/probe.py:5", "annotator.rerank"),
     ]

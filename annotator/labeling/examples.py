@@ -51,12 +51,13 @@ def _failed(example_id: int, reason: str) -> str:
 def send(example_id: int) -> None:
     """Ask the background for `example_id`'s vector (background.submit_when_polled: the page asks on every
     poll). With the queue away, the example keeps the reason, and the page shows it instead of "embedding…"."""
-    from annotator.tasks import embed_example  # the task module imports this one
 
     def refused(error: background.QueueUnavailable) -> None:
         QueryExample.objects.filter(pk=example_id).update(embedding_error=str(error)[:500])
 
-    background.submit_when_polled(embed_example, example_id, key=f"embed-example:{example_id}", on_unavailable=refused)
+    background.submit_when_polled(
+        "annotator.embed_example", example_id, key=f"embed-example:{example_id}", on_unavailable=refused
+    )
 
 
 def waiting(query: Query) -> list[int]:

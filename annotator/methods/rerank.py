@@ -132,10 +132,9 @@ def start_job(query: Query, *, user=None, top: int = DEFAULT_TOP, method: str = 
 def _send(job_id: int) -> None:
     """Queue the job on the `models` queue; if the broker is away the job ends failed with the reason (never
     "queued" for ever) and QueueUnavailable goes on to the caller."""
-    from annotator.tasks import rerank as rerank_task  # the task module imports this one
 
     try:
-        background.publish(rerank_task, job_id, queue="models")
+        background.publish("annotator.rerank", job_id, queue="models")
     except background.QueueUnavailable as error:
         RerankJob.objects.filter(pk=job_id).update(
             status=RerankJob.Status.FAILED, error=str(error), finished_at=timezone.now()

@@ -40,6 +40,10 @@ ESTIMATE_HELP = (
 )
 
 
+# annotator/tasks.py: computes and caches a list of queries' figures (refresh, below).
+REFRESH_TASK = "annotator.refresh_progress"
+
+
 def ranked_label_values(query: Query) -> list[str] | None:
     """The query's label values in the order of its text ranking (best first); None with no index."""
     labels = list(Label.objects.filter(query=query).values_list("image_id", "value"))
@@ -148,20 +152,17 @@ def figures_or_computing(query: Query, labeled: int, last_activity) -> tuple[Run
 
 def _ask_background(query: Query, labeled: int, last_activity) -> None:
     """Have the background compute and cache the query's signals and estimate (once per state of its labels)."""
-    from annotator.tasks import refresh_progress  # the task module imports this one
-
-    background.submit_when_polled(refresh_progress, (query.pk,), key=_key("refresh", query, labeled, last_activity))
+    background.submit_when_polled(REFRESH_TASK, (query.pk,), key=_key("refresh", query, labeled, last_activity))
 
 
 def _send_refresh(query_ids: list[int]) -> None:
     """Ask the background to compute and cache the figures of `query_ids`, once the request's transaction
     (if any) commits. With the queue away the page still shows its counts; the figures say "computing"
     until it is back."""
-    from annotator.tasks import refresh_progress  # the task module imports this one
 
     def send() -> None:
         with suppress(background.QueueUnavailable):
-            background.submit(refresh_progress, tuple(query_ids))
+            background.submit(REFRESH_TASK, tuple(query_ids))
 
     transaction.on_commit(send)
 

@@ -190,11 +190,11 @@ def test_with_a_broker_a_polled_job_is_sent_once_a_minute_not_on_every_poll(
     settings.CELERY_TASK_ALWAYS_EAGER = False  # a broker: sends are claimed in the shared cache
     with django_capture_on_commit_callbacks() as sent:
         for _ in range(3):
-            background.submit_when_polled(object(), 1, key="poll-test")
-        background.submit_when_polled(object(), 2, key="poll-test-other")
+            background.submit_when_polled("annotator.refresh_progress", 1, key="poll-test")
+        background.submit_when_polled("annotator.refresh_progress", 2, key="poll-test-other")
     assert len(sent) == 2  # one per key
     settings.CELERY_TASK_ALWAYS_EAGER = True  # embedded: the background thread keeps a job once by itself
     with django_capture_on_commit_callbacks() as sent:
         for _ in range(3):
-            background.submit_when_polled(object(), 1, key="poll-test")
+            background.submit_when_polled("annotator.refresh_progress", 1, key="poll-test")
     assert len(sent) == 3
