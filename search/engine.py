@@ -25,6 +25,7 @@ from . import index as faiss_index
 from .backends import FaissVectors, VectorBackend
 from .exceptions import NoIndex, SearchError, SearchUnavailable
 from .index import Searcher, inner_products
+from .request import RankingRequest
 from .results import Hit
 from .spec import ClipSpec, configured_spec, index_folder, store_root
 from .store import EmbeddingStore
@@ -228,31 +229,20 @@ def _given_vector(loaded: _Loaded, vector: npt.ArrayLike) -> np.ndarray:
     return normalized
 
 
-def score_images(
-    *,
-    text: str,
-    image_ids: Iterable[int],
-    strategy: str = "text",
-    relevant_ids: Iterable[int] = (),
-    not_relevant_ids: Iterable[int] = (),
-    example_ids: Iterable[int] = (),
-    spec: ClipSpec | None = None,
-) -> np.ndarray:
-    """The score of each image under a strategy's ranking (NaN for an image without a vector): where
+def score_images(request: RankingRequest, image_ids: Iterable[int]) -> np.ndarray:
+    """The score of each image under the request's ranking (NaN for an image without a vector): where
     labeled images sit in a query's ranking, without ranking the whole collection."""
-    spec = spec or configured_spec()
+    spec = request.spec or configured_spec()
     loaded = _get(spec.name)
-    image_ids = np.asarray(list(image_ids), dtype=np.int64)
-    scores = np.full(len(image_ids), np.nan, dtype=np.float32)
-    if not len(image_ids):
+    ids = np.asarray(list(image_ids), dtype=np.int64)
+    scores = np.full(len(ids), np.nan, dtype=np.float32)
+    if not len(ids):
         return scores
-    fetched = loaded.backend.fetch(image_ids)
-    if strategy == "text":
-        vector = _embedder(spec).encode_text([text])[0]
+    fetched = loaded.backend.fetch(ids)
+    if request.strategy == "text":
+        vector = _embedder(spec).encode_text([request.text or ""])[0]
     else:
-        vector = _strategy_vector(
-            loaded, spec, strategy, text, relevant_ids, not_relevant_ids, example_ids, (), (), None
-        )
+        vector = _strategy_vector(loaded, spec, request)
     scores[fetched.found] = inner_products(fetched.vectors, vector)
     return scores
 
@@ -271,44 +261,19 @@ def _vectors_of(loaded: _Loaded, image_ids: Iterable[int]) -> np.ndarray:
     return vectors
 
 
-def rank(
-    *,
-    strategy: str,
-    text: str | None = None,
-    relevant_ids: Iterable[int] = (),
-    not_relevant_ids: Iterable[int] = (),
-    example_ids: Iterable[int] = (),
-    example_images: Sequence["PILImage"] = (),
-    example_vectors: Sequence[npt.ArrayLike] = (),
-    k: int = 50,
-    offset: int = 0,
-    taxon_ids: Iterable[int] | None = None,
-    exclude_image_ids: Iterable[int] | None = None,
-    spec: ClipSpec | None = None,
-) -> list[Hit]:
+def rank(request: RankingRequest, *, k: int = 50, offset: int = 0) -> list[Hit]:
     """Rank the collection with one of strategies.STRATEGIES (see search.facade.rank)."""
     if not isinstance(k, int) or not isinstance(offset, int) or not 1 <= k <= 10_000 or offset < 0:
         raise SearchError("k must be a whole number from 1 to 10,000 and offset zero or more.")
-    spec = spec or configured_spec()
+    spec = request.spec or configured_spec()
     loaded = _get(spec.name)
-    vector = _strategy_vector(
-        loaded,
-        spec,
-        strategy,
-        text,
-        relevant_ids,
-        not_relevant_ids,
-        example_ids,
-        example_images,
-        example_vectors,
-        taxon_ids,
-    )
+    vector = _strategy_vector(loaded, spec, request)
     return loaded.backend.search(
         np.asarray(vector, dtype=np.float32),
         k=k,
         offset=offset,
-        taxon_ids=None if taxon_ids is None else list(taxon_ids),
-        exclude_image_ids=exclude_image_ids,
+        taxon_ids=request.taxa,
+        exclude_image_ids=request.exclude_image_ids,
         wide=True,  # texts, fitted and fused vectors: off the images' distribution (Searcher)
     )
 
@@ -341,44 +306,29 @@ class _Indexed:
         return vectors.astype(np.float32)
 
 
-def next_batch(
-    *,
-    strategy: str,
-    text: str | None = None,
-    relevant_ids: Sequence[int] = (),
-    not_relevant_ids: Sequence[int] = (),
-    recent: Sequence[tuple[int, bool]] = (),
-    example_ids: Iterable[int] = (),
-    example_vectors: Sequence[npt.ArrayLike] = (),
-    k: int = 50,
-    taxon_ids: Iterable[int] | None = None,
-    exclude_image_ids: Iterable[int] = (),
-    spec: ClipSpec | None = None,
-) -> list[Hit]:
-    """The next `k` images to label under `strategy` (see search.facade.next_batch)."""
+def next_batch(request: RankingRequest, *, recent: Sequence[tuple[int, bool]] = (), k: int = 50) -> list[Hit]:
+    """The next `k` images to label under the request's strategy (see search.facade.next_batch)."""
     if not isinstance(k, int) or not 1 <= k <= 1000:
         raise SearchError("A batch to label is 1 to 1,000 images.")
-    spec = spec or configured_spec()
+    spec = request.spec or configured_spec()
     loaded = _get(spec.name)
-    taxa = None if taxon_ids is None else list(taxon_ids)
-    chosen, inputs = _ranking_inputs(
-        loaded, spec, strategy, text, relevant_ids, not_relevant_ids, example_ids, (), example_vectors, taxa
-    )
+    taxa = request.taxa
+    chosen, inputs = _ranking_inputs(loaded, spec, request)
     vector = np.asarray(_vector_from(chosen, inputs, loaded), dtype=np.float32)
-    exclude = {int(i) for i in [*exclude_image_ids, *relevant_ids, *not_relevant_ids]}
-    if strategy == "text":  # the control: the plain text order, as INQUIRE ranked it
+    exclude = request.labeled_or_excluded
+    if request.strategy == "text":  # the control: the plain text order, as INQUIRE ranked it
         return loaded.backend.search(vector, k=k, taxon_ids=taxa, exclude_image_ids=exclude, wide=True)
     # The text order is every ranking's floor where the query has a text: "like the example images" too,
     # which does not rank by it (the encoder keeps the text's vector: no second encoding).
-    typed = (text or "").strip()
+    typed = (request.text or "").strip()
     floor = inputs.text if inputs.text is not None or not typed else _embedder(spec).encode_text([typed])[0]
     # The labels' vectors the fit read; a ranking that does not learn from labels reads them for the rules.
     learned = chosen.learns_from_labels
     with_vector = set(_with_vectors(loaded, [image_id for image_id, _ in recent]))
     picks = batches.compose(
         _Indexed(loaded, taxa, floor), learned=vector, text=floor, k=k, exclude=exclude,
-        relevant=inputs.relevant if learned else _vectors_of(loaded, relevant_ids),
-        not_relevant=inputs.not_relevant if learned else _vectors_of(loaded, not_relevant_ids),
+        relevant=inputs.relevant if learned else _vectors_of(loaded, request.relevant_ids),
+        not_relevant=inputs.not_relevant if learned else _vectors_of(loaded, request.not_relevant_ids),
         recent=[(image_id, answer) for image_id, answer in recent if image_id in with_vector],
     )  # fmt: skip
     if not picks:
@@ -400,61 +350,40 @@ def _with_vectors(loaded: _Loaded, image_ids: Iterable[int]) -> list[int]:
     return [int(i) for i in ids[loaded.backend.fetch(ids).found]]
 
 
-def _strategy_vector(
-    loaded: _Loaded,
-    spec: ClipSpec,
-    strategy: str,
-    text: str | None,
-    relevant_ids: Iterable[int],
-    not_relevant_ids: Iterable[int],
-    example_ids: Iterable[int],
-    example_images: Sequence["PILImage"],
-    example_vectors: Sequence[npt.ArrayLike],
-    taxon_ids: Iterable[int] | None,
-) -> np.ndarray:
-    """The vector `strategy` (one of strategies.REGISTRY) ranks by, from the text, the labels' and the
-    examples' vectors."""
-    chosen, inputs = _ranking_inputs(
-        loaded, spec, strategy, text, relevant_ids, not_relevant_ids, example_ids, example_images, example_vectors,
-        taxon_ids,
-    )  # fmt: skip
+def _strategy_vector(loaded: _Loaded, spec: ClipSpec, request: RankingRequest) -> np.ndarray:
+    """The vector the request's strategy (one of strategies.REGISTRY) ranks by, from the text, the labels'
+    and the examples' vectors."""
+    chosen, inputs = _ranking_inputs(loaded, spec, request)
     return _vector_from(chosen, inputs, loaded)
 
 
 def _ranking_inputs(
-    loaded: _Loaded,
-    spec: ClipSpec,
-    strategy: str,
-    text: str | None,
-    relevant_ids: Iterable[int],
-    not_relevant_ids: Iterable[int],
-    example_ids: Iterable[int],
-    example_images: Sequence["PILImage"],
-    example_vectors: Sequence[npt.ArrayLike],
-    taxon_ids: Iterable[int] | None,
+    loaded: _Loaded, spec: ClipSpec, request: RankingRequest
 ) -> tuple[strategies.Strategy, strategies.RankingInputs]:
-    """The strategy called `strategy` and what it ranks from: the text's vector (when it needs one), the
-    labels' vectors (when it learns from them), the examples' vectors and the collection's best match."""
+    """The request's strategy and what it ranks from: the text's vector (when it needs one), the labels'
+    vectors (when it learns from them), the examples' vectors and the collection's best match."""
     try:
-        chosen = strategies.strategy(strategy)
+        chosen = strategies.strategy(request.strategy)
     except ValueError as error:
         raise SearchError(str(error)) from None
-    examples = _vectors_of(loaded, example_ids)
-    if len(example_images):
-        examples = np.vstack([examples, _embedder(spec).encode_images(list(example_images))])
-    if len(example_vectors):
-        examples = np.vstack([examples, np.asarray(example_vectors, dtype=np.float32).reshape(-1, loaded.backend.dim)])
-    taxa = None if taxon_ids is None else list(taxon_ids)
+    examples = _vectors_of(loaded, request.example_ids)
+    if request.example_images:
+        examples = np.vstack([examples, _embedder(spec).encode_images(list(request.example_images))])
+    if request.example_vectors:
+        given = np.asarray(request.example_vectors, dtype=np.float32).reshape(-1, loaded.backend.dim)
+        examples = np.vstack([examples, given])
+    taxa = request.taxa
 
     def best_match(vector: np.ndarray) -> np.ndarray:
         top = loaded.backend.search(np.asarray(vector, dtype=np.float32), k=1, taxon_ids=taxa)
         return _vectors_of(loaded, [hit.image_id for hit in top])
 
-    typed = (text or "").strip()  # no text, or only blanks: None below, which vector_for refuses with its sentence
+    typed = (request.text or "").strip()  # no text, or only blanks: None below, which vector_for refuses
+    learns = chosen.learns_from_labels
     inputs = strategies.RankingInputs(
         text=_embedder(spec).encode_text([typed])[0] if chosen.needs_text and typed else None,
-        relevant=_vectors_of(loaded, relevant_ids if chosen.learns_from_labels else ()),
-        not_relevant=_vectors_of(loaded, not_relevant_ids if chosen.learns_from_labels else ()),
+        relevant=_vectors_of(loaded, request.relevant_ids if learns else ()),
+        not_relevant=_vectors_of(loaded, request.not_relevant_ids if learns else ()),
         examples=examples,
         best_match=best_match,
     )

@@ -24,6 +24,7 @@ from . import strategies
 from .batches import WINDOW as RECENT_ANSWERS
 from .batches import compose as compose_batch
 from .exceptions import SearchNotReady, SearchUnavailable
+from .request import RankingRequest
 from .results import Hit
 from .spec import WARM_UP_AT_START, ClipSpec, configured_spec, index_folder
 from .strategies import LABEL_ONLY_STRATEGIES, STRATEGIES
@@ -51,6 +52,7 @@ __all__ = [
     "next_batch",
     "compose_batch",
     "RECENT_ANSWERS",
+    "RankingRequest",
     "LABEL_ONLY_STRATEGIES",
     "STRATEGIES",
     "STRATEGY_REGISTRY",
@@ -129,20 +131,19 @@ def rank(
     """
     from .engine import rank as engine_rank
 
-    return engine_rank(
+    request = RankingRequest.of(
         strategy=strategy,
         text=text,
         relevant_ids=relevant_ids,
         not_relevant_ids=not_relevant_ids,
         example_ids=example_ids,
-        example_images=list(example_images),
+        example_images=example_images,
         example_vectors=list(example_vectors),
-        k=k,
-        offset=offset,
         taxon_ids=taxon_ids,
         exclude_image_ids=exclude_image_ids,
         spec=spec,
     )
+    return engine_rank(request, k=k, offset=offset)
 
 
 def next_batch(
@@ -170,19 +171,18 @@ def next_batch(
     """
     from .engine import next_batch as engine_next_batch
 
-    return engine_next_batch(
+    request = RankingRequest.of(
         strategy=strategy,
         text=text,
-        relevant_ids=list(relevant_ids),
-        not_relevant_ids=list(not_relevant_ids),
-        recent=list(recent),
+        relevant_ids=relevant_ids,
+        not_relevant_ids=not_relevant_ids,
         example_ids=example_ids,
         example_vectors=list(example_vectors),
-        k=k,
         taxon_ids=taxon_ids,
         exclude_image_ids=exclude_image_ids,
         spec=spec,
     )
+    return engine_next_batch(request, recent=list(recent), k=k)
 
 
 def strategy_vector(
@@ -227,15 +227,15 @@ def score_images(
     sit in a ranking, without ranking the whole collection. Raises SearchUnavailable."""
     from .engine import score_images as engine_score_images
 
-    return engine_score_images(
-        text=text,
-        image_ids=image_ids,
+    request = RankingRequest.of(
         strategy=strategy,
+        text=text,
         relevant_ids=relevant_ids,
         not_relevant_ids=not_relevant_ids,
         example_ids=example_ids,
         spec=spec,
     )
+    return engine_score_images(request, image_ids)
 
 
 def embed_image(image: "PILImage", spec: ClipSpec | None = None) -> np.ndarray:
