@@ -1,4 +1,5 @@
 from django.contrib import admin, messages
+from django.http import HttpRequest
 
 from annotator import labels
 from annotator.forms import ExampleInlineForm
@@ -44,17 +45,17 @@ class QueryAdmin(admin.ModelAdmin):
     search_fields = ["=id", "text", "category"]
     list_editable = ["status", "fully_labeled"]
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest):
         return selectors.with_label_counts(super().get_queryset(request))
 
-    def get_changelist_instance(self, request):
+    def get_changelist_instance(self, request: HttpRequest):
         """The list's counts as the viewer may see them (annotator.labels.visibility), like the dashboard's."""
         changelist = super().get_changelist_instance(request)
         visibility.of(request).count_queries(list(changelist.result_list))
         return changelist
 
     @admin.action(description="Draw the overlap sample (from each query's overlap share, rank and judgments)")
-    def draw_overlap(self, request, queryset):
+    def draw_overlap(self, request: HttpRequest, queryset) -> None:
         added = 0
         for query in queryset:
             if query.overlap_fraction is None and query.overlap_top is None:
@@ -85,17 +86,17 @@ class ViewOnlyAdmin(admin.ModelAdmin):
 
     show_full_result_count = False
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest):
         return self.visible(request, super().get_queryset(request))
 
-    def visible(self, request, found):
+    def visible(self, request: HttpRequest, found):
         """What the viewer may see of these rows (annotator.labels.visibility): the label tables say so."""
         return found
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
 
 
@@ -109,13 +110,13 @@ class LabelAdmin(ViewOnlyAdmin):
     search_fields = ["=query__id", "=image__id"]
     list_select_related = ["query", "annotator"]
 
-    def visible(self, request, found):
+    def visible(self, request: HttpRequest, found):
         return visibility.of(request).labels(found)
 
-    def delete_model(self, request, obj):
+    def delete_model(self, request: HttpRequest, obj) -> None:
         labels.clear_labels([obj], user=request.user, source=LabelSource.ADMIN)
 
-    def delete_queryset(self, request, queryset):
+    def delete_queryset(self, request: HttpRequest, queryset) -> None:
         cleared = labels.clear_labels(list(queryset), user=request.user, source=LabelSource.ADMIN)
         messages.info(request, f"{cleared} labels cleared for every annotator; the label history keeps each judgment.")
 
@@ -138,10 +139,10 @@ class LabelEventAdmin(ViewOnlyAdmin):
     list_select_related = ["query", "user", "import_batch"]
     ordering = ["-id"]  # newest first
 
-    def visible(self, request, found):
+    def visible(self, request: HttpRequest, found):
         return visibility.of(request).judged(found)
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
 
 
@@ -149,7 +150,7 @@ class LabelEventAdmin(ViewOnlyAdmin):
 class ImportBatchAdmin(ViewOnlyAdmin):
     list_display = ["id", "kind", "file_name", "user", "rows", "labels_changed", "created_at"]
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
 
 
@@ -175,8 +176,8 @@ class JudgmentAdmin(ViewOnlyAdmin):
     search_fields = ["=query__id", "=image__id", "annotator__username"]
     list_select_related = ["query", "annotator"]
 
-    def visible(self, request, found):
+    def visible(self, request: HttpRequest, found):
         return visibility.of(request).judged(found)
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False

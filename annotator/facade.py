@@ -6,6 +6,7 @@ Importing it is cheap: the model jobs (annotator.rerank, lmm) load on the first 
 """
 
 from annotator.labels.visibility import of as sight_of
+from annotator.methods import rerank
 from annotator.methods.registry import MODEL_METHODS
 from annotator.models import Query
 from annotator.progress.figures import recall_estimate
@@ -16,6 +17,4 @@ __all__ = ["DEPTH", "MODEL_METHODS", "cross_fitted", "ranking_by", "recall_estim
 
 def ranking_by(query: Query, method: str, *, top: int, depth: int) -> list[tuple[int, float]]:
     """The head of `query`'s ranking by a model method, run in this process: annotator.methods.rerank.ranking_by."""
-    from annotator.methods.rerank import ranking_by as run
-
-    return run(query, method, top=top, depth=depth)
+    return rerank.ranking_by(query, method, top=top, depth=depth)

@@ -44,7 +44,7 @@ class TrackingForm(forms.ModelForm):
         widgets = {"notes": forms.Textarea(attrs={"rows": 3, "cols": 40})}
         labels = {"fully_labeled": "Fully labeled?", "locked": "Locked (done: only staff may change labels)"}
 
-    def __init__(self, *args, staff: bool = False, **kwargs):
+    def __init__(self, *args, staff: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         if not staff:
             del self.fields["locked"]
@@ -182,7 +182,7 @@ class LabelingSearchForm(forms.Form):
     hide = forms.CharField(required=False)
     like = ManyValues(required=False)
 
-    def __init__(self, params, *, page_sizes: tuple[int, ...]):
+    def __init__(self, params, *, page_sizes: tuple[int, ...]) -> None:
         super().__init__(params)  # ManyValues' widget reads its repeated values with getlist
         self.page_sizes = page_sizes
 

@@ -109,7 +109,7 @@ class Query(models.Model):
         verbose_name_plural = "queries"
         ordering = ["id"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.id}: {self.text}"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
@@ -175,7 +175,7 @@ class QueryExample(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         what = f"image {self.image_id}" if self.image_id else "upload"
         return f"{'relevant' if self.relevant else 'not relevant'} example ({what}) of query {self.query_id}"
 
@@ -268,7 +268,7 @@ class _Recorded(models.Model):
     class Meta:
         abstract = True
 
-    def save(self, *args, **kwargs):
+    def save(self, *args, **kwargs) -> None:
         _refuse_unrecorded("saved")
         super().save(*args, **kwargs)
 
@@ -291,7 +291,7 @@ class QueryTally(models.Model):
     undecided = models.PositiveIntegerField(default=0)
     last_activity = models.DateTimeField(null=True, blank=True)  # the last change of a final label
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"query {self.query_id}: {self.labeled} labeled"
 
 
@@ -306,7 +306,7 @@ class QueryAnnotator(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["query", "annotator"], name="query_annotator_once")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"query {self.query_id} / annotator {self.annotator_id}: {self.judgments}"
 
 
@@ -338,7 +338,7 @@ class Judgment(_Recorded):
         ]
         indexes = [models.Index(fields=["query", "annotator"], name="judgment_query_annotator")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"query {self.query_id} / image {self.image_id} by {self.annotator_id or 'the system'}: {self.value}"
 
 
@@ -372,7 +372,7 @@ class Label(_Recorded):
             models.Index(fields=["query", "updated_at"], name="label_query_updated"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"query {self.query_id} / image {self.image_id}: {self.value}"
 
 
@@ -391,7 +391,7 @@ class ImportBatch(models.Model):
         ordering = ["-created_at"]
         verbose_name_plural = "import batches"
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"import {self.pk}: {self.kind} from {self.file_name}"
 
 
@@ -439,7 +439,7 @@ class LabelEvent(models.Model):
         ordering = ["id"]
         indexes = [models.Index(fields=["query", "image"], name="labelevent_query_image")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.old_value or '-'} -> {self.new_value or '-'} ({self.source})"
 
     def save(self, *args, **kwargs):
@@ -468,7 +468,7 @@ class RerankScore(models.Model):
         constraints = [models.UniqueConstraint(fields=["query", "image", "method", "model"], name="rerank_score_once")]
         indexes = [models.Index(fields=["query", "method", "model"])]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.method}/{self.model} {self.score:.3f} for image {self.image_id} of query {self.query_id}"
 
 
@@ -503,7 +503,7 @@ class RerankJob(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"rerank of query {self.query_id} ({self.method}, {self.model}): {self.status}"
 
 
@@ -521,7 +521,7 @@ class GeneratedImage(models.Model):
     class Meta:
         ordering = ["id"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"VisRet image {self.pk} of query {self.query_id}"
 
 
@@ -540,7 +540,7 @@ class PreLabel(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "image"], name="prelabel_once_per_job")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.value} ({self.confidence:.0%}) for image {self.image_id} of query {self.query_id}"
 
 
@@ -561,7 +561,7 @@ class Assignment(models.Model):
         ordering = ["query", "role", "annotator"]
         constraints = [models.UniqueConstraint(fields=["query", "annotator"], name="assignment_once")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.annotator} {self.get_role_display()} {self.query_id}"
 
 
@@ -576,5 +576,5 @@ class OverlapImage(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["query", "image"], name="overlap_image_once")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"image {self.image_id} in the overlap sample of query {self.query_id}"

@@ -2,6 +2,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError, transaction
 from django.db.models import Q
+from django.http import HttpRequest
 from django.shortcuts import redirect, render
 
 from annotator.api.tokens import current_token, new_token, revoke_token
@@ -13,7 +14,7 @@ from annotator.progress import figures
 
 
 @login_required
-def home(request):
+def home(request: HttpRequest):
     """The query list: progress, search, sort, and a form to add a query."""
     form = QueryForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -51,7 +52,7 @@ def home(request):
 
 
 @login_required
-def api_token(request):
+def api_token(request: HttpRequest):
     """A user's own API key for scripts: see it, make a new one, or revoke it."""
     if request.method == "POST":
         if request.POST.get("action") == "revoke":

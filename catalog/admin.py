@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -19,13 +20,13 @@ class ImageRootAdmin(admin.ModelAdmin):
 
     list_display = ["id", "path"]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
 
 
@@ -39,7 +40,7 @@ class ImageAdmin(admin.ModelAdmin):
     # Counting 5M rows on every page is the slow part of a big changelist.
     show_full_result_count = False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         """Never from the admin: an image carries the judgments and label history of every query (deleting it
         would take them along), and its delete page listed them, judged or not, to anyone allowed to delete."""
         return False

@@ -13,5 +13,5 @@ class CatalogConfig(AppConfig):
     name = "catalog"
     verbose_name = "Collection"
 
-    def ready(self):
+    def ready(self) -> None:
         csv.field_size_limit(CSV_FIELD_SIZE_LIMIT)

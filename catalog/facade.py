@@ -28,6 +28,6 @@ __all__ = [
 
 def import_inat(path: Path, images_root: Path | None = None, **options: Any) -> "InatResult":
     """Import an iNat metadata file: catalog.importers.import_inat, whose docstring says the rest."""
-    from .importers import import_inat as run
+    from .importers import import_inat as run  # ijson and the importers: only for an import (this door is cheap)
 
     return run(path, images_root, **options)

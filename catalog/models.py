@@ -31,7 +31,7 @@ class Taxon(models.Model):
         verbose_name_plural = "taxa"
         ordering = ["id"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         if self.common_name:
             return f"{self.common_name} ({self.scientific_name})"
         return self.scientific_name
@@ -49,7 +49,7 @@ class ImageRoot(models.Model):
     class Meta:
         db_table = "annotator_imageroot"
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.path
 
 
@@ -74,7 +74,7 @@ class Image(models.Model):
         ordering = ["id"]
         indexes = [models.Index(fields=["file_name"], name="image_file_name")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"image {self.id}"
 
 

@@ -35,7 +35,7 @@ def allowed_root(path: str) -> bool:
     return any(resolved.is_relative_to(Path(root).resolve()) for root in allowed)
 
 
-def contained_path(root: str | None, file_name: str, *, image_id) -> Path:
+def contained_path(root: str | None, file_name: str, *, image_id: int) -> Path:
     """The file of `file_name` under `root`, checked but not opened; NotServable says why it may not be read."""
     if not root:
         raise NotServable(f"Image {image_id} has no images root: import it with --images-root.")

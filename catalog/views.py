@@ -1,7 +1,7 @@
 """The collection's pages: taxon suggestions for filter boxes, and image files by id."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404
+from django.http import FileResponse, Http404, HttpRequest
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
@@ -12,13 +12,13 @@ from .thumbnails import NotServable, original_file, thumbnail_path
 
 @login_required
 @require_GET
-def suggest_taxa(request):
+def suggest_taxa(request: HttpRequest):
     return render(request, "catalog/_suggestions.html", {"suggestions": taxa.suggest(request.GET.get("taxon", ""))})
 
 
 @login_required
 @require_GET
-def image_file(request, image_id, size):
+def image_file(request: HttpRequest, image_id: int, size):
     if size not in ("thumb", "file"):
         raise Http404("Image sizes are thumb and file.")
     image = get_object_or_404(Image.objects.select_related("root"), pk=image_id)

@@ -7,6 +7,7 @@ view classes are still loading.
 import json
 import re
 
+from django.http import HttpRequest
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.authentication import BaseAuthentication, TokenAuthentication, get_authorization_header
@@ -24,11 +25,11 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
     default_limit = 100
     max_limit = 1000
 
-    def get_offset(self, request):
+    def get_offset(self, request: HttpRequest):
         int_param(request, self.offset_query_param, high=BIGINT)  # 400 when malformed or too large
         return super().get_offset(request)
 
-    def get_limit(self, request):
+    def get_limit(self, request: HttpRequest):
         int_param(request, self.limit_query_param, high=BIGINT)
         return super().get_limit(request)
 
@@ -41,7 +42,7 @@ class ByIdCursorPagination(CursorPagination):
     page_size_query_param = "page_size"
     max_page_size = 1000
 
-    def decode_cursor(self, request):
+    def decode_cursor(self, request: HttpRequest):
         """DRF's decoding, and the position checked to be an id: a forged cursor (`p=abc`) would otherwise
         reach the database's filter and answer 500."""
         cursor = super().decode_cursor(request)
@@ -53,7 +54,7 @@ class ByIdCursorPagination(CursorPagination):
 BIGINT = 2**63  # the database's whole numbers end here: a larger one must be refused, not sent
 
 
-def int_param(request, name, *, high: int = BIGINT):
+def int_param(request: HttpRequest, name, *, high: int = BIGINT):
     """A whole-number query parameter (ASCII digits, below `high`), None when absent; otherwise 400."""
     value = request.query_params.get(name)
     if value is None or value == "":
@@ -63,7 +64,7 @@ def int_param(request, name, *, high: int = BIGINT):
     return int(value)
 
 
-def int_list_param(request, name, *, high: int = BIGINT) -> list[int]:
+def int_list_param(request: HttpRequest, name, *, high: int = BIGINT) -> list[int]:
     """A repeatable whole-number query parameter (?image=1&image=2); 400 for any malformed value."""
     values = request.query_params.getlist(name)
     if not all(value.isascii() and value.isdigit() and int(value) < high for value in values):
@@ -71,7 +72,7 @@ def int_list_param(request, name, *, high: int = BIGINT) -> list[int]:
     return [int(value) for value in values]
 
 
-def choice_param(request, name, choices):
+def choice_param(request: HttpRequest, name, choices):
     """A query parameter that must be one of `choices`, None when absent; otherwise 400."""
     value = request.query_params.get(name)
     if value is None or value == "":
@@ -81,7 +82,7 @@ def choice_param(request, name, choices):
     return value
 
 
-def text_param(request, name, *, max_length: int = 200) -> str:
+def text_param(request: HttpRequest, name, *, max_length: int = 200) -> str:
     """A free-text query parameter: no NUL character (databases refuse it), at most `max_length` characters."""
     value = request.query_params.get(name, "").strip()
     if "\x00" in value:
@@ -187,7 +188,7 @@ class AnonymousRateFirst(BasePermission):
     stays a throttle. A request with a bogus token is refused (401) by authentication, before permissions.
     """
 
-    def has_permission(self, request, view) -> bool:
+    def has_permission(self, request: HttpRequest, view) -> bool:
         throttle = AnonRateThrottle()
         if not throttle.allow_request(request, view):
             view.throttled(request, throttle.wait())
@@ -197,11 +198,11 @@ class AnonymousRateFirst(BasePermission):
 class _GuessThrottle(AnonRateThrottle):
     """The anonymous rate, keyed by address alone: asked while authenticating, before request.user exists."""
 
-    def get_cache_key(self, request, view):
+    def get_cache_key(self, request: HttpRequest, view):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 
-def _count_guess(request) -> None:
+def _count_guess(request: HttpRequest) -> None:
     throttle = _GuessThrottle()
     if not throttle.allow_request(request, None):
         raise Throttled(throttle.wait())
@@ -211,7 +212,7 @@ class CountedTokenAuthentication(TokenAuthentication):
     """`Authorization: Token <key>`; a made-up key counts against the address's anonymous rate before it is
     refused (401), so guessing keys is throttled like any anonymous request (issue 37: never counted)."""
 
-    def authenticate(self, request):
+    def authenticate(self, request: HttpRequest):
         try:
             return super().authenticate(request)
         except AuthenticationFailed:
@@ -223,7 +224,7 @@ class NoBasicAuthentication(BaseAuthentication):
     """HTTP Basic is not accepted (it would hash a password for any header, outside the login's lockout); a
     script that sends it is told what to send instead, not that it sent no credentials."""
 
-    def authenticate(self, request):
+    def authenticate(self, request: HttpRequest):
         if get_authorization_header(request).split()[:1] == [b"Basic"]:
             _count_guess(request)
             raise AuthenticationFailed(
@@ -232,5 +233,5 @@ class NoBasicAuthentication(BaseAuthentication):
             )
         return None
 
-    def authenticate_header(self, request) -> str:
+    def authenticate_header(self, request: HttpRequest) -> str:
         return "Token"  # 401, saying which scheme is

@@ -10,7 +10,7 @@ from contextlib import suppress
 from functools import wraps
 
 from django.db import InterfaceError, OperationalError, connection
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +18,7 @@ UNAVAILABLE = "The database is not answering right now, so nothing was saved: tr
 DATABASE_ERRORS = (OperationalError, InterfaceError)
 
 
-def wants_json(request) -> bool:
+def wants_json(request: HttpRequest) -> bool:
     accept = request.headers.get("Accept", "")
     return (
         request.path.startswith("/api/")
@@ -30,13 +30,13 @@ def wants_json(request) -> bool:
 class DatabaseOutage:
     """Turn a lost database into a 503 that says so (and a Retry-After the page and scripts can follow)."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest):
         return self.get_response(request)
 
-    def process_exception(self, request, exception):
+    def process_exception(self, request: HttpRequest, exception):
         if not isinstance(exception, DATABASE_ERRORS):
             return None
         log.warning("database unavailable during %s %s: %s", request.method, request.path, exception)

@@ -41,7 +41,7 @@ def drawn_for_target(response: HttpResponse) -> HttpResponse:
 
 
 class HtmxRefusals:
-    def __init__(self, get_response):
+    def __init__(self, get_response) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:

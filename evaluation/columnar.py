@@ -16,7 +16,7 @@ RELEVANT = "relevant"
 TREC_COLUMNS = ["qid", "q0", "docid", "rank", "score", "tag"]
 
 
-def _read(path, *, columns: list[str], types: dict, names=None, delimiter=","):
+def _read(path, *, columns: list[str], types: dict, names=None, delimiter: str = ","):
     """The columns as numpy arrays (strings as Python lists), or None if pyarrow cannot read them cleanly."""
     import pyarrow as pa
     from pyarrow import csv

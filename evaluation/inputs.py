@@ -136,7 +136,7 @@ def _read_qrels_rows(path, rows: CsvFile) -> tuple[dict, dict]:
 def qrels_from_database(query_ids=None) -> GroundTruth:
     """Ground truth from the labels in Quire's database (of `query_ids`, default all): relevant is
     relevant; not relevant and unsure are judged negatives. Raises InputError when nothing is relevant."""
-    from annotator.models import Label, LabelValue, Query
+    from annotator.models import Label, LabelValue, Query  # Django's models: the plain CLI reads files only
 
     labels = Label.objects.all() if query_ids is None else Label.objects.filter(query_id__in=query_ids)
     positives: dict[int, set[int]] = {}

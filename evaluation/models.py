@@ -14,7 +14,7 @@ class SavedRun(models.Model):
     class Meta:
         ordering = ["-created_at"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
@@ -30,7 +30,7 @@ class SavedReport(models.Model):
         ordering = ["-created_at"]
         permissions = [("evaluate_runs", "Can score runs and read their reports")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.run} · {self.protocol}@{self.k}"
 
 
@@ -46,7 +46,7 @@ class SavedSimulation(models.Model):
     class Meta:
         ordering = ["-created_at"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
@@ -85,7 +85,7 @@ class Scoring(models.Model):
     class Meta:
         ordering = ["-created_at"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.name} ({self.get_status_display()})"
 
     @property

@@ -190,7 +190,7 @@ def _queries(truth: GroundTruth, run: Run, protocol: str) -> tuple[list, list[st
     return query_ids, warnings
 
 
-def _positives(truth: GroundTruth, run: Run, protocol: str, query_id, k: int, per_candidates: bool):
+def _positives(truth: GroundTruth, run: Run, protocol: str, query_id: int, k: int, per_candidates: bool):
     """A query's relevant images and the depth it is scored to."""
     if protocol != "rerank":
         return truth.positives.get(query_id, set()), k

@@ -1,7 +1,8 @@
 """A run made by Quire itself: the configured CLIP model's ranking for every query of the ground truth, or
 one of the model-based systems on top of it (two-stage: the CLIP top N reranked, the rest in CLIP order)."""
 
-from annotator.facade import MODEL_METHODS
+from annotator.facade import MODEL_METHODS, ranking_by
+from annotator.models import Query
 from search.facade import search
 
 from .inputs import GroundTruth, Run
@@ -9,8 +10,6 @@ from .inputs import GroundTruth, Run
 
 def run_from_model(truth: GroundTruth, *, depth: int, texts: dict[int, str] | None = None) -> Run:
     """Search the collection with each query's text (from the queries file, else the database)."""
-    from annotator.models import Query
-
     texts = dict(texts or {})
     for query_id, columns in truth.queries.items():
         texts.setdefault(query_id, columns.get("query_text", ""))
@@ -35,9 +34,6 @@ def run_from_method(truth: GroundTruth, method: str, *, depth: int, top: int = 1
     Raises ModelUnavailable, SearchUnavailable, or ValueError naming queries Quire does not have."""
     if method == "clip":
         return run_from_model(truth, depth=depth)
-    from annotator.facade import ranking_by
-    from annotator.models import Query
-
     queries = Query.objects.in_bulk(truth.query_ids())
     if missing := [q for q in truth.query_ids() if q not in queries]:
         raise ValueError(

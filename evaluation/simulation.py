@@ -137,7 +137,7 @@ def replay(
 class _Exact:
     """The synthetic world as search's batch rules see a collection: exact numpy scores."""
 
-    def __init__(self, vectors: np.ndarray):
+    def __init__(self, vectors: np.ndarray) -> None:
         self.all = vectors
 
     def top(self, vector, depth, exclude):

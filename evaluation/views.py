@@ -6,7 +6,7 @@ from functools import wraps
 
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
@@ -18,7 +18,7 @@ from common.api_params import strict_id
 from . import plots, scoring
 from .forms import EvaluateForm
 from .models import SavedReport, SavedSimulation, Scoring
-from .report import compare
+from .report import Report, compare
 
 
 def labels_visible(view):
@@ -26,7 +26,7 @@ def labels_visible(view):
     waits on a blind overlap sample (annotator.labels.visibility), since a score would tell how the others voted."""
 
     @wraps(view)
-    def wrapper(request, *args, **kwargs):
+    def wrapper(request: HttpRequest, *args, **kwargs):
         if refused := sight_of(request).refusal():
             raise PermissionDenied(refused)  # Quire's 403 page says it, with the way back
         return view(request, *args, **kwargs)
@@ -37,7 +37,7 @@ def labels_visible(view):
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
 @labels_visible
-def index(request):
+def index(request: HttpRequest):
     form = EvaluateForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         # Scoring a large run takes minutes: answer 202 with the status page, which polls until done.
@@ -64,7 +64,7 @@ def index(request):
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
 @labels_visible
-def scoring_status(request, scoring_id):
+def scoring_status(request: HttpRequest, scoring_id):
     """The status page of an uploaded run; htmx polls it, and is sent to the report once it is ready."""
     job = get_object_or_404(Scoring, pk=scoring_id)
     scoring.resume_if_lost(job)
@@ -73,7 +73,7 @@ def scoring_status(request, scoring_id):
     return _scoring_page(request, job)
 
 
-def _scoring_page(request, job, status=200):
+def _scoring_page(request: HttpRequest, job, status: int = 200):
     template = "evaluation/_scoring.html" if request.htmx else "evaluation/scoring.html"
     return render(request, template, {"job": job}, status=status)
 
@@ -81,7 +81,7 @@ def _scoring_page(request, job, status=200):
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
 @labels_visible
-def report(request, report_id):
+def report(request: HttpRequest, report_id):
     saved = get_object_or_404(SavedReport.objects.select_related("run"), pk=report_id)
     result = saved.result
     other = (
@@ -124,7 +124,7 @@ def report(request, report_id):
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
 @labels_visible
-def download(request, report_id, kind):
+def download(request: HttpRequest, report_id, kind):
     if kind not in ("json", "csv"):
         return HttpResponse("Reports download as json or csv.", status=404)
     saved = get_object_or_404(SavedReport, pk=report_id)
@@ -140,8 +140,6 @@ def _attachment(body, content_type: str, filename: str) -> HttpResponse:
 
 
 def _as_report(result):
-    from .report import Report
-
     metrics = tuple(result["overall"])
     return Report(
         result["protocol"], result["k"], metrics, result["per_query"], result["warnings"], result.get("run", "")
@@ -151,7 +149,7 @@ def _as_report(result):
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
 @labels_visible
-def simulation(request, simulation_id):
+def simulation(request: HttpRequest, simulation_id):
     """An oracle-annotator replay: medians per strategy, the per-query table, recall against labels."""
     saved = get_object_or_404(SavedSimulation, pk=simulation_id)
     result = saved.result
@@ -175,7 +173,7 @@ def simulation(request, simulation_id):
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
 @labels_visible
-def simulation_download(request, simulation_id, kind):
+def simulation_download(request: HttpRequest, simulation_id, kind):
     if kind not in ("json", "svg"):
         return HttpResponse("Simulations download as json or svg.", status=404)
     saved = get_object_or_404(SavedSimulation, pk=simulation_id)

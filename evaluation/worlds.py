@@ -51,7 +51,7 @@ def _variance(dim: int) -> float:
 class _Builder:
     """Places each query's images in free rows of the collection."""
 
-    def __init__(self, images: int, dim: int, species: int, rng: np.random.Generator):
+    def __init__(self, images: int, dim: int, species: int, rng: np.random.Generator) -> None:
         self.rng, self.dim = rng, dim
         # Anisotropy: direction j has scale 1/sqrt(1 + j/8), so the first tenth of the directions carry
         # about half the variance.

@@ -65,7 +65,7 @@ class ChatScorer:
         timeout: float = 60.0,
         max_retries: int = 3,
         concurrency: int = 4,
-    ):
+    ) -> None:
         if not base_url or not model:
             raise ModelUnavailable(
                 "No vision-language model is configured: set QUIRE_LMM_BASE_URL (e.g. http://127.0.0.1:8000/v1 "

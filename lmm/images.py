@@ -8,7 +8,9 @@ from .chat import ModelUnavailable, model_errors
 
 
 class ImageGenerator:
-    def __init__(self, *, base_url: str, model: str, api_key: str = "", size: str = "512x512", timeout: float = 120.0):
+    def __init__(
+        self, *, base_url: str, model: str, api_key: str = "", size: str = "512x512", timeout: float = 120.0
+    ) -> None:
         if not base_url or not model:
             raise ModelUnavailable(
                 "No image generator is configured: set QUIRE_IMAGE_MODEL_BASE_URL and QUIRE_IMAGE_MODEL "

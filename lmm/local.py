@@ -11,6 +11,8 @@ HF_HUB_OFFLINE=1 where the hub cannot be reached), the path a real checkpoint ta
 import io
 import threading
 
+from search.facade import ensure_torchvision_ops
+
 from . import prompts, yesno
 from .chat import ImageInput, ModelUnavailable, Usage
 
@@ -18,8 +20,7 @@ SPACE_MARKS = ("", "▁", "Ġ")
 
 
 class LocalScorer:
-    def __init__(self, path: str, *, prompt: str = prompts.OPEN_MODEL, device: str | None = None):
-        from search.facade import ensure_torchvision_ops
+    def __init__(self, path: str, *, prompt: str = prompts.OPEN_MODEL, device: str | None = None) -> None:
 
         ensure_torchvision_ops()  # transformers' image processors import torchvision
         import torch

@@ -28,5 +28,5 @@ class Answer(models.Model):
             models.UniqueConstraint(fields=["model", "prompt_sha256", "image_sha256"], name="lmm_answer_once")
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.model}: {self.score:.3f}"

@@ -54,7 +54,7 @@ def judge(panel: list[ChatScorer], query: str, images: dict, progress=None) -> t
     per_round, judges = len(images), len(panel)
     for number, scorer in enumerate(panel):
 
-        def step(done, _total, offset=number * per_round):
+        def step(done, _total, offset=number * per_round) -> None:
             if progress:
                 progress(offset + done, per_round * judges)
 

@@ -12,7 +12,9 @@ from django.db import IntegrityError, transaction
 
 from . import prompts
 from .chat import ChatScorer, ImageInput, ModelUnavailable
+from .images import ImageGenerator
 from .models import Answer, prompt_key
+from .text import TextModel
 from .yesno import YesNo
 
 __all__ = [
@@ -34,7 +36,7 @@ def configured_scorer() -> ChatScorer:
     "local:/path/to/folder", else the OpenAI-compatible server at QUIRE_LMM_BASE_URL. Raises
     ModelUnavailable when none is configured."""
     if settings.QUIRE_LMM_MODEL.startswith("local:"):
-        from .local import LocalScorer
+        from .local import LocalScorer  # transformers and torch: only for a local model
 
         return LocalScorer(
             settings.QUIRE_LMM_MODEL.removeprefix("local:"), prompt=settings.QUIRE_LMM_PROMPT or prompts.OPEN_MODEL
@@ -56,8 +58,6 @@ def _chat_scorer(model: str, prompt: str) -> ChatScorer:
 
 def configured_text_model():
     """The text model the settings describe (QUIRE_TEXT_MODEL*). Raises ModelUnavailable when none is."""
-    from .text import TextModel
-
     return TextModel(
         base_url=settings.QUIRE_TEXT_MODEL_BASE_URL,
         model=settings.QUIRE_TEXT_MODEL,
@@ -69,8 +69,6 @@ def configured_text_model():
 
 def configured_image_generator():
     """The image generator the settings describe (QUIRE_IMAGE_MODEL*). Raises ModelUnavailable."""
-    from .images import ImageGenerator
-
     return ImageGenerator(
         base_url=settings.QUIRE_IMAGE_MODEL_BASE_URL,
         model=settings.QUIRE_IMAGE_MODEL,
@@ -122,7 +120,7 @@ def score_prompts(scorer: ChatScorer, questions: dict, progress=None) -> Scored:
     if progress:
         progress(done, len(questions))
 
-    def keep(index, answer):
+    def keep(index, answer) -> None:
         nonlocal done
         key = missing[index]
         answers[key] = answer

@@ -92,7 +92,7 @@ def score_structured(scorer: ChatScorer, query: str, plan: Plan, images: dict, p
             key: (ask_prompt(query, plan.context, question, answers[key]), image) for key, image in images.items()
         }
 
-        def step(done, _total, offset=round_number * per_round):
+        def step(done, _total, offset=round_number * per_round) -> None:
             if progress:
                 progress(offset + done, total)
 

@@ -5,7 +5,9 @@ from .chat import ModelUnavailable, model_errors
 
 
 class TextModel:
-    def __init__(self, *, base_url: str, model: str, api_key: str = "", timeout: float = 60.0, max_retries: int = 3):
+    def __init__(
+        self, *, base_url: str, model: str, api_key: str = "", timeout: float = 60.0, max_retries: int = 3
+    ) -> None:
         if not base_url or not model:
             raise ModelUnavailable(
                 "No text model is configured: set QUIRE_TEXT_MODEL_BASE_URL and QUIRE_TEXT_MODEL (by default the "

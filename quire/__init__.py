@@ -6,7 +6,7 @@
 
 def __getattr__(name):
     if name == "celery_app":
-        from .celery import app
+        from .celery import app  # Celery and kombu: only for what queues a job (above)
 
         return app
     raise AttributeError(f"module 'quire' has no attribute {name!r}")

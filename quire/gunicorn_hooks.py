@@ -9,13 +9,13 @@ import os
 import time
 
 
-def post_worker_init(worker):
+def post_worker_init(worker) -> None:
     if os.environ.get("QUIRE_WARM_UP", "1") == "0":
         return
     started = time.monotonic()
-    from django.urls import get_resolver
+    from django.urls import get_resolver  # (likewise)
 
-    from search.facade import warm_up
+    from search.facade import warm_up  # gunicorn reads this file before Django is set up
 
     get_resolver().url_patterns  # noqa: B018 -- imports every view module (the admin's autodiscover too)
     outcome = warm_up()

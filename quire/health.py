@@ -9,7 +9,9 @@ says nothing but "ok" or the failing part's error class: no settings, no version
 
 from django.conf import settings
 from django.db import connections
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
+
+from search.facade import vector_database_problem
 
 PATH = "/healthz"
 TIMEOUT_SECONDS = 3
@@ -42,17 +44,15 @@ def vectors() -> str | None:
     """The vector database's state where QUIRE_VECTOR_BACKEND=milvus (None otherwise: FAISS is in-process)."""
     if settings.QUIRE_VECTOR_BACKEND != "milvus":
         return None
-    from search.facade import vector_database_problem
-
     problem = vector_database_problem(timeout=TIMEOUT_SECONDS)
     return "ok" if problem is None else f"unreachable ({problem})"
 
 
 class HealthCheck:
-    def __init__(self, get_response):
+    def __init__(self, get_response) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest):
         if request.path != PATH:
             return self.get_response(request)
         if request.method not in ("GET", "HEAD"):

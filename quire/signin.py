@@ -18,6 +18,7 @@ from django.conf import settings
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.core.cache import cache
 from django.dispatch import receiver
+from django.http import HttpRequest
 from django.shortcuts import render
 
 SIGN_IN_PATHS = frozenset({settings.LOGIN_URL, "/admin/login/"})
@@ -39,13 +40,13 @@ def _cooloff_seconds() -> int:
 
 
 @receiver(user_login_failed)
-def count_failure_per_address(sender, credentials, request=None, **kwargs):
+def count_failure_per_address(sender, credentials, request=None, **kwargs) -> None:
     if request is not None:
         _count(f"signin:failures:{get_client_ip_address(request)}", _cooloff_seconds())
 
 
 @receiver(user_logged_in)
-def give_back_a_successful_attempt(sender, request=None, user=None, **kwargs):
+def give_back_a_successful_attempt(sender, request=None, user=None, **kwargs) -> None:
     """A sign-in that succeeded gives its attempt back: the per-minute limit is for guessing, and a lab's
     twenty-first colleague signing in behind one NAT at nine was refused (issue 37)."""
     if request is None or request.method != "POST":
@@ -58,7 +59,7 @@ def give_back_a_successful_attempt(sender, request=None, user=None, **kwargs):
         pass
 
 
-def refusal(request) -> tuple[str, str] | None:
+def refusal(request: HttpRequest) -> tuple[str, str] | None:
     """Why a sign-in from this request's address is refused now and how long to wait, or None. Counts the
     attempt."""
     address = get_client_ip_address(request)
@@ -70,10 +71,10 @@ def refusal(request) -> tuple[str, str] | None:
 
 
 class SignInLimits:
-    def __init__(self, get_response):
+    def __init__(self, get_response) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest):
         if request.method == "POST" and request.path in SIGN_IN_PATHS and (refused := refusal(request)):
             reason, wait = refused
             return render(request, "registration/locked_out.html", {"reason": reason, "wait": wait}, status=429)

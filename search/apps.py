@@ -13,8 +13,6 @@ class SearchConfig(AppConfig):
 
     def ready(self) -> None:
         if os.environ.get(WARM_UP_AT_START) == "1":
-            # Not at the top: the facade reaches the engine and its models, which Django allows only once
-            # every app is loaded, that is from ready() on.
-            from .facade import warm_up
+            from .facade import warm_up  # models and the engine: Django allows them from ready() on
 
             threading.Thread(target=warm_up, name="quire-warm-up", daemon=True).start()

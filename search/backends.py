@@ -79,7 +79,7 @@ class FaissVectors:
     described = "the search index"
     broken = False  # a loaded index does not fail; a new one is loaded when current.json moves
 
-    def __init__(self, searcher: Searcher):
+    def __init__(self, searcher: Searcher) -> None:
         self.searcher = searcher
 
     @property

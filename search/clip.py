@@ -32,7 +32,7 @@ def best_device() -> str:
 class ClipEmbedder:
     """One loaded model. encode_* return float32 arrays of shape (n, dim), rows of unit length."""
 
-    def __init__(self, spec: ClipSpec, *, device: str | None = None, text_cache_size: int = 4096):
+    def __init__(self, spec: ClipSpec, *, device: str | None = None, text_cache_size: int = 4096) -> None:
         self.spec = spec
         self.device = device or best_device()
         # fp16 on the GPU halves memory and doubles throughput; CPUs are slow at fp16.

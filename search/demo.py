@@ -16,8 +16,8 @@ from .spec import ClipSpec, configured_spec
 
 def demo_model(data_dir: Path) -> tuple[ClipSpec, str | None]:
     """Return the model the demo will use and, when it is the random stand-in, why."""
-    from .clip import check_weights
-    from .tiny_model import write_tiny_model
+    from .clip import check_weights  # open_clip and torch: only when the demo prepares its model
+    from .tiny_model import write_tiny_model  # (likewise)
 
     spec = configured_spec()
     try:

@@ -282,7 +282,7 @@ class _Indexed:
     """The loaded index as search.batches sees a collection (restricted to `taxon_ids` when given). The
     order by `text` is remembered between batches (search/text_orders.py)."""
 
-    def __init__(self, loaded: _Loaded, taxon_ids: list[int] | None, text: np.ndarray | None = None):
+    def __init__(self, loaded: _Loaded, taxon_ids: list[int] | None, text: np.ndarray | None = None) -> None:
         self.loaded, self.taxon_ids = loaded, taxon_ids
         self.text = None if text is None else np.asarray(text, dtype=np.float32)
 

@@ -27,7 +27,7 @@ from .exceptions import SearchNotReady, SearchUnavailable
 from .request import RankingRequest
 from .results import Hit
 from .spec import WARM_UP_AT_START, ClipSpec, configured_spec, index_folder
-from .strategies import LABEL_ONLY_STRATEGIES, STRATEGIES
+from .strategies import LABEL_ONLY_STRATEGIES, STRATEGIES, reciprocal_rank_fusion
 from .strategies import REGISTRY as STRATEGY_REGISTRY
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def search(
 
     Raises SearchUnavailable (its text says what to change).
     """
-    from .engine import search as engine_search
+    from .engine import search as engine_search  # FAISS and the store: only when something is searched
 
     return engine_search(
         text=text,
@@ -129,7 +129,7 @@ def rank(
     Ids are image ids; the caller passes labels as ids (search knows nothing of queries). `k`,
     `offset`, `taxon_ids` and `exclude_image_ids` as for search(). Raises SearchUnavailable.
     """
-    from .engine import rank as engine_rank
+    from .engine import rank as engine_rank  # FAISS and the store: only when something is searched
 
     request = RankingRequest.of(
         strategy=strategy,
@@ -169,7 +169,7 @@ def next_batch(
     (Hit.source "text" for its share), judged against `recent`: the annotator's last answers on this
     query, (image id, relevant), oldest first. Raises SearchUnavailable.
     """
-    from .engine import next_batch as engine_next_batch
+    from .engine import next_batch as engine_next_batch  # FAISS and the store: only when something is searched
 
     request = RankingRequest.of(
         strategy=strategy,
@@ -225,7 +225,7 @@ def score_images(
     """The score of each of `image_ids` under a strategy's ranking (default: similarity to `text`), as
     a float32 numpy array in the same order (NaN for an image without a vector): where given images
     sit in a ranking, without ranking the whole collection. Raises SearchUnavailable."""
-    from .engine import score_images as engine_score_images
+    from .engine import score_images as engine_score_images  # FAISS and the store: only when something is searched
 
     request = RankingRequest.of(
         strategy=strategy,
@@ -241,7 +241,7 @@ def score_images(
 def embed_image(image: "PILImage", spec: ClipSpec | None = None) -> np.ndarray:
     """An uploaded PIL image's vector (float32, unit length), to keep with a query as an example and
     rank by later (rank's `example_vectors`) without encoding it again. Raises SearchUnavailable."""
-    from .engine import embed_image as engine_embed_image
+    from .engine import embed_image as engine_embed_image  # FAISS and the store: only when something is searched
 
     return engine_embed_image(image, spec)
 
@@ -260,7 +260,7 @@ def warm_up(spec: ClipSpec | None = None, *, store: bool = True) -> str:
         return f"search not warmed up: {error}"
     said = f"search warmed up: {spec.name}'s index and text encoder are loaded"
     if store:
-        from .engine import warm_store
+        from .engine import warm_store  # FAISS and the store: only when something is searched
 
         threading.Thread(target=warm_store, args=(spec,), name="quire-warm-store", daemon=True).start()
         said += "; its embedding store is being read into the page cache"
@@ -275,7 +275,7 @@ def has_index(spec: ClipSpec | None = None) -> bool:
 def vector_database_problem(timeout: float = 3.0) -> str | None:
     """Why the vector database at QUIRE_MILVUS_URI cannot be reached (the error's class name), or None when it
     answers: for health checks. Only where QUIRE_VECTOR_BACKEND=milvus."""
-    from .milvus import problem
+    from .milvus import problem  # pymilvus: only where Milvus is configured
 
     return problem(timeout)
 
@@ -283,7 +283,7 @@ def vector_database_problem(timeout: float = 3.0) -> str | None:
 def prepare_demo_model(data_dir: Path) -> tuple[ClipSpec, str | None]:
     """The model the offline demo uses: the configured one when its weights are here, else a tiny
     random-weight stand-in written under `data_dir`. Returns (spec, why the stand-in is used or None)."""
-    from .demo import demo_model
+    from .demo import demo_model  # the demo's model files: only for the demo
 
     return demo_model(data_dir)
 
@@ -291,7 +291,7 @@ def prepare_demo_model(data_dir: Path) -> tuple[ClipSpec, str | None]:
 def write_random_model(folder: Path) -> str:
     """Write a tiny random-weight CLIP model (open_clip's local-dir format) into `folder`, for trying a
     deployment with no real weights; returns the QUIRE_CLIP_PRETRAINED value that loads it."""
-    from .tiny_model import write_tiny_model
+    from .tiny_model import write_tiny_model  # torch and open_clip
 
     return write_tiny_model(folder)
 
@@ -299,14 +299,12 @@ def write_random_model(folder: Path) -> str:
 def fuse_rankings(rankings: Iterable[Iterable[int]], *, k: float = 1.0) -> list[tuple[int, float]]:
     """Reciprocal rank fusion of rankings (lists of image ids, best first): score = sum of 1 / (k + rank),
     ranks from 1 (Cormack et al. 2009; k = 1 as VisRet uses it). Returns (id, score) best first."""
-    from .strategies import reciprocal_rank_fusion
-
     return reciprocal_rank_fusion(rankings, k=k)
 
 
 def ensure_torchvision_ops() -> None:
     """Make `import torchvision` work with the CPU build of torch (search/torchvision_ops.py): for other
     apps that load models using torchvision, such as transformers' image processors."""
-    from .torchvision_ops import ensure_torchvision_ops as ensure
+    from .torchvision_ops import ensure_torchvision_ops as ensure  # torch
 
     ensure()

@@ -408,7 +408,7 @@ class Searcher:
         nprobe: int | None = None,
         rerank: int | None = None,
         labels: str = "rows",
-    ):
+    ) -> None:
         if index.ntotal != len(embeddings):
             raise NoIndex(
                 f"The search index holds {index.ntotal} vectors but the store {len(embeddings)}: "

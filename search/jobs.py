@@ -156,8 +156,8 @@ def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -
     EmbeddingJob.objects.filter(pk=job.pk, started_at__isnull=True).update(started_at=now)
     EmbeddingJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(status=JobStatus.RUNNING)
 
-    from .clip import get_embedder
-    from .pipeline import Failure, ImageFile, embed_files
+    from .clip import get_embedder  # torch and open_clip: only where a chunk is embedded
+    from .pipeline import Failure, ImageFile, embed_files  # (likewise: torch's data loading)
 
     try:
         embedder = get_embedder(ClipSpec.from_name(job.model_name))
@@ -306,7 +306,7 @@ def record_index_build(
     """A queued index build (the kind checked first) for `backend` (default QUIRE_VECTOR_BACKEND); nothing
     runs yet. Without `rebuild`, a fast-scan index is updated in place when it can be (search.index.update),
     and a Milvus collection takes only the images it lacks (search.milvus.load_store)."""
-    from . import index as faiss_index
+    from . import index as faiss_index  # FAISS: only where an index is built
 
     backend = backend or settings.QUIRE_VECTOR_BACKEND
     if backend not in BACKENDS:
@@ -363,7 +363,7 @@ def run_index_build(build_id: int, *, progress: Progress | None = None) -> Index
 def _build_faiss_index(build: IndexBuild, embeddings: Embeddings) -> tuple[str, str, int]:
     """Build (or update in place) the model's FAISS index and swap it in; returns (the kind, the mode, the
     vectors it holds)."""
-    from . import index as faiss_index
+    from . import index as faiss_index  # FAISS: only where an index is built
 
     kind = faiss_index.choose_kind(len(embeddings), build.kind)
     folder = index_folder(build.model_name)

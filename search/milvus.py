@@ -245,7 +245,7 @@ class MilvusVectors:
 
     live = True  # adds and deletes from any process are in the next search
 
-    def __init__(self, client: MilvusClient, name: str, dim: int, index_type: str, built: dict[str, Any]):
+    def __init__(self, client: MilvusClient, name: str, dim: int, index_type: str, built: dict[str, Any]) -> None:
         self.client, self.name, self._dim = client, name, dim
         self.index_type, self.built = index_type, built
         self.uri = settings.QUIRE_MILVUS_URI

@@ -43,7 +43,7 @@ class Embeddings:
 
 
 class EmbeddingStore:
-    def __init__(self, root: Path, model_name: str, dim: int):
+    def __init__(self, root: Path, model_name: str, dim: int) -> None:
         """Open (creating if needed) the store of `model_name` under `root`; fail if it holds another model."""
         self.directory = Path(root) / model_slug(model_name)
         self.model_name = model_name

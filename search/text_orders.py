@@ -31,7 +31,7 @@ class TextOrders:
     """Remembered text orders, per key (the text's vector and the species filter), least recently used
     forgotten first. Thread-safe: web workers' threads share one per loaded index."""
 
-    def __init__(self, texts: int = TEXTS, depth: int = DEPTH):
+    def __init__(self, texts: int = TEXTS, depth: int = DEPTH) -> None:
         self.texts, self.depth = texts, depth
         # key -> (the order, the images excluded when it was searched (an array: 8 bytes an id, where a
         # query's 20,000 labels as a set would be a megabyte), whether it holds every image there is)

@@ -302,3 +302,44 @@ def test_the_task_name_checker_sees_a_constant_and_a_literal(tmp_path):
         ("annotator/probe.py:4", "annotator.nowhere"),
         ("annotator/probe.py:5", "annotator.rerank"),
     ]
+
+
+PROJECT = (*APPS, "common", "quire")
+
+
+def hidden_imports(package: str, root: Path = ROOT) -> list[str]:
+    """Imports of the project's own modules inside a function body without a comment on the line saying why:
+    an import in a function hides an arrow, so it is kept only where a heavy library loads behind it (torch,
+    FAISS, pymilvus, transformers...) or Django is not set up yet, and says so."""
+    wrong = []
+    for path in sources(package, root):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for function in ast.walk(ast.parse(text, str(path))):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.ImportFrom):
+                    module = node.module or ""
+                    own = node.level > 0 or module.split(".")[0] in PROJECT
+                elif isinstance(node, ast.Import):
+                    own = any(alias.name.split(".")[0] in PROJECT for alias in node.names)
+                else:
+                    continue
+                if own and "#" not in lines[node.lineno - 1]:
+                    wrong.append(f"{path.relative_to(root)}:{node.lineno} {lines[node.lineno - 1].strip()}")
+    return sorted(set(wrong))
+
+
+@pytest.mark.parametrize("package", PROJECT)
+def test_imports_inside_functions_say_why(package):
+    wrong = hidden_imports(package)
+    assert not wrong, "import it at the top, or say on the line which heavy library it spares:\n" + "\n".join(wrong)
+
+
+def test_the_hidden_import_checker_sees_one(tmp_path):
+    (tmp_path / "search").mkdir()
+    (tmp_path / "search" / "probe.py").write_text(
+        "def f():\n    from .engine import rank\n    from .clip import x  # torch\n    import numpy\n"
+    )
+    assert hidden_imports("search", tmp_path) == ["search/probe.py:2 from .engine import rank"]

@@ -37,7 +37,7 @@ class FinalValueField(LabelValueField):
     """A label value as sent (LabelValue), and as answered: a final label may also be undecided (split votes),
     which the schema lists and a request may not send."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs) -> None:
         serializers.ChoiceField.__init__(self, choices=FINAL_VALUES, **kwargs)
 
 

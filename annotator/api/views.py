@@ -1,6 +1,7 @@
 """REST API: queries read-only; labels read/write through annotator.labels. (Taxa and images: catalog/api.py.)"""
 
 from django.db import transaction
+from django.http import HttpRequest
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -65,7 +66,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         "from every label stored so far (relevant as positives, not relevant as negatives).",
     )
     @action(detail=True, methods=["get"])
-    def candidates(self, request, pk=None, format=None):  # format: the .json suffix the router allows
+    def candidates(self, request: HttpRequest, pk=None, format=None):  # format: the .json suffix the router allows
         query = self.get_object()
         strategy = choice_param(request, "strategy", STRATEGIES) or "text"
         k = int_param(request, "k", high=1001) or 50
@@ -94,7 +95,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["post"], url_path="labels")
     @retry_once_if_dropped
-    def set_labels(self, request, pk=None, format=None):  # format: the .json suffix the router allows
+    def set_labels(self, request: HttpRequest, pk=None, format=None):  # format: the .json suffix the router allows
         query = self.get_object()
         try:  # the page's reader (annotator.labels.changes): the same refusals, in the same words
             body = request.data.get("labels") if isinstance(request.data, dict) else None
@@ -116,7 +117,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         "annotator's judgment and the final label.",
     )
     @action(detail=True, methods=["get"])
-    def disagreements(self, request, pk=None, format=None):  # format: the .json suffix the router allows
+    def disagreements(self, request: HttpRequest, pk=None, format=None):  # format: the .json suffix the router allows
         query = self.get_object()
         if not request.user.has_perm(labels.ADJUDICATE):  # every annotator's votes, by name: the adjudicators'
             raise PermissionDenied(labels.ADJUDICATE_MESSAGE)
@@ -131,7 +132,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["post"])
     @retry_once_if_dropped
-    def adjudicate(self, request, pk=None, format=None):  # format: the .json suffix the router allows
+    def adjudicate(self, request: HttpRequest, pk=None, format=None):  # format: the .json suffix the router allows
         query = self.get_object()
         if not request.user.has_perm(labels.ADJUDICATE):
             raise PermissionDenied(labels.ADJUDICATE_MESSAGE)
@@ -205,7 +206,7 @@ class LabelViewSet(
         return found
 
     @retry_once_if_dropped
-    def create(self, request, *args, **kwargs):
+    def create(self, request: HttpRequest, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         query, image = serializer.validated_data["query"], serializer.validated_data["image"]
@@ -215,13 +216,13 @@ class LabelViewSet(
         return Response(answer, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
 
     @retry_once_if_dropped
-    def update(self, request, *args, **kwargs):
+    def update(self, request: HttpRequest, *args, **kwargs):
         label = self.get_object()
         serializer = LabelValueSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         return Response(self._judge(request, label.query_id, label.image_id, serializer.validated_data["value"]))
 
-    def _judge(self, request, query_id: int, image_id: int, value: str) -> dict:
+    def _judge(self, request: HttpRequest, query_id: int, image_id: int, value: str) -> dict:
         """Set the user's judgment and answer with the label as they now see it, in one transaction: a
         database lost while answering takes the write back, so the 503 that follows means nothing was saved."""
         with transaction.atomic():
@@ -230,7 +231,7 @@ class LabelViewSet(
             )
             return self.get_serializer(visibility.Sight(request.user).as_seen(label)).data
 
-    def destroy(self, request, *args, **kwargs):
+    def destroy(self, request: HttpRequest, *args, **kwargs):
         label = self.get_object()
         labels.clear_label(query_id=label.query_id, image_id=label.image_id, user=request.user, source=LabelSource.API)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -23,7 +23,8 @@ from django.db import connection
 from django.db.models import F
 
 from annotator.models import Judgment, Label, LabelValue, Query
-from catalog.models import ROWS_PER_STATEMENT
+from annotator.team.agreement import report
+from catalog.models import ROWS_PER_STATEMENT, Image
 from common.files import atomic_path
 
 
@@ -163,8 +164,6 @@ def _spreadsheet_safe_sql(expression: str) -> str:
 def _copied(name: str, query_ids, for_spreadsheets: bool) -> Iterator[bytes]:
     from django.contrib.auth import get_user_model
 
-    from catalog.models import Image
-
     columns = [
         f"{_spreadsheet_safe_sql(sql) if for_spreadsheets and column in _TEXT_COLUMNS else sql} AS {column}"
         for column, sql in _COPY_COLUMNS[name]
@@ -215,7 +214,6 @@ def export_inquire(
         # csv.writer yields a block a row, header included; COPY's blocks are not rows (and a quoted field
         # may hold a newline), so its rows are counted by the database.
         counts[name] = _count(name, query_ids) if _copies(name) else blocks - 1
-    from annotator.team.agreement import report  # scikit-learn and krippendorff load only for an export
 
     with atomic_path(out_dir / AGREEMENT_FILE) as partial:
         partial.write_text(json.dumps(report(query_ids), indent=2) + "\n", encoding="utf-8")

@@ -36,7 +36,7 @@ class QueriesResult:
     updated: int
     unchanged: int
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.created} queries created, {self.updated} updated, {self.unchanged} unchanged"
 
 
@@ -46,7 +46,7 @@ class AnnotationsResult:
     labels_changed: int
     images_created: int
 
-    def __str__(self):
+    def __str__(self) -> str:
         text = f"{self.rows} relevant pairs read, {self.labels_changed} labels set or changed"
         if self.images_created:
             text += f", {self.images_created} images added to the collection"

@@ -18,6 +18,7 @@ import numpy as np
 from annotator.labeling.examples import waiting
 from annotator.labels.sealed import Writer, seen_by
 from annotator.methods.registry import MODEL_RANKINGS
+from annotator.methods.rerank import latest_prelabels, latest_scores, panel_ranking, visret_ranking
 from annotator.models import Judgment, LabelValue, Query
 from catalog.models import Image
 from search.facade import (
@@ -61,7 +62,14 @@ class ResultsPage:
 
 
 def results(
-    query: Query, *, viewer: Writer, text: str, taxon_ids=None, hide_labeled=False, offset=0, limit=50
+    query: Query,
+    *,
+    viewer: Writer,
+    text: str,
+    taxon_ids=None,
+    hide_labeled: bool = False,
+    offset: int = 0,
+    limit: int = 50,
 ) -> ResultsPage:
     """Up to `limit` tiles of the ranking for `text` (within `taxon_ids` when given) from position
     `offset` on; with `hide_labeled`, labeled images are passed over. Never raises for the user's
@@ -92,8 +100,6 @@ def results(
 
 
 def _tiles(query: Query, viewer: Writer, hits, offset: int) -> list[Tile]:
-    from annotator.methods.rerank import latest_prelabels  # lmm loads only when a page is drawn
-
     images = Image.objects.select_related("taxon").in_bulk([hit.image_id for hit in hits])
     labels = seen_by(query, viewer, images)
     prelabels = latest_prelabels(query) if query.rerank_jobs.exists() else {}
@@ -223,8 +229,8 @@ def adaptive_results(
     taxon_ids=None,
     example_ids=(),
     shown_ids=(),
-    offset=0,
-    limit=50,
+    offset: int = 0,
+    limit: int = 50,
 ) -> ResultsPage:
     """A page of a ranking that learns: the best `limit` images with no label that are not on the page
     already (`shown_ids`), from everything labeled so far. Positions count on from `offset` (the tiles
@@ -248,8 +254,6 @@ def adaptive_results(
 
 def _reranked(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) -> ResultsPage:
     """The query's last vision-model rerank, best first, with each image's sub-question answers."""
-    from annotator.methods.rerank import latest_scores  # lmm and the model client load only for this ranking
-
     job, scores = latest_scores(query)
     if job is None:
         return ResultsPage([], offset, limit, "No rerank has finished for this query yet: start one in the side pane.")
@@ -260,8 +264,6 @@ def _reranked(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) 
 
 def _visret(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) -> ResultsPage:
     """The collection ranked by the query's VisRet drawings (RRF of one image search per drawing)."""
-    from annotator.methods.rerank import visret_ranking
-
     labeled = set(seen_by(query, viewer))
     try:
         fused, drawings = visret_ranking(query, exclude_ids=labeled | set(shown_ids))
@@ -276,8 +278,6 @@ def _visret(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) ->
 
 def _judged(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) -> ResultsPage:
     """The judge panel's candidates: confident accepts first, confident rejects last."""
-    from annotator.methods.rerank import latest_prelabels, panel_ranking
-
     prelabels = latest_prelabels(query)
     if not prelabels:
         return ResultsPage(

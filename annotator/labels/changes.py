@@ -25,7 +25,7 @@ MAX_LABELS_PER_API_BATCH = 5000
 class LabelValueField(serializers.ChoiceField):
     """A label value. A wrong one is quoted cut short in the error: DRF quotes it whole, megabytes included."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs) -> None:
         super().__init__(choices=LabelValue.choices, **kwargs)
 
     def to_internal_value(self, data):
@@ -83,7 +83,7 @@ class BadChanges(ValueError):
     """A body of label changes the server will not write; the text says what to fix. `unknown` lists image ids
     that are not in the collection (the page answers those 404, the API 400, as each always has)."""
 
-    def __init__(self, sentence: str, unknown: list[int] | None = None):
+    def __init__(self, sentence: str, unknown: list[int] | None = None) -> None:
         super().__init__(sentence)
         self.unknown = unknown or []
 

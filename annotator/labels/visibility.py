@@ -45,7 +45,7 @@ _COUNTED = {
 class Sight:
     """What `viewer` may see; build one per request (`of(request)`) and pass it down."""
 
-    def __init__(self, viewer: Writer):
+    def __init__(self, viewer: Writer) -> None:
         self.viewer = viewer
         self._by_query: dict[int, dict[int, bool]] = {}
 

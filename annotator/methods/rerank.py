@@ -171,7 +171,7 @@ def run_job(job_id: int) -> RerankJob:
         return job
     RerankJob.objects.filter(pk=job.pk).update(status=RerankJob.Status.RUNNING, error="", heartbeat_at=timezone.now())
 
-    def progress(done, total):  # each answer: the job's progress, and the heartbeat the reaper reads
+    def progress(done, total) -> None:  # each answer: the job's progress, and the heartbeat the reaper reads
         RerankJob.objects.filter(pk=job.pk).update(done=done, total=total, heartbeat_at=timezone.now())
 
     try:

@@ -2,7 +2,7 @@
 drawings. The jobs run in the background (annotator.methods.rerank)."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, HttpResponseBadRequest
+from django.http import FileResponse, HttpRequest, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -20,7 +20,7 @@ from lmm.facade import ModelUnavailable
 
 @login_required
 @require_POST
-def start_rerank(request, query_id):
+def start_rerank(request: HttpRequest, query_id: int):
     """Queue a rerank of the query's CLIP top 100 by the configured vision-language model."""
     query = get_object_or_404(Query, pk=query_id)
     method = request.POST.get("method", "yesno")
@@ -41,7 +41,7 @@ def start_rerank(request, query_id):
     )
 
 
-def _rerank_refused(request, query: Query, sentence: str, status: int):
+def _rerank_refused(request: HttpRequest, query: Query, sentence: str, status: int):
     """The side pane's model box with the refusal's sentence in it, where the annotator pressed the button."""
     box = {
         **model_box(query, visibility.of(request)),
@@ -54,7 +54,7 @@ def _rerank_refused(request, query: Query, sentence: str, status: int):
 
 @login_required
 @require_GET
-def rerank_status(request, query_id):
+def rerank_status(request: HttpRequest, query_id: int):
     """The side pane's rerank box (htmx polls it while the job runs)."""
     query = get_object_or_404(Query, pk=query_id)
     return render(
@@ -66,7 +66,7 @@ def rerank_status(request, query_id):
 
 @login_required
 @require_GET
-def drawing_file(request, query_id, drawing_id):
+def drawing_file(request: HttpRequest, query_id: int, drawing_id: int):
     """A VisRet drawing (behind the login, like uploaded examples)."""
     drawing = get_object_or_404(GeneratedImage, pk=drawing_id, query_id=query_id)
     return sandboxed(FileResponse(drawing.file.open("rb"), content_type="image/png"))

@@ -4,6 +4,7 @@ Every figure that reads every label comes cached or "computing…" from the back
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
@@ -18,7 +19,7 @@ from annotator.team.panel import team_panel
 
 @login_required
 @permission_required("annotator.view_label", raise_exception=True)
-def dashboard(request):
+def dashboard(request: HttpRequest):
     queries, totals = figures.dashboard(
         sight=visibility.of(request),
         sort=request.GET.get("sort", "id"),
@@ -44,7 +45,7 @@ def dashboard(request):
 
 @login_required
 @permission_required("annotator.view_label", raise_exception=True)
-def dashboard_query(request, query_id):
+def dashboard_query(request: HttpRequest, query_id: int):
     """One query: its tracking fields (editable with the permission to change queries), charts of its
     labeling, and its exports."""
     query = get_object_or_404(Query, pk=query_id)
@@ -81,7 +82,7 @@ def dashboard_query(request, query_id):
 
 @login_required
 @require_GET
-def figures_fragment(request, query_id):
+def figures_fragment(request: HttpRequest, query_id: int):
     """The side pane's figures (the not-relevant run, the recall estimate), asked for again by the page a
     moment after its labels are saved, so that they follow the labels instead of the page's load."""
     query = get_object_or_404(Query, pk=query_id)
@@ -91,7 +92,7 @@ def figures_fragment(request, query_id):
 
 @login_required
 @require_GET
-def estimate_fragment(request, query_id):
+def estimate_fragment(request: HttpRequest, query_id: int):
     """The recall estimate of a query, polled by the labeling page's side pane while the background computes
     it. (The dashboard does not poll: a project's hundreds of rows would poll at once; like its run and TSR
     cells, the row says "computing…" until a reload finds the figure.)"""

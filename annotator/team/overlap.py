@@ -7,6 +7,7 @@ import math
 import random
 
 from annotator.models import Judgment, OverlapImage, Query
+from search.facade import search
 
 MAX_JUDGMENTS_WANTED = 3
 
@@ -33,8 +34,6 @@ def draw_sample(query: Query, *, fraction: float | None = None, top: int | None 
         rest = [image_id for image_id in judged if image_id not in chosen]
         chosen.update(random.Random(query.pk).sample(rest, max(0, min(target - have, len(rest)))))
     if top:
-        from search.facade import search  # the collection loads only for a rank-based sample
-
         chosen.update(hit.image_id for hit in search(text=query.text, k=top))
     OverlapImage.objects.bulk_create(
         [OverlapImage(query=query, image_id=image_id) for image_id in chosen], ignore_conflicts=True

@@ -5,6 +5,7 @@ Thin: the work is in labels.adjudicate, selectors.disagreements and annotator.te
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
+from django.http import HttpRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -22,7 +23,7 @@ VALUE_WORDS = {**{value: label.lower() for value, label in LabelValue.choices}, 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def adjudicate(request, query_id):
+def adjudicate(request: HttpRequest, query_id: int):
     """The query's disagreements not adjudicated yet, each image large with every annotator's judgment; the
     decision (a button, or the keys 1, 0 and u) becomes the final label. Refusals are shown at the top of the
     queue, with a 4xx status, and change nothing."""
@@ -58,7 +59,7 @@ def adjudicate(request, query_id):
     return render(request, "annotator/adjudicate.html", context, status=status)
 
 
-def _decide(request, query: Query) -> tuple[str, int]:
+def _decide(request: HttpRequest, query: Query) -> tuple[str, int]:
     """Apply the posted decision; ("", 200) when done, else (why not, status)."""
     image_id, value = strict_id(request.POST.get("image")), request.POST.get("value", "")
     if image_id is None or not Image.objects.filter(pk=image_id).exists():
@@ -77,7 +78,7 @@ def _decide(request, query: Query) -> tuple[str, int]:
 
 @login_required
 @permission_required("annotator.view_label", raise_exception=True)
-def agreement_page(request):
+def agreement_page(request: HttpRequest):
     """The project's agreement figures (without bootstrap intervals, which `manage.py agreement` adds)."""
     sight = visibility.of(request)
     # The figures of a query where the viewer still judges images blind would tell how the others voted.

@@ -30,7 +30,7 @@ class FolderResult:
     with_taxon: int
     skipped: list[str] = field(default_factory=list)
 
-    def __str__(self):
+    def __str__(self) -> str:
         text = (
             f"{self.found} images found, {self.created} added ({self.with_taxon} of them with a taxon), "
             f"{self.found - self.created - len(self.skipped)} already there"

@@ -92,7 +92,7 @@ class InatResult:
     images: int
     images_written: int
 
-    def __str__(self):
+    def __str__(self) -> str:
         return (
             f"{self.images} images ({self.images_written} new or changed, "
             f"{self.images - self.images_written} unchanged), "

@@ -18,7 +18,7 @@ class UpsertWriter:
     inside a transaction (the PostgreSQL staging table lives until commit).
     """
 
-    def __init__(self, model, fields: Sequence[str]):
+    def __init__(self, model, fields: Sequence[str]) -> None:
         self.model = model
         self.fields = [model._meta.get_field(name).attname for name in fields]  # "taxon" -> "taxon_id"
         self.columns = [model._meta.get_field(name).column for name in self.fields]

@@ -1,6 +1,6 @@
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.models import Query
 from annotator.team.agreement import RESAMPLES, UNSURE_RULE, report
@@ -14,7 +14,7 @@ class Command(BaseCommand):
         "agreement with the final labels. " + UNSURE_RULE
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--query", type=int, action="append", dest="query_ids", help="only this query (repeatable)")
         parser.add_argument("--json", action="store_true", help="print the figures as JSON (null where undefined)")
         parser.add_argument(

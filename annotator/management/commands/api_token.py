@@ -1,5 +1,5 @@
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.api.tokens import current_token, new_token, revoke_token
 
@@ -10,7 +10,7 @@ class Command(BaseCommand):
         "--new replaces it, --revoke removes it."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
         group = parser.add_mutually_exclusive_group()
         group.add_argument("--new", action="store_true", help="replace the key (the old one stops working)")

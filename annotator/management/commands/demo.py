@@ -1,6 +1,8 @@
 import os
 import sys
 
+from django.core.management.base import CommandParser
+
 # The demo never reaches the network: without this the model hub client retries for
 # a minute before saying the weights are not here. It must be set before it is imported.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -20,12 +22,12 @@ class Command(BaseCommand):
         "and serve Quire at http://127.0.0.1:8000. Running it again reuses what exists."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--no-serve", action="store_true", help="build everything and exit")
         parser.add_argument("--images", type=int, default=3000, help="size of a newly generated collection")
         parser.add_argument("--addrport", default="127.0.0.1:8000")
 
-    def handle(self, no_serve, images, addrport, **options):
+    def handle(self, no_serve, images, addrport, **options) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write(f"Building the demo under {settings.QUIRE_DATA_DIR} ...")
         result = build_demo(settings.QUIRE_DATA_DIR, images=images)

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.inquire.exporters import AGREEMENT_FILE, export_inquire
 from annotator.models import Query
@@ -12,7 +12,7 @@ class Command(BaseCommand):
         "inquire_judgments.csv (every annotator's) and agreement.json into a folder."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("out_dir", type=Path)
         parser.add_argument("--query", type=int, action="append", dest="query_ids", help="only this query (repeatable)")
         parser.add_argument(

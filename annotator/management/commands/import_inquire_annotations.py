@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from annotator.inquire.importers import import_annotations
 from common.cli import input_errors_as_command_errors
@@ -11,7 +11,7 @@ class Command(BaseCommand):
         "Import a released INQUIRE annotations CSV (query_id,image_id,image_path): each row becomes a relevant label."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("csv_file", type=Path)
         parser.add_argument(
             "--create-missing-images",
@@ -19,7 +19,7 @@ class Command(BaseCommand):
             help="add images the collection lacks from their image_path instead of stopping",
         )
 
-    def handle(self, csv_file, create_missing_images, **options):
+    def handle(self, csv_file, create_missing_images, **options) -> None:
         with input_errors_as_command_errors():
             result = import_annotations(csv_file, create_missing_images=create_missing_images)
         self.stdout.write(self.style.SUCCESS(f"Imported {csv_file}: {result}."))

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from annotator.inquire.importers import import_queries
 from annotator.models import Query
@@ -13,7 +13,7 @@ class Command(BaseCommand):
         "(,query_id,query_text,supercategory,category,iconic_group)."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("csv_file", type=Path)
         parser.add_argument(
             "--split",
@@ -21,7 +21,7 @@ class Command(BaseCommand):
             help="default: from the file name (inquire_queries_val.csv -> val), else other",
         )
 
-    def handle(self, csv_file, split, **options):
+    def handle(self, csv_file, split, **options) -> None:
         with input_errors_as_command_errors():
             result = import_queries(csv_file, split=split)
         self.stdout.write(self.style.SUCCESS(f"Imported {csv_file}: {result}."))

@@ -1,4 +1,4 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.models import Query
 from annotator.team.overlap import MAX_JUDGMENTS_WANTED, draw_sample
@@ -13,7 +13,7 @@ class Command(BaseCommand):
         "An annotator who has not judged an image of the sample sees it unlabeled until it has them all."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--query", type=int, action="append", dest="query_ids", help="only this query (repeatable)")
         parser.add_argument("--fraction", type=float, help="share of the images labeled so far, 0 to 1")
         parser.add_argument("--top", type=int, help="every image down to this rank of the text ranking")

@@ -1,4 +1,4 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.labels import settle_again
 from annotator.labels.tallies import recount
@@ -14,7 +14,7 @@ class Command(BaseCommand):
         "again the ones missing, left over or wrong."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--query", type=int, action="append", dest="query_ids", help="only this query (repeatable)")
         parser.add_argument(
             "--finals",

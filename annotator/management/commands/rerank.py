@@ -1,6 +1,6 @@
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.methods.registry import RERANK_METHODS
 from annotator.methods.rerank import DEFAULT_TOP, plan_for, rerank
@@ -16,7 +16,7 @@ class Command(BaseCommand):
         "prints image_id and score, best first. Answers are cached; scores are kept per query, image and model."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("query_id", help="the query's id")
         parser.add_argument("--top", type=int, default=DEFAULT_TOP, help=f"first-stage depth (default {DEFAULT_TOP})")
         parser.add_argument("--method", choices=RERANK_METHODS, default="yesno")

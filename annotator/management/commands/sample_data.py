@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.demo import write_collection
 from search.facade import write_random_model
@@ -13,7 +13,7 @@ class Command(BaseCommand):
         "(a tiny random-weight CLIP model: rankings mean nothing). Imports nothing."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("folder", type=Path)
         parser.add_argument("--images", type=int, default=200, help="how many images to draw (default 200)")
         parser.add_argument("--seed", type=int, default=7)

@@ -1,6 +1,6 @@
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.models import Label
 from catalog.facade import UnknownTaxon, species_for_all
@@ -14,7 +14,7 @@ class Command(BaseCommand):
         "prints rank, image_id, score, taxon."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("text", nargs="?", help="what the images should show")
         parser.add_argument("--image", type=int, help="rank by similarity to this image of the collection instead")
         parser.add_argument(

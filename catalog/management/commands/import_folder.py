@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from catalog.importers import import_folder
 from common.cli import input_errors_as_command_errors
@@ -12,13 +12,13 @@ class Command(BaseCommand):
         "when that matches a taxon's iNat image_dir_name or scientific name."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("folder", type=Path)
         parser.add_argument(
             "--skip-unreadable", action="store_true", help="leave out unreadable images instead of stopping"
         )
 
-    def handle(self, folder, skip_unreadable, **options):
+    def handle(self, folder, skip_unreadable, **options) -> None:
         with input_errors_as_command_errors():
             result = import_folder(folder, skip_unreadable=skip_unreadable)
         for name in result.skipped:

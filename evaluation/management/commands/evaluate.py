@@ -1,11 +1,12 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.files import write_atomically
 from evaluation import cli
 from evaluation.inputs import GroundTruth, InputError, qrels_from_database, read_qrels, read_queries
 from evaluation.runs import METHODS, run_from_method
+from lmm.facade import ModelUnavailable
 from search.facade import SearchUnavailable
 
 
@@ -16,7 +17,7 @@ class Command(BaseCommand):
     # (bench/eval_bench.py).
     requires_system_checks = []
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         cli.add_arguments(parser)  # the file options, shared with `python -m evaluation` (no Django)
         parser.add_argument(
             "--from-model", action="store_true", help="make the run with the configured CLIP model's search"
@@ -52,8 +53,6 @@ class Command(BaseCommand):
 
     def _run(self, path, options, truth):
         if options["from_model"] and path is None:
-            from lmm.facade import ModelUnavailable
-
             try:
                 run = run_from_method(
                     truth, options["method"], depth=max(options["k"] or 50, options["top"]), top=options["top"]

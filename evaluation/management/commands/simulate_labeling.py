@@ -1,7 +1,7 @@
 import json
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.cli import progress_bar
 from common.files import write_atomically
@@ -18,7 +18,7 @@ class Command(BaseCommand):
         "per strategy."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--qrels", type=Path, help="INQUIRE annotations CSV (or Quire labels CSV): the positives")
         source.add_argument(

@@ -13,7 +13,7 @@ class Command(BaseCommand):
         "the first instead of migrating at once. Says so and exits quickly when nothing is pending."
     )
 
-    def handle(self, **options):
+    def handle(self, **options) -> None:
         locked = connection.vendor == "postgresql"
         if locked:  # SQLite is one file written by one process: nothing to guard
             with connection.cursor() as cursor:

@@ -1,7 +1,7 @@
 import time
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from search import jobs
@@ -20,7 +20,7 @@ class Command(BaseCommand):
         "stopped; --rebuild drops the collection and loads it all."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--backend",
             choices=jobs.BACKENDS,

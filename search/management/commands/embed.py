@@ -1,7 +1,7 @@
 import time
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from search import jobs
@@ -17,7 +17,7 @@ class Command(BaseCommand):
         "resumes an unfinished job."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--chunk-size", type=int, help=f"images per task (default {settings.QUIRE_EMBED_CHUNK_SIZE})"
         )
@@ -74,7 +74,7 @@ class Command(BaseCommand):
             bar.close()
         self._report(job.pk)
 
-    def _run_here(self, job, bar):
+    def _run_here(self, job, bar) -> None:
         for chunk_id in list(jobs.unfinished_chunks(job).values_list("id", flat=True)):
             jobs.run_chunk(chunk_id, progress=bar.update)  # returns at once once the job has failed
 

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from common.cli import input_errors_as_command_errors, progress_bar
 from search import jobs
@@ -15,14 +15,14 @@ class Command(BaseCommand):
         "with an image_path column), e.g. INQUIRE's iNat24 ViT-H/14 embeddings, then build the index."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("folder", type=Path)
         parser.add_argument(
             "--model", help="the model the vectors come from (default: the configured one, %(default)s)"
         )
         parser.add_argument("--no-index", action="store_true", help="do not build the index afterwards")
 
-    def handle(self, folder, model, no_index, **options):
+    def handle(self, folder, model, no_index, **options) -> None:
         model_name = model or configured_spec().name
         with input_errors_as_command_errors(), progress_bar("vectors", "vec") as progress:
             result = import_clip_retrieval(folder, store_root(), model_name, progress=progress)
