@@ -1,4 +1,7 @@
+from typing import Any
+
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from annotator import labels
@@ -45,7 +48,7 @@ class QueryAdmin(admin.ModelAdmin):
     search_fields = ["=id", "text", "category"]
     list_editable = ["status", "fully_labeled"]
 
-    def get_queryset(self, request: HttpRequest):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return selectors.with_label_counts(super().get_queryset(request))
 
     def get_changelist_instance(self, request: HttpRequest):
@@ -55,7 +58,7 @@ class QueryAdmin(admin.ModelAdmin):
         return changelist
 
     @admin.action(description="Draw the overlap sample (from each query's overlap share, rank and judgments)")
-    def draw_overlap(self, request: HttpRequest, queryset) -> None:
+    def draw_overlap(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         added = 0
         for query in queryset:
             if query.overlap_fraction is None and query.overlap_top is None:
@@ -86,7 +89,7 @@ class ViewOnlyAdmin(admin.ModelAdmin):
 
     show_full_result_count = False
 
-    def get_queryset(self, request: HttpRequest):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return self.visible(request, super().get_queryset(request))
 
     def visible(self, request: HttpRequest, found):
@@ -96,7 +99,7 @@ class ViewOnlyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -113,10 +116,10 @@ class LabelAdmin(ViewOnlyAdmin):
     def visible(self, request: HttpRequest, found):
         return visibility.of(request).labels(found)
 
-    def delete_model(self, request: HttpRequest, obj) -> None:
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
         labels.clear_labels([obj], user=request.user, source=LabelSource.ADMIN)
 
-    def delete_queryset(self, request: HttpRequest, queryset) -> None:
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         cleared = labels.clear_labels(list(queryset), user=request.user, source=LabelSource.ADMIN)
         messages.info(request, f"{cleared} labels cleared for every annotator; the label history keeps each judgment.")
 
@@ -142,7 +145,7 @@ class LabelEventAdmin(ViewOnlyAdmin):
     def visible(self, request: HttpRequest, found):
         return visibility.of(request).judged(found)
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -150,7 +153,7 @@ class LabelEventAdmin(ViewOnlyAdmin):
 class ImportBatchAdmin(ViewOnlyAdmin):
     list_display = ["id", "kind", "file_name", "user", "rows", "labels_changed", "created_at"]
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -179,5 +182,5 @@ class JudgmentAdmin(ViewOnlyAdmin):
     def visible(self, request: HttpRequest, found):
         return visibility.of(request).judged(found)
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -12,6 +12,7 @@ import random
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.utils import get_random_secret_key
@@ -350,7 +351,7 @@ def write_collection(images_root: Path, metadata: Path, count: int, seed: int) -
     )
 
 
-def _species_look(rng: random.Random) -> dict:
+def _species_look(rng: random.Random) -> dict[str, Any]:
     return {
         "ground": tuple(rng.randrange(40, 220) for _ in range(3)),
         "body": tuple(rng.randrange(256) for _ in range(3)),
@@ -358,7 +359,7 @@ def _species_look(rng: random.Random) -> dict:
     }
 
 
-def _draw(rng: random.Random, look: dict, width: int, height: int) -> PILImage.Image:
+def _draw(rng: random.Random, look: dict[str, Any], width: int, height: int) -> PILImage.Image:
     ground = tuple(max(0, min(255, c + rng.randint(-25, 25))) for c in look["ground"])
     picture = PILImage.new("RGB", (width, height), ground)
     draw = ImageDraw.Draw(picture)

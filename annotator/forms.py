@@ -1,5 +1,6 @@
 import io
 from dataclasses import dataclass, field
+from typing import Any
 
 from django import forms
 from django.conf import settings
@@ -44,7 +45,7 @@ class TrackingForm(forms.ModelForm):
         widgets = {"notes": forms.Textarea(attrs={"rows": 3, "cols": 40})}
         labels = {"fully_labeled": "Fully labeled?", "locked": "Locked (done: only staff may change labels)"}
 
-    def __init__(self, *args, staff: bool = False, **kwargs) -> None:
+    def __init__(self, *args: Any, staff: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not staff:
             del self.fields["locked"]
@@ -135,7 +136,7 @@ class ManyValues(forms.Field):
 
     widget = forms.MultipleHiddenInput
 
-    def to_python(self, value):
+    def to_python(self, value: Any):
         return list(dict.fromkeys(v.strip() for v in value or () if isinstance(v, str) and v.strip()))
 
 

@@ -120,7 +120,7 @@ class Query(models.Model):
         super().save(*args, **kwargs)
         self._text_loaded = self.text
 
-    def clean(self):
+    def clean(self) -> None:
         """The same text as another query's: refused with the other's id (forms and the admin call this)."""
         other = Query.objects.filter(text_key=text_key(self.text)).exclude(pk=self.pk).first()
         if other is not None:
@@ -268,11 +268,11 @@ class _Recorded(models.Model):
     class Meta:
         abstract = True
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         _refuse_unrecorded("saved")
         super().save(*args, **kwargs)
 
-    def delete(self, *args, **kwargs):
+    def delete(self, *args: Any, **kwargs: Any):
         _refuse_unrecorded("deleted")
         return super().delete(*args, **kwargs)
 
@@ -442,12 +442,12 @@ class LabelEvent(models.Model):
     def __str__(self) -> str:
         return f"{self.old_value or '-'} -> {self.new_value or '-'} ({self.source})"
 
-    def save(self, *args, **kwargs):
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if self.pk is not None:
             raise TypeError("Label events are append-only; they cannot be changed once written.")
         super().save(*args, **kwargs)
 
-    def delete(self, *args, **kwargs):
+    def delete(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("Label events are append-only; they cannot be deleted.")
 
 

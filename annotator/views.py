@@ -2,7 +2,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.http import HttpRequest
+from django.http import HttpResponseBase
 from django.shortcuts import redirect, render
 
 from annotator.api.tokens import current_token, new_token, revoke_token
@@ -11,10 +11,11 @@ from annotator.inquire.exporters import EXPORTS
 from annotator.labels import selectors, visibility
 from annotator.models import Query, duplicate_text_message, text_key
 from annotator.progress import figures
+from common.http import SignedInRequest
 
 
 @login_required
-def home(request: HttpRequest):
+def home(request: SignedInRequest) -> HttpResponseBase:
     """The query list: progress, search, sort, and a form to add a query."""
     form = QueryForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -52,7 +53,7 @@ def home(request: HttpRequest):
 
 
 @login_required
-def api_token(request: HttpRequest):
+def api_token(request: SignedInRequest) -> HttpResponseBase:
     """A user's own API key for scripts: see it, make a new one, or revoke it."""
     if request.method == "POST":
         if request.POST.get("action") == "revoke":

@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.contrib import admin
 from django.http import HttpRequest
 from django.urls import reverse
@@ -23,10 +25,10 @@ class ImageRootAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -40,7 +42,7 @@ class ImageAdmin(admin.ModelAdmin):
     # Counting 5M rows on every page is the slow part of a big changelist.
     show_full_result_count = False
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         """Never from the admin: an image carries the judgments and label history of every query (deleting it
         would take them along), and its delete page listed them, judged or not, to anyone allowed to delete."""
         return False

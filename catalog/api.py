@@ -1,6 +1,8 @@
 """REST API of the collection: taxa and images, read-only."""
 
-from django.db.models import Q
+from typing import Any
+
+from django.db.models import Q, QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import viewsets
@@ -21,7 +23,7 @@ from .serializers import ImageSerializer, TaxonSerializer
 class TaxonViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = TaxonSerializer
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Any]:
         taxa = Taxon.objects.all()
         if text := text_param(self.request, "search"):
             taxa = taxa.filter(Q(scientific_name__icontains=text) | Q(common_name__icontains=text))
@@ -39,7 +41,7 @@ class ImageViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = ImageSerializer
     pagination_class = ByIdCursorPagination
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Any]:
         images = Image.objects.all()
         if (taxon := int_param(self.request, "taxon", high=2**31)) is not None:
             images = images.filter(taxon_id=taxon)

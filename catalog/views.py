@@ -1,9 +1,11 @@
 """The collection's pages: taxon suggestions for filter boxes, and image files by id."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpRequest
+from django.http import FileResponse, Http404, HttpResponseBase
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
+
+from common.http import SignedInRequest
 
 from . import taxa
 from .models import Image
@@ -12,13 +14,13 @@ from .thumbnails import NotServable, original_file, thumbnail_path
 
 @login_required
 @require_GET
-def suggest_taxa(request: HttpRequest):
+def suggest_taxa(request: SignedInRequest) -> HttpResponseBase:
     return render(request, "catalog/_suggestions.html", {"suggestions": taxa.suggest(request.GET.get("taxon", ""))})
 
 
 @login_required
 @require_GET
-def image_file(request: HttpRequest, image_id: int, size):
+def image_file(request: SignedInRequest, image_id: int, size) -> HttpResponseBase:
     if size not in ("thumb", "file"):
         raise Http404("Image sizes are thumb and file.")
     image = get_object_or_404(Image.objects.select_related("root"), pk=image_id)

@@ -6,16 +6,19 @@ view classes are still loading.
 
 import json
 import re
+from collections.abc import Iterable, Mapping
+from typing import IO, Any
 
-from django.http import HttpRequest
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.authentication import BaseAuthentication, TokenAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed, NotFound, ParseError, Throttled, ValidationError
-from rest_framework.pagination import CursorPagination, LimitOffsetPagination
+from rest_framework.pagination import Cursor, CursorPagination, LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
 from rest_framework.throttling import AnonRateThrottle
+from rest_framework.views import APIView
 
 
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
@@ -25,11 +28,11 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
     default_limit = 100
     max_limit = 1000
 
-    def get_offset(self, request: HttpRequest):
+    def get_offset(self, request: Request) -> int:
         int_param(request, self.offset_query_param, high=BIGINT)  # 400 when malformed or too large
         return super().get_offset(request)
 
-    def get_limit(self, request: HttpRequest):
+    def get_limit(self, request: Request) -> int | None:
         int_param(request, self.limit_query_param, high=BIGINT)
         return super().get_limit(request)
 
@@ -42,7 +45,7 @@ class ByIdCursorPagination(CursorPagination):
     page_size_query_param = "page_size"
     max_page_size = 1000
 
-    def decode_cursor(self, request: HttpRequest):
+    def decode_cursor(self, request: Request) -> Cursor | None:
         """DRF's decoding, and the position checked to be an id: a forged cursor (`p=abc`) would otherwise
         reach the database's filter and answer 500."""
         cursor = super().decode_cursor(request)
@@ -54,7 +57,7 @@ class ByIdCursorPagination(CursorPagination):
 BIGINT = 2**63  # the database's whole numbers end here: a larger one must be refused, not sent
 
 
-def int_param(request: HttpRequest, name, *, high: int = BIGINT):
+def int_param(request: Request, name: str, *, high: int = BIGINT) -> int | None:
     """A whole-number query parameter (ASCII digits, below `high`), None when absent; otherwise 400."""
     value = request.query_params.get(name)
     if value is None or value == "":
@@ -64,7 +67,7 @@ def int_param(request: HttpRequest, name, *, high: int = BIGINT):
     return int(value)
 
 
-def int_list_param(request: HttpRequest, name, *, high: int = BIGINT) -> list[int]:
+def int_list_param(request: Request, name: str, *, high: int = BIGINT) -> list[int]:
     """A repeatable whole-number query parameter (?image=1&image=2); 400 for any malformed value."""
     values = request.query_params.getlist(name)
     if not all(value.isascii() and value.isdigit() and int(value) < high for value in values):
@@ -72,7 +75,7 @@ def int_list_param(request: HttpRequest, name, *, high: int = BIGINT) -> list[in
     return [int(value) for value in values]
 
 
-def choice_param(request: HttpRequest, name, choices):
+def choice_param(request: Request, name: str, choices: Iterable[str]) -> str | None:
     """A query parameter that must be one of `choices`, None when absent; otherwise 400."""
     value = request.query_params.get(name)
     if value is None or value == "":
@@ -82,7 +85,7 @@ def choice_param(request: HttpRequest, name, choices):
     return value
 
 
-def text_param(request: HttpRequest, name, *, max_length: int = 200) -> str:
+def text_param(request: Request, name: str, *, max_length: int = 200) -> str:
     """A free-text query parameter: no NUL character (databases refuse it), at most `max_length` characters."""
     value = request.query_params.get(name, "").strip()
     if "\x00" in value:
@@ -92,7 +95,7 @@ def text_param(request: HttpRequest, name, *, max_length: int = 200) -> str:
     return value
 
 
-def strict_id(value) -> int | None:
+def strict_id(value: Any) -> int | None:
     """An id as a request carries it: a JSON whole number or a string of ASCII digits (form posts),
     0 to 2^63 - 1; None for anything else (1.5 or true is not image 1)."""
     if isinstance(value, str) and value.isascii() and value.isdigit():
@@ -102,10 +105,10 @@ def strict_id(value) -> int | None:
     return value
 
 
-class StrictPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):
+class StrictPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):  # type: ignore[type-arg]  # any model
     """A primary key that must be a strict_id."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> Any:
         if strict_id(data) is None:
             self.fail("incorrect_type", data_type=type(data).__name__)
         return super().to_internal_value(strict_id(data))
@@ -148,7 +151,7 @@ def json_depth(raw: bytes) -> int:
     return deepest
 
 
-def parse_json(raw: bytes):
+def parse_json(raw: bytes) -> Any:
     """The document in `raw`, or BadJson: too large, nested too deep, or not JSON."""
     if len(raw) > MAX_JSON_BYTES:
         raise BadJson(f"The JSON body is larger than {MAX_JSON_BYTES // (1024 * 1024)} MB; send it in smaller batches.")
@@ -164,7 +167,9 @@ def parse_json(raw: bytes):
 class BoundedJSONParser(JSONParser):
     """DRF's JSON parser with parse_json's bounds (a 413-sized body or a deep one is a 400, not a 500)."""
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(
+        self, stream: IO[bytes] | None, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
         raw = stream.read(MAX_JSON_BYTES + 1) if stream is not None else b""
         try:
             return parse_json(raw)
@@ -172,7 +177,7 @@ class BoundedJSONParser(JSONParser):
             raise ParseError(str(error)) from None
 
 
-def echo(value, limit: int = 40) -> str:
+def echo(value: Any, limit: int = 40) -> str:
     """`value` as an error message may quote it: repr, cut to `limit` characters (a 49 MB value sent back
     whole in a 400 is a 49 MB answer)."""
     text = repr(value)
@@ -188,7 +193,7 @@ class AnonymousRateFirst(BasePermission):
     stays a throttle. A request with a bogus token is refused (401) by authentication, before permissions.
     """
 
-    def has_permission(self, request: HttpRequest, view) -> bool:
+    def has_permission(self, request: Request, view: Any) -> bool:
         throttle = AnonRateThrottle()
         if not throttle.allow_request(request, view):
             view.throttled(request, throttle.wait())
@@ -198,13 +203,13 @@ class AnonymousRateFirst(BasePermission):
 class _GuessThrottle(AnonRateThrottle):
     """The anonymous rate, keyed by address alone: asked while authenticating, before request.user exists."""
 
-    def get_cache_key(self, request: HttpRequest, view):
+    def get_cache_key(self, request: Request, view: APIView | None) -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 
-def _count_guess(request: HttpRequest) -> None:
+def _count_guess(request: Request) -> None:
     throttle = _GuessThrottle()
-    if not throttle.allow_request(request, None):
+    if not throttle.allow_request(request, None):  # type: ignore[arg-type]  # no view yet: keyed by address
         raise Throttled(throttle.wait())
 
 
@@ -212,7 +217,7 @@ class CountedTokenAuthentication(TokenAuthentication):
     """`Authorization: Token <key>`; a made-up key counts against the address's anonymous rate before it is
     refused (401), so guessing keys is throttled like any anonymous request (issue 37: never counted)."""
 
-    def authenticate(self, request: HttpRequest):
+    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
         try:
             return super().authenticate(request)
         except AuthenticationFailed:
@@ -224,7 +229,7 @@ class NoBasicAuthentication(BaseAuthentication):
     """HTTP Basic is not accepted (it would hash a password for any header, outside the login's lockout); a
     script that sends it is told what to send instead, not that it sent no credentials."""
 
-    def authenticate(self, request: HttpRequest):
+    def authenticate(self, request: Request) -> None:
         if get_authorization_header(request).split()[:1] == [b"Basic"]:
             _count_guess(request)
             raise AuthenticationFailed(
@@ -233,5 +238,5 @@ class NoBasicAuthentication(BaseAuthentication):
             )
         return None
 
-    def authenticate_header(self, request: HttpRequest) -> str:
+    def authenticate_header(self, request: Request) -> str:
         return "Token"  # 401, saying which scheme is

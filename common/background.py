@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
-_pending: dict[tuple, Future] = {}
+_pending: dict[tuple[Any, ...], Future[Any]] = {}
 
 
 def embedded() -> bool:

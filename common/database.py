@@ -6,8 +6,10 @@ idempotent write view a second time on a new connection, so one dropped connecti
 """
 
 import logging
+from collections.abc import Callable
 from contextlib import suppress
 from functools import wraps
+from typing import Any
 
 from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -30,13 +32,13 @@ def wants_json(request: HttpRequest) -> bool:
 class DatabaseOutage:
     """Turn a lost database into a 503 that says so (and a Retry-After the page and scripts can follow)."""
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         return self.get_response(request)
 
-    def process_exception(self, request: HttpRequest, exception):
+    def process_exception(self, request: HttpRequest, exception: Exception):
         if not isinstance(exception, DATABASE_ERRORS):
             return None
         log.warning("database unavailable during %s %s: %s", request.method, request.path, exception)
@@ -48,13 +50,13 @@ class DatabaseOutage:
         return response
 
 
-def retry_once_if_dropped(view):
+def retry_once_if_dropped(view: Any):
     """Run `view` again on a fresh connection when the first try lost the database (a dropped or restarted
     server). Only for views that may run twice: label saves are idempotent (the same value twice changes
     nothing). Inside an outer transaction nothing can be retried, so the error goes on to DatabaseOutage."""
 
     @wraps(view)
-    def wrapper(*args, **kwargs):  # a view function, or a DRF view's method (self first)
+    def wrapper(*args: Any, **kwargs: Any):  # a view function, or a DRF view's method (self first)
         try:
             return view(*args, **kwargs)
         except DATABASE_ERRORS as error:

@@ -6,9 +6,19 @@ from functools import wraps
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.contrib.auth.models import User
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
+from django_htmx.middleware import HtmxDetails
 
-View = Callable[..., HttpResponse]
+View = Callable[..., HttpResponseBase]
+
+
+class SignedInRequest(HttpRequest):
+    """What a view behind login_required receives: a signed-in user (never AnonymousUser), and django-htmx's
+    `htmx` (its middleware sets it on every request). For the type checker only: Django builds the request."""
+
+    user: User
+    htmx: HtmxDetails
 
 
 def json_login_required(view: View) -> View:
@@ -16,7 +26,7 @@ def json_login_required(view: View) -> View:
     the login page (which fetch would follow and read as a success)."""
 
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not request.user.is_authenticated:
             return JsonResponse(
                 {"error": "Your session ended: log in again.", "login_url": settings.LOGIN_URL}, status=401
@@ -26,7 +36,7 @@ def json_login_required(view: View) -> View:
     return wrapper
 
 
-def sandboxed(response: HttpResponse) -> HttpResponse:
+def sandboxed(response: HttpResponseBase) -> HttpResponseBase:
     """A file a user or a model made, opened on its own: no script runs, nothing is fetched, no type is sniffed."""
     response["Content-Security-Policy"] = "sandbox; default-src 'none'; img-src 'self'"
     response["X-Content-Type-Options"] = "nosniff"

@@ -30,7 +30,7 @@ class InputError(ValueError):
     inside their transaction, so the database is left exactly as it was.
     """
 
-    def __init__(self, path, where: int | str | None, problem: str) -> None:
+    def __init__(self, path: Path | str, where: int | str | None, problem: str) -> None:
         self.path = str(path)
         self.where = f"line {where}" if isinstance(where, int) else where
         # One line, always: a value quoted from the file may hold line breaks.
@@ -48,7 +48,7 @@ class CsvFile:
     with the wrong number of fields, a missing file, an empty file.
     """
 
-    def __init__(self, path) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = Path(path)
         if not self.path.is_file():
             raise InputError(self.path, None, "no such file")
@@ -113,7 +113,7 @@ class CsvFile:
                 ) from None
 
 
-def read_csv(path, required=(), hint: str = "") -> Iterator[tuple[int, dict[str, str]]]:
+def read_csv(path: Path, required=(), hint: str = "") -> Iterator[tuple[int, dict[str, str]]]:
     """Yield (line number, row as a dict) for each data row of a CSV file whose header has `required`.
 
     Raises InputError (file, line, problem) as CsvFile does, and for missing columns.

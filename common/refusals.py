@@ -14,6 +14,7 @@ Requests that are not htmx's (forms, the page's own fetch() calls, the API) are 
 """
 
 import json
+from collections.abc import Callable
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
@@ -41,7 +42,7 @@ def drawn_for_target(response: HttpResponse) -> HttpResponse:
 
 
 class HtmxRefusals:
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:

@@ -2,6 +2,7 @@
 
 import datetime
 import math
+from typing import Any
 
 from common.formats import IMAGE_EXTENSIONS
 from common.inputs import WHOLE_NUMBER, not_a_whole_number
@@ -16,14 +17,14 @@ INT64 = (-(2**63), 2**63 - 1)
 INT32 = (-(2**31), 2**31 - 1)
 
 
-def required_int(value, field: str, bounds: tuple[int, int] = INT64) -> int:
+def required_int(value: Any, field: str, bounds: tuple[int, int] = INT64) -> int:
     result = optional_int(value, field, bounds)
     if result is None:
         raise BadValue(f"{field} is missing")
     return result
 
 
-def optional_int(value, field: str, bounds: tuple[int, int] = INT64) -> int | None:
+def optional_int(value: Any, field: str, bounds: tuple[int, int] = INT64) -> int | None:
     """A whole number within `bounds` (inclusive), None when empty. A number past the bounds would fail
     in the database ("bigint out of range"), so it is refused here with the field's name."""
     if value is None or value == "":
@@ -43,7 +44,7 @@ def optional_int(value, field: str, bounds: tuple[int, int] = INT64) -> int | No
     return value
 
 
-def optional_float(value, field: str, *, low: float | None = None, high: float | None = None) -> float | None:
+def optional_float(value: Any, field: str, *, low: float | None = None, high: float | None = None) -> float | None:
     if value is None or value == "":
         return None
     if isinstance(value, bool):
@@ -59,7 +60,7 @@ def optional_float(value, field: str, *, low: float | None = None, high: float |
     return result
 
 
-def optional_text(value, field: str, max_length: int) -> str:
+def optional_text(value: Any, field: str, max_length: int) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -75,7 +76,7 @@ def optional_text(value, field: str, max_length: int) -> str:
     return value
 
 
-def required_text(value, field: str, max_length: int) -> str:
+def required_text(value: Any, field: str, max_length: int) -> str:
     """Text that must not be blank. Kept exactly as given (the released INQUIRE
     files have a trailing space in a query text, and exports must reproduce it)."""
     result = optional_text(value, field, max_length)
@@ -84,7 +85,7 @@ def required_text(value, field: str, max_length: int) -> str:
     return result
 
 
-def optional_date(value, field: str) -> datetime.date | None:
+def optional_date(value: Any, field: str) -> datetime.date | None:
     """iNat dates look like "2010-07-23 00:00:00+00:00" or "2010-07-23"; the day is kept."""
     if value is None or value == "":
         return None
@@ -96,7 +97,7 @@ def optional_date(value, field: str) -> datetime.date | None:
         raise BadValue(f"{field} must be a date like 2021-04-22, not {value!r}") from None
 
 
-def image_file_name(value, field: str) -> str:
+def image_file_name(value: Any, field: str) -> str:
     """A path to an image file: at most 1,024 characters, ending like a JPEG, PNG, WebP or GIF file. Quire
     never serves another kind of file (an .svg or .html file would run script on its pages)."""
     name = required_text(value, field, 1024)

@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from common.files import write_atomically
 
@@ -56,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--csv", type=Path, help="write the per-query table as CSV")
 
 
-def run_from_file(path: Path | None, options: dict, truth: GroundTruth) -> Run:
+def run_from_file(path: Path | None, options: dict[str, Any], truth: GroundTruth) -> Run:
     """The run `--run` names (reranking `--first-stage`'s top `--top` when given)."""
     if path is None:
         raise InputError("Give --run FILE (or, with manage.py evaluate, --from-model).")
@@ -66,7 +67,7 @@ def run_from_file(path: Path | None, options: dict, truth: GroundTruth) -> Run:
     return run
 
 
-def score(truth: GroundTruth, runs: Callable[[Path | None], Run], options: dict) -> str:
+def score(truth: GroundTruth, runs: Callable[[Path | None], Run], options: dict[str, Any]) -> str:
     """Score the run (and `--compare`'s), write `--json` and `--csv`, and return the text to print.
     `runs(path)` reads the run at `path` (`--run`'s or `--compare`'s). Raises InputError or ValueError."""
     settings = {

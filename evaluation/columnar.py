@@ -9,6 +9,7 @@ So the two readers cannot disagree on a good file, and a bad one is explained ex
 """
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,9 @@ RELEVANT = "relevant"
 TREC_COLUMNS = ["qid", "q0", "docid", "rank", "score", "tag"]
 
 
-def _read(path, *, columns: list[str], types: dict, names=None, delimiter: str = ","):
+def _read(
+    path: Path, *, columns: list[str], types: dict[str, Any], names: list[str] | None = None, delimiter: str = ","
+) -> dict[str, Any] | None:
     """The columns as numpy arrays (strings as Python lists), or None if pyarrow cannot read them cleanly."""
     import pyarrow as pa
     from pyarrow import csv
@@ -32,7 +35,7 @@ def _read(path, *, columns: list[str], types: dict, names=None, delimiter: str =
         )
     except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowTypeError, KeyError, UnicodeDecodeError, OSError):
         return None
-    arrays = {}
+    arrays: dict[str, Any] = {}
     for name in columns:
         column = table.column(name)
         if column.null_count:  # an empty numeric field
@@ -42,14 +45,14 @@ def _read(path, *, columns: list[str], types: dict, names=None, delimiter: str =
 
 
 # The numeric types the readers ask pyarrow for, as numpy's.
-_NUMPY_TYPES = {"int64": np.int64, "double": np.float64}
+_NUMPY_TYPES: dict[str, type[np.number[Any]]] = {"int64": np.int64, "double": np.float64}
 
 
-def _numbers(column) -> np.ndarray:
+def _numbers(column: Any) -> np.ndarray:  # a pyarrow ChunkedArray
     """A numeric column with no nulls as one numpy array, viewed from its chunks' data buffers. pyarrow's own
     to_numpy imports pandas to look for extension types: 0.38 s, a third of `manage.py evaluate`'s run over
     INQUIRE-sized files (bench/eval_bench.py)."""
-    dtype = np.dtype(_NUMPY_TYPES[str(column.type)])
+    dtype: np.dtype[Any] = np.dtype(_NUMPY_TYPES[str(column.type)])
     parts = [
         np.frombuffer(chunk.buffers()[1], dtype=dtype, count=len(chunk), offset=chunk.offset * dtype.itemsize)
         for chunk in column.chunks
@@ -68,7 +71,7 @@ def _has_repeats(query_ids: np.ndarray, image_ids: np.ndarray) -> bool:
     return bool(np.any((q[1:] == q[:-1]) & (i[1:] == i[:-1])))
 
 
-def _in_order(query_ids, scores, ranks) -> bool:
+def _in_order(query_ids: np.ndarray, scores: np.ndarray, ranks: np.ndarray) -> bool:
     """Whether the file already lists each query's images best first (as runs are written): no sort needed."""
     same = query_ids[1:] == query_ids[:-1]
     if np.count_nonzero(~same) + 1 != len(np.unique(query_ids)):  # a query's lines are not all together
@@ -83,7 +86,9 @@ def _blocks(sorted_ids: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(starts.tolist(), np.r_[starts[1:], len(sorted_ids)].tolist(), strict=True))
 
 
-def _group(query_ids, image_ids, scores, order_keys) -> dict[int, list[tuple[int, float]]]:
+def _group(
+    query_ids: np.ndarray, image_ids: np.ndarray, scores: np.ndarray, order_keys: tuple[np.ndarray, ...]
+) -> dict[int, list[tuple[int, float]]]:
     """Each query's images best first: by score, then by the order keys (rank, then line)."""
     if not _in_order(query_ids, scores, order_keys[0]):
         order = np.lexsort((*reversed(order_keys), -scores, query_ids))
@@ -92,14 +97,16 @@ def _group(query_ids, image_ids, scores, order_keys) -> dict[int, list[tuple[int
     return {int(query_ids[a]): list(zip(images[a:b], values[a:b], strict=True)) for a, b in _blocks(query_ids)}
 
 
-def _ranked(query_ids, image_ids, scores, order_keys):
+def _ranked(
+    query_ids: np.ndarray, image_ids: np.ndarray, scores: np.ndarray, order_keys: tuple[np.ndarray, ...]
+) -> dict[int, list[tuple[int, float]]] | None:
     # NaN, or infinite (a number too long for a float: the line reader names its line)
     if not len(query_ids) or not np.isfinite(scores).all() or _has_repeats(query_ids, image_ids):
         return None
     return _group(query_ids, image_ids, scores, order_keys)
 
 
-def trec_run(path) -> dict | None:
+def trec_run(path: Path) -> dict[int, list[tuple[int, float]]] | None:
     """A TREC run (qid Q0 docid rank score tag, one space apart): ties by rank, then line."""
     import pyarrow as pa
 
@@ -116,7 +123,7 @@ def trec_run(path) -> dict | None:
     return _ranked(cols["qid"], cols["docid"], cols["score"], (cols["rank"], lines))
 
 
-def csv_run(path, header: list[str]) -> dict | None:
+def csv_run(path: Path, header: list[str]) -> dict[int, list[tuple[int, float]]] | None:
     """A CSV run with query_id,image_id,score[,rank]: ties by rank when given, then line."""
     import pyarrow as pa
 
@@ -130,7 +137,7 @@ def csv_run(path, header: list[str]) -> dict | None:
     return _ranked(cols["query_id"], cols["image_id"], cols["score"], keys)
 
 
-def qrels(path, header: list[str]) -> tuple[dict, dict] | None:
+def qrels(path: Path, header: list[str]) -> tuple[dict[int, set[int]], dict[int, set[int]]] | None:
     """Positives and judged images per query from an INQUIRE annotations or Quire labels CSV."""
     import pyarrow as pa
 

@@ -20,13 +20,17 @@ Well-formed runs and ground truth are read by `evaluation.columnar` (pyarrow and
 line-by-line readers here read everything else, so that they can name the line to fix.
 """
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from common.inputs import WHOLE_NUMBER, CsvFile, InputError, not_a_whole_number
 
 from . import columnar
 
+# (line, query id, image id, score, order key) of one ranked image, as the run readers yield them.
+Entry = tuple[int, int, int, float, tuple[int, int]]
 RELEVANT = "relevant"
 
 
@@ -34,7 +38,7 @@ RELEVANT = "relevant"
 class GroundTruth:
     positives: dict[int, set[int]]
     judged: dict[int, set[int]] = field(default_factory=dict)  # every labeled image, when negatives are known
-    queries: dict[int, dict] = field(default_factory=dict)  # query id -> its columns (text, supercategory...)
+    queries: dict[int, dict[str, Any]] = field(default_factory=dict)  # query id -> its columns (text, supercategory...)
     source: str = ""
 
     def query_ids(self) -> list[int]:
@@ -50,14 +54,14 @@ class Run:
     candidate_relevance: dict[int, dict[int, bool]] | None = None  # rerank layout only
 
 
-def _int(path, line, row, column) -> int:
+def _int(path: Path, line: int, row: Mapping[str, str], column: str) -> int:
     value = (row.get(column) or "").strip()
     if not WHOLE_NUMBER.fullmatch(value):  # int() would also read other scripts' digits ("٣" is 3)
         raise InputError(path, line, not_a_whole_number(column, value))
     return int(value)
 
 
-def _float(path, line, value, column) -> float:
+def _float(path: Path, line: int, value: Any, column: str) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -67,7 +71,7 @@ def _float(path, line, value, column) -> float:
     return number
 
 
-def read_queries(path) -> dict[int, dict]:
+def read_queries(path: Path) -> dict[int, dict[str, Any]]:
     """Read an INQUIRE queries CSV: {query id: {column: value}} for every other column (query_text,
     supercategory, category, iconic_group...), the columns report tables can be grouped by.
     Raises InputError (file, line, problem)."""
@@ -82,7 +86,7 @@ def read_queries(path) -> dict[int, dict]:
     return queries
 
 
-def _ints(path, line, row, positions, names):
+def _ints(path: Path, line: int, row: list[str], positions: tuple[int, ...], names: tuple[str, ...]) -> list[int]:
     try:
         values = [row[position] for position in positions]
         if not all(WHOLE_NUMBER.fullmatch(value.strip()) for value in values):
@@ -94,7 +98,7 @@ def _ints(path, line, row, positions, names):
         raise
 
 
-def read_qrels(path, queries_path=None) -> GroundTruth:
+def read_qrels(path: Path, queries_path: Path | None = None) -> GroundTruth:
     """Read ground truth from an INQUIRE annotations CSV (every row relevant) or a Quire labels CSV
     (a `label` column; only "relevant" counts as relevant, other labels are judged negatives),
     and the query set from `queries_path` when given. Raises InputError (file, line, problem)."""
@@ -113,7 +117,7 @@ def read_qrels(path, queries_path=None) -> GroundTruth:
     return GroundTruth(positives, judged if label is not None else {}, queries, source=str(path))
 
 
-def _read_qrels_rows(path, rows: CsvFile) -> tuple[dict, dict]:
+def _read_qrels_rows(path: Path, rows: CsvFile) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
     header = rows.header
     q, i = header.index("query_id"), header.index("image_id")
     label = header.index("label") if "label" in header else None
@@ -133,7 +137,7 @@ def _read_qrels_rows(path, rows: CsvFile) -> tuple[dict, dict]:
     return positives, judged
 
 
-def qrels_from_database(query_ids=None) -> GroundTruth:
+def qrels_from_database(query_ids: Iterable[int] | None = None) -> GroundTruth:
     """Ground truth from the labels in Quire's database (of `query_ids`, default all): relevant is
     relevant; not relevant and unsure are judged negatives. Raises InputError when nothing is relevant."""
     from annotator.models import Label, LabelValue, Query  # Django's models: the plain CLI reads files only
@@ -161,7 +165,7 @@ def qrels_from_database(query_ids=None) -> GroundTruth:
     return GroundTruth(positives, judged, queries, source="database labels")
 
 
-def read_run(path, *, score_column: str = "clip_score", queries: dict[int, dict] | None = None) -> Run:
+def read_run(path: Path, *, score_column: str = "clip_score", queries: dict[int, dict[str, Any]] | None = None) -> Run:
     """Read a run, recognising its format from its first line: TREC (whitespace separated), a CSV
     with query_id,image_id,score[,rank], or the INQUIRE-Rerank layout (`score_column` holds the
     scores; `queries` maps its query texts to ids). Each query's images come best first by score,
@@ -189,15 +193,15 @@ def read_run(path, *, score_column: str = "clip_score", queries: dict[int, dict]
     )
 
 
-def _nonempty(path, run: Run) -> Run:
+def _nonempty(path: Path, run: Run) -> Run:
     if not run.ranked:
         raise InputError(path, None, "has no rows: a run ranks at least one image for one query")
     return run
 
 
-def _collect(path, entries):
+def _collect(path: Path, entries: Iterable[Entry]) -> dict[int, list[tuple[int, float]]]:
     """entries: (line, query_id, image_id, score, order key). Sorts each query by score, ties by the order key."""
-    by_query: dict[int, dict[int, tuple]] = {}
+    by_query: dict[int, dict[int, tuple[Any, ...]]] = {}
     for line, query_id, image_id, score, order in entries:
         images = by_query.get(query_id)
         if images is None:
@@ -213,11 +217,11 @@ def _collect(path, entries):
     }
 
 
-def _read_trec(path) -> Run:
+def _read_trec(path: Path) -> Run:
     if (ranked := columnar.trec_run(path)) is not None:
         return Run(Path(path).name, ranked)
 
-    def entries():
+    def entries() -> Iterator[Entry]:
         for line, text in enumerate(Path(path).read_text(encoding="utf-8-sig").splitlines(), start=1):
             if not text.strip():
                 continue
@@ -235,7 +239,7 @@ def _read_trec(path) -> Run:
     return Run(Path(path).name, _collect(path, entries()))
 
 
-def _read_csv_run(path) -> Run:
+def _read_csv_run(path: Path) -> Run:
     rows = CsvFile(path)
     header = rows.header
     if (ranked := columnar.csv_run(path, header)) is not None:
@@ -244,7 +248,7 @@ def _read_csv_run(path) -> Run:
     q, i, sc = header.index("query_id"), header.index("image_id"), header.index("score")
     rank = header.index("rank") if "rank" in header else None
 
-    def entries():
+    def entries() -> Iterator[Entry]:
         for line, row in rows:
             if not row:
                 continue
@@ -255,14 +259,14 @@ def _read_csv_run(path) -> Run:
     return Run(Path(path).name, _collect(path, entries()))
 
 
-def _read_rerank(path, score_column, queries) -> Run:
+def _read_rerank(path: Path, score_column: str, queries: dict[int, dict[str, Any]]) -> Run:
     table = CsvFile(path)
     table.require(["relevant", score_column], "the rerank layout needs relevant and score columns")
     rows = table.records()
     by_text = {columns.get("query_text", ""): query_id for query_id, columns in queries.items()}
     relevance: dict[int, dict[int, bool]] = {}
 
-    def entries():
+    def entries() -> Iterator[Entry]:
         for line, row in rows:
             if "query_id" in table.header:
                 query_id = _int(path, line, row, "query_id")

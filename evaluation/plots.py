@@ -1,6 +1,7 @@
 """Small server-side SVG plots for the report pages (no JavaScript charting library needed)."""
 
 from html import escape
+from typing import Any
 
 
 def bars(values: dict[str, float], *, width: int = 560, bar_height: int = 18) -> str:
@@ -42,7 +43,7 @@ def scatter(points: list[tuple[float, float]], *, x_label: str, y_label: str, si
 CURVE_COLOURS = ("#888888", "#1a9b4b", "#1f6feb", "#d4572a", "#8a3ffc", "#b8860b")
 
 
-def recall_curves(curves: dict[str, list], *, width: int = 560, height: int = 300) -> str:
+def recall_curves(curves: dict[str, list[Any]], *, width: int = 560, height: int = 300) -> str:
     """Mean recall (y, 0 to 1) against labels spent (x), one line per strategy: a standalone SVG
     document (it also renders inline in a page)."""
     pad_left, pad_bottom, pad_top, pad_right = 44, 36, 14, 120

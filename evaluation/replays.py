@@ -128,7 +128,7 @@ def qrels(options: dict[str, Any]) -> Grounds:
 
 
 def collection_ranker(text: str):
-    def ranked(strategy, relevant, not_relevant, exclude, k, recent=()):
+    def ranked(strategy: str, relevant, not_relevant, exclude, k: int, recent=()):
         hits = next_batch(
             strategy=strategy,
             text=text,
@@ -151,7 +151,7 @@ def collection_estimator(text: str):
     return estimate
 
 
-def format_medians(result: dict) -> str:
+def format_medians(result: dict[str, Any]) -> str:
     """The medians table, one line per group and strategy, with each strategy's worst ratio to the first."""
     target = round(100 * result["settings"]["target"])
     lines = [

@@ -24,6 +24,7 @@ comes from files or from the database.
 import csv
 import io
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -41,8 +42,8 @@ NO_GROUP = "(none)"  # the group of queries with no value in a grouping column
 class Report:
     protocol: str
     k: int
-    metrics: tuple
-    per_query: list[dict]
+    metrics: tuple[Any, ...]
+    per_query: list[dict[str, Any]]
     warnings: list[str] = field(default_factory=list)
     run: str = ""
     ground_truth: str = ""
@@ -54,11 +55,11 @@ class Report:
     def k_label(self) -> str:
         return f"all candidates (up to {self.k})" if self.k_is_candidates else str(self.k)
 
-    def scored(self, rows=None) -> list[dict]:
+    def scored(self, rows=None) -> list[dict[str, Any]]:
         """The rows whose metrics are defined (the query has at least one relevant image)."""
         return [row for row in (self.per_query if rows is None else rows) if not row.get("no_positives")]
 
-    def overall(self) -> dict:
+    def overall(self) -> dict[str, Any]:
         """Mean, standard error and bootstrap interval per metric (computed once: the tables and the JSON share it)."""
         if getattr(self, "_overall", None) is None:
             self._overall = {
@@ -66,12 +67,12 @@ class Report:
             }
         return self._overall
 
-    def groups(self, columns) -> dict:
+    def groups(self, columns) -> dict[str, Any]:
         """Per value of each of `columns`: the macro averages of its queries, then their mean. A query with
         no value there (one added in the app without a category) is in the group NO_GROUP."""
         result = {}
         for column in columns:
-            values: dict[str, list[dict]] = {}
+            values: dict[str, list[dict[str, Any]]] = {}
             for row in self.per_query:
                 values.setdefault(str(row.get(column) or "").strip() or NO_GROUP, []).append(row)
             table = {
@@ -86,7 +87,7 @@ class Report:
             result[column] = table
         return result
 
-    def as_json(self, group_by=()) -> dict:
+    def as_json(self, group_by=()) -> dict[str, Any]:
         return {
             "protocol": self.protocol,
             "k": self.k,
@@ -113,7 +114,7 @@ class Report:
         return out.getvalue()
 
 
-def _mean(rows: list[dict], name: str) -> float | None:
+def _mean(rows: list[dict[str, Any]], name: str) -> float | None:
     return float(np.mean([row[name] for row in rows])) if rows else None
 
 
@@ -172,7 +173,7 @@ def evaluate(
     )
 
 
-def _queries(truth: GroundTruth, run: Run, protocol: str) -> tuple[list, list[str]]:
+def _queries(truth: GroundTruth, run: Run, protocol: str) -> tuple[list[Any], list[str]]:
     """The queries scored (the ground truth's, or under rerank the run's candidate sets) and warnings
     about the run's queries that are not among them or missing from the run."""
     query_ids = truth.query_ids()
@@ -199,7 +200,7 @@ def _positives(truth: GroundTruth, run: Run, protocol: str, query_id: int, k: in
     return positives, (max(1, len(candidates)) if per_candidates else k)
 
 
-def _scores(ranked: list, positives: set, k: int, metrics, normaliser: str, ties: str) -> dict:
+def _scores(ranked: list[Any], positives: set[Any], k: int, metrics, normaliser: str, ties: str) -> dict[str, Any]:
     """One query's metrics over its top k; None for each (and no_positives) when it has no positive."""
     if not positives:
         return {**{name: None for name in metrics}, "no_positives": True}
@@ -209,7 +210,9 @@ def _scores(ranked: list, positives: set, k: int, metrics, normaliser: str, ties
     return measures.score_query(relevance, len(positives), k, metrics, normaliser, scores=scores, ties=ties)
 
 
-def _coverage_warnings(truth: GroundTruth, run: Run, protocol: str, query_ids, rows: list[dict], k: int) -> list[str]:
+def _coverage_warnings(
+    truth: GroundTruth, run: Run, protocol: str, query_ids, rows: list[dict[str, Any]], k: int
+) -> list[str]:
     """Warnings about what the scores cannot see: queries with no positive, unjudged top images."""
     warnings = []
     if empty := [row["query_id"] for row in rows if row.get("no_positives")]:
@@ -241,7 +244,7 @@ def two_stage(first: Run, second: Run, top: int) -> Run:
     return Run(f"{first.name} top {top} reranked by {second.name}", ranked)
 
 
-def compare(a: Report, b: Report, metric: str = "ap") -> dict:
+def compare(a: Report, b: Report, metric: str = "ap") -> dict[str, Any]:
     """Run A against run B on the queries both scored: per-query differences, share improved, p-value."""
     b_by_query = {row["query_id"]: row[metric] for row in b.scored()}
     pairs = [
@@ -266,7 +269,7 @@ def compare(a: Report, b: Report, metric: str = "ap") -> dict:
 def format_table(report: Report, group_by=()) -> str:
     """The printed tables: AP, nDCG and oracle x100, the rest as fractions."""
 
-    def cell(name, value):
+    def cell(name: str, value: Any):
         if value is None:
             return "     –"
         return f"{100 * value:6.1f}" if name in measures.PERCENT_METRICS else f"{value:6.3f}"

@@ -13,6 +13,7 @@ and does nothing once the scoring has finished.
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -37,7 +38,7 @@ def upload_name(upload, role: str) -> str:
     return name or f"{role}.csv"
 
 
-def start(data: dict, user) -> Scoring:
+def start(data: dict[str, Any], user) -> Scoring:
     """Store the uploaded files with a queued Scoring and send it to be scored once committed. An upload
     whose form was sent before (its `submission` key) is that scoring, not a second one."""
     if data.get("submission") and (earlier := Scoring.objects.filter(submission=data["submission"]).first()):
@@ -55,7 +56,7 @@ def start(data: dict, user) -> Scoring:
     return scoring
 
 
-def _queued(data: dict, user, fields: dict) -> Scoring:
+def _queued(data: dict[str, Any], user, fields: dict[str, Any]) -> Scoring:
     """A new queued Scoring of the upload, sent to be scored once the transaction commits."""
     scoring = Scoring.objects.create(
         submission=data.get("submission"),

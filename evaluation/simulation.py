@@ -16,6 +16,7 @@ target.
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +72,7 @@ class Replay:
                 return labels, truth
         return None
 
-    def summary(self, target: float = 0.95) -> dict:
+    def summary(self, target: float = 0.95) -> dict[str, Any]:
         stop = self.rule_stop()
         estimate_stop = self.estimate_stop(target)
         error = self.estimate_error()
@@ -92,7 +93,7 @@ class Replay:
 
 
 def replay(
-    rank: Callable,
+    rank: Callable[..., Any],
     query_id: int,
     strategy: str,
     positives: set[int],
@@ -100,7 +101,7 @@ def replay(
     batch: int = 50,
     target: float = 0.95,
     max_labels: int = 2000,
-    estimate: Callable | None = None,
+    estimate: Callable[..., Any] | None = None,
     mistaken: Callable[[int], bool] | None = None,
 ) -> Replay:
     """Run the oracle annotator until `target` of the positives are found or `max_labels` are spent.
@@ -154,12 +155,12 @@ class _Exact:
         return self.all[list(image_ids)]
 
 
-def world_ranker(world: World, query_id: int) -> Callable:
+def world_ranker(world: World, query_id: int) -> Callable[..., Any]:
     """rank(...) over the synthetic world: the text order plainly, every other strategy through the
     labeling page's batch rules (search.facade.compose_batch), scored exactly with numpy."""
     collection = _Exact(world.vectors)
 
-    def rank(strategy, relevant, not_relevant, exclude, k, recent=()):
+    def rank(strategy: str, relevant, not_relevant, exclude, k: int, recent=()):
         if strategy not in LABEL_ONLY_STRATEGIES:
             raise ValueError(f"the synthetic world ranks by {', '.join(LABEL_ONLY_STRATEGIES)}, not {strategy!r}")
         vector = strategy_vector(
@@ -180,7 +181,7 @@ def world_ranker(world: World, query_id: int) -> Callable:
     return rank
 
 
-def world_estimator(world: World, query_id: int, depth: int = DEPTH) -> Callable:
+def world_estimator(world: World, query_id: int, depth: int = DEPTH) -> Callable[..., Any]:
     """estimate(relevant, not_relevant) over the synthetic world, computed as the labeling page does
     (annotator.progress.stopping.cross_fitted): exact numpy scores instead of the index."""
 
@@ -201,7 +202,7 @@ def world_estimator(world: World, query_id: int, depth: int = DEPTH) -> Callable
     return estimate
 
 
-def compare(replays: list[Replay], baseline: str = "text", target: float = 0.95, kinds=None) -> list[dict]:
+def compare(replays: list[Replay], baseline: str = "text", target: float = 0.95, kinds=None) -> list[dict[str, Any]]:
     """Per query: labels to `target` for each strategy and its ratio to the baseline's, worst first. A
     strategy that never got there within the budget is a failure: its ratio is the budget's (a lower
     bound, marked `{name}_missed`), not left out."""
@@ -211,7 +212,7 @@ def compare(replays: list[Replay], baseline: str = "text", target: float = 0.95,
     rows = []
     for query_id, items in sorted(by_query.items()):
         base = items[baseline].labels_to(target)
-        row: dict = {"query_id": query_id, "kind": (kinds or {}).get(query_id, ""), baseline: base}
+        row: dict[str, Any] = {"query_id": query_id, "kind": (kinds or {}).get(query_id, ""), baseline: base}
         for name, item in items.items():
             if name != baseline:
                 spent = item.labels_to(target)
@@ -253,18 +254,18 @@ CURVE_POINTS = 40  # points per recall-against-labels curve
 
 def simulate(
     positives: dict[int, set[int]],
-    rankers: dict[int, tuple[Callable, Callable | None]],
+    rankers: dict[int, tuple[Callable[..., Any], Callable[..., Any] | None]],
     strategies: list[str],
     *,
     batch: int = 50,
     target: float = 0.95,
     max_labels: int = 2000,
-    progress: Callable | None = None,
+    progress: Callable[..., Any] | None = None,
     hard: dict[int, bool] | None = None,
     kinds: dict[int, str] | None = None,
     noise: float = 0.0,
     seed: int = 0,
-) -> dict:
+) -> dict[str, Any]:
     """Replay every query (`rankers`: query id -> (rank, estimate or None)) with every strategy, by an
     annotator wrong on a `noise` share of the images (annotator_mistakes, drawn from `seed`). Returns
     what `manage.py simulate_labeling --json` writes: the settings, one summary per query and strategy,
@@ -309,7 +310,7 @@ def simulate(
     }
 
 
-def _medians(rows, versus, strategies, hard, kinds) -> dict:
+def _medians(rows, versus, strategies, hard, kinds) -> dict[str, Any]:
     """Per strategy, overall and per group: the median labels to the target over every query (one that
     never got there counts as the labels it spent, the whole budget, and `missed` says how many did),
     the median and the worst ratio to the first strategy, and how many queries were more than 10% worse.

@@ -3,10 +3,11 @@ plots, download them, compare two reports."""
 
 import json
 from functools import wraps
+from typing import Any
 
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
@@ -14,6 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from annotator.facade import sight_of
 from common import background
 from common.api_params import strict_id
+from common.http import SignedInRequest
 
 from . import plots, scoring
 from .forms import EvaluateForm
@@ -21,12 +23,12 @@ from .models import SavedReport, SavedSimulation, Scoring
 from .report import Report, compare
 
 
-def labels_visible(view):
+def labels_visible(view: Any):
     """Scores and simulations are read off every final label: refused, with the reason, to a viewer who still
     waits on a blind overlap sample (annotator.labels.visibility), since a score would tell how the others voted."""
 
     @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs):
+    def wrapper(request: SignedInRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if refused := sight_of(request).refusal():
             raise PermissionDenied(refused)  # Quire's 403 page says it, with the way back
         return view(request, *args, **kwargs)
@@ -37,7 +39,7 @@ def labels_visible(view):
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
 @labels_visible
-def index(request: HttpRequest):
+def index(request: SignedInRequest) -> HttpResponseBase:
     form = EvaluateForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         # Scoring a large run takes minutes: answer 202 with the status page, which polls until done.
@@ -64,7 +66,7 @@ def index(request: HttpRequest):
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
 @labels_visible
-def scoring_status(request: HttpRequest, scoring_id):
+def scoring_status(request: SignedInRequest, scoring_id) -> HttpResponseBase:
     """The status page of an uploaded run; htmx polls it, and is sent to the report once it is ready."""
     job = get_object_or_404(Scoring, pk=scoring_id)
     scoring.resume_if_lost(job)
@@ -73,7 +75,7 @@ def scoring_status(request: HttpRequest, scoring_id):
     return _scoring_page(request, job)
 
 
-def _scoring_page(request: HttpRequest, job, status: int = 200):
+def _scoring_page(request: SignedInRequest, job, status: int = 200):
     template = "evaluation/_scoring.html" if request.htmx else "evaluation/scoring.html"
     return render(request, template, {"job": job}, status=status)
 
@@ -81,7 +83,7 @@ def _scoring_page(request: HttpRequest, job, status: int = 200):
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
 @labels_visible
-def report(request: HttpRequest, report_id):
+def report(request: SignedInRequest, report_id: int) -> HttpResponseBase:
     saved = get_object_or_404(SavedReport.objects.select_related("run"), pk=report_id)
     result = saved.result
     other = (
@@ -124,7 +126,7 @@ def report(request: HttpRequest, report_id):
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
 @labels_visible
-def download(request: HttpRequest, report_id, kind):
+def download(request: SignedInRequest, report_id: int, kind: str) -> HttpResponseBase:
     if kind not in ("json", "csv"):
         return HttpResponse("Reports download as json or csv.", status=404)
     saved = get_object_or_404(SavedReport, pk=report_id)
@@ -133,7 +135,7 @@ def download(request: HttpRequest, report_id, kind):
     return _attachment(_as_report(saved.result).per_query_csv(), "text/csv; charset=utf-8", f"report-{saved.pk}.csv")
 
 
-def _attachment(body, content_type: str, filename: str) -> HttpResponse:
+def _attachment(body, content_type: str, filename: str) -> HttpResponseBase:
     response = HttpResponse(body, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
@@ -149,7 +151,7 @@ def _as_report(result):
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
 @labels_visible
-def simulation(request: HttpRequest, simulation_id):
+def simulation(request: SignedInRequest, simulation_id: int) -> HttpResponseBase:
     """An oracle-annotator replay: medians per strategy, the per-query table, recall against labels."""
     saved = get_object_or_404(SavedSimulation, pk=simulation_id)
     result = saved.result
@@ -173,7 +175,7 @@ def simulation(request: HttpRequest, simulation_id):
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
 @labels_visible
-def simulation_download(request: HttpRequest, simulation_id, kind):
+def simulation_download(request: SignedInRequest, simulation_id: int, kind: str) -> HttpResponseBase:
     if kind not in ("json", "svg"):
         return HttpResponse("Simulations download as json or svg.", status=404)
     saved = get_object_or_404(SavedSimulation, pk=simulation_id)

@@ -12,6 +12,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
+
+from django.http import HttpResponse
 
 from . import prompts, yesno
 
@@ -30,7 +33,7 @@ class Usage:
     doubtful: int = 0  # answers whose p(Yes) + p(No) was under 0.9
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def add(self, response, answer: yesno.YesNo) -> None:
+    def add(self, response: HttpResponse, answer: yesno.YesNo) -> None:
         """Count one chat-completions answer, with the tokens its server reported."""
         usage = getattr(response, "usage", None)
         self.count(getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0, answer)
@@ -163,7 +166,7 @@ def model_errors(base_url: str):
         ) from None
 
 
-def _first_token_alternatives(response, base_url) -> list[tuple[str, float]]:
+def _first_token_alternatives(response: HttpResponse, base_url) -> list[tuple[str, float]]:
     try:
         content = response.choices[0].logprobs.content
         return [(item.token, float(item.logprob)) for item in content[0].top_logprobs]
@@ -174,6 +177,6 @@ def _first_token_alternatives(response, base_url) -> list[tuple[str, float]]:
         ) from None
 
 
-def _short(value) -> str:
+def _short(value: Any) -> str:
     text = " ".join(str(value).split())
     return text if len(text) <= 200 else text[:199] + "…"

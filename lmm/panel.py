@@ -7,6 +7,7 @@ labels count as ground truth."""
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from . import prompts
 from .chat import ChatScorer
@@ -32,7 +33,7 @@ def vote(p_yes: float) -> str:
 class Verdict:
     value: str  # accept, reject, or abstain (no majority for either)
     confidence: float  # the majority's share of the panel
-    votes: list  # [(judge, P(yes), vote)]
+    votes: list[Any]  # [(judge, P(yes), vote)]
 
 
 def verdict(votes: list[tuple[str, float]]) -> Verdict:
@@ -47,14 +48,14 @@ def verdict(votes: list[tuple[str, float]]) -> Verdict:
     return Verdict(value, count / len(cast), cast)
 
 
-def judge(panel: list[ChatScorer], query: str, images: dict, progress=None) -> tuple[dict, int]:
+def judge(panel: list[ChatScorer], query: str, images: dict[str, Any], progress=None) -> tuple[dict[str, Any], int]:
     """{key: Verdict} for `images` ({key: ImageInput}) from every judge of `panel`, through the answer
     cache; and the requests sent. Raises ModelUnavailable."""
     per_judge, asked = [], 0
     per_round, judges = len(images), len(panel)
     for number, scorer in enumerate(panel):
 
-        def step(done, _total, offset=number * per_round) -> None:
+        def step(done, _total, offset: int = number * per_round) -> None:
             if progress:
                 progress(offset + done, per_round * judges)
 

@@ -6,6 +6,7 @@ was given, and the next run asks only for the rest.
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -92,19 +93,19 @@ def configured_panel() -> list[ChatScorer]:
 
 @dataclass
 class Scored:
-    answers: dict  # key -> YesNo
+    answers: dict[str, Any]  # key -> YesNo
     asked: int  # requests sent
     cached: int  # answers taken from the cache
 
 
-def score_images(scorer: ChatScorer, query: str, images: dict, progress=None) -> Scored:
+def score_images(scorer: ChatScorer, query: str, images: dict[str, Any], progress=None) -> Scored:
     """P(yes) for each of `images` ({key: ImageInput}) for `query`'s yes/no question: cached answers
     first, the rest asked. Raises ModelUnavailable (the answers given before the failure are kept)."""
     prompt = prompts.render(scorer.prompt, query)
     return score_prompts(scorer, {key: (prompt, image) for key, image in images.items()}, progress)
 
 
-def score_prompts(scorer: ChatScorer, questions: dict, progress=None) -> Scored:
+def score_prompts(scorer: ChatScorer, questions: dict[str, Any], progress=None) -> Scored:
     """P(yes) for each of `questions` ({key: (prompt, ImageInput)}), through the cache."""
     digest = {key: hashlib.sha256(image.data).hexdigest() for key, (_, image) in questions.items()}
     prompt_of = {key: prompt for key, (prompt, _) in questions.items()}

@@ -4,7 +4,7 @@
 # start 0.25 s sooner without it (bench/eval_bench.py).
 
 
-def __getattr__(name):
+def __getattr__(name: str):
     if name == "celery_app":
         from .celery import app  # Celery and kombu: only for what queues a job (above)
 

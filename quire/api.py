@@ -1,6 +1,8 @@
 """Quire's REST API: one router for every app's viewsets, wired here in the project (apps know only
 their own endpoints)."""
 
+from typing import Any
+
 from django.http import HttpRequest
 from rest_framework.reverse import reverse
 from rest_framework.routers import DefaultRouter
@@ -15,7 +17,7 @@ class QuireRouter(DefaultRouter):
     class APIRootView(DefaultRouter.APIRootView):
         """Quire's REST API. Log in with a session; the docs list every endpoint, its parameters and its answers."""
 
-        def get(self, request: HttpRequest, *args, **kwargs):
+        def get(self, request: HttpRequest, *args: Any, **kwargs: Any):
             response = super().get(request, *args, **kwargs)
             response.data = {
                 **response.data,

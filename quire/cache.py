@@ -9,6 +9,7 @@ minute says so in the log. Short socket timeouts (settings) keep a dead Redis fr
 import logging
 import time
 from functools import wraps
+from typing import Any
 
 from django.core.cache.backends.redis import RedisCache
 from redis.exceptions import ConnectionError, TimeoutError
@@ -31,7 +32,7 @@ def _forgiving(name: str, answer_while_away):
     method = getattr(RedisCache, name)
 
     @wraps(method)
-    def forgiving(self, *args, **kwargs):
+    def forgiving(self, *args: Any, **kwargs: Any):
         try:
             return method(self, *args, **kwargs)
         except _REDIS_AWAY as error:

@@ -7,9 +7,11 @@ answers first in the middleware chain, before Django checks the host or redirect
 says nothing but "ok" or the failing part's error class: no settings, no versions.
 """
 
+from collections.abc import Callable
+
 from django.conf import settings
 from django.db import connections
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from search.facade import vector_database_problem
 
@@ -49,10 +51,10 @@ def vectors() -> str | None:
 
 
 class HealthCheck:
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path != PATH:
             return self.get_response(request)
         if request.method not in ("GET", "HEAD"):

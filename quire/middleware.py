@@ -1,8 +1,9 @@
 """Request checks that belong to no app."""
 
 import time
+from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 
 class RejectNulCharacters:
@@ -13,10 +14,10 @@ class RejectNulCharacters:
     bodies are checked where they are read (Django's and DRF's fields refuse NUL already).
     """
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         if "\x00" in request.path or any(
             "\x00" in key or "\x00" in value for key, values in request.GET.lists() for value in values
         ):
@@ -28,10 +29,10 @@ class ServerTiming:
     """Add `Server-Timing: app;dur=<ms>` to every response: the time Django spent on the request, which
     browsers' developer tools and load tests read apart from the network's share."""
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
         response = self.get_response(request)
         response["Server-Timing"] = f"app;dur={1000 * (time.perf_counter() - started):.2f}"
@@ -50,10 +51,10 @@ class ContentSecurityPolicy:
     )
     EXEMPT = ("/admin/", "/api/")
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         if (
             "Content-Security-Policy" not in response

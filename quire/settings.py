@@ -27,6 +27,7 @@ import datetime
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -49,7 +50,7 @@ QUIRE_DATA_DIR = Path(os.environ.get("QUIRE_DATA_DIR", BASE_DIR / "var")).resolv
 DATA_DIR_SETTINGS_FILE = QUIRE_DATA_DIR / "settings.json"
 
 
-def _data_dir_settings() -> dict:
+def _data_dir_settings() -> dict[str, Any]:
     try:
         values = json.loads(DATA_DIR_SETTINGS_FILE.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -13,12 +13,15 @@ Counts live in the cache (Redis in a deployment, shared by every web process). W
 counts read as zero and only axes' per-pair lockout (in the database) applies.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 from axes.helpers import get_client_ip_address
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.core.cache import cache
 from django.dispatch import receiver
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 SIGN_IN_PATHS = frozenset({settings.LOGIN_URL, "/admin/login/"})
@@ -40,13 +43,13 @@ def _cooloff_seconds() -> int:
 
 
 @receiver(user_login_failed)
-def count_failure_per_address(sender, credentials, request=None, **kwargs) -> None:
+def count_failure_per_address(sender: Any, credentials, request: HttpRequest = None, **kwargs: Any) -> None:
     if request is not None:
         _count(f"signin:failures:{get_client_ip_address(request)}", _cooloff_seconds())
 
 
 @receiver(user_logged_in)
-def give_back_a_successful_attempt(sender, request=None, user=None, **kwargs) -> None:
+def give_back_a_successful_attempt(sender: Any, request: HttpRequest = None, user=None, **kwargs: Any) -> None:
     """A sign-in that succeeded gives its attempt back: the per-minute limit is for guessing, and a lab's
     twenty-first colleague signing in behind one NAT at nine was refused (issue 37)."""
     if request is None or request.method != "POST":
@@ -71,10 +74,10 @@ def refusal(request: HttpRequest) -> tuple[str, str] | None:
 
 
 class SignInLimits:
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.method == "POST" and request.path in SIGN_IN_PATHS and (refused := refusal(request)):
             reason, wait = refused
             return render(request, "registration/locked_out.html", {"reason": reason, "wait": wait}, status=429)

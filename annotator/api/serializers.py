@@ -1,3 +1,5 @@
+from typing import Any
+
 from rest_framework import serializers
 
 from annotator.labels.changes import (
@@ -37,7 +39,7 @@ class FinalValueField(LabelValueField):
     """A label value as sent (LabelValue), and as answered: a final label may also be undecided (split votes),
     which the schema lists and a request may not send."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         serializers.ChoiceField.__init__(self, choices=FINAL_VALUES, **kwargs)
 
 

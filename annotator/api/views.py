@@ -1,7 +1,10 @@
 """REST API: queries read-only; labels read/write through annotator.labels. (Taxa and images: catalog/api.py.)"""
 
+from typing import Any
+
 from django.db import transaction
-from django.http import HttpRequest
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -66,7 +69,9 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         "from every label stored so far (relevant as positives, not relevant as negatives).",
     )
     @action(detail=True, methods=["get"])
-    def candidates(self, request: HttpRequest, pk=None, format=None):  # format: the .json suffix the router allows
+    def candidates(
+        self, request: HttpRequest, pk: int = None, format: str | None = None
+    ) -> HttpResponse:  # format: the .json suffix the router allows
         query = self.get_object()
         strategy = choice_param(request, "strategy", STRATEGIES) or "text"
         k = int_param(request, "k", high=1001) or 50
@@ -95,7 +100,9 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["post"], url_path="labels")
     @retry_once_if_dropped
-    def set_labels(self, request: HttpRequest, pk=None, format=None):  # format: the .json suffix the router allows
+    def set_labels(
+        self, request: HttpRequest, pk: int = None, format: str | None = None
+    ) -> HttpResponse:  # format: the .json suffix the router allows
         query = self.get_object()
         try:  # the page's reader (annotator.labels.changes): the same refusals, in the same words
             body = request.data.get("labels") if isinstance(request.data, dict) else None
@@ -117,7 +124,9 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         "annotator's judgment and the final label.",
     )
     @action(detail=True, methods=["get"])
-    def disagreements(self, request: HttpRequest, pk=None, format=None):  # format: the .json suffix the router allows
+    def disagreements(
+        self, request: HttpRequest, pk: int = None, format: str | None = None
+    ) -> HttpResponse:  # format: the .json suffix the router allows
         query = self.get_object()
         if not request.user.has_perm(labels.ADJUDICATE):  # every annotator's votes, by name: the adjudicators'
             raise PermissionDenied(labels.ADJUDICATE_MESSAGE)
@@ -132,7 +141,9 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["post"])
     @retry_once_if_dropped
-    def adjudicate(self, request: HttpRequest, pk=None, format=None):  # format: the .json suffix the router allows
+    def adjudicate(
+        self, request: HttpRequest, pk: int = None, format: str | None = None
+    ) -> HttpResponse:  # format: the .json suffix the router allows
         query = self.get_object()
         if not request.user.has_perm(labels.ADJUDICATE):
             raise PermissionDenied(labels.ADJUDICATE_MESSAGE)
@@ -147,7 +158,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
             return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
         return Response(LabelSerializer(label).data)
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Any]:
         queries = Query.objects.all()
         for field in ("split", "status"):
             if value := choice_param(self.request, field, getattr(Query, field.capitalize()).values):
@@ -192,7 +203,7 @@ class LabelViewSet(
     serializer_class = LabelSerializer
     pagination_class = ByIdCursorPagination
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Any]:
         # What the viewer may see (annotator.labels.visibility): an image they judge blind is not listed, not found
         # by id and not matched by a filter, as if nobody had labeled it yet.
         if getattr(self, "swagger_fake_view", False):  # the schema's generator asks with no request
@@ -206,7 +217,7 @@ class LabelViewSet(
         return found
 
     @retry_once_if_dropped
-    def create(self, request: HttpRequest, *args, **kwargs):
+    def create(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         query, image = serializer.validated_data["query"], serializer.validated_data["image"]
@@ -216,7 +227,7 @@ class LabelViewSet(
         return Response(answer, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
 
     @retry_once_if_dropped
-    def update(self, request: HttpRequest, *args, **kwargs):
+    def update(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         label = self.get_object()
         serializer = LabelValueSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -231,7 +242,7 @@ class LabelViewSet(
             )
             return self.get_serializer(visibility.Sight(request.user).as_seen(label)).data
 
-    def destroy(self, request: HttpRequest, *args, **kwargs):
+    def destroy(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         label = self.get_object()
         labels.clear_label(query_id=label.query_id, image_id=label.image_id, user=request.user, source=LabelSource.API)
         return Response(status=status.HTTP_204_NO_CONTENT)

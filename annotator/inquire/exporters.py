@@ -18,6 +18,7 @@ import csv
 import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from django.db import connection
 from django.db.models import F
@@ -28,7 +29,7 @@ from catalog.models import ROWS_PER_STATEMENT, Image
 from common.files import atomic_path
 
 
-def query_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
+def query_rows(query_ids: Iterable[int] | None = None) -> Iterator[list[Any]]:
     """Queries in the released files' order; queries made in Quire follow, numbered on."""
     yield ["", "query_id", "query_text", "supercategory", "category", "iconic_group"]
     queries = Query.objects.order_by(F("csv_index").asc(nulls_last=True), "id")
@@ -43,7 +44,7 @@ def query_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
         yield [csv_index, query_id, text, supercategory, category, iconic_group]
 
 
-def annotation_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
+def annotation_rows(query_ids: Iterable[int] | None = None) -> Iterator[list[Any]]:
     yield ["query_id", "image_id", "image_path"]
     labels = _labels(query_ids).filter(value=LabelValue.RELEVANT)
     yield from (
@@ -51,7 +52,7 @@ def annotation_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
     )
 
 
-def label_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
+def label_rows(query_ids: Iterable[int] | None = None) -> Iterator[list[Any]]:
     yield ["query_id", "image_id", "image_path", "label", "annotator", "updated_at"]
     fields = ("query_id", "image_id", "image__file_name", "value", "annotator__username", "updated_at")
     rows = _labels(query_ids).values_list(*fields).iterator(ROWS_PER_STATEMENT)
@@ -59,7 +60,7 @@ def label_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
         yield [query_id, image_id, path, value, annotator or "", updated_at.isoformat()]
 
 
-def judgment_rows(query_ids: Iterable[int] | None = None) -> Iterator[list]:
+def judgment_rows(query_ids: Iterable[int] | None = None) -> Iterator[list[Any]]:
     yield ["query_id", "image_id", "annotator", "label", "source", "lead_time_ms", "updated_at"]
     judgments = Judgment.objects.order_by("query_id", "image_id", "annotator__username")
     if query_ids is not None:
@@ -79,7 +80,7 @@ def _labels(query_ids):
     return labels
 
 
-EXPORTS: dict[str, Callable[..., Iterator[list]]] = {
+EXPORTS: dict[str, Callable[..., Iterator[list[Any]]]] = {
     "inquire_queries.csv": query_rows,
     "inquire_annotations.csv": annotation_rows,
     "inquire_labels.csv": label_rows,
@@ -99,7 +100,7 @@ class _Echo:
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def spreadsheet_safe(value):
+def spreadsheet_safe(value: Any):
     """The value with a leading apostrophe when a spreadsheet would run it as a formula (OWASP's
     advice for CSV injection); numbers and other text unchanged."""
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
@@ -107,7 +108,7 @@ def spreadsheet_safe(value):
     return value
 
 
-def csv_lines(rows: Iterable[list], *, for_spreadsheets: bool = False) -> Iterator[str]:
+def csv_lines(rows: Iterable[list[Any]], *, for_spreadsheets: bool = False) -> Iterator[str]:
     """Each row as one CSV line ("\\n" endings, like the released files). The INQUIRE files are read
     by code and stay byte-compatible by default; `for_spreadsheets` neutralises formula cells."""
     writer = csv.writer(_Echo(), lineterminator="\n")

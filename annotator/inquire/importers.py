@@ -7,6 +7,7 @@ annotations:  query_id,image_id,image_path  (one row per relevant pair)
 
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from django.core.management.color import no_style
 from django.db import connection, transaction
@@ -77,9 +78,9 @@ def import_queries(path: Path, split: str | None = None) -> QueriesResult:
     return QueriesResult(created=created, updated=updated, unchanged=len(parsed) - created - updated)
 
 
-def _read_queries(path: Path, split: str) -> tuple[dict[int, dict], dict[str, int]]:
+def _read_queries(path: Path, split: str) -> tuple[dict[int, dict[str, Any]], dict[str, int]]:
     """The file's queries, {id: fields}, and {text key: id}; InputError at the first bad row or duplicate."""
-    parsed: dict[int, dict] = {}
+    parsed: dict[int, dict[str, Any]] = {}
     keys: dict[str, int] = {}  # text_key -> query id, for the file's own duplicates
     for line, row in read_csv(path, QUERY_COLUMNS):
         try:
@@ -95,7 +96,7 @@ def _read_queries(path: Path, split: str) -> tuple[dict[int, dict], dict[str, in
     return parsed, keys
 
 
-def _query_row(row: dict, split: str) -> tuple[int, dict]:
+def _query_row(row: dict[str, Any], split: str) -> tuple[int, dict[str, Any]]:
     """One row of the queries CSV as (query id, the fields Quire stores); BadValue names what is wrong."""
     query_id = required_int(row["query_id"], "query_id")
     if query_id <= 0:
@@ -110,7 +111,7 @@ def _query_row(row: dict, split: str) -> tuple[int, dict]:
     }
 
 
-def _store_queries(path: Path, parsed: dict[int, dict], keys: dict[str, int]) -> tuple[int, int]:
+def _store_queries(path: Path, parsed: dict[int, dict[str, Any]], keys: dict[str, int]) -> tuple[int, int]:
     """Create the new queries and update the changed ones (inside the caller's transaction); (created, updated).
     A text another stored query already has is refused with InputError."""
     created = updated = 0

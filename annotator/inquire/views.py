@@ -2,7 +2,13 @@
 
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponseBadRequest, JsonResponse, StreamingHttpResponse
+from django.http import (
+    Http404,
+    HttpResponseBadRequest,
+    HttpResponseBase,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.http import urlencode
@@ -10,11 +16,12 @@ from django.utils.http import urlencode
 from annotator.inquire.exporters import AGREEMENT_FILE, EXPORTS, export_lines
 from annotator.labels import visibility
 from annotator.team import agreement
+from common.http import SignedInRequest
 
 
 @login_required
 @permission_required("annotator.export_labels", raise_exception=True)
-def download_export(request: HttpRequest, name):
+def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
     """Stream one INQUIRE CSV, or agreement.json (optionally for ?query=ID&query=ID only); a CSV is never built
     whole in memory. Refused, with the reason, to a viewer for whom an overlap sample still waits (visibility)."""
     if name not in EXPORTS and name != AGREEMENT_FILE:
@@ -53,7 +60,7 @@ def export_file_name(name: str, query_ids) -> str:
 
 @login_required
 @permission_required("annotator.export_labels", raise_exception=True)
-def download_export_choice(request: HttpRequest):
+def download_export_choice(request: SignedInRequest) -> HttpResponseBase:
     """The export form (a file, a query, "for a spreadsheet"): on to the file's own address."""
     name = request.GET.get("name", "")
     if name not in EXPORTS:

@@ -12,6 +12,7 @@ looked at, and every tile shows its true rank: nothing is skipped, nothing renum
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class Tile:
     score: float
     image: Image
     label: str  # a LabelValue, or "" when not labeled yet
-    why: list | None = None  # structured rerank: [[sub-question, P(yes)], ...]
+    why: list[Any] | None = None  # structured rerank: [[sub-question, P(yes)], ...]
     prelabel: object = None  # the judge panel's PreLabel, if any
     stack: tuple[int, ...] = ()  # near-identical images waiting behind this one (labeled with it)
 

@@ -10,9 +10,9 @@ from django.db import transaction
 from django.http import (
     FileResponse,
     Http404,
-    HttpRequest,
     HttpResponse,
     HttpResponseBadRequest,
+    HttpResponseBase,
     HttpResponseForbidden,
     JsonResponse,
 )
@@ -32,10 +32,10 @@ from annotator.progress import figures
 from common.api_params import BadJson, parse_json, strict_id
 from common.database import retry_once_if_dropped
 from common.formats import RASTER_TYPES
-from common.http import json_login_required, sandboxed
+from common.http import SignedInRequest, json_login_required, sandboxed
 
 
-def _ranking(request: HttpRequest, query: Query) -> str:
+def _ranking(request: SignedInRequest, query: Query) -> str:
     """The ranking the annotator chose for this query: from the address when given (and remembered in
     the session for the query), else the remembered one, else the text. A ranking by examples is not
     remembered, nor taken from memory, while the query has no example and the address names no image to
@@ -50,13 +50,13 @@ def _ranking(request: HttpRequest, query: Query) -> str:
     return remembered if remembered in grid.RANKINGS and _can_rank(request, query, remembered) else "text"
 
 
-def _can_rank(request: HttpRequest, query: Query, ranking: str) -> bool:
+def _can_rank(request: SignedInRequest, query: Query, ranking: str) -> bool:
     """Whether `ranking` has what it ranks from: a ranking by examples needs an example or a "like" image."""
     needs_examples = ranking in grid.EXAMPLE_RANKINGS
     return not needs_examples or bool(request.GET.getlist("like")) or query.examples.exists()
 
 
-def _search_state(request: HttpRequest, query: Query) -> SearchState:
+def _search_state(request: SignedInRequest, query: Query) -> SearchState:
     """The page's search as the annotator set it in the address (forms.LabelingSearchForm)."""
     ranking = _ranking(request, query)
     params = request.GET.copy()
@@ -67,7 +67,7 @@ def _search_state(request: HttpRequest, query: Query) -> SearchState:
 
 
 def _results(
-    request: HttpRequest, query: Query, state: SearchState, offset: int, shown_ids=(), limit=None
+    request: SignedInRequest, query: Query, state: SearchState, offset: int, shown_ids=(), limit=None
 ) -> grid.ResultsPage:
     if state.ranking != "text":
         return grid.adaptive_results(
@@ -94,7 +94,7 @@ def _results(
 
 @login_required
 @require_GET
-def label_page(request: HttpRequest, query_id: int):
+def label_page(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     query = get_object_or_404(Query, pk=query_id)
     state = _search_state(request, query)
     # Before the results: an example that finishes embedding while they are ranked must still leave the page
@@ -132,7 +132,7 @@ def label_page(request: HttpRequest, query_id: int):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def results_fragment(request: HttpRequest, query_id: int):
+def results_fragment(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """More tiles for "load more" (htmx appends them to the grid). A ranking that learns is asked with
     POST: the body lists the images already on the page (`shown`), which it must not propose again,
     and may ask for `count` tiles (a re-rank of the tiles below the annotator's view)."""
@@ -154,7 +154,7 @@ def results_fragment(request: HttpRequest, query_id: int):
 
 @login_required
 @require_POST
-def save_tracking(request: HttpRequest, query_id: int):
+def save_tracking(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """The tracking sheet on the labeling page: status, fully labeled?, notes (and for staff, the lock)."""
     query = get_object_or_404(Query, pk=query_id)
     if labels.locked_for(query, request.user):
@@ -175,7 +175,7 @@ class BadSave(ValueError):
     """A save the page sent wrongly; the text says what is wrong."""
 
 
-def _json_body(request: HttpRequest):
+def _json_body(request: SignedInRequest):
     """The body as the page sends it: a JSON object, or a form. Raises BadSave for anything else."""
     if request.content_type != "application/json":
         return request.POST
@@ -197,7 +197,7 @@ MAX_IMAGES_PER_SUBMIT = 4 * max(grid.PAGE_SIZES)
 @json_login_required
 @require_POST
 @retry_once_if_dropped
-def save_label(request: HttpRequest, query_id: int):
+def save_label(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """Set (or with value "" clear) labels: one, {"image", "value", "source", "lead_time_ms"}, or several,
     {"labels": [{"image", "value", "source", "lead_time_ms"}...], "source"} (a label's own source, else
     the batch's), all in one transaction.
@@ -230,7 +230,7 @@ def save_label(request: HttpRequest, query_id: int):
 @json_login_required
 @require_POST
 @retry_once_if_dropped
-def submit(request: HttpRequest, query_id: int):
+def submit(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """Every image shown and not yet labeled becomes not relevant, in one transaction. Images are
     checked to be in the collection (not to be the ones shown: the page sends what it showed)."""
     query = get_object_or_404(Query, pk=query_id)
@@ -255,7 +255,7 @@ def submit(request: HttpRequest, query_id: int):
 
 @login_required
 @require_POST
-def upload_example(request: HttpRequest, query_id: int):
+def upload_example(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """Keep an uploaded example image with the query and rank by the text and the examples together. Its
     vector is computed in the background (annotator.labeling.examples): the page says "embedding…" until it is
     ready. Staff and annotators alike: an example is a search aid, not a label."""
@@ -277,7 +277,7 @@ def upload_example(request: HttpRequest, query_id: int):
 
 @login_required
 @require_GET
-def examples_embedding(request: HttpRequest, query_id: int):
+def examples_embedding(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """Polled by the labeling page while an uploaded example is being embedded: 204 while any still is (and
     sends it again if its job was lost), then htmx's refresh, so that the page ranks with it."""
     query = get_object_or_404(Query, pk=query_id)
@@ -288,7 +288,7 @@ def examples_embedding(request: HttpRequest, query_id: int):
 
 @login_required
 @require_GET
-def example_file(request: HttpRequest, query_id: int, example_id: int):
+def example_file(request: SignedInRequest, query_id: int, example_id: int) -> HttpResponseBase:
     """An uploaded example's image (uploads are not served as static media: they stay behind the login)."""
     example = get_object_or_404(QueryExample, pk=example_id, query_id=query_id)
     if not example.upload:

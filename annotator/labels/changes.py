@@ -6,6 +6,7 @@ The page answers the sentence as {"error": ...}, the API as {"detail": ...}.
 """
 
 from collections.abc import Iterable
+from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -25,10 +26,10 @@ MAX_LABELS_PER_API_BATCH = 5000
 class LabelValueField(serializers.ChoiceField):
     """A label value. A wrong one is quoted cut short in the error: DRF quotes it whole, megabytes included."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(choices=LabelValue.choices, **kwargs)
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any):
         if isinstance(data, str) and (data in LabelValue.values or (data == "" and self.allow_blank)):
             return data
         self.fail("invalid_choice", input=echo(data))
@@ -40,12 +41,12 @@ class ImageIdField(serializers.Field):
 
     default_error_messages = {"invalid": "Must be an image id (a whole number), not {input}."}
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any):
         if (image_id := strict_id(data)) is None:
             self.fail("invalid", input=echo(data))
         return image_id
 
-    def to_representation(self, value):
+    def to_representation(self, value: Any):
         return value
 
 
@@ -55,12 +56,12 @@ class MillisecondsField(serializers.Field):
 
     default_error_messages = {"invalid": "Must be a whole number of milliseconds, not {input}."}
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any):
         if isinstance(data, bool) or not isinstance(data, int) or not 0 <= data < 2**31:
             self.fail("invalid", input=echo(data))
         return data
 
-    def to_representation(self, value):
+    def to_representation(self, value: Any):
         return value
 
 
@@ -71,7 +72,7 @@ class LabelChangeSerializer(serializers.Serializer):
     value = LabelValueField(allow_blank=True, help_text='"" removes the label')
     lead_time_ms = MillisecondsField(required=False, allow_null=True, help_text="how long the image was looked at")
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any):
         item = super().to_internal_value(data)
         return LabelChange(item["image"], item["value"], item.get("lead_time_ms"))
 

@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from annotator.labels import selectors
 from annotator.labels.sealed import Writer, sealed_pairs, sealed_to
+from annotator.labels.selectors import CountedQuery
 from annotator.models import UNDECIDED, Judgment, Label, LabelValue, Query
 
 # What an answer says in decided_by for a label sealed to its viewer (as_seen): their own judgment stands in.
@@ -142,15 +143,15 @@ class Sight:
             counts.update(self._less_hidden(query.pk, counts))
         return counts
 
-    def count_queries(self, queries: list[Query]) -> list[Query]:
+    def count_queries(self, queries: list[CountedQuery]) -> list[CountedQuery]:
         """Queries annotated by selectors.with_label_counts, their counts changed in place to the viewer's;
         each gets `withheld` (the sentence for its figures, "" for none)."""
         if len(queries) > 1:
             self.sealed  # noqa: B018 - one read of every query's sample, not one per row
         for query in queries:
-            query.withheld = self.withheld(query.pk)  # type: ignore[attr-defined]  # read by the templates
-            if query.withheld:  # type: ignore[attr-defined]
-                for name, value in self._less_hidden(query.pk, vars(query)).items():
+            query.withheld = self.withheld(query.pk)  # read by the templates
+            if query.withheld:
+                for name, value in self._less_hidden(query.pk, dict(vars(query))).items():
                     setattr(query, name, value)
         return queries
 

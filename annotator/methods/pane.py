@@ -1,12 +1,14 @@
 """The side pane's model box: the query's last model job, its ranking, and the last VisRet drawings."""
 
+from typing import Any
+
 from annotator.labels import visibility
 from annotator.methods.registry import MODEL_METHODS, page_ranking
 from annotator.models import Query
 from annotator.team import agreement
 
 
-def model_box(query: Query, sight: visibility.Sight) -> dict:
+def model_box(query: Query, sight: visibility.Sight) -> dict[str, Any]:
     """What the side pane's model box shows: the last job, and the last VisRet drawings. The judge panel's
     agreement is scored against the final labels, so a viewer judging blind does not get it."""
     visret_job = query.rerank_jobs.filter(method="visret", status="done").first()

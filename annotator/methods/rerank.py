@@ -7,6 +7,7 @@ import datetime
 import io
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -49,7 +50,7 @@ class Reranked:
     completion_tokens: int = 0
 
 
-def candidates(query: Query, top: int) -> tuple[dict, dict, list[int]]:
+def candidates(query: Query, top: int) -> tuple[dict[str, Any], dict[str, Any], list[int]]:
     """The CLIP top `top` of `query`: ({image id: ImageInput}, {image id: CLIP rank}, unreadable ids)."""
     hits = search(text=query.text, k=top)
     clip_rank = {hit.image_id: rank for rank, hit in enumerate(hits, start=1)}
@@ -196,7 +197,7 @@ def run_job(job_id: int) -> RerankJob:
     return job
 
 
-def latest_scores(query: Query) -> tuple[RerankJob | None, list[tuple[int, float, list]]]:
+def latest_scores(query: Query) -> tuple[RerankJob | None, list[tuple[int, float, list[Any]]]]:
     """The query's last finished rerank and its (image id, score, sub-question answers) ranking, best first."""
     job = query.rerank_jobs.filter(status=RerankJob.Status.DONE, method__in=RERANK_METHODS).first()
     if job is None:
@@ -233,7 +234,7 @@ def draw(job: RerankJob, progress=None) -> Reranked:
     return Reranked([], asked=visret.IMAGES, cached=0)
 
 
-def visret_ranking(query: Query, *, exclude_ids, depth: int = 1000) -> tuple[list[tuple[int, float]], list]:
+def visret_ranking(query: Query, *, exclude_ids, depth: int = 1000) -> tuple[list[tuple[int, float]], list[Any]]:
     """VisRet's second half: each drawing of the query's last finished VisRet job searched image to image
     (leaving out `exclude_ids`), the rankings fused by RRF (k = 1). Returns ((image id, fused score) best
     first, the drawings). Raises SearchUnavailable."""
@@ -299,7 +300,7 @@ def panel_ranking(prelabels) -> list[tuple[int, float]]:
     return [(p.image_id, panel_score(p.value, p.confidence)) for p in ordered]
 
 
-def latest_prelabels(query: Query) -> dict:
+def latest_prelabels(query: Query) -> dict[str, Any]:
     """{image id: PreLabel} from the query's last finished judge panel."""
     job = query.rerank_jobs.filter(method="judges", status=RerankJob.Status.DONE).first()
     return {} if job is None else {p.image_id: p for p in job.prelabels.all()}

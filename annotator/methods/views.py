@@ -2,7 +2,7 @@
 drawings. The jobs run in the background (annotator.methods.rerank)."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, HttpRequest, HttpResponseBadRequest
+from django.http import FileResponse, HttpResponseBadRequest, HttpResponseBase
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -13,14 +13,14 @@ from annotator.methods.pane import model_box
 from annotator.methods.registry import MODEL_METHODS
 from annotator.models import GeneratedImage, Query
 from common.background import QueueUnavailable
-from common.http import sandboxed
+from common.http import SignedInRequest, sandboxed
 from common.refusals import drawn_for_target
 from lmm.facade import ModelUnavailable
 
 
 @login_required
 @require_POST
-def start_rerank(request: HttpRequest, query_id: int):
+def start_rerank(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """Queue a rerank of the query's CLIP top 100 by the configured vision-language model."""
     query = get_object_or_404(Query, pk=query_id)
     method = request.POST.get("method", "yesno")
@@ -41,7 +41,7 @@ def start_rerank(request: HttpRequest, query_id: int):
     )
 
 
-def _rerank_refused(request: HttpRequest, query: Query, sentence: str, status: int):
+def _rerank_refused(request: SignedInRequest, query: Query, sentence: str, status: int):
     """The side pane's model box with the refusal's sentence in it, where the annotator pressed the button."""
     box = {
         **model_box(query, visibility.of(request)),
@@ -54,7 +54,7 @@ def _rerank_refused(request: HttpRequest, query: Query, sentence: str, status: i
 
 @login_required
 @require_GET
-def rerank_status(request: HttpRequest, query_id: int):
+def rerank_status(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """The side pane's rerank box (htmx polls it while the job runs)."""
     query = get_object_or_404(Query, pk=query_id)
     return render(
@@ -66,7 +66,7 @@ def rerank_status(request: HttpRequest, query_id: int):
 
 @login_required
 @require_GET
-def drawing_file(request: HttpRequest, query_id: int, drawing_id: int):
+def drawing_file(request: SignedInRequest, query_id: int, drawing_id: int) -> HttpResponseBase:
     """A VisRet drawing (behind the login, like uploaded examples)."""
     drawing = get_object_or_404(GeneratedImage, pk=drawing_id, query_id=query_id)
     return sandboxed(FileResponse(drawing.file.open("rb"), content_type="image/png"))

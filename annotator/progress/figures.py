@@ -11,9 +11,12 @@ bottom up to the first label that is not "not relevant".
 """
 
 import hashlib
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
+from typing import Any
 
 import numpy as np
 from django.core.cache import cache
@@ -22,6 +25,7 @@ from django.db.models import Avg, Count, Q
 from django.db.models.functions import TruncDate
 
 from annotator.labels import selectors, visibility
+from annotator.labels.selectors import CountedQuery
 from annotator.models import Judgment, Label, LabelEvent, LabelValue, Query
 from annotator.progress import stopping
 from common import background
@@ -61,7 +65,7 @@ def ranked_label_values(query: Query) -> list[str] | None:
     ]
 
 
-def label_order_signals(query: Query) -> dict:
+def label_order_signals(query: Query) -> dict[str, Any]:
     """The two completeness signals read off the labels in ranking order: INQUIRE's not-relevant run and
     RMIR's tail-negativeness score (TSR); None each when there is no index."""
     ranked = ranked_label_values(query)
@@ -70,18 +74,26 @@ def label_order_signals(query: Query) -> dict:
     return {"run": stopping.trailing_not_relevant(ranked), "tsr": stopping.tail_negativeness(ranked)}
 
 
-def cached_signals(query: Query, labeled: int, last_activity) -> dict:
+def cached_signals(query: Query, labeled: int, last_activity: datetime | None) -> dict[str, Any]:
     """label_order_signals, cached until the query's labels (count, last change) or its text change:
     ranking every label needs the query's text vector and a pass over the labeled images."""
-    return _cached("signals", query, labeled, last_activity, partial(label_order_signals, query))[1]
+    signals: dict[str, Any] = _cached("signals", query, labeled, last_activity, partial(label_order_signals, query))[1]
+    return signals
 
 
-def recall_estimate(text: str, relevant_ids, not_relevant_ids) -> stopping.RecallEstimate | None:
+def recall_estimate(
+    text: str, relevant_ids: Sequence[int], not_relevant_ids: Sequence[int]
+) -> stopping.RecallEstimate | None:
     """The share of the query's positives found so far, estimated from its labels and the feedback
     model's scores (annotator/stopping.py); None before there is enough to estimate from or when
     there is no index."""
 
-    def score(image_ids, relevant, not_relevant, exclude=None):
+    def score(
+        image_ids: Sequence[int],
+        relevant: Sequence[int],
+        not_relevant: Sequence[int],
+        exclude: Sequence[int] | None = None,
+    ) -> Any:
         if exclude is None:
             return score_images(
                 text=text,
@@ -113,9 +125,12 @@ def query_recall_estimate(query: Query) -> stopping.RecallEstimate | None:
     return recall_estimate(query.text, relevant, not_relevant)
 
 
-def cached_estimate(query: Query, labeled: int, last_activity) -> stopping.RecallEstimate | None:
+def cached_estimate(query: Query, labeled: int, last_activity: datetime | None) -> stopping.RecallEstimate | None:
     """query_recall_estimate, cached like cached_signals (three feedback fits and a deep search each)."""
-    return _cached("estimate", query, labeled, last_activity, partial(query_recall_estimate, query))[1]
+    estimate: stopping.RecallEstimate | None = _cached(
+        "estimate", query, labeled, last_activity, partial(query_recall_estimate, query)
+    )[1]
+    return estimate
 
 
 @dataclass(frozen=True)
@@ -136,7 +151,7 @@ class RunState:
     computing: bool
 
 
-def figures_or_computing(query: Query, labeled: int, last_activity) -> tuple[RunState, EstimateState]:
+def figures_or_computing(query: Query, labeled: int, last_activity: datetime | None) -> tuple[RunState, EstimateState]:
     """The not-relevant run and the recall estimate of `query` as cached, each else "computing", the background
     asked (once for both: one job computes both). Neither is computed in a request: the estimate is three
     feedback fits and a deep search, the run a ranking of every label, and the cache key moves with every
@@ -146,11 +161,11 @@ def figures_or_computing(query: Query, labeled: int, last_activity) -> tuple[Run
     have_estimate, estimate = _cached("estimate", query, labeled, last_activity)
     if not (have_signals and have_estimate):
         _ask_background(query, labeled, last_activity)
-    run = RunState(signals["run"], False) if have_signals else RunState(None, True)  # type: ignore[index]
-    return run, EstimateState(estimate, not have_estimate)  # type: ignore[arg-type]
+    run = RunState(signals["run"], False) if have_signals else RunState(None, True)
+    return run, EstimateState(estimate, not have_estimate)
 
 
-def _ask_background(query: Query, labeled: int, last_activity) -> None:
+def _ask_background(query: Query, labeled: int, last_activity: datetime | None) -> None:
     """Have the background compute and cache the query's signals and estimate (once per state of its labels)."""
     background.submit_when_polled(REFRESH_TASK, (query.pk,), key=_key("refresh", query, labeled, last_activity))
 
@@ -167,14 +182,16 @@ def _send_refresh(query_ids: list[int]) -> None:
     transaction.on_commit(send)
 
 
-def _key(kind: str, query: Query, labeled: int, last_activity) -> str:
+def _key(kind: str, query: Query, labeled: int, last_activity: datetime | None) -> str:
     """A cache key that changes with the query's labels (count, last change) and its text."""
     activity = last_activity.timestamp() if last_activity else None
     text = hashlib.md5(query.text.encode()).hexdigest()
     return f"quire:{kind}:{query.pk}:{labeled}:{activity}:{text}"
 
 
-def _cached(kind: str, query: Query, labeled: int, last_activity, compute=None) -> tuple[bool, object]:
+def _cached(
+    kind: str, query: Query, labeled: int, last_activity: datetime | None, compute: Callable[[], Any] | None = None
+) -> tuple[bool, Any]:
     """(found, value): compute(), cached for a day or until the query's labels (count, last change) or its
     text change. Without `compute`, only what is cached: (False, None) when nothing is. The value is stored
     in a tuple, so that a None result (no index; nothing to estimate from yet) is cached too."""
@@ -189,7 +206,7 @@ def _cached(kind: str, query: Query, labeled: int, last_activity, compute=None) 
     return True, value
 
 
-def refresh(query_ids) -> None:
+def refresh(query_ids: Iterable[int]) -> None:
     """Compute and cache the signals and estimate of `query_ids` (the background half of the dashboard)."""
     for query in selectors.with_label_counts(Query.objects.filter(pk__in=list(query_ids))):
         cached_signals(query, query.labeled, query.last_activity)
@@ -208,7 +225,7 @@ class Completeness:
     done_percent: int  # progress toward done: 100 once the run is met or the query is marked done
 
 
-def with_completeness(queries: list[Query], *, inline_labels: int | None = None) -> list[Query]:
+def with_completeness(queries: list[CountedQuery], *, inline_labels: int | None = None) -> list[CountedQuery]:
     """Give each query (annotated by selectors.with_label_counts) its `completeness` (a Completeness).
     Run and TSR not cached are computed here for queries holding up to `inline_labels` labels in all,
     and sent to the background for the rest: those are `pending` (the page says "computing") until a
@@ -231,7 +248,9 @@ def with_completeness(queries: list[Query], *, inline_labels: int | None = None)
     return queries
 
 
-def _completeness(query: Query, signals: dict | None, have_signals: bool, estimate: EstimateState) -> Completeness:
+def _completeness(
+    query: Query, signals: dict[str, Any] | None, have_signals: bool, estimate: EstimateState
+) -> Completeness:
     run = (signals or {}).get("run")
     run_met = run is not None and run >= RUN_GOAL
     finished = run_met or query.status == Query.Status.DONE
@@ -245,15 +264,17 @@ def _completeness(query: Query, signals: dict | None, have_signals: bool, estima
     )
 
 
-def dashboard(*, sight=None, sort: str = "id", status: str = "", split: str = "") -> tuple[list[Query], dict]:
+def dashboard(
+    *, sight: visibility.Sight | None = None, sort: str = "id", status: str = "", split: str = ""
+) -> tuple[list[CountedQuery], dict[str, Any]]:
     """Every query with its counts, annotators and not-relevant run, as `sight` (an annotator.labels.visibility.Sight:
     a viewer's) may see them, else whole; and the totals row."""
-    queries = selectors.with_label_counts(Query.objects.all())
+    counted = selectors.with_label_counts(Query.objects.all())
     if status:
-        queries = queries.filter(status=status)
+        counted = counted.filter(status=status)
     if split:
-        queries = queries.filter(split=split)
-    queries = list(selectors.sorted_by(queries, sort))
+        counted = counted.filter(split=split)
+    queries = list(selectors.sorted_by(counted, sort))
     if sight is not None and any(query.withheld for query in sight.count_queries(queries)):
         queries = selectors.sorted_list(queries, sort)  # the stored order reads the sealed labels
     annotators = selectors.annotators_by_query(queries)
@@ -274,7 +295,7 @@ def dashboard(*, sight=None, sort: str = "id", status: str = "", split: str = ""
     return queries, totals
 
 
-def activity(query: Query) -> dict:
+def activity(query: Query) -> dict[str, Any]:
     """Label changes per day and each annotator's judgments, for the query's small charts."""
     per_day = list(
         LabelEvent.objects.filter(query=query)
@@ -305,7 +326,7 @@ def activity(query: Query) -> dict:
     return {"per_day": per_day, "per_annotator": per_annotator}
 
 
-def side_pane(query: Query, sight: visibility.Sight, counts: dict) -> dict:
+def side_pane(query: Query, sight: visibility.Sight, counts: dict[str, Any]) -> dict[str, Any]:
     """What the side pane shows of the run and the recall estimate: the cached values, or "computing" (asked
     of the background: neither is computed in a request), or for a viewer judging images of the query blind,
     why they are withheld (both are read off every label, the hidden ones too)."""

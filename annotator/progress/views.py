@@ -4,7 +4,7 @@ Every figure that reads every label comes cached or "computing…" from the back
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest
+from django.http import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
@@ -15,11 +15,12 @@ from annotator.labels import visibility
 from annotator.models import Query
 from annotator.progress import figures
 from annotator.team.panel import team_panel
+from common.http import SignedInRequest
 
 
 @login_required
 @permission_required("annotator.view_label", raise_exception=True)
-def dashboard(request: HttpRequest):
+def dashboard(request: SignedInRequest) -> HttpResponseBase:
     queries, totals = figures.dashboard(
         sight=visibility.of(request),
         sort=request.GET.get("sort", "id"),
@@ -45,7 +46,7 @@ def dashboard(request: HttpRequest):
 
 @login_required
 @permission_required("annotator.view_label", raise_exception=True)
-def dashboard_query(request: HttpRequest, query_id: int):
+def dashboard_query(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """One query: its tracking fields (editable with the permission to change queries), charts of its
     labeling, and its exports."""
     query = get_object_or_404(Query, pk=query_id)
@@ -82,7 +83,7 @@ def dashboard_query(request: HttpRequest, query_id: int):
 
 @login_required
 @require_GET
-def figures_fragment(request: HttpRequest, query_id: int):
+def figures_fragment(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """The side pane's figures (the not-relevant run, the recall estimate), asked for again by the page a
     moment after its labels are saved, so that they follow the labels instead of the page's load."""
     query = get_object_or_404(Query, pk=query_id)
@@ -92,7 +93,7 @@ def figures_fragment(request: HttpRequest, query_id: int):
 
 @login_required
 @require_GET
-def estimate_fragment(request: HttpRequest, query_id: int):
+def estimate_fragment(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """The recall estimate of a query, polled by the labeling page's side pane while the background computes
     it. (The dashboard does not poll: a project's hundreds of rows would poll at once; like its run and TSR
     cells, the row says "computing…" until a reload finds the figure.)"""

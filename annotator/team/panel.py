@@ -1,12 +1,14 @@
 """The team panel of a query's dashboard page: who is assigned, its overlap sample, agreement, disagreements
 and the judge panel."""
 
+from typing import Any
+
 from annotator.labels import selectors
 from annotator.models import Query
 from annotator.team import agreement
 
 
-def team_panel(query: Query) -> dict:
+def team_panel(query: Query) -> dict[str, Any]:
     """The query's team panel: who is assigned, its overlap sample, agreement, disagreements, the judge panel."""
     rows = query.judgments.filter(annotator__isnull=False).values_list("image_id", "annotator__username", "value")
     votes = agreement.votes_of(rows)  # an import's labels are nobody's vote

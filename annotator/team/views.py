@@ -5,7 +5,7 @@ Thin: the work is in labels.adjudicate, selectors.disagreements and annotator.te
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.http import HttpRequest
+from django.http import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -15,6 +15,7 @@ from annotator.models import UNDECIDED, Decision, LabelValue, Query
 from annotator.team import agreement
 from catalog.models import Image
 from common.api_params import strict_id
+from common.http import SignedInRequest
 
 QUEUE_PAGE = 20  # disagreements shown at once: each image is shown large
 # Values as the adjudicator reads them ("not relevant", not "not_relevant"); the page keeps the value as a CSS class.
@@ -23,7 +24,7 @@ VALUE_WORDS = {**{value: label.lower() for value, label in LabelValue.choices}, 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def adjudicate(request: HttpRequest, query_id: int):
+def adjudicate(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """The query's disagreements not adjudicated yet, each image large with every annotator's judgment; the
     decision (a button, or the keys 1, 0 and u) becomes the final label. Refusals are shown at the top of the
     queue, with a 4xx status, and change nothing."""
@@ -59,7 +60,7 @@ def adjudicate(request: HttpRequest, query_id: int):
     return render(request, "annotator/adjudicate.html", context, status=status)
 
 
-def _decide(request: HttpRequest, query: Query) -> tuple[str, int]:
+def _decide(request: SignedInRequest, query: Query) -> tuple[str, int]:
     """Apply the posted decision; ("", 200) when done, else (why not, status)."""
     image_id, value = strict_id(request.POST.get("image")), request.POST.get("value", "")
     if image_id is None or not Image.objects.filter(pk=image_id).exists():
@@ -78,7 +79,7 @@ def _decide(request: HttpRequest, query: Query) -> tuple[str, int]:
 
 @login_required
 @permission_required("annotator.view_label", raise_exception=True)
-def agreement_page(request: HttpRequest):
+def agreement_page(request: SignedInRequest) -> HttpResponseBase:
     """The project's agreement figures (without bootstrap intervals, which `manage.py agreement` adds)."""
     sight = visibility.of(request)
     # The figures of a query where the viewer still judges images blind would tell how the others voted.

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import ijson
 import numpy as np
@@ -140,7 +141,7 @@ def import_inat(
         writer = UpsertWriter(Image, IMAGE_FIELDS)
         seen = np.empty(max(total, 1024), dtype=np.int64)
         count = written = 0
-        batch: list[tuple] = []
+        batch: list[tuple[Any, ...]] = []
         for index, record in _items(path, "images"):
             row = _image_row(path, index, record, root_id, licenses, annotated_ids, annotated_taxa)
             if count == len(seen):
@@ -232,7 +233,7 @@ def _check_value_lengths(path: Path, data: np.ndarray, offset: int, last_quote: 
     return int(quotes[-1]) if len(quotes) else last_quote
 
 
-def _write_batch(path, writer: UpsertWriter, batch: list[tuple], seen: np.ndarray) -> int:
+def _write_batch(path: Path, writer: UpsertWriter, batch: list[tuple[Any, ...]], seen: np.ndarray) -> int:
     # A repeated id inside one batch would make PostgreSQL's ON CONFLICT fail
     # with an unhelpful message, so catch it first with the record it names.
     ids = np.fromiter((row[0] for row in batch), dtype=np.int64, count=len(batch))
@@ -241,7 +242,7 @@ def _write_batch(path, writer: UpsertWriter, batch: list[tuple], seen: np.ndarra
     return writer.write(batch)
 
 
-def _check_unique(path, ids: np.ndarray) -> None:
+def _check_unique(path: Path, ids: np.ndarray) -> None:
     order = np.argsort(ids, kind="stable")
     ordered = ids[order]
     repeats = np.flatnonzero(ordered[1:] == ordered[:-1])
@@ -263,7 +264,7 @@ def _bytes_read(handle) -> int:
 
 def _items(
     path: Path, section: str, reading: Callable[[str, int, int], None] | None = None, step: str = ""
-) -> Iterator[tuple[int, dict]]:
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (position, record) for each record of one top-level list of the file."""
     handle = _open(path)
     file_bytes = path.stat().st_size
@@ -306,7 +307,7 @@ def _licenses(path: Path, reading) -> Iterator[tuple[int, str]]:
             raise InputError(path, f"licenses[{index}]", str(error)) from None
 
 
-def _taxa(path: Path, reading) -> Iterator[tuple]:
+def _taxa(path: Path, reading) -> Iterator[tuple[Any, ...]]:
     seen = set()
     for index, record in _items(path, "categories", reading, "taxa"):
         try:
@@ -355,7 +356,7 @@ def _annotations(path: Path, taxon_ids: np.ndarray, reading) -> tuple[np.ndarray
     return images, categories
 
 
-def _image_row(path, index, record, root_id, licenses, annotated_ids, annotated_taxa) -> tuple:
+def _image_row(path: Path, index, record, root_id, licenses, annotated_ids, annotated_taxa) -> tuple[Any, ...]:
     try:
         image_id = required_int(record.get("id"), "id")
         license_id = optional_int(record.get("license"), "license")
@@ -383,7 +384,7 @@ def _image_row(path, index, record, root_id, licenses, annotated_ids, annotated_
         raise InputError(path, f"images[{index}]", str(error)) from None
 
 
-def _size(value, field: str) -> int | None:
+def _size(value: Any, field: str) -> int | None:
     result = optional_int(value, field)
     if result is not None and not 0 < result < 1_000_000:
         raise BadValue(f"{field} must be a positive number of pixels, not {value!r}")

@@ -7,6 +7,7 @@ embedded SQLite) use Django's bulk_create with update_conflicts.
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import connection
 
@@ -25,14 +26,14 @@ class UpsertWriter:
         self.key = self.columns[0]
         self._staged = False
 
-    def write(self, rows: list[tuple]) -> int:
+    def write(self, rows: list[tuple[Any, ...]]) -> int:
         if not rows:
             return 0
         if connection.vendor == "postgresql":
             return self._write_postgresql(rows)
         return self._write_generic(rows)
 
-    def _write_generic(self, rows: list[tuple]) -> int:
+    def _write_generic(self, rows: list[tuple[Any, ...]]) -> int:
         existing = self.model.objects.in_bulk([row[0] for row in rows])
         objects, changed = [], 0
         for row in rows:
@@ -51,7 +52,7 @@ class UpsertWriter:
         )
         return changed
 
-    def _write_postgresql(self, rows: list[tuple]) -> int:
+    def _write_postgresql(self, rows: list[tuple[Any, ...]]) -> int:
         table = connection.ops.quote_name(self.model._meta.db_table)
         columns = ", ".join(connection.ops.quote_name(c) for c in self.columns)
         stage = "quire_import_stage"

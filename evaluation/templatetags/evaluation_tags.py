@@ -1,3 +1,5 @@
+from typing import Any
+
 from django import template
 
 from evaluation.metrics import PERCENT_METRICS
@@ -6,7 +8,7 @@ register = template.Library()
 
 
 @register.filter
-def metric(scores: dict, name: str) -> str:
+def metric(scores: dict[str, Any], name: str) -> str:
     """A metric as the papers print it: AP, nDCG and oracle x100 with one decimal, the rest as fractions."""
     if scores.get("no_positives"):
         return "no positives"
@@ -17,7 +19,7 @@ def metric(scores: dict, name: str) -> str:
 
 
 @register.filter
-def interval(uncertainty: dict, name: str) -> str:
+def interval(uncertainty: dict[str, Any], name: str) -> str:
     low, high = uncertainty.get(name, {}).get("ci95", (0, 0))
     return f"{100 * low:.1f}–{100 * high:.1f}" if name in PERCENT_METRICS else f"{low:.3f}–{high:.3f}"
 
@@ -28,18 +30,18 @@ def percent(value: float) -> str:
 
 
 @register.filter
-def get(mapping: dict, key):
+def get(mapping: dict[str, Any], key):
     return mapping.get(key, "")
 
 
 @register.filter
-def ratio_of(row: dict, strategy: str):
+def ratio_of(row: dict[str, Any], strategy: str):
     """A simulation row's ratio of `strategy`'s labels to the baseline's (None when the baseline never got
     there; when the strategy did not, the budget's ratio: a lower bound)."""
     return row.get(f"{strategy}_ratio")
 
 
 @register.filter
-def missed_by(row: dict, strategy: str) -> bool:
+def missed_by(row: dict[str, Any], strategy: str) -> bool:
     """Whether `strategy` never reached the target on this simulation row (its ratio is then a lower bound)."""
     return bool(row.get(f"{strategy}_missed"))

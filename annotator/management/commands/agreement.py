@@ -1,4 +1,5 @@
 import json
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -26,7 +27,7 @@ class Command(BaseCommand):
             help="add crowd-kit's Dawid-Skene estimate of each annotator's accuracy",
         )
 
-    def handle(self, query_ids, resamples, dawid_skene, **options):
+    def handle(self, query_ids, resamples, dawid_skene, **options: Any) -> None:
         if not 0 <= resamples <= 100_000:
             raise CommandError(f"--resamples must be 0 to 100000, not {resamples}.")
         if query_ids:
@@ -42,8 +43,8 @@ def span_of(interval) -> str:
     return "" if interval is None else f"{interval[0]:.3f} to {interval[1]:.3f}"
 
 
-def _table(figures: dict) -> str:
-    def show(value) -> str:
+def _table(figures: dict[str, Any]) -> str:
+    def show(value: Any) -> str:
         return "—" if value is None else f"{value:.3f}"
 
     overall = figures["overall"]

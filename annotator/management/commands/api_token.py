@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -16,7 +18,7 @@ class Command(BaseCommand):
         group.add_argument("--new", action="store_true", help="replace the key (the old one stops working)")
         group.add_argument("--revoke", action="store_true", help="remove the key")
 
-    def handle(self, username, new, revoke, **options):
+    def handle(self, username, new, revoke, **options: Any) -> None:
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"No user is called {username!r}; create one with `manage.py createsuperuser`.")

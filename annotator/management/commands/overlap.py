@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.models import Query
@@ -21,7 +23,7 @@ class Command(BaseCommand):
             "--judgments", type=int, default=2, help=f"judgments per image, 2 to {MAX_JUDGMENTS_WANTED}"
         )
 
-    def handle(self, query_ids, fraction, top, judgments, **options):
+    def handle(self, query_ids, fraction, top, judgments, **options: Any) -> None:
         if fraction is None and top is None:
             raise CommandError("Say what to sample: --fraction 0.1 (10% of the labeled images), --top 50, or both.")
         queries = Query.objects.all()

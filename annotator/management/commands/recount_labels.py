@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.labels import settle_again
@@ -22,7 +24,7 @@ class Command(BaseCommand):
             help="also derive each final label again from the judgments (repairs missing or wrong final labels)",
         )
 
-    def handle(self, query_ids, finals, **options):
+    def handle(self, query_ids, finals, **options: Any) -> None:
         if query_ids and (
             unknown := sorted(set(query_ids) - set(Query.objects.filter(id__in=query_ids).values_list("id", flat=True)))
         ):

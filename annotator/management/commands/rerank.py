@@ -1,4 +1,5 @@
 import json
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -27,7 +28,7 @@ class Command(BaseCommand):
             help="structured: write (or show) the query's context and sub-questions and stop, to edit them first",
         )
 
-    def handle(self, **options):
+    def handle(self, **options: Any) -> None:
         try:
             query = Query.objects.get(pk=int(options["query_id"]))
         except (ValueError, OverflowError):

@@ -1,4 +1,5 @@
 import json
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -31,7 +32,7 @@ class Command(BaseCommand):
         parser.add_argument("--offset", type=int, default=0, help="skip this many results first (paging)")
         parser.add_argument("--json", dest="as_json", action="store_true", help="print JSON lines instead of a table")
 
-    def handle(self, text, image, taxon, exclude_labeled, k, offset, as_json, **options):
+    def handle(self, text: str, image, taxon, exclude_labeled, k: int, offset: int, as_json, **options: Any) -> None:
         if (text is None) == (image is None):
             raise CommandError('Give a query text or --image ID (one of them), e.g. search "puffins carrying food".')
         spec = configured_spec()
@@ -64,7 +65,7 @@ class Command(BaseCommand):
             self.stderr.write("No images match.")
 
 
-def _json_line(rank, hit, name) -> str:
+def _json_line(rank, hit, name: str) -> str:
     return json.dumps(
         {"rank": rank, "image_id": hit.image_id, "score": round(hit.score, 6), "taxon_id": hit.taxon_id, "taxon": name}
     )

@@ -1,4 +1,5 @@
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
@@ -18,7 +19,7 @@ class Command(BaseCommand):
             "--skip-unreadable", action="store_true", help="leave out unreadable images instead of stopping"
         )
 
-    def handle(self, folder, skip_unreadable, **options) -> None:
+    def handle(self, folder: Path, skip_unreadable, **options: Any) -> None:
         with input_errors_as_command_errors():
             result = import_folder(folder, skip_unreadable=skip_unreadable)
         for name in result.skipped:

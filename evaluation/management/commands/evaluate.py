@@ -1,4 +1,5 @@
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -31,7 +32,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--save-run", type=Path, help="with --from-model: also write the run as TREC")
 
-    def handle(self, **options):
+    def handle(self, **options: Any) -> None:
         try:
             truth = self._truth(options)
             text = cli.score(truth, lambda path: self._run(path, options, truth), options)
@@ -39,7 +40,7 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         self.stdout.write(text, ending="")
 
-    def _truth(self, options) -> GroundTruth:
+    def _truth(self, options: dict[str, Any]) -> GroundTruth:
         if options["qrels"]:
             return read_qrels(options["qrels"], options["queries"])
         if options["protocol"] == "rerank":
@@ -51,7 +52,7 @@ class Command(BaseCommand):
             truth.queries = read_queries(options["queries"])
         return truth
 
-    def _run(self, path, options, truth):
+    def _run(self, path: Path, options: dict[str, Any], truth):
         if options["from_model"] and path is None:
             try:
                 run = run_from_method(

@@ -1,5 +1,6 @@
 import json
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -63,7 +64,7 @@ class Command(BaseCommand):
         parser.add_argument("--name", help="the name on the evaluation pages (default: from the source)")
         parser.add_argument("--no-save", action="store_true", help="do not keep the result for the evaluation pages")
 
-    def handle(self, **options):
+    def handle(self, **options: Any) -> None:
         try:
             strategies = replays.strategies_of(options["strategy"])
             replays.check_settings(options)

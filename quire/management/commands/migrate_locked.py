@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import connection
@@ -13,7 +15,7 @@ class Command(BaseCommand):
         "the first instead of migrating at once. Says so and exits quickly when nothing is pending."
     )
 
-    def handle(self, **options) -> None:
+    def handle(self, **options: Any) -> None:
         locked = connection.vendor == "postgresql"
         if locked:  # SQLite is one file written by one process: nothing to guard
             with connection.cursor() as cursor:

@@ -1,4 +1,5 @@
 import time
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -45,7 +46,7 @@ class Command(BaseCommand):
             "--model", metavar="NAME", help="the model whose vectors to index (default: the configured one)"
         )
 
-    def handle(self, backend, kind, here, model, rebuild, **options):
+    def handle(self, backend, kind: str, here, model, rebuild, **options: Any) -> None:
         backend = backend or settings.QUIRE_VECTOR_BACKEND
         model_name = model or configured_spec().name
         started = time.monotonic()

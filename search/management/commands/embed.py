@@ -1,4 +1,5 @@
 import time
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -32,7 +33,7 @@ class Command(BaseCommand):
             "(e.g. ViT-H-14-378-quickgelu/dfn5b, or local-dir:/path/to/folder)",
         )
 
-    def handle(self, chunk_size, retry_failed, detach, model, **options):
+    def handle(self, chunk_size, retry_failed, detach, model, **options: Any) -> None:
         from search.clip import check_weights  # the model stack: only once there is something to embed
 
         spec = ClipSpec.from_name(model) if model else configured_spec()
@@ -78,7 +79,7 @@ class Command(BaseCommand):
         for chunk_id in list(jobs.unfinished_chunks(job).values_list("id", flat=True)):
             jobs.run_chunk(chunk_id, progress=bar.update)  # returns at once once the job has failed
 
-    def _follow(self, job, bar):
+    def _follow(self, job, bar) -> None:
         """Follow the workers' progress. Chunks whose worker died are queued again; if nothing moves for
         QUIRE_EMBED_STALL_SECONDS and no worker answers, say so and stop (the job keeps its chunks)."""
         last_progress, last_moved, warned = job.processed, time.monotonic(), False
@@ -108,7 +109,7 @@ class Command(BaseCommand):
                     warned = True
             time.sleep(1)
 
-    def _report(self, job_id):
+    def _report(self, job_id) -> None:
         job = EmbeddingJob.objects.get(pk=job_id)
         if job.status == JobStatus.FAILED:
             raise CommandError(f"Embedding job {job.pk} failed: {job.error}")
