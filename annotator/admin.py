@@ -1,12 +1,14 @@
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from annotator import labels
 from annotator.forms import ExampleInlineForm
 from annotator.labels import selectors, visibility
+from annotator.labels.selectors import CountedQuery
 from annotator.models import (
     Assignment,
     ImportBatch,
@@ -19,6 +21,7 @@ from annotator.models import (
     RerankJob,
 )
 from annotator.team import overlap
+from common.http import user_of
 from search.facade import SearchUnavailable
 
 
@@ -51,7 +54,7 @@ class QueryAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return selectors.with_label_counts(super().get_queryset(request))
 
-    def get_changelist_instance(self, request: HttpRequest):
+    def get_changelist_instance(self, request: HttpRequest) -> ChangeList:
         """The list's counts as the viewer may see them (annotator.labels.visibility), like the dashboard's."""
         changelist = super().get_changelist_instance(request)
         visibility.of(request).count_queries(list(changelist.result_list))
@@ -75,12 +78,12 @@ class QueryAdmin(admin.ModelAdmin):
         self.message_user(request, f"{added} images added to the overlap samples.")
 
     @admin.display(ordering="labeled", description="# labeled")
-    def labeled(self, query):
-        return query.labeled
+    def labeled(self, query: CountedQuery) -> int:
+        return int(query.labeled)
 
     @admin.display(ordering="relevant", description="# relevant")
-    def relevant(self, query):
-        return query.relevant
+    def relevant(self, query: CountedQuery) -> int:
+        return int(query.relevant)
 
 
 class ViewOnlyAdmin(admin.ModelAdmin):
@@ -92,7 +95,7 @@ class ViewOnlyAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return self.visible(request, super().get_queryset(request))
 
-    def visible(self, request: HttpRequest, found):
+    def visible(self, request: HttpRequest, found: QuerySet[Any]) -> QuerySet[Any]:
         """What the viewer may see of these rows (annotator.labels.visibility): the label tables say so."""
         return found
 
@@ -113,14 +116,14 @@ class LabelAdmin(ViewOnlyAdmin):
     search_fields = ["=query__id", "=image__id"]
     list_select_related = ["query", "annotator"]
 
-    def visible(self, request: HttpRequest, found):
+    def visible(self, request: HttpRequest, found: QuerySet[Any]) -> QuerySet[Any]:
         return visibility.of(request).labels(found)
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        labels.clear_labels([obj], user=request.user, source=LabelSource.ADMIN)
+        labels.clear_labels([obj], user=user_of(request), source=LabelSource.ADMIN)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        cleared = labels.clear_labels(list(queryset), user=request.user, source=LabelSource.ADMIN)
+        cleared = labels.clear_labels(list(queryset), user=user_of(request), source=LabelSource.ADMIN)
         messages.info(request, f"{cleared} labels cleared for every annotator; the label history keeps each judgment.")
 
 
@@ -142,7 +145,7 @@ class LabelEventAdmin(ViewOnlyAdmin):
     list_select_related = ["query", "user", "import_batch"]
     ordering = ["-id"]  # newest first
 
-    def visible(self, request: HttpRequest, found):
+    def visible(self, request: HttpRequest, found: QuerySet[Any]) -> QuerySet[Any]:
         return visibility.of(request).judged(found)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -179,7 +182,7 @@ class JudgmentAdmin(ViewOnlyAdmin):
     search_fields = ["=query__id", "=image__id", "annotator__username"]
     list_select_related = ["query", "annotator"]
 
-    def visible(self, request: HttpRequest, found):
+    def visible(self, request: HttpRequest, found: QuerySet[Any]) -> QuerySet[Any]:
         return visibility.of(request).judged(found)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:

@@ -48,7 +48,7 @@ class ImageAdmin(admin.ModelAdmin):
         return False
 
     @admin.display(description="image")
-    def picture(self, image):
+    def picture(self, image: Image) -> str:
         if not image.pk:
             return "–"
         return format_html(

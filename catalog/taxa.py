@@ -6,6 +6,7 @@ becomes the ids of every species under it. Matching ignores case.
 """
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db.models import Q
@@ -37,7 +38,7 @@ def species_for(name: str) -> set[int]:
     return ids
 
 
-def species_for_all(names) -> set[int]:
+def species_for_all(names: Iterable[str]) -> set[int]:
     ids: set[int] = set()
     for name in names:
         ids |= species_for(name)

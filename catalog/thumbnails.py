@@ -25,7 +25,7 @@ class NotServable(Exception):
     """The image has no file that may be served; the text says why."""
 
 
-def allowed_root(path: str) -> bool:
+def allowed_root(path: str | Path) -> bool:
     """Whether `path` may be an images root: inside one of QUIRE_IMAGE_ROOTS, or anywhere when that
     setting is empty (roots then come only from the operator's import commands)."""
     allowed = getattr(settings, "QUIRE_IMAGE_ROOTS", [])
@@ -53,7 +53,7 @@ def contained_path(root: str | None, file_name: str, *, image_id: int) -> Path:
 
 
 def original_path(image: Image) -> Path:
-    path = contained_path(image.root.path if image.root_id else None, image.file_name, image_id=image.pk)
+    path = contained_path(image.root.path if image.root else None, image.file_name, image_id=image.pk)
     if not path.is_file():
         raise NotServable(f"Image {image.pk}'s file is missing: {image.file_name}")
     return path
@@ -64,7 +64,7 @@ def original_file(image: Image) -> tuple[Path, str]:
     path = original_path(image)
     try:
         with PILImage.open(path, formats=list(RASTER_TYPES)) as picture:
-            return path, RASTER_TYPES[picture.format]
+            return path, RASTER_TYPES[picture.format or ""]  # formats= lets only these open
     except (OSError, ValueError, PILImage.DecompressionBombError):
         raise NotServable(f"Image {image.pk}'s file is not a JPEG, PNG, WebP or GIF image; it is not served.") from None
 
@@ -79,9 +79,9 @@ def thumbnail_path(image: Image) -> Path:
     try:
         with PILImage.open(source, formats=list(RASTER_TYPES)) as picture, atomic_path(cached) as temporary:
             picture.draft("RGB", (THUMBNAIL_SIZE, THUMBNAIL_SIZE))
-            picture = picture.convert("RGB")
-            picture.thumbnail((THUMBNAIL_SIZE, THUMBNAIL_SIZE))
-            picture.save(temporary, "JPEG", quality=82)
+            small = picture.convert("RGB")
+            small.thumbnail((THUMBNAIL_SIZE, THUMBNAIL_SIZE))
+            small.save(temporary, "JPEG", quality=82)
     except (OSError, ValueError, PILImage.DecompressionBombError) as error:
         raise NotServable(f"Image {image.pk} cannot be decoded: {error}") from None
     return cached

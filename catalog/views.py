@@ -20,7 +20,7 @@ def suggest_taxa(request: SignedInRequest) -> HttpResponseBase:
 
 @login_required
 @require_GET
-def image_file(request: SignedInRequest, image_id: int, size) -> HttpResponseBase:
+def image_file(request: SignedInRequest, image_id: int, size: str) -> HttpResponseBase:
     if size not in ("thumb", "file"):
         raise Http404("Image sizes are thumb and file.")
     image = get_object_or_404(Image.objects.select_related("root"), pk=image_id)

@@ -7,18 +7,28 @@ view classes are still loading.
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
+from django.contrib.auth.models import User
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.authentication import BaseAuthentication, TokenAuthentication, get_authorization_header
-from rest_framework.exceptions import AuthenticationFailed, NotFound, ParseError, Throttled, ValidationError
+from rest_framework.exceptions import (
+    AuthenticationFailed,
+    NotAuthenticated,
+    NotFound,
+    ParseError,
+    Throttled,
+    ValidationError,
+)
 from rest_framework.pagination import Cursor, CursorPagination, LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.throttling import AnonRateThrottle
-from rest_framework.views import APIView
+
+if TYPE_CHECKING:  # DRF's views import this module (its settings name the classes below): no circle at run time
+    from rest_framework.views import APIView
 
 
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
@@ -93,6 +103,14 @@ def text_param(request: Request, name: str, *, max_length: int = 200) -> str:
     if len(value) > max_length:
         raise ValidationError({name: f"must be at most {max_length} characters"})
     return value
+
+
+def signed_in(request: Request) -> User:
+    """The user of a request the API's IsAuthenticated permission let through (settings.AUTH_USER_MODEL is
+    Django's User); 401 for anyone else."""
+    if not isinstance(request.user, User):
+        raise NotAuthenticated()
+    return request.user
 
 
 def strict_id(value: Any) -> int | None:
@@ -203,7 +221,7 @@ class AnonymousRateFirst(BasePermission):
 class _GuessThrottle(AnonRateThrottle):
     """The anonymous rate, keyed by address alone: asked while authenticating, before request.user exists."""
 
-    def get_cache_key(self, request: Request, view: APIView | None) -> str:
+    def get_cache_key(self, request: Request, view: "APIView | None") -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 

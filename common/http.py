@@ -7,6 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django_htmx.middleware import HtmxDetails
 
@@ -19,6 +20,14 @@ class SignedInRequest(HttpRequest):
 
     user: User
     htmx: HtmxDetails
+
+
+def user_of(request: HttpRequest) -> User:
+    """The signed-in user of a request a login check let through (the admin's, a view's); PermissionDenied for
+    anyone else, which such a request never is."""
+    if not isinstance(request.user, User):
+        raise PermissionDenied("Sign in first.")
+    return request.user
 
 
 def json_login_required(view: View) -> View:

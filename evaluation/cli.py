@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_from_file(path: Path | None, options: dict[str, Any], truth: GroundTruth) -> Run:
     """The run `--run` names (reranking `--first-stage`'s top `--top` when given)."""
     if path is None:
-        raise InputError("Give --run FILE (or, with manage.py evaluate, --from-model).")
+        raise ValueError("Give --run FILE (or, with manage.py evaluate, --from-model).")
     run = read_run(path, score_column=options["score_column"], queries=truth.queries)
     if options["first_stage"]:
         run = two_stage(read_run(options["first_stage"], queries=truth.queries), run, options["top"])

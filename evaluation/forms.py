@@ -1,4 +1,5 @@
 import uuid
+from typing import Any
 
 from django import forms
 
@@ -32,8 +33,8 @@ class EvaluateForm(forms.Form):
         help_text="average: tied scores as scikit-learn (INQUIRE's numbers); run-order: the file's order.",
     )
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
         for name in ("run", "qrels", "queries"):
             upload = data.get(name)
             if upload and upload.size > MAX_UPLOAD_BYTES:

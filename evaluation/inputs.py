@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common.inputs import WHOLE_NUMBER, CsvFile, InputError, not_a_whole_number
+from common.inputs import WHOLE_NUMBER, CsvFile, not_a_whole_number
+from common.inputs import InputError as InputError  # what the readers raise, for their callers
 
 from . import columnar
 

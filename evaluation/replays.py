@@ -2,6 +2,7 @@
 truth and its rankers (the team world, the synthetic world, or qrels over the real collection), and the
 medians table it prints. The command is a thin shell over these and evaluation.simulation."""
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,7 @@ def strategies_of(chosen: list[str] | None) -> list[str]:
     return strategies
 
 
-CHECKS = (
+CHECKS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("batch", lambda value: 1 <= value <= 1000, "--batch must be 1 to 1,000 labels."),
     ("target", lambda value: 0 < value <= 1, "--target must be a share above 0 and at most 1, e.g. 0.95."),
     ("max_labels", lambda value: 1 <= value <= 100_000, "--max-labels must be 1 to 100,000."),
@@ -82,7 +83,7 @@ def team_world(options: dict[str, Any]) -> Grounds:
 
 def synthetic(options: dict[str, Any]) -> Grounds:
     try:
-        world = simulation.synthetic_world(
+        world = worlds.synthetic_world(
             queries=options["synthetic_queries"], separation=options["separation"], seed=options["seed"]
         )
     except ValueError as error:
@@ -127,8 +128,15 @@ def qrels(options: dict[str, Any]) -> Grounds:
     return Grounds(positives, rankers, None, None, str(options["qrels"]))
 
 
-def collection_ranker(text: str):
-    def ranked(strategy: str, relevant, not_relevant, exclude, k: int, recent=()):
+def collection_ranker(text: str) -> Callable[..., list[int]]:
+    def ranked(
+        strategy: str,
+        relevant: Sequence[int],
+        not_relevant: Sequence[int],
+        exclude: Sequence[int],
+        k: int,
+        recent: Sequence[tuple[int, bool]] = (),
+    ) -> list[int]:
         hits = next_batch(
             strategy=strategy,
             text=text,
@@ -143,8 +151,8 @@ def collection_ranker(text: str):
     return ranked
 
 
-def collection_estimator(text: str):
-    def estimate(relevant, not_relevant):
+def collection_estimator(text: str) -> Callable[[Sequence[int], Sequence[int]], float | None]:
+    def estimate(relevant: Sequence[int], not_relevant: Sequence[int]) -> float | None:
         result = recall_estimate(text, relevant, not_relevant)
         return None if result is None else result.recall
 

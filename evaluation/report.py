@@ -23,6 +23,7 @@ comes from files or from the database.
 
 import csv
 import io
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +56,7 @@ class Report:
     def k_label(self) -> str:
         return f"all candidates (up to {self.k})" if self.k_is_candidates else str(self.k)
 
-    def scored(self, rows=None) -> list[dict[str, Any]]:
+    def scored(self, rows: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         """The rows whose metrics are defined (the query has at least one relevant image)."""
         return [row for row in (self.per_query if rows is None else rows) if not row.get("no_positives")]
 
@@ -67,10 +68,10 @@ class Report:
             }
         return self._overall
 
-    def groups(self, columns) -> dict[str, Any]:
+    def groups(self, columns: Iterable[str]) -> dict[str, Any]:
         """Per value of each of `columns`: the macro averages of its queries, then their mean. A query with
         no value there (one added in the app without a category) is in the group NO_GROUP."""
-        result = {}
+        result: dict[str, Any] = {}
         for column in columns:
             values: dict[str, list[dict[str, Any]]] = {}
             for row in self.per_query:
@@ -87,7 +88,7 @@ class Report:
             result[column] = table
         return result
 
-    def as_json(self, group_by=()) -> dict[str, Any]:
+    def as_json(self, group_by: Iterable[str] = ()) -> dict[str, Any]:
         return {
             "protocol": self.protocol,
             "k": self.k,
@@ -124,8 +125,8 @@ def evaluate(
     *,
     protocol: str = "fullrank",
     k: int | None = None,
-    metrics=DEFAULT_METRICS,
-    normaliser=None,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    normaliser: str | None = None,
     ties: str = "average",
 ) -> Report:
     """Score `run` against `truth`: one row per query of the metrics named, and the warnings a reader of
@@ -191,7 +192,9 @@ def _queries(truth: GroundTruth, run: Run, protocol: str) -> tuple[list[Any], li
     return query_ids, warnings
 
 
-def _positives(truth: GroundTruth, run: Run, protocol: str, query_id: int, k: int, per_candidates: bool):
+def _positives(
+    truth: GroundTruth, run: Run, protocol: str, query_id: int, k: int, per_candidates: bool
+) -> tuple[set[int], int]:
     """A query's relevant images and the depth it is scored to."""
     if protocol != "rerank":
         return truth.positives.get(query_id, set()), k
@@ -200,7 +203,9 @@ def _positives(truth: GroundTruth, run: Run, protocol: str, query_id: int, k: in
     return positives, (max(1, len(candidates)) if per_candidates else k)
 
 
-def _scores(ranked: list[Any], positives: set[Any], k: int, metrics, normaliser: str, ties: str) -> dict[str, Any]:
+def _scores(
+    ranked: list[tuple[int, float]], positives: set[int], k: int, metrics: Sequence[str], normaliser: str, ties: str
+) -> dict[str, Any]:
     """One query's metrics over its top k; None for each (and no_positives) when it has no positive."""
     if not positives:
         return {**{name: None for name in metrics}, "no_positives": True}
@@ -211,7 +216,7 @@ def _scores(ranked: list[Any], positives: set[Any], k: int, metrics, normaliser:
 
 
 def _coverage_warnings(
-    truth: GroundTruth, run: Run, protocol: str, query_ids, rows: list[dict[str, Any]], k: int
+    truth: GroundTruth, run: Run, protocol: str, query_ids: Iterable[int], rows: list[dict[str, Any]], k: int
 ) -> list[str]:
     """Warnings about what the scores cannot see: queries with no positive, unjudged top images."""
     warnings = []
@@ -266,10 +271,10 @@ def compare(a: Report, b: Report, metric: str = "ap") -> dict[str, Any]:
     }
 
 
-def format_table(report: Report, group_by=()) -> str:
+def format_table(report: Report, group_by: Iterable[str] = ()) -> str:
     """The printed tables: AP, nDCG and oracle x100, the rest as fractions."""
 
-    def cell(name: str, value: Any):
+    def cell(name: str, value: Any) -> str:
         if value is None:
             return "     –"
         return f"{100 * value:6.1f}" if name in measures.PERCENT_METRICS else f"{value:6.3f}"

@@ -1,6 +1,8 @@
 """A run made by Quire itself: the configured CLIP model's ranking for every query of the ground truth, or
 one of the model-based systems on top of it (two-stage: the CLIP top N reranked, the rest in CLIP order)."""
 
+from collections.abc import Callable
+
 from annotator.facade import MODEL_METHODS, ranking_by
 from annotator.models import Query
 from search.facade import search
@@ -26,7 +28,9 @@ def run_from_model(truth: GroundTruth, *, depth: int, texts: dict[int, str] | No
 METHODS = ("clip", *MODEL_METHODS)
 
 
-def run_from_method(truth: GroundTruth, method: str, *, depth: int, top: int = 100, progress=None) -> Run:
+def run_from_method(
+    truth: GroundTruth, method: str, *, depth: int, top: int = 100, progress: Callable[[int, int], None] | None = None
+) -> Run:
     """`method` over every query of the ground truth that Quire has (its text and id in the database):
     yesno and structured rerank the CLIP top `top` (annotator.rerank), judges orders it by the panel's
     verdicts, visret draws the query and fuses the image searches. Below the reranked top, the CLIP ranking

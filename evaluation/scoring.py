@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser, User
+from django.core.files import File
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -22,7 +24,7 @@ from common import background
 
 from .inputs import GroundTruth, qrels_from_database, read_qrels, read_queries, read_run
 from .models import SavedReport, SavedRun, Scoring
-from .report import evaluate
+from .report import Report, evaluate
 
 ROLES = ("run", "qrels", "queries")
 
@@ -31,14 +33,14 @@ ROLES = ("run", "qrels", "queries")
 SCORE_TASK = "evaluation.score_run"
 
 
-def upload_name(upload, role: str) -> str:
+def upload_name(upload: "File[Any]", role: str) -> str:
     """The uploaded file's own name, for messages: its last path part, printable, or the role's name."""
     name = os.path.basename(str(upload.name or "")).replace("\x00", "").strip()
     name = name.encode()[:255].decode(errors="ignore")  # a file system's limit is 255 bytes, not characters
     return name or f"{role}.csv"
 
 
-def start(data: dict[str, Any], user) -> Scoring:
+def start(data: dict[str, Any], user: User | AnonymousUser | None) -> Scoring:
     """Store the uploaded files with a queued Scoring and send it to be scored once committed. An upload
     whose form was sent before (its `submission` key) is that scoring, not a second one."""
     if data.get("submission") and (earlier := Scoring.objects.filter(submission=data["submission"]).first()):
@@ -56,7 +58,7 @@ def start(data: dict[str, Any], user) -> Scoring:
     return scoring
 
 
-def _queued(data: dict[str, Any], user, fields: dict[str, Any]) -> Scoring:
+def _queued(data: dict[str, Any], user: User | AnonymousUser | None, fields: dict[str, Any]) -> Scoring:
     """A new queued Scoring of the upload, sent to be scored once the transaction commits."""
     scoring = Scoring.objects.create(
         submission=data.get("submission"),
@@ -122,7 +124,7 @@ def _fail(scoring: Scoring, message: str) -> None:
     )
 
 
-def _evaluate(scoring: Scoring):
+def _evaluate(scoring: Scoring) -> tuple[Report, GroundTruth]:
     # The readers name the file in their messages: they read it through a link bearing the uploaded name.
     with tempfile.TemporaryDirectory(prefix="quire-scoring-") as scratch:
         paths = {}
@@ -159,7 +161,7 @@ def _evaluate(scoring: Scoring):
     return report, truth
 
 
-def _save(scoring: Scoring, report, truth) -> None:
+def _save(scoring: Scoring, report: Report, truth: GroundTruth) -> None:
     group_by = [c for c in ("supercategory", "category", "iconic_group") if any(c in q for q in truth.queries.values())]
     with transaction.atomic():
         locked = Scoring.objects.select_for_update().get(pk=scoring.pk)

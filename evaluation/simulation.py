@@ -14,8 +14,9 @@ true recall: its mean absolute error over the batches, and the true recall when 
 target.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,8 @@ import numpy as np
 from annotator.facade import DEPTH, cross_fitted
 from search.facade import LABEL_ONLY_STRATEGIES, RECENT_ANSWERS, compose_batch, strategy_vector
 
-from .worlds import World, synthetic_world  # noqa: F401 -- the worlds replayed here
+from .worlds import World
+from .worlds import synthetic_world as synthetic_world  # the worlds replayed here, for the callers
 
 TARGETS = (0.5, 0.9, 0.95)
 CHECKPOINTS = (100, 500, 1000)
@@ -110,7 +112,9 @@ def replay(
     (annotator_mistakes): a positive counts as found once it has been labeled, whatever the answer, so
     the figures measure how well the ranking survives the mistakes."""
     result = Replay(query_id, strategy, len(positives))
-    relevant, not_relevant, answers = [], [], []
+    relevant: list[int] = []
+    not_relevant: list[int] = []
+    answers: list[tuple[int, bool]] = []
     found = 0
     while len(result.found) < max_labels and found < target * len(positives):
         proposed = rank(
@@ -141,7 +145,7 @@ class _Exact:
     def __init__(self, vectors: np.ndarray) -> None:
         self.all = vectors
 
-    def top(self, vector, depth, exclude):
+    def top(self, vector: np.ndarray, depth: int, exclude: set[int]) -> list[int]:
         scores = self.all @ np.asarray(vector, dtype=np.float32)
         if exclude:
             scores[list(exclude)] = -np.inf
@@ -151,8 +155,9 @@ class _Exact:
         top = np.argpartition(-scores, depth - 1)[:depth]
         return [int(i) for i in top[np.lexsort((top, -scores[top]))]]
 
-    def vectors(self, image_ids):
-        return self.all[list(image_ids)]
+    def vectors(self, image_ids: Sequence[int]) -> np.ndarray:
+        chosen: np.ndarray = self.all[list(image_ids)]
+        return chosen
 
 
 def world_ranker(world: World, query_id: int) -> Callable[..., Any]:
@@ -160,7 +165,14 @@ def world_ranker(world: World, query_id: int) -> Callable[..., Any]:
     labeling page's batch rules (search.facade.compose_batch), scored exactly with numpy."""
     collection = _Exact(world.vectors)
 
-    def rank(strategy: str, relevant, not_relevant, exclude, k: int, recent=()):
+    def rank(
+        strategy: str,
+        relevant: list[int],
+        not_relevant: list[int],
+        exclude: Iterable[int],
+        k: int,
+        recent: Sequence[tuple[int, bool]] = (),
+    ) -> list[int]:
         if strategy not in LABEL_ONLY_STRATEGIES:
             raise ValueError(f"the synthetic world ranks by {', '.join(LABEL_ONLY_STRATEGIES)}, not {strategy!r}")
         vector = strategy_vector(
@@ -185,24 +197,30 @@ def world_estimator(world: World, query_id: int, depth: int = DEPTH) -> Callable
     """estimate(relevant, not_relevant) over the synthetic world, computed as the labeling page does
     (annotator.progress.stopping.cross_fitted): exact numpy scores instead of the index."""
 
-    def score(image_ids, relevant, not_relevant, exclude=None):
+    def score(
+        image_ids: Sequence[int], relevant: list[int], not_relevant: list[int], exclude: Sequence[int] | None = None
+    ) -> np.ndarray:
         vector = strategy_vector(
             "feedback", world.texts[query_id], world.vectors[relevant], world.vectors[not_relevant]
         )
         scores = world.vectors @ vector.astype(np.float32)
         if exclude is None:
-            return scores[list(image_ids)]
+            given: np.ndarray = scores[list(image_ids)]
+            return given
         scores = np.delete(scores, list(exclude))
-        return scores[np.argpartition(-scores, min(depth, len(scores) - 1))[:depth]]
+        deepest: np.ndarray = scores[np.argpartition(-scores, min(depth, len(scores) - 1))[:depth]]
+        return deepest
 
-    def estimate(relevant, not_relevant):
+    def estimate(relevant: list[int], not_relevant: list[int]) -> float | None:
         result = cross_fitted(score, relevant, not_relevant)
         return None if result is None else result.recall
 
     return estimate
 
 
-def compare(replays: list[Replay], baseline: str = "text", target: float = 0.95, kinds=None) -> list[dict[str, Any]]:
+def compare(
+    replays: list[Replay], baseline: str = "text", target: float = 0.95, kinds: dict[int, str] | None = None
+) -> list[dict[str, Any]]:
     """Per query: labels to `target` for each strategy and its ratio to the baseline's, worst first. A
     strategy that never got there within the budget is a failure: its ratio is the budget's (a lower
     bound, marked `{name}_missed`), not left out."""
@@ -310,20 +328,26 @@ def simulate(
     }
 
 
-def _medians(rows, versus, strategies, hard, kinds) -> dict[str, Any]:
+def _medians(
+    rows: list[dict[str, Any]],
+    versus: list[dict[str, Any]],
+    strategies: list[str],
+    hard: dict[int, bool] | None,
+    kinds: dict[int, str] | None,
+) -> dict[str, Any]:
     """Per strategy, overall and per group: the median labels to the target over every query (one that
     never got there counts as the labels it spent, the whole budget, and `missed` says how many did),
     the median and the worst ratio to the first strategy, and how many queries were more than 10% worse.
     One figure over the same queries for every strategy: a median over only the queries a strategy
     reached would flatter the one that missed the others."""
-    groups = {"all": lambda query_id: True}
+    groups: dict[str, Callable[[int], bool]] = {"all": lambda query_id: True}
     if kinds is not None:  # the kinds of query, hard and easy among them
         for kind in sorted(set(kinds.values())):
-            groups[kind] = lambda query_id, kind=kind: kinds[query_id] == kind
+            groups[kind] = partial(_of_kind, kinds, kind)
     elif hard is not None:
         groups |= {"hard": lambda query_id: hard[query_id], "easy": lambda query_id: not hard[query_id]}
     baseline = strategies[0]
-    result = {}
+    result: dict[str, Any] = {}
     for group, member in groups.items():
         result[group] = {}
         for strategy in strategies:
@@ -347,9 +371,13 @@ def _medians(rows, versus, strategies, hard, kinds) -> dict[str, Any]:
     return result
 
 
-def _median(values) -> float | None:
-    values = [value for value in values if value is not None]
-    return round(float(np.median(values)), 4) if values else None
+def _of_kind(kinds: dict[int, str], kind: str, query_id: int) -> bool:
+    return kinds[query_id] == kind
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return round(float(np.median(present)), 4) if present else None
 
 
 def _mean_curve(replays: list[Replay], max_labels: int) -> list[tuple[int, float]]:

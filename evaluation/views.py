@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from annotator.facade import sight_of
 from common import background
 from common.api_params import strict_id
-from common.http import SignedInRequest
+from common.http import SignedInRequest, View
 
 from . import plots, scoring
 from .forms import EvaluateForm
@@ -23,7 +23,7 @@ from .models import SavedReport, SavedSimulation, Scoring
 from .report import Report, compare
 
 
-def labels_visible(view: Any):
+def labels_visible(view: View) -> View:
     """Scores and simulations are read off every final label: refused, with the reason, to a viewer who still
     waits on a blind overlap sample (annotator.labels.visibility), since a score would tell how the others voted."""
 
@@ -31,7 +31,8 @@ def labels_visible(view: Any):
     def wrapper(request: SignedInRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if refused := sight_of(request).refusal():
             raise PermissionDenied(refused)  # Quire's 403 page says it, with the way back
-        return view(request, *args, **kwargs)
+        answer: HttpResponseBase = view(request, *args, **kwargs)
+        return answer
 
     return wrapper
 
@@ -66,7 +67,7 @@ def index(request: SignedInRequest) -> HttpResponseBase:
 @login_required
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
 @labels_visible
-def scoring_status(request: SignedInRequest, scoring_id) -> HttpResponseBase:
+def scoring_status(request: SignedInRequest, scoring_id: int) -> HttpResponseBase:
     """The status page of an uploaded run; htmx polls it, and is sent to the report once it is ready."""
     job = get_object_or_404(Scoring, pk=scoring_id)
     scoring.resume_if_lost(job)
@@ -75,7 +76,7 @@ def scoring_status(request: SignedInRequest, scoring_id) -> HttpResponseBase:
     return _scoring_page(request, job)
 
 
-def _scoring_page(request: SignedInRequest, job, status: int = 200):
+def _scoring_page(request: SignedInRequest, job: Scoring, status: int = 200) -> HttpResponse:
     template = "evaluation/_scoring.html" if request.htmx else "evaluation/scoring.html"
     return render(request, template, {"job": job}, status=status)
 
@@ -135,13 +136,13 @@ def download(request: SignedInRequest, report_id: int, kind: str) -> HttpRespons
     return _attachment(_as_report(saved.result).per_query_csv(), "text/csv; charset=utf-8", f"report-{saved.pk}.csv")
 
 
-def _attachment(body, content_type: str, filename: str) -> HttpResponseBase:
+def _attachment(body: str, content_type: str, filename: str) -> HttpResponseBase:
     response = HttpResponse(body, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
 
-def _as_report(result):
+def _as_report(result: dict[str, Any]) -> Report:
     metrics = tuple(result["overall"])
     return Report(
         result["protocol"], result["k"], metrics, result["per_query"], result["warnings"], result.get("run", "")

@@ -40,7 +40,8 @@ class World:
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
-    return rows / np.linalg.norm(rows, axis=-1, keepdims=True)
+    unit_rows: np.ndarray = rows / np.linalg.norm(rows, axis=-1, keepdims=True)
+    return unit_rows
 
 
 def _variance(dim: int) -> float:
@@ -129,7 +130,10 @@ def team_world(
     if unknown := [kind for kind in kinds if kind not in KINDS]:
         raise ValueError(f"world kinds are {', '.join(KINDS)}, not {', '.join(unknown)}")
     builder = _Builder(images, dim, species, np.random.default_rng(seed))
-    texts, positives, hard, kind_of = {}, {}, {}, {}
+    texts: dict[int, np.ndarray] = {}
+    positives: dict[int, set[int]] = {}
+    hard: dict[int, bool] = {}
+    kind_of: dict[int, str] = {}
     for kind in kinds:
         for _ in range(per_kind):
             query_id = len(texts) + 1

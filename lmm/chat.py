@@ -9,12 +9,11 @@ the 20 most likely first tokens (INQUIRE's settings), scored by yesno.from_top_l
 
 import base64
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
-
-from django.http import HttpResponse
+from typing import Any, Protocol
 
 from . import prompts, yesno
 
@@ -33,7 +32,7 @@ class Usage:
     doubtful: int = 0  # answers whose p(Yes) + p(No) was under 0.9
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def add(self, response: HttpResponse, answer: yesno.YesNo) -> None:
+    def add(self, response: Any, answer: yesno.YesNo) -> None:  # an openai ChatCompletion
         """Count one chat-completions answer, with the tokens its server reported."""
         usage = getattr(response, "usage", None)
         self.count(getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0, answer)
@@ -53,6 +52,28 @@ class ImageInput:
 
     def data_url(self) -> str:
         return f"data:{self.content_type};base64,{base64.b64encode(self.data).decode('ascii')}"
+
+
+# on_answer(index, answer): called as each of ask_many's answers arrives. Progress(done, total): after each.
+OnAnswer = Callable[[int, yesno.YesNo], None]
+Progress = Callable[[int, int], None]
+
+
+class Scorer(Protocol):
+    """What asks a vision-language model a yes/no question about an image: a model server's (ChatScorer) or
+    a local model's (lmm/local.py)."""
+
+    prompt: str
+    usage: "Usage"
+
+    @property
+    def name(self) -> str: ...
+
+    def ask_prompt(self, prompt: str, image: "ImageInput") -> yesno.YesNo: ...
+
+    def ask_many(
+        self, questions: Sequence[tuple[str, "ImageInput"]], on_answer: OnAnswer | None = None
+    ) -> list[yesno.YesNo]: ...
 
 
 class ChatScorer:
@@ -117,7 +138,9 @@ class ChatScorer:
         self.usage.add(response, answer)
         return answer
 
-    def ask_many(self, questions: list[tuple[str, ImageInput]], on_answer=None) -> list[yesno.YesNo]:
+    def ask_many(
+        self, questions: Sequence[tuple[str, ImageInput]], on_answer: OnAnswer | None = None
+    ) -> list[yesno.YesNo]:
         """Ask each (prompt, image), at most `concurrency` at once; `on_answer(index, answer)` is called in
         the caller's thread as each arrives (so that the caller can store every answer, with its own
         database connection, even when a later one fails). Raises ModelUnavailable for the first
@@ -135,11 +158,11 @@ class ChatScorer:
                     on_answer(futures[future], future.result())
         if failure is not None:
             raise failure
-        return results
+        return [result for result in results if result is not None]  # every one answered, or raised above
 
 
 @contextmanager
-def model_errors(base_url: str):
+def model_errors(base_url: str) -> Iterator[None]:
     """Turn the client's exceptions into ModelUnavailable sentences that say what to check."""
     import openai
 
@@ -166,7 +189,7 @@ def model_errors(base_url: str):
         ) from None
 
 
-def _first_token_alternatives(response: HttpResponse, base_url) -> list[tuple[str, float]]:
+def _first_token_alternatives(response: Any, base_url: str) -> list[tuple[str, float]]:
     try:
         content = response.choices[0].logprobs.content
         return [(item.token, float(item.logprob)) for item in content[0].top_logprobs]

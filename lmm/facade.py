@@ -7,6 +7,7 @@ functions and constants that annotator.rerank composes into jobs.
 """
 
 from . import panel, structured, visret
+from .chat import Progress, Scorer
 from .scoring import (
     ImageInput,
     ModelUnavailable,
@@ -20,6 +21,8 @@ from .scoring import (
 __all__ = [
     "ImageInput",
     "ModelUnavailable",
+    "Progress",
+    "Scorer",
     "configured_image_generator",
     "configured_panel",
     "configured_scorer",

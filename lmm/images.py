@@ -28,7 +28,8 @@ class ImageGenerator:
                 model=self.model, prompt=prompt, n=n, size=self.size, response_format="b64_json"
             )
         try:
-            images = [base64.b64decode(item.b64_json, validate=True) for item in response.data]
+            encoded: list[str] = [item.b64_json for item in response.data]  # type: ignore[misc,union-attr]  # checked below
+            images = [base64.b64decode(text, validate=True) for text in encoded]
         except (AttributeError, TypeError, binascii.Error):
             raise ModelUnavailable(f"The image generator at {self.base_url} answered without base64 images.") from None
         if len(images) != n:

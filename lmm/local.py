@@ -10,11 +10,12 @@ HF_HUB_OFFLINE=1 where the hub cannot be reached), the path a real checkpoint ta
 
 import io
 import threading
+from collections.abc import Iterable, Sequence
 
 from search.facade import ensure_torchvision_ops
 
 from . import prompts, yesno
-from .chat import ImageInput, ModelUnavailable, Usage
+from .chat import ImageInput, ModelUnavailable, OnAnswer, Usage
 
 SPACE_MARKS = ("", "▁", "Ġ")
 
@@ -32,7 +33,7 @@ class LocalScorer:
         except (OSError, ValueError) as error:
             raise ModelUnavailable(f"The local model at {path} cannot be loaded: {error}") from None
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.model.to(self.device).eval()
+        self.model.to(self.device).eval()  # type: ignore[arg-type]  # transformers' stubs type `to` for models only
         self.path, self.prompt = path, prompt
         self.yes_ids = self._token_ids(yesno.YES_VARIANTS)
         self.no_ids = self._token_ids(yesno.NO_VARIANTS)
@@ -45,7 +46,7 @@ class LocalScorer:
     def name(self) -> str:
         return f"local:{self.path}"
 
-    def _token_ids(self, words) -> list[int]:
+    def _token_ids(self, words: Iterable[str]) -> list[int]:
         tokenizer = self.processor.tokenizer
         ids = set()
         for word in words:
@@ -80,7 +81,9 @@ class LocalScorer:
         self.usage.count(int(inputs["input_ids"].shape[-1]), 0, answer)
         return answer
 
-    def ask_many(self, questions, on_answer=None) -> list[yesno.YesNo]:
+    def ask_many(
+        self, questions: Sequence[tuple[str, ImageInput]], on_answer: OnAnswer | None = None
+    ) -> list[yesno.YesNo]:
         """Each (prompt, image) in turn (the device runs one at a time), `on_answer` as each is done."""
         results = []
         for index, (prompt, image) in enumerate(questions):

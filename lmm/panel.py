@@ -6,11 +6,12 @@ share of the panel. Pre-labels only propose: an annotator confirms each with one
 labels count as ground truth."""
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import prompts
-from .chat import ChatScorer
+from .chat import ImageInput, Progress, Scorer
 from .scoring import score_images
 
 ACCEPT, REJECT, ABSTAIN = "accept", "reject", "abstain"
@@ -48,14 +49,16 @@ def verdict(votes: list[tuple[str, float]]) -> Verdict:
     return Verdict(value, count / len(cast), cast)
 
 
-def judge(panel: list[ChatScorer], query: str, images: dict[str, Any], progress=None) -> tuple[dict[str, Any], int]:
+def judge(
+    panel: Sequence[Scorer], query: str, images: Mapping[Any, ImageInput], progress: Progress | None = None
+) -> tuple[dict[Any, Verdict], int]:
     """{key: Verdict} for `images` ({key: ImageInput}) from every judge of `panel`, through the answer
     cache; and the requests sent. Raises ModelUnavailable."""
     per_judge, asked = [], 0
     per_round, judges = len(images), len(panel)
     for number, scorer in enumerate(panel):
 
-        def step(done, _total, offset: int = number * per_round) -> None:
+        def step(done: int, _total: int, offset: int = number * per_round) -> None:
             if progress:
                 progress(offset + done, per_round * judges)
 

@@ -5,6 +5,7 @@ was given, and the next run asks only for the rest.
 """
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +13,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from . import prompts
-from .chat import ChatScorer, ImageInput, ModelUnavailable
+from .chat import ChatScorer, ImageInput, ModelUnavailable, Progress, Scorer
 from .images import ImageGenerator
 from .models import Answer, prompt_key
 from .text import TextModel
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 
-def configured_scorer() -> ChatScorer:
+def configured_scorer() -> Scorer:
     """The scorer the settings describe (QUIRE_LMM_*): a local transformers model when QUIRE_LMM_MODEL is
     "local:/path/to/folder", else the OpenAI-compatible server at QUIRE_LMM_BASE_URL. Raises
     ModelUnavailable when none is configured."""
@@ -57,7 +58,7 @@ def _chat_scorer(model: str, prompt: str) -> ChatScorer:
     )
 
 
-def configured_text_model():
+def configured_text_model() -> TextModel:
     """The text model the settings describe (QUIRE_TEXT_MODEL*). Raises ModelUnavailable when none is."""
     return TextModel(
         base_url=settings.QUIRE_TEXT_MODEL_BASE_URL,
@@ -68,7 +69,7 @@ def configured_text_model():
     )
 
 
-def configured_image_generator():
+def configured_image_generator() -> ImageGenerator:
     """The image generator the settings describe (QUIRE_IMAGE_MODEL*). Raises ModelUnavailable."""
     return ImageGenerator(
         base_url=settings.QUIRE_IMAGE_MODEL_BASE_URL,
@@ -93,19 +94,23 @@ def configured_panel() -> list[ChatScorer]:
 
 @dataclass
 class Scored:
-    answers: dict[str, Any]  # key -> YesNo
+    answers: dict[Any, YesNo]  # the caller's key (Quire: an image id) -> its answer
     asked: int  # requests sent
     cached: int  # answers taken from the cache
 
 
-def score_images(scorer: ChatScorer, query: str, images: dict[str, Any], progress=None) -> Scored:
+def score_images(
+    scorer: Scorer, query: str, images: Mapping[Any, ImageInput], progress: Progress | None = None
+) -> Scored:
     """P(yes) for each of `images` ({key: ImageInput}) for `query`'s yes/no question: cached answers
     first, the rest asked. Raises ModelUnavailable (the answers given before the failure are kept)."""
     prompt = prompts.render(scorer.prompt, query)
     return score_prompts(scorer, {key: (prompt, image) for key, image in images.items()}, progress)
 
 
-def score_prompts(scorer: ChatScorer, questions: dict[str, Any], progress=None) -> Scored:
+def score_prompts(
+    scorer: Scorer, questions: Mapping[Any, tuple[str, ImageInput]], progress: Progress | None = None
+) -> Scored:
     """P(yes) for each of `questions` ({key: (prompt, ImageInput)}), through the cache."""
     digest = {key: hashlib.sha256(image.data).hexdigest() for key, (_, image) in questions.items()}
     prompt_of = {key: prompt for key, (prompt, _) in questions.items()}
@@ -121,7 +126,7 @@ def score_prompts(scorer: ChatScorer, questions: dict[str, Any], progress=None) 
     if progress:
         progress(done, len(questions))
 
-    def keep(index, answer) -> None:
+    def keep(index: int, answer: YesNo) -> None:
         nonlocal done
         key = missing[index]
         answers[key] = answer

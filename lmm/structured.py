@@ -9,10 +9,11 @@ Query.subquestions); a run with them set asks the text model nothing.
 """
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .chat import ChatScorer, ImageInput, ModelUnavailable
+from .chat import ImageInput, ModelUnavailable, Progress, Scorer
 from .scoring import score_prompts
 from .text import TextModel
 
@@ -81,12 +82,12 @@ def ask_prompt(query: str, context: str, question: str, earlier: list[tuple[str,
 
 
 def score_structured(
-    scorer: ChatScorer, query: str, plan: Plan, images: dict[str, Any], progress=None
-) -> tuple[dict[str, Any], int, int]:
+    scorer: Scorer, query: str, plan: Plan, images: Mapping[Any, ImageInput], progress: Progress | None = None
+) -> tuple[dict[Any, Structured], int, int]:
     """({key: Structured}, requests sent, answers from the cache) for `images` ({key: ImageInput}): one
     round per sub-question (all images in parallel within a round, each prompt holding that image's
     earlier answers), through the answer cache. Raises ModelUnavailable."""
-    answers: dict[str, Any] = {key: [] for key in images}
+    answers: dict[Any, list[tuple[str, float]]] = {key: [] for key in images}
     asked = cached = 0
     per_round = len(images)
     total = per_round * len(plan.questions)
@@ -95,7 +96,7 @@ def score_structured(
             key: (ask_prompt(query, plan.context, question, answers[key]), image) for key, image in images.items()
         }
 
-        def step(done, _total, offset: int = round_number * per_round) -> None:
+        def step(done: int, _total: int, offset: int = round_number * per_round) -> None:
             if progress:
                 progress(offset + done, total)
 

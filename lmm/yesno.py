@@ -10,6 +10,7 @@ rule serves every family (YES_VARIANTS). Pure: no Django, no network.
 """
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 WARN_BELOW = 0.9
@@ -29,7 +30,9 @@ class YesNo:
         return self.p_yes + self.p_no < WARN_BELOW
 
 
-def from_top_logprobs(top_logprobs, yes=("Yes",), no=("No",)) -> YesNo:
+def from_top_logprobs(
+    top_logprobs: Sequence[tuple[str, float]], yes: Sequence[str] = ("Yes",), no: Sequence[str] = ("No",)
+) -> YesNo:
     """Score from (token, logprob) pairs of the first token. `yes` and `no`: the tokens that count."""
     p_yes = sum(math.exp(logprob) for token, logprob in top_logprobs if token in yes)
     p_no = sum(math.exp(logprob) for token, logprob in top_logprobs if token in no)

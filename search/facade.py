@@ -27,6 +27,7 @@ from .exceptions import SearchNotReady, SearchUnavailable
 from .request import RankingRequest
 from .results import Hit
 from .spec import WARM_UP_AT_START, ClipSpec, configured_spec, index_folder
+from .store import NO_TAXON
 from .strategies import LABEL_ONLY_STRATEGIES, STRATEGIES, reciprocal_rank_fusion
 from .strategies import REGISTRY as STRATEGY_REGISTRY
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ClipSpec",
     "Hit",
+    "NO_TAXON",
     "SearchNotReady",
     "SearchUnavailable",
     "configured_spec",

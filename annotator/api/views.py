@@ -4,12 +4,12 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotator import labels
@@ -39,6 +39,7 @@ from common.api_params import (
     choice_param,
     int_list_param,
     int_param,
+    signed_in,
 )
 from common.database import retry_once_if_dropped
 from search.facade import STRATEGIES, SearchNotReady, SearchUnavailable
@@ -70,8 +71,8 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["get"])
     def candidates(
-        self, request: HttpRequest, pk: int = None, format: str | None = None
-    ) -> HttpResponse:  # format: the .json suffix the router allows
+        self, request: Request, pk: int | None = None, format: str | None = None
+    ) -> Response:  # format: the .json suffix the router allows
         query = self.get_object()
         strategy = choice_param(request, "strategy", STRATEGIES) or "text"
         k = int_param(request, "k", high=1001) or 50
@@ -80,7 +81,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         try:
             taxon_ids = species_for_all(names) if names else None
             hits = grid.candidates(
-                query, viewer=request.user, strategy=strategy, k=k, example_ids=examples, taxon_ids=taxon_ids
+                query, viewer=signed_in(request), strategy=strategy, k=k, example_ids=examples, taxon_ids=taxon_ids
             )
         except SearchNotReady as error:  # no index yet, a vector database away: the service's side
             return Response({"detail": str(error)}, status=503)
@@ -101,8 +102,8 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"], url_path="labels")
     @retry_once_if_dropped
     def set_labels(
-        self, request: HttpRequest, pk: int = None, format: str | None = None
-    ) -> HttpResponse:  # format: the .json suffix the router allows
+        self, request: Request, pk: int | None = None, format: str | None = None
+    ) -> Response:  # format: the .json suffix the router allows
         query = self.get_object()
         try:  # the page's reader (annotator.labels.changes): the same refusals, in the same words
             body = request.data.get("labels") if isinstance(request.data, dict) else None
@@ -112,7 +113,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         saved = labels.set_labels(
             query_id=query.pk,
             changes=items,
-            user=request.user,
+            user=signed_in(request),
             source=LabelSource.API,
         )
         return Response({"written": sum(s.changed for s in saved), "labels": len(items)})
@@ -125,8 +126,8 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["get"])
     def disagreements(
-        self, request: HttpRequest, pk: int = None, format: str | None = None
-    ) -> HttpResponse:  # format: the .json suffix the router allows
+        self, request: Request, pk: int | None = None, format: str | None = None
+    ) -> Response:  # format: the .json suffix the router allows
         query = self.get_object()
         if not request.user.has_perm(labels.ADJUDICATE):  # every annotator's votes, by name: the adjudicators'
             raise PermissionDenied(labels.ADJUDICATE_MESSAGE)
@@ -142,8 +143,8 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     @retry_once_if_dropped
     def adjudicate(
-        self, request: HttpRequest, pk: int = None, format: str | None = None
-    ) -> HttpResponse:  # format: the .json suffix the router allows
+        self, request: Request, pk: int | None = None, format: str | None = None
+    ) -> Response:  # format: the .json suffix the router allows
         query = self.get_object()
         if not request.user.has_perm(labels.ADJUDICATE):
             raise PermissionDenied(labels.ADJUDICATE_MESSAGE)
@@ -153,7 +154,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         if not Image.objects.filter(pk=image_id).exists():
             raise NotFound(f"No image {image_id} in the collection.")
         try:
-            label = labels.adjudicate(query_id=query.pk, image_id=image_id, value=value, user=request.user)
+            label = labels.adjudicate(query_id=query.pk, image_id=image_id, value=value, user=signed_in(request))
         except labels.NoDisagreement as error:
             return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
         return Response(LabelSerializer(label).data)
@@ -212,12 +213,12 @@ class LabelViewSet(
         for field in ("query", "image"):
             if (value := int_param(self.request, field)) is not None:
                 found = found.filter(**{f"{field}_id": value})
-        if value := choice_param(self.request, "value", LabelValue.values):
-            found = found.filter(value=value)
+        if chosen := choice_param(self.request, "value", LabelValue.values):
+            found = found.filter(value=chosen)
         return found
 
     @retry_once_if_dropped
-    def create(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         query, image = serializer.validated_data["query"], serializer.validated_data["image"]
@@ -227,22 +228,25 @@ class LabelViewSet(
         return Response(answer, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
 
     @retry_once_if_dropped
-    def update(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         label = self.get_object()
         serializer = LabelValueSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         return Response(self._judge(request, label.query_id, label.image_id, serializer.validated_data["value"]))
 
-    def _judge(self, request: HttpRequest, query_id: int, image_id: int, value: str) -> dict:
+    def _judge(self, request: Request, query_id: int, image_id: int, value: str) -> dict[str, Any]:
         """Set the user's judgment and answer with the label as they now see it, in one transaction: a
         database lost while answering takes the write back, so the 503 that follows means nothing was saved."""
         with transaction.atomic():
             label, _ = labels.set_label(
-                query_id=query_id, image_id=image_id, value=value, user=request.user, source=LabelSource.API
+                query_id=query_id, image_id=image_id, value=value, user=signed_in(request), source=LabelSource.API
             )
-            return self.get_serializer(visibility.Sight(request.user).as_seen(label)).data
+            answer: dict[str, Any] = self.get_serializer(visibility.Sight(signed_in(request)).as_seen(label)).data
+            return answer
 
-    def destroy(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         label = self.get_object()
-        labels.clear_label(query_id=label.query_id, image_id=label.image_id, user=request.user, source=LabelSource.API)
+        labels.clear_label(
+            query_id=label.query_id, image_id=label.image_id, user=signed_in(request), source=LabelSource.API
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -11,6 +11,7 @@ looked at, and every tile shows its true rank: nothing is skipped, nothing renum
 """
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from annotator.methods.rerank import latest_prelabels, latest_scores, panel_rank
 from annotator.models import Judgment, LabelValue, Query
 from catalog.models import Image
 from search.facade import (
+    NO_TAXON,
     RECENT_ANSWERS,
     STRATEGY_REGISTRY,
     Hit,
@@ -67,7 +69,7 @@ def results(
     *,
     viewer: Writer,
     text: str,
-    taxon_ids=None,
+    taxon_ids: Iterable[int] | None = None,
     hide_labeled: bool = False,
     offset: int = 0,
     limit: int = 50,
@@ -100,7 +102,7 @@ def results(
     return ResultsPage(tiles, offset, limit, next_offset=position)
 
 
-def _tiles(query: Query, viewer: Writer, hits, offset: int) -> list[Tile]:
+def _tiles(query: Query, viewer: Writer, hits: Sequence[Hit], offset: int) -> list[Tile]:
     images = Image.objects.select_related("taxon").in_bulk([hit.image_id for hit in hits])
     labels = seen_by(query, viewer, images)
     prelabels = latest_prelabels(query) if query.rerank_jobs.exists() else {}
@@ -118,7 +120,7 @@ def _tiles(query: Query, viewer: Writer, hits, offset: int) -> list[Tile]:
     ]
 
 
-def labeled_down_to(query: Query, *, viewer: Writer, text: str, taxon_ids=None) -> int | None:
+def labeled_down_to(query: Query, *, viewer: Writer, text: str, taxon_ids: Iterable[int] | None = None) -> int | None:
     """N such that ranks 1..N of this ranking are all labeled (INQUIRE's annotators labeled down a
     ranking, as `viewer` sees them); None when the search cannot run. Looks at most LABELED_DOWN_TO_LIMIT
     ranks deep."""
@@ -155,12 +157,12 @@ def candidates(
     viewer: Writer,
     strategy: str,
     k: int = 50,
-    example_ids=(),
-    taxon_ids=None,
+    example_ids: Iterable[int] = (),
+    taxon_ids: Iterable[int] | None = None,
     text: str | None = None,
-    exclude_ids=(),
+    exclude_ids: Iterable[int] = (),
     offset: int = 0,
-):
+) -> list[Hit]:
     """The next `k` images of `query` that `viewer` sees unlabeled (and not in `exclude_ids`), best first,
     ranked by `strategy` from the labels they see: relevant as positives, not relevant as negatives
     (unsure and undecided count as neither). The examples are `example_ids` when given ("more like
@@ -227,9 +229,9 @@ def adaptive_results(
     viewer: Writer,
     strategy: str,
     text: str,
-    taxon_ids=None,
-    example_ids=(),
-    shown_ids=(),
+    taxon_ids: Iterable[int] | None = None,
+    example_ids: Iterable[int] = (),
+    shown_ids: Iterable[int] = (),
     offset: int = 0,
     limit: int = 50,
 ) -> ResultsPage:
@@ -253,7 +255,7 @@ def adaptive_results(
     return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(hits) == limit else None)
 
 
-def _reranked(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) -> ResultsPage:
+def _reranked(query: Query, viewer: Writer, shown_ids: Iterable[int], offset: int, limit: int) -> ResultsPage:
     """The query's last vision-model rerank, best first, with each image's sub-question answers."""
     job, scores = latest_scores(query)
     if job is None:
@@ -263,7 +265,7 @@ def _reranked(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) 
     return _page_of(query, viewer, ranked, shown_ids, offset, limit, why)
 
 
-def _visret(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) -> ResultsPage:
+def _visret(query: Query, viewer: Writer, shown_ids: Iterable[int], offset: int, limit: int) -> ResultsPage:
     """The collection ranked by the query's VisRet drawings (RRF of one image search per drawing)."""
     labeled = set(seen_by(query, viewer))
     try:
@@ -277,7 +279,7 @@ def _visret(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) ->
     return _page_of(query, viewer, fused, shown_ids, offset, limit)
 
 
-def _judged(query: Query, viewer: Writer, shown_ids, offset: int, limit: int) -> ResultsPage:
+def _judged(query: Query, viewer: Writer, shown_ids: Iterable[int], offset: int, limit: int) -> ResultsPage:
     """The judge panel's candidates: confident accepts first, confident rejects last."""
     prelabels = latest_prelabels(query)
     if not prelabels:
@@ -292,12 +294,23 @@ _MODEL_RANKING_PAGES = {"rerank": _reranked, "visret": _visret, "judges": _judge
 assert set(_MODEL_RANKING_PAGES) == set(MODEL_RANKINGS)
 
 
-def _page_of(query: Query, viewer: Writer, ranked, shown_ids, offset: int, limit: int, why=None) -> ResultsPage:
+def _page_of(
+    query: Query,
+    viewer: Writer,
+    ranked: Iterable[tuple[int, float]],
+    shown_ids: Iterable[int],
+    offset: int,
+    limit: int,
+    why: dict[int, Any] | None = None,
+) -> ResultsPage:
     """A page of a stored ranking ((image id, score), best first): the first `limit` images that have no
     label for `viewer` and are not on the page already; `why` gives tiles their sub-question answers."""
     skip = set(seen_by(query, viewer)) | set(shown_ids)
     left = [(image_id, score) for image_id, score in ranked if image_id not in skip]
-    tiles = _tiles(query, viewer, [Hit(image_id=i, score=score, taxon_id=None) for i, score in left[:limit]], offset)
-    for tile in tiles if why else ():
-        tile.why = why.get(tile.image.pk) or None
+    tiles = _tiles(
+        query, viewer, [Hit(image_id=i, score=score, taxon_id=NO_TAXON) for i, score in left[:limit]], offset
+    )
+    if why:
+        for tile in tiles:
+            tile.why = why.get(tile.image.pk) or None
     return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(left) > limit else None)

@@ -6,11 +6,13 @@ are cached by lmm/ so a second rerank of the same images asks nothing.
 import datetime
 import io
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils import timezone
@@ -24,6 +26,8 @@ from common import background
 from lmm.facade import (
     ImageInput,
     ModelUnavailable,
+    Progress,
+    Scorer,
     configured_image_generator,
     configured_panel,
     configured_scorer,
@@ -50,11 +54,12 @@ class Reranked:
     completion_tokens: int = 0
 
 
-def candidates(query: Query, top: int) -> tuple[dict[str, Any], dict[str, Any], list[int]]:
+def candidates(query: Query, top: int) -> tuple[dict[int, ImageInput], dict[int, int], list[int]]:
     """The CLIP top `top` of `query`: ({image id: ImageInput}, {image id: CLIP rank}, unreadable ids)."""
     hits = search(text=query.text, k=top)
     clip_rank = {hit.image_id: rank for rank, hit in enumerate(hits, start=1)}
-    images, skipped = {}, []
+    images: dict[int, ImageInput] = {}
+    skipped: list[int] = []
     for image in Image.objects.in_bulk(list(clip_rank)).values():
         try:
             path, content_type = original_file(image)
@@ -65,7 +70,14 @@ def candidates(query: Query, top: int) -> tuple[dict[str, Any], dict[str, Any], 
     return images, clip_rank, sorted(skipped)
 
 
-def rerank(query: Query, *, top: int = DEFAULT_TOP, method: str = "yesno", scorer=None, progress=None) -> Reranked:
+def rerank(
+    query: Query,
+    *,
+    top: int = DEFAULT_TOP,
+    method: str = "yesno",
+    scorer: Scorer | None = None,
+    progress: Progress | None = None,
+) -> Reranked:
     """Rerank the CLIP top `top` of `query` with `method`. Raises SearchUnavailable (no index) or
     ModelUnavailable (no model, or it failed: the answers given so far stay cached)."""
     if method not in RERANK_METHODS:
@@ -118,7 +130,7 @@ def plan_for(query: Query) -> structured.Plan:
 # --- as a job: started from the labeling page, run by a worker on the `models` queue -----------------
 
 
-def start_job(query: Query, *, user=None, top: int = DEFAULT_TOP, method: str = "yesno") -> RerankJob:
+def start_job(query: Query, *, user: User | None = None, top: int = DEFAULT_TOP, method: str = "yesno") -> RerankJob:
     """Queue a rerank of `query`, or with method "visret" the drawing of it (a Celery task on the `models`
     queue, so that only a machine with the model's worker runs it). Raises ModelUnavailable when no model
     is configured; ValueError for a method MODEL_METHODS does not have."""
@@ -172,7 +184,7 @@ def run_job(job_id: int) -> RerankJob:
         return job
     RerankJob.objects.filter(pk=job.pk).update(status=RerankJob.Status.RUNNING, error="", heartbeat_at=timezone.now())
 
-    def progress(done, total) -> None:  # each answer: the job's progress, and the heartbeat the reaper reads
+    def progress(done: int, total: int) -> None:  # each answer: the job's progress, and the heartbeat the reaper reads
         RerankJob.objects.filter(pk=job.pk).update(done=done, total=total, heartbeat_at=timezone.now())
 
     try:
@@ -209,7 +221,7 @@ def latest_scores(query: Query) -> tuple[RerankJob | None, list[tuple[int, float
 # --- VisRet: draw the query, search with the drawings -------------------------------------------------
 
 
-def draw(job: RerankJob, progress=None) -> Reranked:
+def draw(job: RerankJob, progress: Progress | None = None) -> Reranked:
     """VisRet's first half: rewrite the query, draw it visret.IMAGES times, keep each drawing with its CLIP
     vector. A job run again after a crash keeps the drawings it has. Raises ModelUnavailable or
     SearchUnavailable (the CLIP model cannot embed them)."""
@@ -234,7 +246,9 @@ def draw(job: RerankJob, progress=None) -> Reranked:
     return Reranked([], asked=visret.IMAGES, cached=0)
 
 
-def visret_ranking(query: Query, *, exclude_ids, depth: int = 1000) -> tuple[list[tuple[int, float]], list[Any]]:
+def visret_ranking(
+    query: Query, *, exclude_ids: Iterable[int], depth: int = 1000
+) -> tuple[list[tuple[int, float]], list[GeneratedImage]]:
     """VisRet's second half: each drawing of the query's last finished VisRet job searched image to image
     (leaving out `exclude_ids`), the rankings fused by RRF (k = 1). Returns ((image id, fused score) best
     first, the drawings). Raises SearchUnavailable."""
@@ -260,7 +274,7 @@ def visret_ranking(query: Query, *, exclude_ids, depth: int = 1000) -> tuple[lis
 # --- the judge panel's pre-labels ---------------------------------------------------------------------
 
 
-def prelabel(job: RerankJob, progress=None) -> Reranked:
+def prelabel(job: RerankJob, progress: Progress | None = None) -> Reranked:
     """Every judge of the panel votes on the CLIP top N; the verdicts become the job's pre-labels."""
     images, clip_rank, skipped = candidates(job.query, job.top)
     judges = configured_panel()
@@ -294,13 +308,13 @@ def panel_score(value: str, confidence: float) -> float:
     return {panel.ACCEPT: confidence, panel.REJECT: -confidence}.get(value, 0.0)
 
 
-def panel_ranking(prelabels) -> list[tuple[int, float]]:
+def panel_ranking(prelabels: Iterable[PreLabel]) -> list[tuple[int, float]]:
     """Pre-labels as a ranking: (image id, panel score), confident accepts first, ties in CLIP order."""
     ordered = sorted(prelabels, key=lambda p: (-panel_score(p.value, p.confidence), p.clip_rank))
     return [(p.image_id, panel_score(p.value, p.confidence)) for p in ordered]
 
 
-def latest_prelabels(query: Query) -> dict[str, Any]:
+def latest_prelabels(query: Query) -> dict[int, PreLabel]:
     """{image id: PreLabel} from the query's last finished judge panel."""
     job = query.rerank_jobs.filter(method="judges", status=RerankJob.Status.DONE).first()
     return {} if job is None else {p.image_id: p for p in job.prelabels.all()}

@@ -68,7 +68,7 @@ def _image_size(path: Path, file_name: str) -> tuple[int, int]:
         raise BadValue(f"not a readable JPEG, PNG, WebP or GIF image ({error})") from None
 
 
-def _printable(text: str) -> str:
+def _printable(text: str | Path) -> str:
     """A path as it can be printed: undecodable bytes shown as escapes."""
     return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
 

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import ijson
 import numpy as np
@@ -101,13 +101,17 @@ class InatResult:
         )
 
 
+# reading(step, bytes read, file bytes): called as the file is read (common.cli.reading_bar draws it).
+Reading = Callable[[str, int, int], None]
+
+
 def import_inat(
     path: Path,
     images_root: Path | None = None,
     *,
     batch_size: int = 50_000,
     progress: Callable[[int, int], None] | None = None,
-    reading: Callable[[str, int, int], None] | None = None,
+    reading: Reading | None = None,
 ) -> InatResult:
     """Import taxa and images from an iNat JSON file (plain or .gz), all or nothing.
 
@@ -251,15 +255,16 @@ def _check_unique(path: Path, ids: np.ndarray) -> None:
         raise InputError(path, f"images[{second}]", f"image id {ids[second]} appears twice in the file")
 
 
-def _open(path: Path):
+def _open(path: Path) -> BinaryIO | gzip.GzipFile:
     if path.suffix == ".gz":
         return gzip.open(path, "rb")
     return path.open("rb")
 
 
-def _bytes_read(handle) -> int:
+def _bytes_read(handle: BinaryIO | gzip.GzipFile) -> int:
     """How far into the file on disk a reader is (for .gz, the compressed bytes, to compare with its size)."""
-    return (handle.fileobj if isinstance(handle, gzip.GzipFile) else handle).tell()
+    on_disk = handle.fileobj if isinstance(handle, gzip.GzipFile) else handle
+    return int(on_disk.tell())  # type: ignore[union-attr]  # a GzipFile opened from disk has a seekable fileobj
 
 
 def _items(
@@ -299,7 +304,7 @@ def _first_line(error: Exception) -> str:
     return message.splitlines()[0] if message else type(error).__name__
 
 
-def _licenses(path: Path, reading) -> Iterator[tuple[int, str]]:
+def _licenses(path: Path, reading: Reading) -> Iterator[tuple[int, str]]:
     for index, record in _items(path, "licenses", reading, "licenses"):
         try:
             yield required_int(record.get("id"), "id"), optional_text(record.get("name"), "name", 255)
@@ -307,7 +312,7 @@ def _licenses(path: Path, reading) -> Iterator[tuple[int, str]]:
             raise InputError(path, f"licenses[{index}]", str(error)) from None
 
 
-def _taxa(path: Path, reading) -> Iterator[tuple[Any, ...]]:
+def _taxa(path: Path, reading: Reading) -> Iterator[tuple[Any, ...]]:
     seen = set()
     for index, record in _items(path, "categories", reading, "taxa"):
         try:
@@ -328,7 +333,7 @@ def _taxa(path: Path, reading) -> Iterator[tuple[Any, ...]]:
         yield row
 
 
-def _annotations(path: Path, taxon_ids: np.ndarray, reading) -> tuple[np.ndarray, np.ndarray]:
+def _annotations(path: Path, taxon_ids: np.ndarray, reading: Reading) -> tuple[np.ndarray, np.ndarray]:
     """Return (image ids sorted, their taxon ids): the map images are looked up in."""
     image_ids, category_ids = [], []
     for index, record in _items(path, "annotations", reading, "annotations"):
@@ -356,7 +361,15 @@ def _annotations(path: Path, taxon_ids: np.ndarray, reading) -> tuple[np.ndarray
     return images, categories
 
 
-def _image_row(path: Path, index, record, root_id, licenses, annotated_ids, annotated_taxa) -> tuple[Any, ...]:
+def _image_row(
+    path: Path,
+    index: int,
+    record: dict[str, Any],
+    root_id: int | None,
+    licenses: dict[int, str],
+    annotated_ids: np.ndarray,
+    annotated_taxa: np.ndarray,
+) -> tuple[Any, ...]:
     try:
         image_id = required_int(record.get("id"), "id")
         license_id = optional_int(record.get("license"), "license")
@@ -377,7 +390,7 @@ def _image_row(path: Path, index, record, root_id, licenses, annotated_ids, anno
             optional_float(record.get("longitude"), "longitude", low=-180, high=180),
             optional_float(record.get("location_uncertainty"), "location_uncertainty", low=0),
             optional_date(record.get("date"), "date"),
-            licenses.get(license_id, ""),
+            "" if license_id is None else licenses.get(license_id, ""),
             optional_text(record.get("rights_holder"), "rights_holder", 255),
         )
     except BadValue as error:

@@ -19,7 +19,7 @@ class UpsertWriter:
     inside a transaction (the PostgreSQL staging table lives until commit).
     """
 
-    def __init__(self, model, fields: Sequence[str]) -> None:
+    def __init__(self, model: Any, fields: Sequence[str]) -> None:  # a model class: Image, Taxon
         self.model = model
         self.fields = [model._meta.get_field(name).attname for name in fields]  # "taxon" -> "taxon_id"
         self.columns = [model._meta.get_field(name).column for name in self.fields]
@@ -76,4 +76,4 @@ class UpsertWriter:
                 + f" WHERE ({', '.join('t.' + c for c in others)}) IS DISTINCT FROM "
                 f"({', '.join('EXCLUDED.' + c for c in others)})"
             )
-            return cursor.rowcount
+            return int(cursor.rowcount)

@@ -30,12 +30,12 @@ def percent(value: float) -> str:
 
 
 @register.filter
-def get(mapping: dict[str, Any], key):
+def get(mapping: dict[Any, Any], key: Any) -> Any:
     return mapping.get(key, "")
 
 
 @register.filter
-def ratio_of(row: dict[str, Any], strategy: str):
+def ratio_of(row: dict[str, Any], strategy: str) -> float | None:
     """A simulation row's ratio of `strategy`'s labels to the baseline's (None when the baseline never got
     there; when the strategy did not, the budget's ratio: a lower bound)."""
     return row.get(f"{strategy}_ratio")

@@ -399,3 +399,18 @@ def test_the_file_scorer_refuses_bad_input_with_a_sentence_and_exit_1(files, tmp
         [sys.executable, "-m", "evaluation", "--run", str(files / "run.csv")], capture_output=True, text=True
     )
     assert missing.returncode == 2 and "give --qrels FILE" in missing.stderr
+
+
+def test_a_scoring_with_no_run_is_refused_with_a_sentence(files):
+    """The file scorer and `manage.py evaluate` without --run (mypy strict found the message raised as an
+    InputError without its place: a TypeError traceback instead of the sentence)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "evaluation", "--qrels", str(files / "qrels.csv")], capture_output=True, text=True
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == "error: Give --run FILE (or, with manage.py evaluate, --from-model)."
+    with pytest.raises(CommandError, match="Give --run FILE"):
+        call_command("evaluate", "--qrels", str(files / "qrels.csv"))

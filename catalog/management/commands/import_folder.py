@@ -19,7 +19,7 @@ class Command(BaseCommand):
             "--skip-unreadable", action="store_true", help="leave out unreadable images instead of stopping"
         )
 
-    def handle(self, folder: Path, skip_unreadable, **options: Any) -> None:
+    def handle(self, folder: Path, skip_unreadable: bool, **options: Any) -> None:
         with input_errors_as_command_errors():
             result = import_folder(folder, skip_unreadable=skip_unreadable)
         for name in result.skipped:

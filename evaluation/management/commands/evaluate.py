@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.files import write_atomically
 from evaluation import cli
-from evaluation.inputs import GroundTruth, InputError, qrels_from_database, read_qrels, read_queries
+from evaluation.inputs import GroundTruth, InputError, Run, qrels_from_database, read_qrels, read_queries
 from evaluation.runs import METHODS, run_from_method
 from lmm.facade import ModelUnavailable
 from search.facade import SearchUnavailable
@@ -52,7 +52,7 @@ class Command(BaseCommand):
             truth.queries = read_queries(options["queries"])
         return truth
 
-    def _run(self, path: Path, options: dict[str, Any], truth):
+    def _run(self, path: Path | None, options: dict[str, Any], truth: GroundTruth) -> Run:
         if options["from_model"] and path is None:
             try:
                 run = run_from_method(
@@ -66,7 +66,7 @@ class Command(BaseCommand):
         return cli.run_from_file(path, options, truth)
 
 
-def trec(run) -> str:
+def trec(run: Run) -> str:
     """The run in TREC format (qid Q0 docid rank score tag), for upload to the evaluation pages."""
     tag = "".join(c if c.isalnum() else "_" for c in run.name)[:40] or "quire"
     return "".join(
