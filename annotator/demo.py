@@ -23,6 +23,7 @@ from PIL import ImageDraw
 from annotator.models import Query
 from catalog.facade import import_inat
 from common.files import write_atomically
+from search.facade import ClipSpec
 
 # common name, kingdom, phylum, class, order, family, genus, specific epithet, supercategory
 SPECIES = [
@@ -261,7 +262,7 @@ def build_demo(data_dir: Path, *, images: int = 3000, seed: int = 7) -> DemoResu
     return DemoResult(images=result.images, taxa=result.taxa, queries=len(QUERIES), admin_created=admin_created)
 
 
-def remember_settings(data_dir: Path, spec=None) -> Path:
+def remember_settings(data_dir: Path, spec: ClipSpec | None = None) -> Path:
     """Record in the data directory's settings file (read by quire/settings.py at start-up, after the
     environment) what every later command run against the demo needs: DEBUG on, a secret key made
     once, and `spec`, the model, when given. Anything else the file holds is kept. Returns the file."""

@@ -5,6 +5,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.core.files.base import ContentFile
+from django.http import QueryDict
 from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
@@ -27,7 +28,7 @@ class QueryForm(forms.ModelForm):
         }
         error_messages = {"text": {"required": "Type the query: what the images should show."}}
 
-    def clean_text(self):
+    def clean_text(self) -> str:
         text = " ".join(self.cleaned_data["text"].split())
         if len(text) > MAX_QUERY_TEXT:
             raise forms.ValidationError(
@@ -57,7 +58,7 @@ class ExampleUploadForm(forms.Form):
     image = forms.FileField(help_text="A JPEG, PNG, WebP or GIF photo of what the query means.")
     note = forms.CharField(max_length=500, required=False)
 
-    def clean_image(self):
+    def clean_image(self) -> "ContentFile[bytes]":
         upload, picture, content_type = read_example_image(self.cleaned_data["image"])
         self.cleaned_data["picture"], self.cleaned_data["content_type"] = picture, content_type
         return upload
@@ -70,7 +71,7 @@ class ExampleInlineForm(forms.ModelForm):
         model = QueryExample
         fields = ["query", "image", "upload", "relevant", "note"]
 
-    def clean_upload(self):
+    def clean_upload(self) -> Any:
         upload = self.cleaned_data.get("upload")
         if not upload or not hasattr(upload, "content_type"):  # nothing new uploaded
             return upload
@@ -89,7 +90,7 @@ def decoded_bytes(width: int, height: int, mode: str) -> int:
     return width * height * (PIXEL_BYTES.get(mode, 4) + copy)
 
 
-def read_example_image(upload):
+def read_example_image(upload: Any) -> "tuple[ContentFile[bytes], PILImage.Image, str]":  # an UploadedFile
     """(the file to keep, the RGB picture, its content type) of an uploaded example, or ValidationError
     with what to fix. The file kept is the decoded picture encoded again, never the uploaded bytes: whatever
     rode along in them (HTML after a JPEG's end, metadata) is gone, and its name's extension is the format."""
@@ -136,7 +137,7 @@ class ManyValues(forms.Field):
 
     widget = forms.MultipleHiddenInput
 
-    def to_python(self, value: Any):
+    def to_python(self, value: Any) -> list[str]:
         return list(dict.fromkeys(v.strip() for v in value or () if isinstance(v, str) and v.strip()))
 
 
@@ -183,7 +184,7 @@ class LabelingSearchForm(forms.Form):
     hide = forms.CharField(required=False)
     like = ManyValues(required=False)
 
-    def __init__(self, params, *, page_sizes: tuple[int, ...]) -> None:
+    def __init__(self, params: QueryDict, *, page_sizes: tuple[int, ...]) -> None:
         super().__init__(params)  # ManyValues' widget reads its repeated values with getlist
         self.page_sizes = page_sizes
 

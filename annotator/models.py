@@ -16,10 +16,10 @@ Provenance rules, enforced here rather than trusted to callers:
 """
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Self
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -127,8 +127,8 @@ class Query(models.Model):
             raise ValidationError({"text": duplicate_text_message(other)})
 
     @classmethod
-    def from_db(cls, db, field_names, values):
-        query = super().from_db(db, field_names, values)
+    def from_db(cls, db: str | None, field_names: Collection[str], values: Collection[Any], **kwargs: Any) -> Self:
+        query = super().from_db(db, field_names, values, **kwargs)  # kwargs: what newer Django versions pass
         query._text_loaded = query.__dict__.get("text")  # to key the text again only when it changes
         return query
 
@@ -222,7 +222,7 @@ _recording = ContextVar("quire_recording_label_changes", default=False)
 
 
 @contextmanager
-def recording_label_changes():
+def recording_label_changes() -> Iterator[None]:
     """Allow Label writes inside this block. Only annotator.labels uses it: it writes the
     LabelEvent of every change in the same transaction."""
     token = _recording.set(True)
@@ -240,7 +240,7 @@ def _refuse_unrecorded(action: str) -> None:
         )
 
 
-class RecordedQuerySet(models.QuerySet):
+class RecordedQuerySet(models.QuerySet[Any]):
     """Judgments and labels: written only by annotator.labels, which records each change."""
 
     def update(self, **kwargs: Any) -> int:
@@ -272,7 +272,7 @@ class _Recorded(models.Model):
         _refuse_unrecorded("saved")
         super().save(*args, **kwargs)
 
-    def delete(self, *args: Any, **kwargs: Any):
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         _refuse_unrecorded("deleted")
         return super().delete(*args, **kwargs)
 
@@ -447,7 +447,7 @@ class LabelEvent(models.Model):
             raise TypeError("Label events are append-only; they cannot be changed once written.")
         super().save(*args, **kwargs)
 
-    def delete(self, *args: Any, **kwargs: Any) -> None:
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise TypeError("Label events are append-only; they cannot be deleted.")
 
 

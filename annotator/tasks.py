@@ -22,7 +22,7 @@ def embed_example(example_id: int) -> str:
 
 
 @shared_task(name="annotator.refresh_progress")
-def refresh_progress(query_ids) -> int:
+def refresh_progress(query_ids: list[int]) -> int:
     """The dashboard's completeness signals of `query_ids`, computed and cached (annotator.progress.figures.refresh)."""
     figures.refresh(query_ids)
     return len(query_ids)

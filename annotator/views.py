@@ -28,14 +28,14 @@ def home(request: SignedInRequest) -> HttpResponseBase:
             form.add_error("text", refused)
         else:
             return redirect("label", query_id=query.pk)
-    queries = selectors.with_label_counts(Query.objects.all())
+    counted = selectors.with_label_counts(Query.objects.all())
     if search := request.GET.get("search", "").strip():
-        queries = queries.filter(
+        counted = counted.filter(
             Q(text__icontains=search) | Q(category__icontains=search) | Q(supercategory__icontains=search)
         )
     sort = request.GET.get("sort", "id")
     sight = visibility.of(request)
-    queries = figures.with_completeness(sight.count_queries(list(selectors.sorted_by(queries, sort))))
+    queries = figures.with_completeness(sight.count_queries(list(selectors.sorted_by(counted, sort))))
     if any(query.withheld for query in queries):  # the stored order reads the hidden labels: sort what they see
         queries = selectors.sorted_list(queries, sort)
     return render(

@@ -1,5 +1,6 @@
 """What every Quire import and export command shares: one-line errors and a progress bar."""
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from django.core.management.base import CommandError
@@ -9,7 +10,7 @@ from .inputs import InputError
 
 
 @contextmanager
-def input_errors_as_command_errors():
+def input_errors_as_command_errors() -> Iterator[None]:
     """Turn an InputError into Django's CommandError: the one-line message and exit status 1."""
     try:
         yield
@@ -18,7 +19,7 @@ def input_errors_as_command_errors():
 
 
 @contextmanager
-def progress_bar(description: str, unit: str):
+def progress_bar(description: str, unit: str) -> Iterator[Callable[[int, int], None]]:
     """Yield a progress(done, total) callback drawing a tqdm bar on stderr (silent when not a terminal)."""
     bar = tqdm(desc=description, unit=unit, unit_scale=True, disable=None)
 
@@ -33,7 +34,7 @@ def progress_bar(description: str, unit: str):
 
 
 @contextmanager
-def reading_bar():
+def reading_bar() -> Iterator[Callable[[str, int, int], None]]:
     """Yield a reading(step, bytes_read, file_bytes) callback drawing one byte-counting tqdm bar per
     step of reading a file (silent when not a terminal)."""
     bars: dict[str, tqdm] = {}

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable
 from contextlib import suppress
 from functools import wraps
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -38,10 +38,11 @@ class DatabaseOutage:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         return self.get_response(request)
 
-    def process_exception(self, request: HttpRequest, exception: Exception):
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, DATABASE_ERRORS):
             return None
         log.warning("database unavailable during %s %s: %s", request.method, request.path, exception)
+        response: HttpResponse
         if wants_json(request):
             response = JsonResponse({"error": UNAVAILABLE, "detail": UNAVAILABLE}, status=503)
         else:
@@ -50,13 +51,16 @@ class DatabaseOutage:
         return response
 
 
-def retry_once_if_dropped(view: Any):
+V = TypeVar("V", bound=Callable[..., Any])
+
+
+def retry_once_if_dropped(view: V) -> V:
     """Run `view` again on a fresh connection when the first try lost the database (a dropped or restarted
     server). Only for views that may run twice: label saves are idempotent (the same value twice changes
     nothing). Inside an outer transaction nothing can be retried, so the error goes on to DatabaseOutage."""
 
     @wraps(view)
-    def wrapper(*args: Any, **kwargs: Any):  # a view function, or a DRF view's method (self first)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:  # a view function, or a DRF view's method (self first)
         try:
             return view(*args, **kwargs)
         except DATABASE_ERRORS as error:
@@ -67,4 +71,4 @@ def retry_once_if_dropped(view: Any):
                 connection.close()
             return view(*args, **kwargs)
 
-    return wrapper
+    return cast(V, wrapper)

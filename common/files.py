@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 @contextmanager
-def atomic_path(target) -> Iterator[Path]:
+def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path in `target`'s folder to write to; when the block ends without an
     error it replaces `target` in one rename, otherwise it is removed and `target` is untouched."""
     target = Path(target)
@@ -29,7 +29,7 @@ def atomic_path(target) -> Iterator[Path]:
         raise
 
 
-def write_atomically(target, data: bytes | str) -> None:
+def write_atomically(target: str | Path, data: bytes | str) -> None:
     """Write `data` (text as UTF-8) to `target` through atomic_path."""
     with atomic_path(target) as temporary:
         if isinstance(data, str):

@@ -7,7 +7,7 @@ say where and why, never touch the database.
 import codecs
 import csv
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 # What a whole number looks like in a file: ASCII digits, an optional sign. Python's int() also takes other
@@ -60,7 +60,7 @@ class CsvFile:
             raise InputError(self.path, 1, "the file is empty; expected a header line")
         self.header = [name.strip() for name in first]
 
-    def require(self, columns, hint: str = "") -> None:
+    def require(self, columns: Iterable[str], hint: str = "") -> None:
         """Raise InputError naming the columns of `columns` the header lacks."""
         missing = [name for name in columns if name not in self.header]
         if missing:
@@ -113,7 +113,7 @@ class CsvFile:
                 ) from None
 
 
-def read_csv(path: Path, required=(), hint: str = "") -> Iterator[tuple[int, dict[str, str]]]:
+def read_csv(path: Path, required: Iterable[str] = (), hint: str = "") -> Iterator[tuple[int, dict[str, str]]]:
     """Yield (line number, row as a dict) for each data row of a CSV file whose header has `required`.
 
     Raises InputError (file, line, problem) as CsvFile does, and for missing columns.

@@ -41,7 +41,7 @@ def optional_int(value: Any, field: str, bounds: tuple[int, int] = INT64) -> int
     low, high = bounds
     if not low <= value <= high:
         raise BadValue(f"{field} must be a whole number from {low} to {high}, not {value}")
-    return value
+    return int(value)
 
 
 def optional_float(value: Any, field: str, *, low: float | None = None, high: float | None = None) -> float | None:

@@ -4,7 +4,10 @@
 # start 0.25 s sooner without it (bench/eval_bench.py).
 
 
-def __getattr__(name: str):
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
     if name == "celery_app":
         from .celery import app  # Celery and kombu: only for what queues a job (above)
 

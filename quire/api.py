@@ -3,9 +3,10 @@ their own endpoints)."""
 
 from typing import Any
 
-from django.http import HttpRequest
+from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.reverse import reverse
-from rest_framework.routers import DefaultRouter
+from rest_framework.routers import APIRootView, DefaultRouter
 
 from annotator.api.views import LabelViewSet, QueryViewSet
 from catalog.api import ImageViewSet, TaxonViewSet
@@ -14,10 +15,10 @@ from catalog.api import ImageViewSet, TaxonViewSet
 class QuireRouter(DefaultRouter):
     """DRF's router whose root page also links the OpenAPI schema and its browsable docs."""
 
-    class APIRootView(DefaultRouter.APIRootView):
+    class APIRootView(APIRootView):
         """Quire's REST API. Log in with a session; the docs list every endpoint, its parameters and its answers."""
 
-        def get(self, request: HttpRequest, *args: Any, **kwargs: Any):
+        def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
             response = super().get(request, *args, **kwargs)
             response.data = {
                 **response.data,

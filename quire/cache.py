@@ -8,6 +8,7 @@ minute says so in the log. Short socket timeouts (settings) keep a dead Redis fr
 
 import logging
 import time
+from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
@@ -26,13 +27,13 @@ def _away(error: Exception) -> None:
         log.warning("the cache (Redis) is not answering; serving without it: %s", error)
 
 
-def _forgiving(name: str, answer_while_away):
+def _forgiving(name: str, answer_while_away: Callable[..., Any]) -> Callable[..., Any]:
     """RedisCache's method `name`, answering `answer_while_away(*arguments)` while Redis is away; that
     function takes the method's own arguments, so get() can give back its caller's default."""
     method = getattr(RedisCache, name)
 
     @wraps(method)
-    def forgiving(self, *args: Any, **kwargs: Any):
+    def forgiving(self: RedisCache, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except _REDIS_AWAY as error:

@@ -10,7 +10,7 @@ import os
 
 from celery import Celery
 from django.conf import settings
-from kombu import Queue
+from kombu import Queue  # type: ignore[attr-defined]  # kombu exports it without naming it in __all__
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "quire.settings")
 

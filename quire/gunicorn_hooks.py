@@ -7,9 +7,10 @@ about a second and its first search pays instead).
 
 import os
 import time
+from typing import Any
 
 
-def post_worker_init(worker) -> None:
+def post_worker_init(worker: Any) -> None:  # a gunicorn Worker
     if os.environ.get("QUIRE_WARM_UP", "1") == "0":
         return
     started = time.monotonic()

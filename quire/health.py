@@ -32,10 +32,10 @@ def database() -> str:
 def broker() -> str:
     if not settings.CELERY_BROKER_URL:
         return "embedded"  # no broker configured: jobs run in a background thread of the web process
-    from kombu import Connection
+    from kombu import Connection  # type: ignore[attr-defined]  # (kombu: see quire/celery.py)
 
     try:
-        with Connection(settings.CELERY_BROKER_URL, connect_timeout=TIMEOUT_SECONDS) as connection:
+        with Connection(settings.CELERY_BROKER_URL, connect_timeout=TIMEOUT_SECONDS) as connection:  # type: ignore[no-untyped-call]
             connection.ensure_connection(max_retries=1, interval_start=0, timeout=TIMEOUT_SECONDS)
     except Exception as error:
         return f"unreachable ({type(error).__name__})"

@@ -43,13 +43,17 @@ def _cooloff_seconds() -> int:
 
 
 @receiver(user_login_failed)
-def count_failure_per_address(sender: Any, credentials, request: HttpRequest = None, **kwargs: Any) -> None:
+def count_failure_per_address(
+    sender: Any, credentials: dict[str, Any], request: HttpRequest | None = None, **kwargs: Any
+) -> None:
     if request is not None:
         _count(f"signin:failures:{get_client_ip_address(request)}", _cooloff_seconds())
 
 
 @receiver(user_logged_in)
-def give_back_a_successful_attempt(sender: Any, request: HttpRequest = None, user=None, **kwargs: Any) -> None:
+def give_back_a_successful_attempt(
+    sender: Any, request: HttpRequest | None = None, user: Any = None, **kwargs: Any
+) -> None:
     """A sign-in that succeeded gives its attempt back: the per-minute limit is for guessing, and a lab's
     twenty-first colleague signing in behind one NAT at nine was refused (issue 37)."""
     if request is None or request.method != "POST":

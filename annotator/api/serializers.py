@@ -45,7 +45,7 @@ class FinalValueField(LabelValueField):
 
 class LabelSerializer(serializers.ModelSerializer):
     id = serializers.IntegerField(read_only=True, allow_null=True, help_text="null where the image is sealed to you")
-    annotator = serializers.SlugRelatedField(
+    annotator: "serializers.SlugRelatedField[Any]" = serializers.SlugRelatedField(
         slug_field="username",
         read_only=True,
         allow_null=True,
@@ -67,7 +67,7 @@ class LabelSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "decided_by", "annotator", "created_at", "updated_at"]
         # (query, image) may be posted again to change a label: the view turns
         # that into an update instead of a uniqueness error.
-        validators = []
+        validators: list[Any] = []
 
 
 class LabelValueSerializer(serializers.Serializer):
@@ -78,7 +78,7 @@ class CandidateSerializer(serializers.Serializer):
     image_id = serializers.IntegerField()
     score = serializers.FloatField()
     rank = serializers.IntegerField(help_text="1 for the best candidate")
-    source = serializers.CharField(
+    source = serializers.CharField(  # type: ignore[assignment]  # a field named as the API answers (Field.source)
         help_text='which ranking proposed it: "learned", or "text" for the text order\'s share of a learning '
         "ranking's batch; empty for the text ranking itself"
     )
@@ -97,7 +97,11 @@ class LabelBatchSerializer(serializers.Serializer):
     """The API's batch body as the schema documents it; annotator.labels.changes.read_changes reads it (the page's
     saves go through the same reader, so both refuse a bad item in the same words)."""
 
-    labels = LabelChangeSerializer(many=True, allow_empty=False, max_length=MAX_LABELS_PER_API_BATCH)
+    labels = LabelChangeSerializer(  # many=True: DRF's ListSerializer takes max_length (its stubs do not say)
+        many=True,
+        allow_empty=False,
+        max_length=MAX_LABELS_PER_API_BATCH,  # type: ignore[call-arg]
+    )
 
 
 class LabelBatchResultSerializer(serializers.Serializer):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, QuerySet
 
 from annotator.models import Judgment, Label, LabelValue, Query
 from annotator.team.agreement import report
@@ -73,7 +73,7 @@ def judgment_rows(query_ids: Iterable[int] | None = None) -> Iterator[list[Any]]
         yield [query_id, image_id, annotator or "", value, source, lead, updated_at.isoformat()]
 
 
-def _labels(query_ids):
+def _labels(query_ids: Iterable[int] | None) -> "QuerySet[Label]":
     labels = Label.objects.order_by("query_id", "image_id")
     if query_ids is not None:
         labels = labels.filter(query_id__in=list(query_ids))
@@ -100,7 +100,7 @@ class _Echo:
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def spreadsheet_safe(value: Any):
+def spreadsheet_safe(value: Any) -> Any:
     """The value with a leading apostrophe when a spreadsheet would run it as a formula (OWASP's
     advice for CSV injection); numbers and other text unchanged."""
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
@@ -130,7 +130,7 @@ def _copies(name: str) -> bool:
     return name in _COPY_COLUMNS and connection.vendor == "postgresql"
 
 
-def _count(name: str, query_ids) -> int:
+def _count(name: str, query_ids: Iterable[int] | None) -> int:
     labels = _labels(query_ids)
     return (labels.filter(value=LabelValue.RELEVANT) if name == "inquire_annotations.csv" else labels).count()
 
@@ -162,14 +162,15 @@ def _spreadsheet_safe_sql(expression: str) -> str:
     return f"CASE WHEN left({expression}, 1) IN ({starts}) THEN chr(39) || {expression} ELSE {expression} END"
 
 
-def _copied(name: str, query_ids, for_spreadsheets: bool) -> Iterator[bytes]:
+def _copied(name: str, query_ids: Iterable[int] | None, for_spreadsheets: bool) -> Iterator[bytes]:
     from django.contrib.auth import get_user_model
 
     columns = [
         f"{_spreadsheet_safe_sql(sql) if for_spreadsheets and column in _TEXT_COLUMNS else sql} AS {column}"
         for column, sql in _COPY_COLUMNS[name]
     ]
-    conditions, params = [], []
+    conditions: list[str] = []
+    params: list[Any] = []
     if name == "inquire_annotations.csv":
         conditions.append("l.value = %s")
         params.append(str(LabelValue.RELEVANT))

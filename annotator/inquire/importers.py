@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.management.color import no_style
 from django.db import connection, transaction
+from django.db.models import Model
 
 from annotator.labels import set_labels_in_bulk
 from annotator.models import ImportBatch, LabelSource, LabelValue, Query, text_key
@@ -118,7 +120,7 @@ def _store_queries(path: Path, parsed: dict[int, dict[str, Any]], keys: dict[str
     existing = Query.objects.select_for_update().in_bulk(list(parsed))
     taken = Query.objects.filter(text_key__in=list(keys)).exclude(pk__in=list(parsed))
     if clash := taken.values_list("pk", "text_key").first():
-        raise InputError(path, None, f"query {keys[clash[1]]} has the text of query {clash[0]}, already stored")
+        raise InputError(path, None, f"query {keys[clash[1] or '']} has the text of query {clash[0]}, already stored")
     for query_id, fields in parsed.items():
         query = existing.get(query_id)
         if query is None:
@@ -134,7 +136,7 @@ def _store_queries(path: Path, parsed: dict[int, dict[str, Any]], keys: dict[str
     return created, updated
 
 
-def reset_id_sequence(model) -> None:
+def reset_id_sequence(model: type[Model]) -> None:
     """After inserting explicit ids, move PostgreSQL's id sequence past them (a no-op on SQLite)."""
     statements = connection.ops.sequence_reset_sql(no_style(), [model])
     with connection.cursor() as cursor:
@@ -142,7 +144,9 @@ def reset_id_sequence(model) -> None:
             cursor.execute(statement)
 
 
-def import_annotations(path: Path, *, create_missing_images: bool = False, user=None) -> AnnotationsResult:
+def import_annotations(
+    path: Path, *, create_missing_images: bool = False, user: User | None = None
+) -> AnnotationsResult:
     """Mark each (query, image) pair of an INQUIRE annotations CSV relevant, all or nothing.
 
     The import is recorded as an ImportBatch (file, user, counts) that every label event it

@@ -38,17 +38,17 @@ def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
         response["Content-Disposition"] = f'attachment; filename="{export_file_name(name, query_ids)}"'
         return response
     for_spreadsheets = request.GET.get("spreadsheet_safe") in ("1", "on")
-    response = StreamingHttpResponse(
+    streamed = StreamingHttpResponse(
         export_lines(name, query_ids, for_spreadsheets=for_spreadsheets), content_type="text/csv; charset=utf-8"
     )
     file_name = export_file_name(name, query_ids)
     if for_spreadsheets:
         file_name = file_name.replace(".csv", "_spreadsheet.csv")
-    response["Content-Disposition"] = f'attachment; filename="{file_name}"'
-    return response
+    streamed["Content-Disposition"] = f'attachment; filename="{file_name}"'
+    return streamed
 
 
-def export_file_name(name: str, query_ids) -> str:
+def export_file_name(name: str, query_ids: list[int] | None) -> str:
     """inquire_labels.csv for every query; inquire_labels_q7.csv (or _q7_q12) for some, so that
     downloads of different queries never overwrite each other."""
     if not query_ids:

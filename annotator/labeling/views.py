@@ -4,6 +4,9 @@ Thin: the work is in grid.py, labels.py, selectors.py, catalog.taxa and the sear
 Taxon suggestions and image files are the catalog's (catalog/views.py).
 """
 
+from collections.abc import Iterable
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
@@ -67,7 +70,12 @@ def _search_state(request: SignedInRequest, query: Query) -> SearchState:
 
 
 def _results(
-    request: SignedInRequest, query: Query, state: SearchState, offset: int, shown_ids=(), limit=None
+    request: SignedInRequest,
+    query: Query,
+    state: SearchState,
+    offset: int,
+    shown_ids: Iterable[int] = (),
+    limit: int | None = None,
 ) -> grid.ResultsPage:
     if state.ranking != "text":
         return grid.adaptive_results(
@@ -144,8 +152,9 @@ def results_fragment(request: SignedInRequest, query_id: int) -> HttpResponseBas
         return HttpResponseBadRequest("offset and count must be whole numbers.")
     if count is not None and not 1 <= count <= max(grid.PAGE_SIZES):
         return HttpResponseBadRequest(f"count must be 1 to {max(grid.PAGE_SIZES)}.")
-    shown = [strict_id(value) for value in request.POST.getlist("shown")]
-    if None in shown or len(shown) > 10_000:
+    given = request.POST.getlist("shown")
+    shown = [image_id for value in given if (image_id := strict_id(value)) is not None]
+    if len(shown) != len(given) or len(shown) > 10_000:
         return HttpResponseBadRequest("shown must list at most 10,000 image ids.")
     state = _search_state(request, query)
     page = _results(request, query, state, offset, shown_ids=shown, limit=count)
@@ -175,7 +184,7 @@ class BadSave(ValueError):
     """A save the page sent wrongly; the text says what is wrong."""
 
 
-def _json_body(request: SignedInRequest):
+def _json_body(request: SignedInRequest) -> Any:  # a JSON object (dict) or the form (QueryDict)
     """The body as the page sends it: a JSON object, or a form. Raises BadSave for anything else."""
     if request.content_type != "application/json":
         return request.POST
@@ -264,7 +273,7 @@ def upload_example(request: SignedInRequest, query_id: int) -> HttpResponseBase:
         return HttpResponseForbidden(labels.locked_message(query))
     form = ExampleUploadForm(request.POST, request.FILES)
     if not form.is_valid():
-        return HttpResponseBadRequest(" ".join(message for errors in form.errors.values() for message in errors))
+        return HttpResponseBadRequest(" ".join(str(message) for errors in form.errors.values() for message in errors))
     example = QueryExample.objects.create(
         query=query, upload=form.cleaned_data["image"], relevant=True, note=form.cleaned_data["note"]
     )
@@ -293,6 +302,6 @@ def example_file(request: SignedInRequest, query_id: int, example_id: int) -> Ht
     example = get_object_or_404(QueryExample, pk=example_id, query_id=query_id)
     if not example.upload:
         raise Http404("This example is an image of the collection.")
-    kind = example.upload.name.rsplit(".", 1)[-1].upper()
+    kind = (example.upload.name or "").rsplit(".", 1)[-1].upper()
     content_type = RASTER_TYPES.get("JPEG" if kind == "JPG" else kind, "application/octet-stream")
     return sandboxed(FileResponse(example.upload.open("rb"), content_type=content_type))

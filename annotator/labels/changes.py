@@ -29,7 +29,7 @@ class LabelValueField(serializers.ChoiceField):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(choices=LabelValue.choices, **kwargs)
 
-    def to_internal_value(self, data: Any):
+    def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, str) and (data in LabelValue.values or (data == "" and self.allow_blank)):
             return data
         self.fail("invalid_choice", input=echo(data))
@@ -41,12 +41,12 @@ class ImageIdField(serializers.Field):
 
     default_error_messages = {"invalid": "Must be an image id (a whole number), not {input}."}
 
-    def to_internal_value(self, data: Any):
+    def to_internal_value(self, data: Any) -> Any:
         if (image_id := strict_id(data)) is None:
             self.fail("invalid", input=echo(data))
         return image_id
 
-    def to_representation(self, value: Any):
+    def to_representation(self, value: Any) -> Any:
         return value
 
 
@@ -56,12 +56,12 @@ class MillisecondsField(serializers.Field):
 
     default_error_messages = {"invalid": "Must be a whole number of milliseconds, not {input}."}
 
-    def to_internal_value(self, data: Any):
+    def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, bool) or not isinstance(data, int) or not 0 <= data < 2**31:
             self.fail("invalid", input=echo(data))
         return data
 
-    def to_representation(self, value: Any):
+    def to_representation(self, value: Any) -> Any:
         return value
 
 
@@ -72,7 +72,7 @@ class LabelChangeSerializer(serializers.Serializer):
     value = LabelValueField(allow_blank=True, help_text='"" removes the label')
     lead_time_ms = MillisecondsField(required=False, allow_null=True, help_text="how long the image was looked at")
 
-    def to_internal_value(self, data: Any):
+    def to_internal_value(self, data: Any) -> Any:
         item = super().to_internal_value(data)
         return LabelChange(item["image"], item["value"], item.get("lead_time_ms"))
 
@@ -147,7 +147,8 @@ def _where(position: int, count: int) -> str:
 def _first_error(errors: object, count: int) -> str:
     """DRF's errors of a many=True serializer (a list with {} for the good items, or a dict by position) as the
     first wrong item's sentence."""
-    found = sorted(errors.items()) if isinstance(errors, dict) else enumerate(errors)  # type: ignore[call-overload]
+    listed = errors if isinstance(errors, list) else []
+    found = sorted(errors.items()) if isinstance(errors, dict) else enumerate(listed)
     for position, item_errors in found:
         if isinstance(item_errors, dict) and item_errors:
             field, messages = next(iter(item_errors.items()))

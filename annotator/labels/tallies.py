@@ -47,7 +47,9 @@ def count_judgments(query_id: int, changes: Counter[int]) -> None:
             _upsert(QueryAnnotator, ["query_id", "annotator_id"], keys, {"judgments": delta}, {})
 
 
-def _upsert(model, conflict: list[str], keys: dict[str, Any], added: dict[str, Any], replaced: dict[str, Any]) -> None:
+def _upsert(
+    model: Any, conflict: list[str], keys: dict[str, Any], added: dict[str, Any], replaced: dict[str, Any]
+) -> None:
     """Add `added` to the columns of the row of `keys` and set `replaced`'s, making the row (zeros) first when
     there is none. One UPDATE when the row exists, as it does after a query's first label; not one INSERT ...
     ON CONFLICT DO UPDATE, whose proposed row must pass the table's checks before the conflict is seen (a

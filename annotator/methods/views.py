@@ -2,7 +2,7 @@
 drawings. The jobs run in the background (annotator.methods.rerank)."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, HttpResponseBadRequest, HttpResponseBase
+from django.http import FileResponse, HttpResponse, HttpResponseBadRequest, HttpResponseBase
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -41,15 +41,14 @@ def start_rerank(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     )
 
 
-def _rerank_refused(request: SignedInRequest, query: Query, sentence: str, status: int):
+def _rerank_refused(request: SignedInRequest, query: Query, sentence: str, status: int) -> HttpResponse:
     """The side pane's model box with the refusal's sentence in it, where the annotator pressed the button."""
     box = {
         **model_box(query, visibility.of(request)),
         "error": sentence,
         "locked": labels.locked_for(query, request.user),
     }
-    box = render(request, "annotator/_rerank.html", box, status=status)
-    return drawn_for_target(box)
+    return drawn_for_target(render(request, "annotator/_rerank.html", box, status=status))
 
 
 @login_required

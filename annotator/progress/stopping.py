@@ -16,9 +16,12 @@ images on every page would not be). Pure numpy and scikit-learn, no Django: the 
 dashboard and the simulator (which measures the estimate's error against the truth) share it.
 """
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 # How deep below the labels the unlabeled images are counted.
 DEPTH = 10_000
@@ -35,7 +38,9 @@ class RecallEstimate:
         return int(np.floor(100 * self.recall))
 
 
-def estimate_recall(labeled_scores, labeled_relevant, unlabeled_scores) -> RecallEstimate | None:
+def estimate_recall(
+    labeled_scores: npt.ArrayLike, labeled_relevant: npt.ArrayLike, unlabeled_scores: npt.ArrayLike
+) -> RecallEstimate | None:
     """The recall estimate from the labeled images' scores and labels (True = relevant) and the
     unlabeled images' scores under the same ranking. None until there is at least one relevant and
     one not-relevant label (there is nothing to calibrate on before)."""
@@ -55,7 +60,9 @@ def estimate_recall(labeled_scores, labeled_relevant, unlabeled_scores) -> Recal
     return RecallEstimate(found, expected_left, found / (found + expected_left))
 
 
-def cross_fitted(score, relevant_ids, not_relevant_ids, *, seed: int = 0) -> RecallEstimate | None:
+def cross_fitted(
+    score: Callable[..., Any], relevant_ids: Sequence[int], not_relevant_ids: Sequence[int], *, seed: int = 0
+) -> RecallEstimate | None:
     """The recall estimate with the labeled images scored out of fold.
 
     Scoring the labeled images with a model fitted on those same labels flatters it: its positives
@@ -72,11 +79,13 @@ def cross_fitted(score, relevant_ids, not_relevant_ids, *, seed: int = 0) -> Rec
     if len(relevant) < 2 or not not_relevant:
         return None
     rng = np.random.default_rng(seed)
-    halves = [([], []), ([], [])]
+    halves: list[tuple[list[int], list[int]]] = [([], []), ([], [])]
     for kind, ids in enumerate((relevant, not_relevant)):
         for position, image_id in enumerate(rng.permutation(ids)):
             halves[position % 2][kind].append(int(image_id))
-    scores, truths, unlabeled = [], [], 0
+    scores: list[float] = []
+    truths: list[bool] = []
+    unlabeled: Any = 0  # the mean of the two half models' scores of the unlabeled images (an array)
     labeled = relevant + not_relevant
     for held, (other_relevant, other_not_relevant) in ((halves[0], halves[1]), (halves[1], halves[0])):
         held_ids = held[0] + held[1]
@@ -93,7 +102,7 @@ def cross_fitted(score, relevant_ids, not_relevant_ids, *, seed: int = 0) -> Rec
 NOT_RELEVANT = "not_relevant"
 
 
-def trailing_not_relevant(values_in_rank_order) -> int:
+def trailing_not_relevant(values_in_rank_order: Sequence[str]) -> int:
     """INQUIRE's run: consecutive not-relevant labels counted up from the deepest labeled rank."""
     run = 0
     for value in reversed(values_in_rank_order):
@@ -103,7 +112,7 @@ def trailing_not_relevant(values_in_rank_order) -> int:
     return run
 
 
-def tail_negativeness(values_in_rank_order) -> float | None:
+def tail_negativeness(values_in_rank_order: Sequence[str]) -> float | None:
     """RMIR's tail-negativeness score over a ranked list of K labels (the RMIR paper; ../shared/docs/ANCHORS.md):
     TSR = (1/K) * sum over i = 1..K of the share of not-relevant labels among ranks i..K. Near 1 when
     the labels below the head are all negatives (the ranking has run dry); None with no label.

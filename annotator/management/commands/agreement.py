@@ -1,4 +1,5 @@
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -27,7 +28,7 @@ class Command(BaseCommand):
             help="add crowd-kit's Dawid-Skene estimate of each annotator's accuracy",
         )
 
-    def handle(self, query_ids, resamples, dawid_skene, **options: Any) -> None:
+    def handle(self, query_ids: list[int] | None, resamples: int, dawid_skene: bool, **options: Any) -> None:
         if not 0 <= resamples <= 100_000:
             raise CommandError(f"--resamples must be 0 to 100000, not {resamples}.")
         if query_ids:
@@ -39,7 +40,7 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(figures, indent=2) if options["json"] else _table(figures))
 
 
-def span_of(interval) -> str:
+def span_of(interval: Sequence[float] | None) -> str:
     return "" if interval is None else f"{interval[0]:.3f} to {interval[1]:.3f}"
 
 

@@ -18,7 +18,7 @@ class Command(BaseCommand):
         group.add_argument("--new", action="store_true", help="replace the key (the old one stops working)")
         group.add_argument("--revoke", action="store_true", help="remove the key")
 
-    def handle(self, username, new, revoke, **options: Any) -> None:
+    def handle(self, username: str, new: bool, revoke: bool, **options: Any) -> None:
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"No user is called {username!r}; create one with `manage.py createsuperuser`.")

@@ -28,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--images", type=int, default=3000, help="size of a newly generated collection")
         parser.add_argument("--addrport", default="127.0.0.1:8000")
 
-    def handle(self, no_serve, images, addrport, **options: Any) -> None:
+    def handle(self, no_serve: bool, images: int, addrport: str, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write(f"Building the demo under {settings.QUIRE_DATA_DIR} ...")
         result = build_demo(settings.QUIRE_DATA_DIR, images=images)

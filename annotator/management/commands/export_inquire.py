@@ -23,7 +23,7 @@ class Command(BaseCommand):
             "the default files stay byte-compatible with INQUIRE's code",
         )
 
-    def handle(self, out_dir, query_ids, spreadsheet_safe, **options: Any) -> None:
+    def handle(self, out_dir: Path, query_ids: list[int] | None, spreadsheet_safe: bool, **options: Any) -> None:
         if out_dir.exists() and not out_dir.is_dir():
             raise CommandError(f"{out_dir}: exists and is not a folder; name a folder to write the CSVs into")
         if query_ids:

@@ -20,7 +20,7 @@ class Command(BaseCommand):
             help="add images the collection lacks from their image_path instead of stopping",
         )
 
-    def handle(self, csv_file: Path, create_missing_images, **options: Any) -> None:
+    def handle(self, csv_file: Path, create_missing_images: bool, **options: Any) -> None:
         with input_errors_as_command_errors():
             result = import_annotations(csv_file, create_missing_images=create_missing_images)
         self.stdout.write(self.style.SUCCESS(f"Imported {csv_file}: {result}."))

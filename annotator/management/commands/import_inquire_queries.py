@@ -22,7 +22,7 @@ class Command(BaseCommand):
             help="default: from the file name (inquire_queries_val.csv -> val), else other",
         )
 
-    def handle(self, csv_file: Path, split, **options: Any) -> None:
+    def handle(self, csv_file: Path, split: str | None, **options: Any) -> None:
         with input_errors_as_command_errors():
             result = import_queries(csv_file, split=split)
         self.stdout.write(self.style.SUCCESS(f"Imported {csv_file}: {result}."))

@@ -23,15 +23,17 @@ class Command(BaseCommand):
             "--judgments", type=int, default=2, help=f"judgments per image, 2 to {MAX_JUDGMENTS_WANTED}"
         )
 
-    def handle(self, query_ids, fraction, top, judgments, **options: Any) -> None:
+    def handle(
+        self, query_ids: list[int] | None, fraction: float | None, top: int | None, judgments: int, **options: Any
+    ) -> None:
         if fraction is None and top is None:
             raise CommandError("Say what to sample: --fraction 0.1 (10% of the labeled images), --top 50, or both.")
-        queries = Query.objects.all()
+        chosen = Query.objects.all()
         if query_ids:
-            queries = queries.filter(id__in=query_ids)
-            if unknown := sorted(set(query_ids) - set(queries.values_list("id", flat=True))):
+            chosen = chosen.filter(id__in=query_ids)
+            if unknown := sorted(set(query_ids) - set(chosen.values_list("id", flat=True))):
                 raise CommandError(f"unknown query id(s) {', '.join(map(str, unknown))}")
-        queries = list(queries)
+        queries = list(chosen)
         added = 0
         with progress_bar("overlap", "queries") as progress:
             for done, query in enumerate(queries, start=1):

@@ -24,7 +24,7 @@ class Command(BaseCommand):
             help="also derive each final label again from the judgments (repairs missing or wrong final labels)",
         )
 
-    def handle(self, query_ids, finals, **options: Any) -> None:
+    def handle(self, query_ids: list[int] | None, finals: bool, **options: Any) -> None:
         if query_ids and (
             unknown := sorted(set(query_ids) - set(Query.objects.filter(id__in=query_ids).values_list("id", flat=True)))
         ):

@@ -19,7 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--images", type=int, default=200, help="how many images to draw (default 200)")
         parser.add_argument("--seed", type=int, default=7)
 
-    def handle(self, folder: Path, images, seed, **options: Any) -> None:
+    def handle(self, folder: Path, images: int, seed: int, **options: Any) -> None:
         if not 1 <= images <= 1_000_000:
             raise CommandError("--images must be between 1 and 1,000,000.")
         if (folder / "inat.json").exists():

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from annotator.models import Label
 from catalog.facade import UnknownTaxon, species_for_all
 from catalog.models import Taxon
-from search.facade import SearchUnavailable, configured_spec, search
+from search.facade import Hit, SearchUnavailable, configured_spec, search
 
 
 class Command(BaseCommand):
@@ -32,7 +32,17 @@ class Command(BaseCommand):
         parser.add_argument("--offset", type=int, default=0, help="skip this many results first (paging)")
         parser.add_argument("--json", dest="as_json", action="store_true", help="print JSON lines instead of a table")
 
-    def handle(self, text: str, image, taxon, exclude_labeled, k: int, offset: int, as_json, **options: Any) -> None:
+    def handle(
+        self,
+        text: str | None,
+        image: int | None,
+        taxon: list[str] | None,
+        exclude_labeled: int | None,
+        k: int,
+        offset: int,
+        as_json: bool,
+        **options: Any,
+    ) -> None:
         if (text is None) == (image is None):
             raise CommandError('Give a query text or --image ID (one of them), e.g. search "puffins carrying food".')
         spec = configured_spec()
@@ -65,7 +75,7 @@ class Command(BaseCommand):
             self.stderr.write("No images match.")
 
 
-def _json_line(rank, hit, name: str) -> str:
+def _json_line(rank: int, hit: Hit, name: str) -> str:
     return json.dumps(
         {"rank": rank, "image_id": hit.image_id, "score": round(hit.score, 6), "taxon_id": hit.taxon_id, "taxon": name}
     )

@@ -46,7 +46,7 @@ class Command(BaseCommand):
             "--model", metavar="NAME", help="the model whose vectors to index (default: the configured one)"
         )
 
-    def handle(self, backend, kind: str, here, model, rebuild, **options: Any) -> None:
+    def handle(self, backend: str, kind: str, here: bool, model: str | None, rebuild: bool, **options: Any) -> None:
         backend = backend or settings.QUIRE_VECTOR_BACKEND
         model_name = model or configured_spec().name
         started = time.monotonic()

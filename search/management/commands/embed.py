@@ -33,7 +33,9 @@ class Command(BaseCommand):
             "(e.g. ViT-H-14-378-quickgelu/dfn5b, or local-dir:/path/to/folder)",
         )
 
-    def handle(self, chunk_size, retry_failed, detach, model, **options: Any) -> None:
+    def handle(
+        self, chunk_size: int | None, retry_failed: bool, detach: bool, model: str | None, **options: Any
+    ) -> None:
         from search.clip import check_weights  # the model stack: only once there is something to embed
 
         spec = ClipSpec.from_name(model) if model else configured_spec()
@@ -75,11 +77,11 @@ class Command(BaseCommand):
             bar.close()
         self._report(job.pk)
 
-    def _run_here(self, job, bar) -> None:
+    def _run_here(self, job: EmbeddingJob, bar: tqdm) -> None:
         for chunk_id in list(jobs.unfinished_chunks(job).values_list("id", flat=True)):
             jobs.run_chunk(chunk_id, progress=bar.update)  # returns at once once the job has failed
 
-    def _follow(self, job, bar) -> None:
+    def _follow(self, job: EmbeddingJob, bar: tqdm) -> None:
         """Follow the workers' progress. Chunks whose worker died are queued again; if nothing moves for
         QUIRE_EMBED_STALL_SECONDS and no worker answers, say so and stop (the job keeps its chunks)."""
         last_progress, last_moved, warned = job.processed, time.monotonic(), False
@@ -109,7 +111,7 @@ class Command(BaseCommand):
                     warned = True
             time.sleep(1)
 
-    def _report(self, job_id) -> None:
+    def _report(self, job_id: int) -> None:
         job = EmbeddingJob.objects.get(pk=job_id)
         if job.status == JobStatus.FAILED:
             raise CommandError(f"Embedding job {job.pk} failed: {job.error}")

@@ -23,7 +23,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-index", action="store_true", help="do not build the index afterwards")
 
-    def handle(self, folder: Path, model, no_index, **options: Any) -> None:
+    def handle(self, folder: Path, model: str | None, no_index: bool, **options: Any) -> None:
         model_name = model or configured_spec().name
         with input_errors_as_command_errors(), progress_bar("vectors", "vec") as progress:
             result = import_clip_retrieval(folder, store_root(), model_name, progress=progress)
