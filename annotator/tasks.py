@@ -6,6 +6,7 @@ from celery import shared_task
 from annotator.labeling import examples
 from annotator.methods import rerank as reranking
 from annotator.progress import figures
+from annotator.team import panel
 
 
 @shared_task(name="annotator.rerank")
@@ -32,3 +33,10 @@ def refresh_progress(query_ids: list[int]) -> int:
 def requeue_stale_rerank_jobs() -> list[int]:
     """Celery beat's reaper for model jobs whose worker died (annotator.methods.rerank.requeue_stale_jobs)."""
     return reranking.requeue_stale_jobs()
+
+
+@shared_task(name="annotator.refresh_agreement")
+def refresh_agreement(query_id: int) -> int:
+    """A query's agreement figures with their bootstrap intervals, computed and cached (annotator.team.panel)."""
+    panel.refresh(query_id)
+    return query_id

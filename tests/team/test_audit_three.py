@@ -12,7 +12,7 @@ from django.test import Client
 from annotator.labels import LabelChange, set_labels, visibility
 from annotator.models import Judgment, LabelEvent, Query
 from annotator.team import agreement
-from annotator.team.panel import team_panel as _team
+from annotator.team.panel import team_figures as _team
 from catalog.importers import import_inat
 from tests.factories import inat_document
 

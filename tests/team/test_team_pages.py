@@ -9,6 +9,7 @@ from django.test import Client
 
 from annotator.labels import LabelChange, set_labels
 from annotator.models import Assignment, Label, LabelEvent, OverlapImage, Query
+from annotator.team import agreement, panel
 from catalog.importers import import_inat
 from tests.factories import inat_document
 
@@ -90,6 +91,8 @@ def test_the_dashboard_shows_the_team(split):
     listing = judge.get("/dashboard/").content.decode()
     assert "bob (overlap)" in listing and "judged by ann, bob" in listing
     assert '<a href="/queries/7/adjudicate">1</a>' in listing  # one undecided image
+    assert "Agreement: computing…" in judge.get("/dashboard/7/").content.decode()  # the background's work
+    panel.refresh(7)  # what annotator.refresh_agreement runs
     one = judge.get("/dashboard/7/").content.decode()
     assert "Agreement on <strong>2</strong> double-labeled images" in one
     assert "1 disagreement to adjudicate" in one
@@ -111,3 +114,35 @@ def test_the_overlap_command(split):
         call_command("overlap", "--fraction", "2")
     with pytest.raises(CommandError, match="2 or 3"):
         call_command("overlap", "--fraction", "0.1", "--judgments", "5")
+
+
+def test_the_team_figures_are_never_computed_in_a_request(split, monkeypatch, django_capture_on_commit_callbacks):
+    """Issue 38: the query page bootstrapped its agreement intervals (1,000 resamplings) inside the request.
+    Now a cold cache asks the background once, the panel polls, and a new judgment computes them again there."""
+    from django.core.cache import cache
+
+    computed = []
+    original = agreement.reliability
+    monkeypatch.setattr(
+        agreement, "reliability", lambda votes, **kw: computed.append(len(votes)) or original(votes, **kw)
+    )
+    cache.clear()
+    judge = logged_in(split["judge"])
+    with django_capture_on_commit_callbacks() as sent:
+        page = judge.get("/dashboard/7/").content.decode()
+    assert computed == [] and sent  # nothing bootstrapped here; the background was asked (and for the run)
+    assert "Agreement: computing…" in page and 'hx-select="#team-agreement"' in page
+
+    panel.refresh(7)  # what annotator.refresh_agreement runs
+    assert computed == [2]
+    page = judge.get("/dashboard/7/").content.decode()
+    assert (
+        "Agreement on <strong>2</strong> double-labeled images" in page
+        and "computing" not in page.split('id="team"')[1]
+    )
+    assert computed == [2]  # read from the cache
+
+    carl = User.objects.create_user("carl", password="pw")
+    set_labels(query_id=7, changes=[LabelChange(1001, "relevant")], user=carl, source="click")
+    assert "Agreement: computing…" in judge.get("/dashboard/7/").content.decode()  # a new judgment: a new key
+    assert computed == [2]
