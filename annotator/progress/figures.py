@@ -32,11 +32,6 @@ from common import background
 from search.facade import SearchUnavailable, rank, score_images
 
 RUN_GOAL = 100
-# The dashboard computes the missing label-order signals (the run, TSR: one pass over the labels) inside
-# the request for queries holding up to this many labels in all (a small project, the demo); beyond, they
-# are computed in the background and the page says so. At 1M labels computing them inline held the page
-# for 40 s (bench/RESULTS.md). The labeling page's figures are never computed in a request (figures_or_computing).
-INLINE_LABELS = 20_000
 ESTIMATE_HELP = (
     "Found / (found + the expected positives among the unlabeled images), from the feedback model's scores "
     "calibrated on your labels (see the README). Optimistic while few positives are known: keep labeling "
@@ -225,21 +220,18 @@ class Completeness:
     done_percent: int  # progress toward done: 100 once the run is met or the query is marked done
 
 
-def with_completeness(queries: list[CountedQuery], *, inline_labels: int | None = None) -> list[CountedQuery]:
-    """Give each query (annotated by selectors.with_label_counts) its `completeness` (a Completeness).
-    Run and TSR not cached are computed here for queries holding up to `inline_labels` labels in all,
-    and sent to the background for the rest: those are `pending` (the page says "computing") until a
-    later visit finds them cached. The estimate always comes from the background."""
-    pending, budget = [], INLINE_LABELS if inline_labels is None else inline_labels
+def with_completeness(queries: list[CountedQuery]) -> list[CountedQuery]:
+    """Give each query (annotated by selectors.with_label_counts) its `completeness` (a Completeness): run,
+    TSR and estimate as cached, and the queries missing any sent to the background in one job. Those are
+    `pending` (the page says "computing") until a later visit finds them cached: nothing here reads every
+    label of a query (at 1M labels that held the dashboard for 40 s; bench/RESULTS.md)."""
+    pending = []
     for query in queries:
         if getattr(query, "withheld", ""):  # the viewer judges images of it blind (annotator.labels.visibility)
             query.completeness = None
             continue
         have_signals, signals = _cached("signals", query, query.labeled, query.last_activity)
         have_estimate, estimate = _cached("estimate", query, query.labeled, query.last_activity)
-        if not have_signals and query.labeled <= budget:
-            budget -= query.labeled
-            signals, have_signals = cached_signals(query, query.labeled, query.last_activity), True
         if not (have_signals and have_estimate):
             pending.append(query.pk)
         query.completeness = _completeness(query, signals, have_signals, EstimateState(estimate, not have_estimate))
