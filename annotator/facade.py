@@ -2,7 +2,8 @@
 
     from annotator.facade import cross_fitted, ranking_by, recall_estimate
 
-Importing it is cheap: the model jobs (annotator.rerank, lmm) load on the first ranking_by.
+Importing it loads no model library: the model clients (lmm) load torch, transformers or openai only when a
+model is asked (tests/test_architecture.py checks that a command starts without them).
 """
 
 from annotator.labels.visibility import of as sight_of

@@ -4,7 +4,7 @@ the request (as today) and a background job with a download when ready.
 It fills a scratch PostgreSQL database (DATABASE_URL; its labels, queries and images are emptied first)
 with --queries x --images-per-query labels, then, --repeat times each:
 
-  export     what the export view streams now (annotator/exporters.py export_lines: on PostgreSQL, COPY
+  export     what the export view streams now (annotator/inquire/exporters.py export_lines: on PostgreSQL, COPY
              with the columns formatted in SQL), read to the end: time to the first block, total time,
              rows per second; and once more under tracemalloc for the peak memory the export added
   stream     the ORM path it replaced (label_rows through csv_lines), the same way: the baseline

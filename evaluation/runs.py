@@ -32,7 +32,7 @@ def run_from_method(
     truth: GroundTruth, method: str, *, depth: int, top: int = 100, progress: Callable[[int, int], None] | None = None
 ) -> Run:
     """`method` over every query of the ground truth that Quire has (its text and id in the database):
-    yesno and structured rerank the CLIP top `top` (annotator.rerank), judges orders it by the panel's
+    yesno and structured rerank the CLIP top `top` (annotator.methods.rerank), judges orders it by the panel's
     verdicts, visret draws the query and fuses the image searches. Below the reranked top, the CLIP ranking
     continues, so the run serves both INQUIRE protocols (Rerank: the top 100; full-rank: two-stage).
     Raises ModelUnavailable, SearchUnavailable, or ValueError naming queries Quire does not have."""

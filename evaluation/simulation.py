@@ -9,7 +9,7 @@ replay drives the synthetic world below (exact numpy ranking) and the real colle
 
 Reported per query: labels spent to find 50 / 90 / 95% of the positives, recall after 100 / 500 /
 1,000 labels, where INQUIRE's rule (stop after 100 not-relevant labels in a row) would have stopped
-and the recall it had then, and how far the stopping estimate (annotator/stopping.py) was from the
+and the recall it had then, and how far the stopping estimate (annotator/progress/stopping.py) was from the
 true recall: its mean absolute error over the batches, and the true recall when it first claimed the
 target.
 """

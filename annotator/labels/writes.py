@@ -244,7 +244,7 @@ def set_labels_in_bulk(
 ) -> int:
     """Give many (query_id, image_id) pairs the same label; returns how many labels changed.
 
-    Used by the relevant-label import (annotator/importers.py): set_labels for each query's pairs, read
+    Used by the relevant-label import (annotator/inquire/importers.py): set_labels for each query's pairs, read
     `batch_size` pairs at a time. All pairs land or none do. Pairs that already carry `value` are left
     alone, so running the same import twice changes nothing. `import_batch` is recorded on every event.
     """

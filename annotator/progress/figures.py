@@ -80,7 +80,7 @@ def recall_estimate(
     text: str, relevant_ids: Sequence[int], not_relevant_ids: Sequence[int]
 ) -> stopping.RecallEstimate | None:
     """The share of the query's positives found so far, estimated from its labels and the feedback
-    model's scores (annotator/stopping.py); None before there is enough to estimate from or when
+    model's scores (annotator/progress/stopping.py); None before there is enough to estimate from or when
     there is no index."""
 
     def score(

@@ -154,7 +154,7 @@ def test_labels_changed_each_with_its_own_lead_time_are_one_update_and_land_as_s
 ):
     # The labeling page measures a lead time per image: an UPDATE per set of alike new values was then one
     # per label (31 statements for 50 labels before); now one UPDATE of the judgments, one of the labels,
-    # and one of the query's tally (annotator/tallies.py: what the dashboard reads instead of every label).
+    # and one of the query's tally (annotator/labels/tallies.py: what the dashboard reads instead of every label).
     ann = User.objects.create(username="ann")
     images = [1000 + n for n in range(5)]
     set_labels(query_id=query.id, changes=[LabelChange(i, "unsure") for i in images], user=ann, source="api")

@@ -1,4 +1,4 @@
-"""The per-query counts the dashboard reads (annotator/tallies.py) always equal what the labels say.
+"""The per-query counts the dashboard reads (annotator/labels/tallies.py) always equal what the labels say.
 
 A team's day in random order: annotators label, change and clear their own judgments, Submit a page,
 staff clear images for everyone and adjudicators decide disagreements, on a majority-rule query. After every
