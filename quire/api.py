@@ -6,7 +6,8 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
-from rest_framework.routers import APIRootView, DefaultRouter
+from rest_framework.routers import APIRootView as RootView
+from rest_framework.routers import DefaultRouter
 
 from annotator.api.views import LabelViewSet, QueryViewSet
 from catalog.api import ImageViewSet, TaxonViewSet
@@ -15,7 +16,7 @@ from catalog.api import ImageViewSet, TaxonViewSet
 class QuireRouter(DefaultRouter):
     """DRF's router whose root page also links the OpenAPI schema and its browsable docs."""
 
-    class APIRootView(APIRootView):
+    class APIRootView(RootView):
         """Quire's REST API. Log in with a session; the docs list every endpoint, its parameters and its answers."""
 
         def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:

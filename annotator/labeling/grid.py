@@ -11,7 +11,7 @@ looked at, and every tile shows its true rank: nothing is skipped, nothing renum
 """
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,10 +73,12 @@ def results(
     hide_labeled: bool = False,
     offset: int = 0,
     limit: int = 50,
+    seen: Mapping[int, str] | None = None,
 ) -> ResultsPage:
     """Up to `limit` tiles of the ranking for `text` (within `taxon_ids` when given) from position
-    `offset` on; with `hide_labeled`, labeled images are passed over. Never raises for the user's
-    input: a search that cannot run comes back as the page's error."""
+    `offset` on; with `hide_labeled`, labeled images are passed over. `seen`: what `viewer` sees of the
+    query's labels, when the caller has read it already (else the page's images are read). Never raises for
+    the user's input: a search that cannot run comes back as the page's error."""
     if limit not in PAGE_SIZES:
         limit = PAGE_SIZES[0]
     offset = max(0, offset)
@@ -87,7 +89,7 @@ def results(
             # With nothing hidden one search fills the page; hiding reads ahead in larger steps.
             want = 2 * limit if hide_labeled else limit
             hits = search(text=text, k=want, offset=position, taxon_ids=taxon_ids)
-            found = {tile.image.pk: tile for tile in _tiles(query, viewer, hits, position)}
+            found = {tile.image.pk: tile for tile in _tiles(query, viewer, hits, position, seen)}
             for index, hit in enumerate(hits):
                 tile = found.get(hit.image_id)
                 if tile is not None and not (hide_labeled and tile.label):
@@ -102,9 +104,11 @@ def results(
     return ResultsPage(tiles, offset, limit, next_offset=position)
 
 
-def _tiles(query: Query, viewer: Writer, hits: Sequence[Hit], offset: int) -> list[Tile]:
+def _tiles(
+    query: Query, viewer: Writer, hits: Sequence[Hit], offset: int, seen: Mapping[int, str] | None = None
+) -> list[Tile]:
     images = Image.objects.select_related("taxon").in_bulk([hit.image_id for hit in hits])
-    labels = seen_by(query, viewer, images)
+    labels = seen_by(query, viewer, images) if seen is None else seen
     prelabels = latest_prelabels(query) if query.rerank_jobs.exists() else {}
     return [
         Tile(
@@ -120,11 +124,18 @@ def _tiles(query: Query, viewer: Writer, hits: Sequence[Hit], offset: int) -> li
     ]
 
 
-def labeled_down_to(query: Query, *, viewer: Writer, text: str, taxon_ids: Iterable[int] | None = None) -> int | None:
+def labeled_down_to(
+    query: Query,
+    *,
+    viewer: Writer,
+    text: str,
+    taxon_ids: Iterable[int] | None = None,
+    seen: Mapping[int, str] | None = None,
+) -> int | None:
     """N such that ranks 1..N of this ranking are all labeled (INQUIRE's annotators labeled down a
     ranking, as `viewer` sees them); None when the search cannot run. Looks at most LABELED_DOWN_TO_LIMIT
     ranks deep."""
-    labeled = set(seen_by(query, viewer))
+    labeled = set(seen_by(query, viewer) if seen is None else seen)
     if not labeled:
         return 0
     position, step = 0, 500
@@ -162,6 +173,7 @@ def candidates(
     text: str | None = None,
     exclude_ids: Iterable[int] = (),
     offset: int = 0,
+    seen: Mapping[int, str] | None = None,
 ) -> list[Hit]:
     """The next `k` images of `query` that `viewer` sees unlabeled (and not in `exclude_ids`), best first,
     ranked by `strategy` from the labels they see: relevant as positives, not relevant as negatives
@@ -169,7 +181,7 @@ def candidates(
     this"), else the query's relevant examples (collection images and uploads). The first batch of a
     strategy other than text follows search's batch rules (search.facade.next_batch: near-duplicate
     stacks, the text order as a floor, judged on the viewer's recent answers). Raises SearchUnavailable."""
-    values = seen_by(query, viewer)
+    values = seen_by(query, viewer) if seen is None else seen
     example_vectors = []
     if example_ids:
         examples = list(example_ids)
@@ -234,59 +246,66 @@ def adaptive_results(
     shown_ids: Iterable[int] = (),
     offset: int = 0,
     limit: int = 50,
+    seen: Mapping[int, str] | None = None,
 ) -> ResultsPage:
     """A page of a ranking that learns: the best `limit` images with no label that are not on the page
     already (`shown_ids`), from everything labeled so far. Positions count on from `offset` (the tiles
     already shown), so tile numbers run on down the page. Never raises for the user's input."""
     limit = max(1, min(limit, max(PAGE_SIZES)))
+    seen = seen_by(query, viewer) if seen is None else seen  # read once: the ranking and the tiles both need it
     if strategy in MODEL_RANKINGS:
-        return _MODEL_RANKING_PAGES[strategy](query, viewer, shown_ids, offset, limit)
+        return _MODEL_RANKING_PAGES[strategy](query, viewer, seen, shown_ids, offset, limit)
     try:
         hits = candidates(
             query, viewer=viewer, strategy=strategy, k=limit, example_ids=example_ids, taxon_ids=taxon_ids, text=text,
-            exclude_ids=shown_ids,
+            exclude_ids=shown_ids, seen=seen,
         )  # fmt: skip
     except SearchUnavailable as error:
         chosen = STRATEGY_REGISTRY.get(strategy)
         if not example_ids and chosen and chosen.needs_examples and waiting(query):
             return ResultsPage([], offset, limit, EMBEDDING_EXAMPLE)
         return ResultsPage([], offset, limit, str(error))
-    tiles = _tiles(query, viewer, hits, offset)
+    tiles = _tiles(query, viewer, hits, offset, seen)
     return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(hits) == limit else None)
 
 
-def _reranked(query: Query, viewer: Writer, shown_ids: Iterable[int], offset: int, limit: int) -> ResultsPage:
+def _reranked(
+    query: Query, viewer: Writer, seen: Mapping[int, str], shown_ids: Iterable[int], offset: int, limit: int
+) -> ResultsPage:
     """The query's last vision-model rerank, best first, with each image's sub-question answers."""
     job, scores = latest_scores(query)
     if job is None:
         return ResultsPage([], offset, limit, "No rerank has finished for this query yet: start one in the side pane.")
     why = {image_id: detail for image_id, _, detail in scores}
     ranked = [(image_id, score) for image_id, score, _ in scores]
-    return _page_of(query, viewer, ranked, shown_ids, offset, limit, why)
+    return _page_of(query, viewer, seen, ranked, shown_ids, offset, limit, why)
 
 
-def _visret(query: Query, viewer: Writer, shown_ids: Iterable[int], offset: int, limit: int) -> ResultsPage:
+def _visret(
+    query: Query, viewer: Writer, seen: Mapping[int, str], shown_ids: Iterable[int], offset: int, limit: int
+) -> ResultsPage:
     """The collection ranked by the query's VisRet drawings (RRF of one image search per drawing)."""
-    labeled = set(seen_by(query, viewer))
     try:
-        fused, drawings = visret_ranking(query, exclude_ids=labeled | set(shown_ids))
+        fused, drawings = visret_ranking(query, exclude_ids=set(seen) | set(shown_ids))
     except SearchUnavailable as error:
         return ResultsPage([], offset, limit, str(error))
     if not drawings:
         return ResultsPage(
             [], offset, limit, "No VisRet drawing has been made for this query yet: start one in the side pane."
         )
-    return _page_of(query, viewer, fused, shown_ids, offset, limit)
+    return _page_of(query, viewer, seen, fused, shown_ids, offset, limit)
 
 
-def _judged(query: Query, viewer: Writer, shown_ids: Iterable[int], offset: int, limit: int) -> ResultsPage:
+def _judged(
+    query: Query, viewer: Writer, seen: Mapping[int, str], shown_ids: Iterable[int], offset: int, limit: int
+) -> ResultsPage:
     """The judge panel's candidates: confident accepts first, confident rejects last."""
     prelabels = latest_prelabels(query)
     if not prelabels:
         return ResultsPage(
             [], offset, limit, "No judge panel has finished for this query yet: start one in the side pane."
         )
-    return _page_of(query, viewer, panel_ranking(prelabels.values()), shown_ids, offset, limit)
+    return _page_of(query, viewer, seen, panel_ranking(prelabels.values()), shown_ids, offset, limit)
 
 
 # What shows each model ranking of MODEL_RANKINGS (checked at import: a new one cannot lack its page).
@@ -297,6 +316,7 @@ assert set(_MODEL_RANKING_PAGES) == set(MODEL_RANKINGS)
 def _page_of(
     query: Query,
     viewer: Writer,
+    seen: Mapping[int, str],
     ranked: Iterable[tuple[int, float]],
     shown_ids: Iterable[int],
     offset: int,
@@ -305,11 +325,10 @@ def _page_of(
 ) -> ResultsPage:
     """A page of a stored ranking ((image id, score), best first): the first `limit` images that have no
     label for `viewer` and are not on the page already; `why` gives tiles their sub-question answers."""
-    skip = set(seen_by(query, viewer)) | set(shown_ids)
+    skip = set(seen) | set(shown_ids)
     left = [(image_id, score) for image_id, score in ranked if image_id not in skip]
-    tiles = _tiles(
-        query, viewer, [Hit(image_id=i, score=score, taxon_id=NO_TAXON) for i, score in left[:limit]], offset
-    )
+    page = [Hit(image_id=i, score=score, taxon_id=NO_TAXON) for i, score in left[:limit]]
+    tiles = _tiles(query, viewer, page, offset, seen)
     if why:
         for tile in tiles:
             tile.why = why.get(tile.image.pk) or None

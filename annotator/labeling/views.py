@@ -4,7 +4,7 @@ Thin: the work is in grid.py, labels.py, selectors.py, catalog.taxa and the sear
 Taxon suggestions and image files are the catalog's (catalog/views.py).
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -29,6 +29,7 @@ from annotator.forms import ExampleUploadForm, LabelingSearchForm, SearchState, 
 from annotator.labeling import examples, grid
 from annotator.labels import visibility
 from annotator.labels.changes import MAX_LABELS_PER_SAVE, BadChanges, read_changes, read_image_ids
+from annotator.labels.sealed import seen_by
 from annotator.methods.pane import model_box
 from annotator.models import LabelSource, LabelValue, Query, QueryExample
 from annotator.progress import figures
@@ -76,7 +77,10 @@ def _results(
     offset: int,
     shown_ids: Iterable[int] = (),
     limit: int | None = None,
+    seen: Mapping[int, str] | None = None,
 ) -> grid.ResultsPage:
+    """The page's tiles in the chosen ranking; `seen` (what the viewer sees of the query's labels) when the
+    caller has read it already."""
     if state.ranking != "text":
         return grid.adaptive_results(
             query,
@@ -88,6 +92,7 @@ def _results(
             shown_ids=shown_ids,
             offset=offset,
             limit=limit or state.size,
+            seen=seen,
         )
     return grid.results(
         query,
@@ -97,6 +102,7 @@ def _results(
         hide_labeled=state.hide_labeled,
         offset=offset,
         limit=state.size,
+        seen=seen,
     )
 
 
@@ -108,7 +114,9 @@ def label_page(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     # Before the results: an example that finishes embedding while they are ranked must still leave the page
     # polling, or a grid drawn as "still being embedded" would stay so.
     embedding = examples.ensure_embedding(query)
-    page = _results(request, query, state, 0)
+    # What the viewer sees of the query's labels, read once for the grid and for "labeled down to".
+    seen = seen_by(query, request.user)
+    page = _results(request, query, state, 0, seen=seen)
     sight = visibility.of(request)
     counts = sight.counts(query)
     return render(
@@ -121,7 +129,7 @@ def label_page(request: SignedInRequest, query_id: int) -> HttpResponseBase:
             "counts": counts,
             "page_sizes": grid.PAGE_SIZES,
             "labeled_down_to": grid.labeled_down_to(
-                query, viewer=request.user, text=state.q, taxon_ids=state.taxon_ids
+                query, viewer=request.user, text=state.q, taxon_ids=state.taxon_ids, seen=seen
             ),
             **figures.side_pane(query, sight, counts),
             "examples": query.examples.all(),

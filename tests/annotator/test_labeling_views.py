@@ -413,3 +413,30 @@ def test_the_side_panes_figures_are_a_fragment_of_their_own(ann, labeling):
     page = ann.get(reverse("query-figures", args=[query.pk]))
     assert page.status_code == 200 and page.content.decode().startswith('<div id="side-figures"')
     assert 'id="not-relevant-run"' in page.content.decode() and 'id="recall-estimate-box"' in page.content.decode()
+
+
+@pytest.mark.parametrize("ranking", ["text", "feedback", "rerank"])
+def test_a_page_reads_what_the_viewer_sees_once(ann, labeling, monkeypatch, ranking):
+    """Issue 38: what the viewer sees of the query's labels (3 to 4 queries, all of its labels) was read up to
+    three times a request: by the grid, by its tiles and by "labeled down to". Now once, and passed down."""
+    from annotator.labeling import grid
+    from annotator.labeling import views as labeling_views
+    from annotator.labels import sealed
+
+    query = labeling["query"]
+    ranked = tile_ids(ann.get(reverse("label", args=[query.pk])).content.decode())
+    set_label(query_id=query.pk, image_id=ranked[0], value="relevant", user=labeling["annotator"], source="click")
+    set_label(query_id=query.pk, image_id=ranked[1], value="not_relevant", user=labeling["annotator"], source="click")
+    reads = []
+
+    def counted(*args, **kwargs):
+        reads.append(args[2] if len(args) > 2 else kwargs.get("image_ids"))
+        return sealed.seen_by(*args, **kwargs)
+
+    monkeypatch.setattr(grid, "seen_by", counted)
+    monkeypatch.setattr(labeling_views, "seen_by", counted)
+    page = ann.get(reverse("label", args=[query.pk]), {"ranking": ranking})
+    assert page.status_code == 200
+    assert reads == [None], reads  # one read of every label the viewer sees, shared by the grid and the pane
+    if ranking == "text":
+        assert 'data-label="relevant"' in page.content.decode()  # the tiles still show the labels
