@@ -343,3 +343,37 @@ def test_the_hidden_import_checker_sees_one(tmp_path):
         "def f():\n    from .engine import rank\n    from .clip import x  # torch\n    import numpy\n"
     )
     assert hidden_imports("search", tmp_path) == ["search/probe.py:2 from .engine import rank"]
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    name = ".".join(path.relative_to(root).with_suffix("").parts)
+    return name.removesuffix(".__init__")
+
+
+def circles(packages: tuple[str, ...] = PROJECT, root: Path = ROOT) -> list[tuple[str, str]]:
+    """Pairs of the project's modules that import each other, at the top or in a function (a package and its own
+    modules aside: Python imports a package before its modules, so a door that re-exports them is no circle)."""
+    paths = {module_name(path, root): path for package in packages if (root / package).is_dir()
+             for path in sources(package, root)}  # fmt: skip
+    arrows: dict[str, set[str]] = {name: set() for name in paths}
+    for name, path in paths.items():
+        for _, module in imports_of(path, root):
+            while module and module not in paths:
+                module = module.rpartition(".")[0]
+            if module and module != name:
+                arrows[name].add(module)
+    related = lambda a, b: b.startswith(a + ".") or a.startswith(b + ".")  # noqa: E731 - a package and its own
+    return sorted({tuple(sorted((a, b))) for a in arrows for b in arrows[a] if a in arrows[b] and not related(a, b)})
+
+
+def test_no_two_modules_import_each_other():
+    """Issue 38 found five two-file circles (tasks modules and what they run, search's apps and facade, lmm's
+    panel and scoring), each hidden by an import inside a function."""
+    assert circles() == []
+
+
+def test_the_circle_checker_sees_one(tmp_path):
+    (tmp_path / "lmm").mkdir()
+    (tmp_path / "lmm" / "panel.py").write_text("from .scoring import score\n")
+    (tmp_path / "lmm" / "scoring.py").write_text("def f():\n    from .panel import PROMPTS  # hidden\n")
+    assert circles(("lmm",), tmp_path) == [("lmm.panel", "lmm.scoring")]
