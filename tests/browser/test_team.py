@@ -53,3 +53,22 @@ def test_blind_overlap_then_adjudication(page, live_server, labeling, artifacts)
     expect(page.locator("#queue-empty")).to_be_visible()
     label = Label.objects.get(query=query, image_id=sample[0])
     assert (label.value, label.decided_by, label.annotator.username) == ("relevant", "adjudicated", "boss")
+
+
+def test_the_team_panel_fills_in_from_the_background(page, live_server, labeling, artifacts):
+    """Issue 38: the agreement figures and their intervals, and the not-relevant run, come from the background;
+    the query's page says "computing…" and fills them in by itself (htmx asks again), no reload."""
+    query, ann = labeling["query"], labeling["annotator"]
+    bob = User.objects.create_user("bob", password="pw-bob-1")
+    top = [hit.image_id for hit in search(text=query.text, k=12)]
+    set_labels(query_id=query.pk, changes=[LabelChange(i, "not_relevant") for i in top], user=ann, source="keyboard")
+    votes = [LabelChange(i, "relevant" if n < 2 else "not_relevant") for n, i in enumerate(top)]
+    set_labels(query_id=query.pk, changes=votes, user=bob, source="keyboard")
+
+    log_in(page, live_server, "boss", "pw-boss-1", f"/dashboard/{query.pk}/")
+    agreement = page.locator("#query-agreement")
+    expect(agreement).to_contain_text("Agreement on 12 double-labeled images", timeout=60_000)
+    expect(page.locator("#team .pair")).to_contain_text("ann · bob: 12 items")
+    # The run fills in too: the two split votes are undecided, the ten below them not relevant.
+    expect(page.locator("#query-run")).to_have_text("10 of 100", timeout=60_000)
+    page.screenshot(path=str(artifacts / "team-panel.png"), full_page=True)
