@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from . import prompts, yesno
 
@@ -158,7 +158,7 @@ class ChatScorer:
                     on_answer(futures[future], future.result())
         if failure is not None:
             raise failure
-        return [result for result in results if result is not None]  # every one answered, or raised above
+        return cast(list[yesno.YesNo], results)  # every one answered, or the failure was raised above
 
 
 @contextmanager

@@ -16,7 +16,8 @@ from django.db.models.functions import Coalesce
 
 from annotator.models import Judgment, Label, OverlapImage, Query
 
-Writer = User | None  # as in annotator.labels: None is the system (an import)
+# Who writes and who views: a user (an annotator, staff), or None for the system itself (an import, a command).
+Writer = User | None  # settings.AUTH_USER_MODEL is Django's User
 # Who decides disagreements: they read every judgment, so nothing is hidden from them.
 ADJUDICATE = "annotator.adjudicate_labels"
 

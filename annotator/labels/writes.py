@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection, models, transaction
 from django.utils import timezone
 
 from annotator.labels import final, sealed, tallies
+from annotator.labels.sealed import Writer
 from annotator.models import (
     Decision,
     ImportBatch,
@@ -38,9 +38,6 @@ from annotator.models import (
     recording_label_changes,
 )
 from catalog.models import ROWS_PER_STATEMENT
-
-# Who writes: a user (an annotator, staff), or None for the system itself (an import, a command).
-Writer = User | None  # settings.AUTH_USER_MODEL is Django's User
 
 # A decision that took longer than a day is a tab left open, not a lead time.
 MAX_LEAD_TIME_MS = 24 * 3600 * 1000
