@@ -578,3 +578,77 @@ class OverlapImage(models.Model):
 
     def __str__(self) -> str:
         return f"image {self.image_id} in the overlap sample of query {self.query_id}"
+
+
+class CompletenessCheck(models.Model):
+    """A random check of a query's completeness (annotator.progress.checks): a simple random sample of the images
+    of a frame nobody had judged when it was drawn, labeled like any other image, and the claim it supports
+    (annotator.progress.certify). The frame, the images judged at the draw and the sample are frozen here, so the
+    claim speaks of the images it was drawn from whatever the index or the labels do later."""
+
+    class Frame(models.TextChoices):
+        COLLECTION = "collection", "the whole collection"
+        TAXA = "taxa", "the images of some taxa"
+        TOP = "top", "the top of the text and learned rankings"
+
+    class Status(models.TextChoices):
+        CHECKING = "checking", "checking"
+        CERTIFIED = "certified", "certified"
+        NOT_CERTIFIED = "not_certified", "not certified"
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="completeness_checks")
+    ordinal = models.PositiveSmallIntegerField(help_text="The query's 1st, 2nd... check (each spends half the error).")
+    frame_kind = models.CharField(max_length=12, choices=Frame.choices)
+    frame_depth = models.PositiveIntegerField(null=True, blank=True, help_text="`top` frames: ranks per ranking.")
+    frame_taxa = models.JSONField(default=list, blank=True, help_text="`taxa` frames: the taxa as given.")
+    frame_size = models.PositiveIntegerField()
+    frame_ids = models.BinaryField(help_text="The frame's image ids, packed (annotator.progress.frames).")
+    judged_ids = models.BinaryField(help_text="The frame's images someone had judged at the draw, packed.")
+    unlabeled = models.PositiveIntegerField(help_text="The frame's images nobody had judged at the draw.")
+    found_at_draw = models.PositiveIntegerField(help_text="The frame's positives labeled at the draw.")
+    target_recall = models.FloatField()
+    confidence = models.FloatField(help_text="The claim's, over all of the query's checks.")
+    tested_at = models.FloatField(help_text="This check's own confidence: 1 - (1 - confidence) / 2^ordinal.")
+    second_judgments = models.BooleanField(
+        default=True, help_text="Positives (the frame's and the sample's) get a second blind judgment first."
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.CHECKING)
+    # Filled when the check is decided: every sampled image labeled, every second judgment given.
+    found = models.PositiveIntegerField(null=True, blank=True, help_text="The frame's positives outside the sample.")
+    positives = models.PositiveIntegerField(null=True, blank=True, help_text="Positives met in the sample.")
+    recall_lower_bound = models.FloatField(null=True, blank=True)
+    p_value = models.FloatField(null=True, blank=True)
+    missing_point = models.FloatField(null=True, blank=True)
+    missing_low = models.PositiveIntegerField(null=True, blank=True)
+    missing_high = models.PositiveIntegerField(null=True, blank=True)
+    drawn_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["query", "-ordinal"]
+        constraints = [
+            models.UniqueConstraint(fields=["query", "ordinal"], name="completeness_check_ordinal_once"),
+            # One open check a query: two admins drawing at once get the same one (checks.draw).
+            models.UniqueConstraint(
+                fields=["query"], condition=models.Q(status="checking"), name="completeness_check_one_open"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"check {self.ordinal} of query {self.query_id}: {self.status}"
+
+
+class CheckImage(models.Model):
+    """An image of a completeness check's random sample, in the order it was drawn (the order it is shown)."""
+
+    completeness_check = models.ForeignKey(CompletenessCheck, on_delete=models.CASCADE, related_name="images")
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["completeness_check", "position"]
+        constraints = [models.UniqueConstraint(fields=["completeness_check", "image"], name="check_image_once")]
+
+    def __str__(self) -> str:
+        return f"image {self.image_id} of {self.completeness_check}"

@@ -76,7 +76,7 @@ class LabelValueSerializer(serializers.Serializer):
 
 class CandidateSerializer(serializers.Serializer):
     image_id = serializers.IntegerField()
-    score = serializers.FloatField()
+    score = serializers.FloatField(allow_null=True)
     rank = serializers.IntegerField(help_text="1 for the best candidate")
     source = serializers.CharField(  # type: ignore[assignment]  # a field named as the API answers (Field.source)
         help_text='which ranking proposed it: "learned", or "text" for the text order\'s share of a learning '

@@ -27,6 +27,8 @@ from annotator.labeling import grid
 from annotator.labels import selectors, visibility
 from annotator.labels.changes import MAX_LABELS_PER_API_BATCH, BadChanges, read_changes
 from annotator.models import Label, LabelSource, LabelValue, Query
+from annotator.progress import checks
+from annotator.progress.frames import unpack
 from catalog.facade import UnknownTaxon, species_for_all
 from catalog.models import Image
 from common.api_params import (
@@ -44,6 +46,8 @@ from common.api_params import (
 from common.database import retry_once_if_dropped
 from search.facade import STRATEGIES, SearchNotReady, SearchUnavailable
 
+CHECK = "check"  # the candidates of a completeness check (annotator.progress.checks), beside search's strategies
+
 
 @extend_schema_view(
     list=extend_schema(
@@ -60,7 +64,12 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("strategy", OpenApiTypes.STR, enum=list(STRATEGIES), description="default text"),
+            OpenApiParameter(
+                "strategy",
+                OpenApiTypes.STR,
+                enum=[*STRATEGIES, CHECK],
+                description="default text; check: the open completeness check's images you have not judged",
+            ),
             OpenApiParameter("k", OpenApiTypes.INT, description="how many candidates, 1 to 1,000 (default 50)"),
             OpenApiParameter("image", OpenApiTypes.INT, many=True, description="example image ids (repeatable)"),
             OpenApiParameter("taxon", OpenApiTypes.STR, many=True, description="taxon names or ids (repeatable)"),
@@ -74,8 +83,14 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         self, request: Request, pk: int | None = None, format: str | None = None
     ) -> Response:  # format: the .json suffix the router allows
         query = self.get_object()
-        strategy = choice_param(request, "strategy", STRATEGIES) or "text"
+        strategy = choice_param(request, "strategy", [*STRATEGIES, CHECK]) or "text"
         k = int_param(request, "k", high=1001) or 50
+        if strategy == CHECK:  # the open completeness check's images the caller has not judged
+            results = [
+                {"image_id": image_id, "score": None, "rank": n, "source": CHECK, "near_duplicates": []}
+                for n, image_id in enumerate(checks.candidates(query, signed_in(request), k), start=1)
+            ]
+            return Response({"strategy": strategy, "results": results})
         examples = int_list_param(request, "image")
         names = [text for text in request.query_params.getlist("taxon") if text.strip()]
         try:
@@ -158,6 +173,59 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         except labels.NoDisagreement as error:
             return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
         return Response(LabelSerializer(label).data)
+
+    @extend_schema(
+        methods=["GET"],
+        responses={200: OpenApiTypes.OBJECT, **NOT_FOUND},
+        description="The query's completeness claim: its frame (kind, depth, size), target recall and confidence, "
+        "method, status (no_check, checking, certified, not_certified), the check's sample (size, labeled, "
+        "positives, pending), the recall lower bound and the estimated positives of the frame once decided, and "
+        "the next step in one sentence.",
+    )
+    @extend_schema(
+        methods=["POST"],
+        request=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT, **BAD_PARAMETERS, **REFUSED, **NOT_FOUND},
+        description='Draw a completeness check (staff: permission to change queries), or continue the open one: '
+        '{"target_recall": 0.9, "confidence": 0.95, "frame": {"kind": "top", "depth": 5000}} (frame kinds: '
+        'collection; taxa with "taxa": [...]; top with "depth"). {"dry_run": true} answers what it would cost '
+        "and draws nothing. 201 when drawn, 200 with the open check.",
+    )
+    @action(detail=True, methods=["get", "post"])
+    def completeness(
+        self, request: Request, pk: int | None = None, format: str | None = None
+    ) -> Response:  # format: the .json suffix the router allows
+        query = self.get_object()
+        if request.method == "POST":
+            if not request.user.has_perm(labels.MANAGE_QUERIES):
+                raise PermissionDenied("Drawing a completeness check needs the permission to change queries: ask staff.")
+            try:
+                asked = checks.read_request(request.data)
+                if isinstance(request.data, dict) and request.data.get("dry_run") is True:
+                    return Response({"dry_run": True, **checks.situation(query, asked).as_json()})
+                _, drawn = checks.draw(query, asked, signed_in(request))
+            except checks.BadCheck as bad:
+                raise ValidationError({"detail": str(bad)}) from None
+            return Response(self._completeness_seen(query), status=201 if drawn else 200)
+        return Response(self._completeness_seen(query))
+
+    def _completeness_seen(self, query: Query) -> dict[str, Any]:
+        return checks.report(query, withheld=visibility.of(self.request).withheld(query.pk))
+
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT, **NOT_FOUND},
+        description="The image ids of the frame of the query's latest completeness check, as frozen at its draw "
+        '({"image_ids": [...]}; 404 before any check).',
+    )
+    @action(detail=True, methods=["get"], url_path="completeness/frame")
+    def completeness_frame(
+        self, request: Request, pk: int | None = None, format: str | None = None
+    ) -> Response:  # format: the .json suffix the router allows
+        query = self.get_object()
+        check = checks.latest(query)
+        if check is None:
+            raise NotFound(f"Query {query.pk} has no completeness check yet, so no frame: draw one first.")
+        return Response({"check": check.ordinal, "size": check.frame_size, "image_ids": unpack(check.frame_ids).tolist()})
 
     def get_queryset(self) -> QuerySet[Any]:
         queries = Query.objects.all()

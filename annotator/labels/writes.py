@@ -27,6 +27,8 @@ from django.utils import timezone
 from annotator.labels import final, sealed, tallies
 from annotator.labels.sealed import Writer
 from annotator.models import (
+    CheckImage,
+    CompletenessCheck,
     Decision,
     ImportBatch,
     Judgment,
@@ -34,6 +36,7 @@ from annotator.models import (
     LabelEvent,
     LabelSource,
     LabelValue,
+    OverlapImage,
     Query,
     recording_label_changes,
 )
@@ -299,8 +302,31 @@ def _write(
         own = {j.image_id: j for j in (mine.filter(annotator=user) if user else mine.filter(annotator__isnull=True))}
         plans = {image_id: _replay(own.get(image_id), todo, source) for image_id, todo in by_image.items()}
         _write_judgments(query_id, own, plans, user, source, import_batch)
+        _seal_check_positives(query_id, [image_id for image_id, plan in plans.items() if plan.value in CHECKED])
         _settle(query_id, held, query.final_rule)
     return plans
+
+
+# The judgments of a completeness check's sampled image that call for a second, blind one (annotator.progress.checks).
+CHECKED = (LabelValue.RELEVANT, LabelValue.UNSURE)
+
+
+def _seal_check_positives(query_id: int, image_ids: list[int]) -> None:
+    """Put the images of `query_id`'s open completeness check that were just judged relevant or unsure into its
+    overlap sample, in the same transaction: from the moment the judgment is stored, every other annotator sees
+    the image unlabeled until its second judgment, so that one mistaken click neither certifies nor blocks the
+    query. One indexed read, and only on a positive judgment."""
+    if not image_ids:
+        return
+    sampled = CheckImage.objects.filter(
+        completeness_check__query_id=query_id,
+        completeness_check__status=CompletenessCheck.Status.CHECKING,
+        completeness_check__second_judgments=True,
+        image_id__in=image_ids,
+    ).values_list("image_id", flat=True)
+    OverlapImage.objects.bulk_create(
+        [OverlapImage(query_id=query_id, image_id=image_id) for image_id in sampled], ignore_conflicts=True
+    )
 
 
 def _replay(judgment: Judgment | None, changes: list[LabelChange], source: str) -> _Plan:
