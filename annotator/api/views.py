@@ -46,6 +46,7 @@ from common.api_params import (
 from common.database import retry_once_if_dropped
 from search.facade import STRATEGIES, SearchNotReady, SearchUnavailable
 
+DRAW_REFUSED = "Drawing a completeness check needs the permission to change queries: ask staff."
 CHECK = "check"  # the candidates of a completeness check (annotator.progress.checks), beside search's strategies
 
 
@@ -186,7 +187,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         methods=["POST"],
         request=OpenApiTypes.OBJECT,
         responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT, **BAD_PARAMETERS, **REFUSED, **NOT_FOUND},
-        description='Draw a completeness check (staff: permission to change queries), or continue the open one: '
+        description="Draw a completeness check (staff: permission to change queries), or continue the open one: "
         '{"target_recall": 0.9, "confidence": 0.95, "frame": {"kind": "top", "depth": 5000}} (frame kinds: '
         'collection; taxa with "taxa": [...]; top with "depth"). {"dry_run": true} answers what it would cost '
         "and draws nothing. 201 when drawn, 200 with the open check.",
@@ -198,7 +199,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         query = self.get_object()
         if request.method == "POST":
             if not request.user.has_perm(labels.MANAGE_QUERIES):
-                raise PermissionDenied("Drawing a completeness check needs the permission to change queries: ask staff.")
+                raise PermissionDenied(DRAW_REFUSED)
             try:
                 asked = checks.read_request(request.data)
                 if isinstance(request.data, dict) and request.data.get("dry_run") is True:
@@ -225,7 +226,8 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         check = checks.latest(query)
         if check is None:
             raise NotFound(f"Query {query.pk} has no completeness check yet, so no frame: draw one first.")
-        return Response({"check": check.ordinal, "size": check.frame_size, "image_ids": unpack(check.frame_ids).tolist()})
+        ids = unpack(check.frame_ids).tolist()
+        return Response({"check": check.ordinal, "size": check.frame_size, "image_ids": ids})
 
     def get_queryset(self) -> QuerySet[Any]:
         queries = Query.objects.all()

@@ -22,6 +22,7 @@ from annotator.labels.sealed import Writer, seen_by
 from annotator.methods.registry import MODEL_RANKINGS
 from annotator.methods.rerank import latest_prelabels, latest_scores, panel_ranking, visret_ranking
 from annotator.models import Judgment, LabelValue, Query
+from annotator.progress import checks
 from catalog.models import Image
 from search.facade import (
     NO_TAXON,
@@ -157,7 +158,13 @@ def labeled_down_to(
 # and alpha_qe are for research: simulate_labeling and the API), then the finished model jobs'.
 PAGE_STRATEGIES = ("text", "feedback", "image", "fusion")
 EMBEDDING_EXAMPLE = "Your uploaded example is still being embedded: this ranking appears once it is ready."
-RANKINGS = {name: STRATEGY_REGISTRY[name].description for name in PAGE_STRATEGIES} | MODEL_RANKINGS
+# The open completeness check's sample (annotator.progress.checks): not a ranking, a random order to label.
+CHECK = "check"
+RANKINGS = (
+    {name: STRATEGY_REGISTRY[name].description for name in PAGE_STRATEGIES}
+    | MODEL_RANKINGS
+    | {CHECK: "Completeness check: its random sample (and positives waiting for your second judgment)"}
+)
 # The page's rankings that rank from example images (an uploaded one, or an image to rank "like").
 EXAMPLE_RANKINGS = tuple(name for name in PAGE_STRATEGIES if STRATEGY_REGISTRY[name].needs_examples)
 
@@ -255,6 +262,8 @@ def adaptive_results(
     seen = seen_by(query, viewer) if seen is None else seen  # read once: the ranking and the tiles both need it
     if strategy in MODEL_RANKINGS:
         return _MODEL_RANKING_PAGES[strategy](query, viewer, seen, shown_ids, offset, limit)
+    if strategy == CHECK:
+        return _check_page(query, viewer, seen, shown_ids, offset, limit)
     try:
         hits = candidates(
             query, viewer=viewer, strategy=strategy, k=limit, example_ids=example_ids, taxon_ids=taxon_ids, text=text,
@@ -267,6 +276,24 @@ def adaptive_results(
         return ResultsPage([], offset, limit, str(error))
     tiles = _tiles(query, viewer, hits, offset, seen)
     return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(hits) == limit else None)
+
+
+def _check_page(
+    query: Query, viewer: Writer, seen: Mapping[int, str], shown_ids: Iterable[int], offset: int, limit: int
+) -> ResultsPage:
+    """The open completeness check's images `viewer` has not judged, in the sample's random order (those waiting
+    for their second judgment first); they are shown unlabeled, as the check needs them judged blind."""
+    if checks.open_check(query) is None:
+        return ResultsPage(
+            [], offset, limit, "No completeness check is open for this query: staff draw one in the side pane."
+        )
+    shown = set(shown_ids)
+    ids = [image_id for image_id in checks.candidates(query, viewer, limit + len(shown)) if image_id not in shown]
+    if not ids and not shown:
+        return ResultsPage(
+            [], offset, limit, "You have judged every image of the check: it waits for the others' judgments."
+        )
+    return _page_of(query, viewer, {}, [(image_id, 0.0) for image_id in ids], (), offset, limit)
 
 
 def _reranked(

@@ -4,10 +4,20 @@ dashboard, the admin and the API, so that they can never disagree."""
 from collections.abc import Iterable
 from typing import Any, TypeAlias
 
-from django.db.models import Count, F, Max, Q, QuerySet
+from django.db.models import Count, F, FloatField, Max, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from annotator.models import UNDECIDED, Assignment, Decision, Judgment, Label, LabelValue, Query, QueryAnnotator
+from annotator.models import (
+    UNDECIDED,
+    Assignment,
+    CompletenessCheck,
+    Decision,
+    Judgment,
+    Label,
+    LabelValue,
+    Query,
+    QueryAnnotator,
+)
 
 # A Query row annotated by with_label_counts (labeled, relevant, not_relevant, unsure, undecided, last_activity)
 # and, for the pages, given `completeness` and `withheld`: attributes Django and the pages add at run time,
@@ -37,9 +47,16 @@ def _tallied() -> dict[str, Any]:
 
 
 def with_label_counts(queries: "QuerySet[Query]") -> "QuerySet[CountedQuery]":
-    """Queries annotated with labeled, relevant, not_relevant, unsure, undecided (counts of final labels) and
-    last_activity (a time or None)."""
-    return queries.annotate(**_tallied())
+    """Queries annotated with labeled, relevant, not_relevant, unsure, undecided (counts of final labels),
+    last_activity (a time or None) and claim_order (what the completeness column sorts by)."""
+    return queries.annotate(**_tallied(), claim_order=_claim_order())
+
+
+def _claim_order() -> Any:
+    """The recall lower bound of the query's latest completeness check; -1 with no check or one still open, so that
+    sorting by it puts the best-vouched queries at one end and those with nothing to vouch for at the other."""
+    latest = CompletenessCheck.objects.filter(query=OuterRef("pk")).order_by("-ordinal").values("recall_lower_bound")
+    return Coalesce(Subquery(latest[:1]), Value(-1.0), output_field=FloatField())
 
 
 def label_counts(query: Query) -> dict[str, Any]:
@@ -59,6 +76,7 @@ QUERY_SORTS = {
     "undecided": "undecided",
     "activity": "last_activity",
     "fully_labeled": "fully_labeled",
+    "claim": "claim_order",
 }
 
 

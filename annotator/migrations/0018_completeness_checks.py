@@ -7,70 +7,156 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotator', '0017_query_tallies'),
-        ('catalog', '0001_initial'),
+        ("annotator", "0017_query_tallies"),
+        ("catalog", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='CompletenessCheck',
+            name="CompletenessCheck",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ordinal', models.PositiveSmallIntegerField(help_text="The query's 1st, 2nd... check (each spends half the error).")),
-                ('frame_kind', models.CharField(choices=[('collection', 'the whole collection'), ('taxa', 'the images of some taxa'), ('top', 'the top of the text and learned rankings')], max_length=12)),
-                ('frame_depth', models.PositiveIntegerField(blank=True, help_text='`top` frames: ranks per ranking.', null=True)),
-                ('frame_taxa', models.JSONField(blank=True, default=list, help_text='`taxa` frames: the taxa as given.')),
-                ('frame_size', models.PositiveIntegerField()),
-                ('frame_ids', models.BinaryField(help_text="The frame's image ids, packed (annotator.progress.frames).")),
-                ('judged_ids', models.BinaryField(help_text="The frame's images someone had judged at the draw, packed.")),
-                ('unlabeled', models.PositiveIntegerField(help_text="The frame's images nobody had judged at the draw.")),
-                ('found_at_draw', models.PositiveIntegerField(help_text="The frame's positives labeled at the draw.")),
-                ('target_recall', models.FloatField()),
-                ('confidence', models.FloatField(help_text="The claim's, over all of the query's checks.")),
-                ('tested_at', models.FloatField(help_text="This check's own confidence: 1 - (1 - confidence) / 2^ordinal.")),
-                ('second_judgments', models.BooleanField(default=True, help_text="Positives (the frame's and the sample's) get a second blind judgment first.")),
-                ('status', models.CharField(choices=[('checking', 'checking'), ('certified', 'certified'), ('not_certified', 'not certified')], default='checking', max_length=16)),
-                ('found', models.PositiveIntegerField(blank=True, help_text="The frame's positives outside the sample.", null=True)),
-                ('positives', models.PositiveIntegerField(blank=True, help_text='Positives met in the sample.', null=True)),
-                ('recall_lower_bound', models.FloatField(blank=True, null=True)),
-                ('p_value', models.FloatField(blank=True, null=True)),
-                ('missing_point', models.FloatField(blank=True, null=True)),
-                ('missing_low', models.PositiveIntegerField(blank=True, null=True)),
-                ('missing_high', models.PositiveIntegerField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('drawn_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('query', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='completeness_checks', to='annotator.query')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "ordinal",
+                    models.PositiveSmallIntegerField(
+                        help_text="The query's 1st, 2nd... check (each spends half the error)."
+                    ),
+                ),
+                (
+                    "frame_kind",
+                    models.CharField(
+                        choices=[
+                            ("collection", "the whole collection"),
+                            ("taxa", "the images of some taxa"),
+                            ("top", "the top of the text and learned rankings"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "frame_depth",
+                    models.PositiveIntegerField(blank=True, help_text="`top` frames: ranks per ranking.", null=True),
+                ),
+                (
+                    "frame_taxa",
+                    models.JSONField(blank=True, default=list, help_text="`taxa` frames: the taxa as given."),
+                ),
+                ("frame_size", models.PositiveIntegerField()),
+                (
+                    "frame_ids",
+                    models.BinaryField(help_text="The frame's image ids, packed (annotator.progress.frames)."),
+                ),
+                (
+                    "judged_ids",
+                    models.BinaryField(help_text="The frame's images someone had judged at the draw, packed."),
+                ),
+                (
+                    "unlabeled",
+                    models.PositiveIntegerField(help_text="The frame's images nobody had judged at the draw."),
+                ),
+                ("found_at_draw", models.PositiveIntegerField(help_text="The frame's positives labeled at the draw.")),
+                ("target_recall", models.FloatField()),
+                ("confidence", models.FloatField(help_text="The claim's, over all of the query's checks.")),
+                (
+                    "tested_at",
+                    models.FloatField(help_text="This check's own confidence: 1 - (1 - confidence) / 2^ordinal."),
+                ),
+                (
+                    "second_judgments",
+                    models.BooleanField(
+                        default=True,
+                        help_text="Positives (the frame's and the sample's) get a second blind judgment first.",
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("checking", "checking"),
+                            ("certified", "certified"),
+                            ("not_certified", "not certified"),
+                        ],
+                        default="checking",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "found",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="The frame's positives outside the sample.", null=True
+                    ),
+                ),
+                (
+                    "positives",
+                    models.PositiveIntegerField(blank=True, help_text="Positives met in the sample.", null=True),
+                ),
+                ("recall_lower_bound", models.FloatField(blank=True, null=True)),
+                ("p_value", models.FloatField(blank=True, null=True)),
+                ("missing_point", models.FloatField(blank=True, null=True)),
+                ("missing_low", models.PositiveIntegerField(blank=True, null=True)),
+                ("missing_high", models.PositiveIntegerField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "drawn_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "query",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="completeness_checks",
+                        to="annotator.query",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['query', '-ordinal'],
+                "ordering": ["query", "-ordinal"],
             },
         ),
         migrations.CreateModel(
-            name='CheckImage',
+            name="CheckImage",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('image', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='catalog.image')),
-                ('completeness_check', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='images', to='annotator.completenesscheck')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("position", models.PositiveIntegerField()),
+                (
+                    "image",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to="catalog.image"
+                    ),
+                ),
+                (
+                    "completeness_check",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="images",
+                        to="annotator.completenesscheck",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['completeness_check', 'position'],
+                "ordering": ["completeness_check", "position"],
             },
         ),
         migrations.AddConstraint(
-            model_name='completenesscheck',
-            constraint=models.UniqueConstraint(fields=('query', 'ordinal'), name='completeness_check_ordinal_once'),
+            model_name="completenesscheck",
+            constraint=models.UniqueConstraint(fields=("query", "ordinal"), name="completeness_check_ordinal_once"),
         ),
         migrations.AddConstraint(
-            model_name='completenesscheck',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'checking')), fields=('query',), name='completeness_check_one_open'),
+            model_name="completenesscheck",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "checking")), fields=("query",), name="completeness_check_one_open"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='checkimage',
-            constraint=models.UniqueConstraint(fields=('completeness_check', 'image'), name='check_image_once'),
+            model_name="checkimage",
+            constraint=models.UniqueConstraint(fields=("completeness_check", "image"), name="check_image_once"),
         ),
     ]

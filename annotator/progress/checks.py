@@ -17,6 +17,7 @@ stays under alpha (1/2 + 1/4 + ... < 1; the Bonferroni argument spent over an un
 """
 
 import math
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,9 +39,11 @@ from annotator.models import (
     Query,
 )
 from annotator.progress import certify
-from annotator.progress.frames import BadCheck, FrameSpec, frame_image_ids, pack, read_frame, unpack
+from annotator.progress.frames import MAX_DEPTH, BadCheck, FrameSpec, frame_image_ids, pack, read_frame, unpack
 
-METHOD = "hypergeometric test (Callaghan and Müller-Hansen 2020) on a simple random sample of the frame's unlabeled images"
+METHOD = (
+    "hypergeometric test (Callaghan and Müller-Hansen 2020) on a simple random sample of the frame's unlabeled images"
+)
 # The values that count as a positive in the sample: unsure counts, so that doubt never helps a claim.
 SAMPLE_POSITIVE = (LabelValue.RELEVANT, LabelValue.UNSURE)
 TRUE = ("true", "1", "yes", "on")
@@ -57,10 +60,8 @@ class CheckRequest:
 def _share(data: dict[str, Any], name: str, default: float) -> float:
     value = data.get(name, default)
     if isinstance(value, str):
-        try:
+        with suppress(ValueError):
             value = float(value)
-        except ValueError:
-            pass
     if isinstance(value, bool) or not isinstance(value, int | float) or not (math.isfinite(value) and 0 < value < 1):
         raise BadCheck(f'"{name}" must be a number between 0 and 1, both excluded (0.9 is 90%), not {value!r:.40}.')
     return float(value)
@@ -70,7 +71,10 @@ def read_request(data: Any) -> CheckRequest:
     """The check a request asks for: {"target_recall": 0.9, "confidence": 0.95, "frame": {...},
     "second_judgments": true}; BadCheck saying what to fix."""
     if not isinstance(data, dict):
-        raise BadCheck('Send a JSON object such as {"target_recall": 0.9, "confidence": 0.95, "frame": {"kind": "top", "depth": 5000}}.')
+        raise BadCheck(
+            'Send a JSON object such as {"target_recall": 0.9, "confidence": 0.95, '
+            '"frame": {"kind": "top", "depth": 5000}}.'
+        )
     second = data.get("second_judgments", True)
     if isinstance(second, str):
         second = second.lower() in TRUE
@@ -82,6 +86,41 @@ def read_request(data: Any) -> CheckRequest:
         frame=read_frame(data.get("frame", {"kind": "top", "depth": 5000})),
         second_judgments=second,
     )
+
+
+def read_form(form: Any) -> CheckRequest:
+    """read_request for the side pane's form (a QueryDict: strings, taxa comma-separated, an unchecked box absent)."""
+    depth: Any = form.get("depth", "").strip()
+    if depth.isdigit():
+        depth = int(depth)
+    kind = form.get("kind", "")
+    frame: dict[str, Any] = {"kind": kind, "depth": depth}
+    if kind == CompletenessCheck.Frame.TAXA:
+        frame["taxa"] = [name.strip() for name in form.get("taxa", "").split(",") if name.strip()]
+    return read_request(
+        {
+            "target_recall": form.get("target_recall", ""),
+            "confidence": form.get("confidence", ""),
+            "frame": frame,
+            "second_judgments": "second_judgments" in form,
+        }
+    )
+
+
+DEFAULT_DEPTH = 5000  # the side pane's `top` frame: INQUIRE's annotators rarely went deeper
+
+
+def form_choices(query: Query, page_taxa: str) -> dict[str, Any]:
+    """What the side pane's check form shows (staff only): the choices, and the open check if there is one."""
+    return {
+        "open_check": open_check(query),
+        "targets": ("0.8", "0.9", "0.95"),
+        "confidences": ("0.9", "0.95", "0.99"),
+        "frame_kinds": [(kind, dict(CompletenessCheck.Frame.choices)[kind]) for kind in ("top", "taxa", "collection")],
+        "default_depth": DEFAULT_DEPTH,
+        "max_depth": MAX_DEPTH,
+        "page_taxa": page_taxa,
+    }
 
 
 def tested_at(confidence: float, ordinal: int) -> float:
@@ -115,7 +154,8 @@ def situation(query: Query, request: CheckRequest) -> Situation:
     """What drawing `request` now would freeze and cost; BadCheck for a query with no labels or an empty frame."""
     if not Judgment.objects.filter(query=query).exists():
         raise BadCheck(
-            f"Query {query.pk} has no labels yet: label down its ranking first; a check tells when to stop, not where to start."
+            f"Query {query.pk} has no labels yet: label down its ranking first; "
+            "a check tells when to stop, not where to start."
         )
     frame = frame_image_ids(query, request.frame)
     if not len(frame):
@@ -164,6 +204,15 @@ def open_check(query: Query) -> CompletenessCheck | None:
 
 def latest(query: Query) -> CompletenessCheck | None:
     return query.completeness_checks.order_by("-ordinal").first()
+
+
+def latest_of(query_ids: list[int]) -> dict[int, CompletenessCheck]:
+    """{query id: its latest check} for the queries that have one, in one read (the dashboard, the query list)."""
+    latest: dict[int, CompletenessCheck] = {}
+    rows = CompletenessCheck.objects.filter(query_id__in=query_ids).defer("frame_ids", "judged_ids")
+    for check in rows.order_by("query_id", "-ordinal"):
+        latest.setdefault(check.query_id, check)
+    return latest
 
 
 def draw(query: Query, request: CheckRequest, user: Writer) -> tuple[CompletenessCheck, bool]:
@@ -240,7 +289,8 @@ def progress(check: CompletenessCheck) -> Progress:
         .values_list("image_id", "n")
     )
     finals = dict(Label.objects.filter(query=query, image_id__in=list(watched)).values_list("image_id", "value"))
-    overlap = set(OverlapImage.objects.filter(query=query, image_id__in=list(watched)).values_list("image_id", flat=True))
+    in_overlap = OverlapImage.objects.filter(query=query, image_id__in=list(watched))
+    overlap = set(in_overlap.values_list("image_id", flat=True))
     wanted = query.judgments_wanted
     second = [i for i in watched if counts.get(i, 0) and i in overlap and counts[i] < wanted and check.second_judgments]
     return Progress(
@@ -305,13 +355,16 @@ def report(query: Query, *, withheld: str = "") -> dict[str, Any]:
     return shown
 
 
+NO_CHECK = "No check yet: when the query looks done, staff draw a random check of its frame (side pane or API)."
+
+
 def _report(query: Query) -> dict[str, Any]:
     check = latest(query)
     if check is None:
         return {
             "query_id": query.pk, "status": "no_check", "frame": None, "target_recall": None, "confidence": None,
             "method": METHOD, "sample": None, "recall_lower_bound": None, "estimated_positives": None,
-            "next": "No check yet: when the query looks done, staff draw a random check of its frame (side pane or API).",
+            "next": NO_CHECK,
         }  # fmt: skip
     now = refresh(check)
     decided = check.status != CompletenessCheck.Status.CHECKING
@@ -320,7 +373,9 @@ def _report(query: Query) -> dict[str, Any]:
         "status": check.status,
         "check": check.ordinal,
         "frame": {
-            "kind": check.frame_kind, "depth": check.frame_depth, "size": check.frame_size,
+            "kind": check.frame_kind,
+            "depth": check.frame_depth,
+            "size": check.frame_size,
             **({"taxa": check.frame_taxa} if check.frame_kind == CompletenessCheck.Frame.TAXA else {}),
         },  # fmt: skip
         "target_recall": check.target_recall,
@@ -354,7 +409,10 @@ def next_step(check: CompletenessCheck, now: Progress) -> str:
     """One sentence: what the team does next."""
     percent, sure = f"{check.target_recall:.0%}", f"{check.confidence:.0%}"
     if check.status == CompletenessCheck.Status.CERTIFIED:
-        return f"Done: recall is at least {percent} with {sure} confidence over this frame; check again after large changes."
+        return (
+            f"Done: recall is at least {percent} with {sure} confidence over this frame; "
+            "check again after large changes."
+        )
     if check.status == CompletenessCheck.Status.NOT_CERTIFIED:
         return (
             f"Not yet: the check found {check.positives} positive{'' if check.positives == 1 else 's'} "
@@ -364,7 +422,11 @@ def next_step(check: CompletenessCheck, now: Progress) -> str:
     if now.unjudged:
         waits.append(f"label the check's {len(now.unjudged)} images left (ranking \u201ccompleteness check\u201d)")
     if now.second:
-        waits.append(f"{len(now.second)} positive{'s wait' if len(now.second) != 1 else ' waits'} for a second annotator's blind judgment")
+        waits.append(f"{_count(len(now.second), 'positive')} for a second annotator's blind judgment")
     if now.adjudication:
-        waits.append(f"{len(now.adjudication)} disagreement{'s wait' if len(now.adjudication) != 1 else ' waits'} for an adjudicator")
+        waits.append(f"{_count(len(now.adjudication), 'disagreement')} for an adjudicator")
     return "Checking: " + "; ".join(waits) + "."
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s wait' if n != 1 else ' waits'}"

@@ -1,7 +1,10 @@
 """How complete a query's labeling is: the numbers on the dashboard.
 
-Two: INQUIRE's not-relevant run (below) and an estimate of the share of the positives found
-(recall_estimate; the method is in stopping.py and the README).
+The claim of its latest completeness check (annotator.progress.checks: recall at least a target with a stated
+confidence over a frame), and beside it two signals with no guarantee: INQUIRE's not-relevant run (below) and RMIR's
+tail-negativeness. The old point estimate of the share of positives found (recall_estimate, stopping.py) left the
+pages: under an annotator wrong 5% of the time it was off by 38 to 57 points and never reached 90% (issue 39,
+bench/RESULTS.md); the simulator still measures it beside the claims.
 
 INQUIRE's rule: without species filters, annotators keep labeling down the
 ranking until at least 100 images in a row are not relevant. The run shown is
@@ -27,16 +30,11 @@ from django.db.models.functions import TruncDate
 from annotator.labels import selectors, visibility
 from annotator.labels.selectors import CountedQuery
 from annotator.models import Judgment, Label, LabelEvent, LabelValue, Query
-from annotator.progress import stopping
+from annotator.progress import checks, stopping
 from common import background
 from search.facade import SearchUnavailable, rank, score_images
 
 RUN_GOAL = 100
-ESTIMATE_HELP = (
-    "Found / (found + the expected positives among the unlabeled images), from the feedback model's scores "
-    "calibrated on your labels (see the README). Optimistic while few positives are known: keep labeling "
-    "until both this and the not-relevant run agree."
-)
 
 
 # annotator/tasks.py: computes and caches a list of queries' figures (refresh, below).
@@ -113,30 +111,6 @@ def recall_estimate(
         return None
 
 
-def query_recall_estimate(query: Query) -> stopping.RecallEstimate | None:
-    values = Label.objects.filter(query=query).values_list("image_id", "value")
-    relevant = [image for image, value in values if value == LabelValue.RELEVANT]
-    not_relevant = [image for image, value in values if value == LabelValue.NOT_RELEVANT]
-    return recall_estimate(query.text, relevant, not_relevant)
-
-
-def cached_estimate(query: Query, labeled: int, last_activity: datetime | None) -> stopping.RecallEstimate | None:
-    """query_recall_estimate, cached like cached_signals (three feedback fits and a deep search each)."""
-    estimate: stopping.RecallEstimate | None = _cached(
-        "estimate", query, labeled, last_activity, partial(query_recall_estimate, query)
-    )[1]
-    return estimate
-
-
-@dataclass(frozen=True)
-class EstimateState:
-    """What a page shows of the recall estimate: the value (None: nothing to estimate from, or no index),
-    or that the background is computing it."""
-
-    value: stopping.RecallEstimate | None
-    computing: bool
-
-
 @dataclass(frozen=True)
 class RunState:
     """What a page shows of INQUIRE's not-relevant run: the value (None: no index), or that the background is
@@ -146,22 +120,19 @@ class RunState:
     computing: bool
 
 
-def figures_or_computing(query: Query, labeled: int, last_activity: datetime | None) -> tuple[RunState, EstimateState]:
-    """The not-relevant run and the recall estimate of `query` as cached, each else "computing", the background
-    asked (once for both: one job computes both). Neither is computed in a request: the estimate is three
-    feedback fits and a deep search, the run a ranking of every label, and the cache key moves with every
-    label, so computing on a miss put that into every refresh after a save (issue 38). A page showing
-    "computing" polls its fragment, which asks again until the values are cached."""
+def figures_or_computing(query: Query, labeled: int, last_activity: datetime | None) -> RunState:
+    """The not-relevant run of `query` as cached, else "computing", the background asked. It is not computed in a
+    request: it ranks every label, and the cache key moves with every label, so computing on a miss put that
+    into every refresh after a save (issue 38). A page showing "computing" polls its fragment, which asks again
+    until the value is cached."""
     have_signals, signals = _cached("signals", query, labeled, last_activity)
-    have_estimate, estimate = _cached("estimate", query, labeled, last_activity)
-    if not (have_signals and have_estimate):
+    if not have_signals:
         _ask_background(query, labeled, last_activity)
-    run = RunState(signals["run"], False) if have_signals else RunState(None, True)
-    return run, EstimateState(estimate, not have_estimate)
+    return RunState(signals["run"], False) if have_signals else RunState(None, True)
 
 
 def _ask_background(query: Query, labeled: int, last_activity: datetime | None) -> None:
-    """Have the background compute and cache the query's signals and estimate (once per state of its labels)."""
+    """Have the background compute and cache the query's signals (once per state of its labels)."""
     background.submit_when_polled(REFRESH_TASK, (query.pk,), key=_key("refresh", query, labeled, last_activity))
 
 
@@ -202,10 +173,9 @@ def _cached(
 
 
 def refresh(query_ids: Iterable[int]) -> None:
-    """Compute and cache the signals and estimate of `query_ids` (the background half of the dashboard)."""
+    """Compute and cache the signals of `query_ids` (the background half of the dashboard)."""
     for query in selectors.with_label_counts(Query.objects.filter(pk__in=list(query_ids))):
         cached_signals(query, query.labeled, query.last_activity)
-        cached_estimate(query, query.labeled, query.last_activity)
 
 
 @dataclass(frozen=True)
@@ -214,42 +184,40 @@ class Completeness:
 
     run: int | None  # INQUIRE's not-relevant run (None: no index, or `pending`)
     tsr: float | None  # RMIR's tail-negativeness score
-    estimate: EstimateState  # the share of the positives found
     pending: bool  # run and TSR are being computed in the background
     run_met: bool  # the run reached RUN_GOAL
     done_percent: int  # progress toward done: 100 once the run is met or the query is marked done
 
 
 def with_completeness(queries: list[CountedQuery]) -> list[CountedQuery]:
-    """Give each query (annotated by selectors.with_label_counts) its `completeness` (a Completeness): run,
-    TSR and estimate as cached, and the queries missing any sent to the background in one job. Those are
-    `pending` (the page says "computing") until a later visit finds them cached: nothing here reads every
-    label of a query (at 1M labels that held the dashboard for 40 s; bench/RESULTS.md)."""
+    """Give each query (annotated by selectors.with_label_counts) its `completeness` (a Completeness): run and
+    TSR as cached, and the queries missing them sent to the background in one job. Those are `pending` (the page
+    says "computing") until a later visit finds them cached: nothing here reads every label of a query (at 1M
+    labels that held the dashboard for 40 s; bench/RESULTS.md). Each also gets `claim`, its latest completeness
+    check (or None), read for all of them at once."""
     pending = []
+    claims = checks.latest_of([query.pk for query in queries])
     for query in queries:
+        query.claim = claims.get(query.pk)
         if getattr(query, "withheld", ""):  # the viewer judges images of it blind (annotator.labels.visibility)
             query.completeness = None
             continue
         have_signals, signals = _cached("signals", query, query.labeled, query.last_activity)
-        have_estimate, estimate = _cached("estimate", query, query.labeled, query.last_activity)
-        if not (have_signals and have_estimate):
+        if not have_signals:
             pending.append(query.pk)
-        query.completeness = _completeness(query, signals, have_signals, EstimateState(estimate, not have_estimate))
+        query.completeness = _completeness(query, signals, have_signals)
     if pending:
         _send_refresh(pending)
     return queries
 
 
-def _completeness(
-    query: Query, signals: dict[str, Any] | None, have_signals: bool, estimate: EstimateState
-) -> Completeness:
+def _completeness(query: Query, signals: dict[str, Any] | None, have_signals: bool) -> Completeness:
     run = (signals or {}).get("run")
     run_met = run is not None and run >= RUN_GOAL
     finished = run_met or query.status == Query.Status.DONE
     return Completeness(
         run=run,
         tsr=(signals or {}).get("tsr"),
-        estimate=estimate,
         pending=not have_signals,
         run_met=run_met,
         done_percent=100 if finished else round(100 * min(run or 0, RUN_GOAL) / RUN_GOAL),
@@ -282,9 +250,14 @@ def dashboard(
         "unsure": sum(q.unsure for q in queries),
         "undecided": sum(q.undecided for q in queries),
         "run_met": sum(q.completeness.run_met for q in queries if q.completeness),
+        "certified": sum(1 for q in queries if q.claim and q.claim.status == "certified" and not _withheld(q)),
         "fully_labeled": sum(q.fully_labeled == Query.FullyLabeled.YES for q in queries),
     }
     return queries, totals
+
+
+def _withheld(query: CountedQuery) -> bool:
+    return bool(getattr(query, "withheld", ""))
 
 
 def activity(query: Query) -> dict[str, Any]:
@@ -319,11 +292,12 @@ def activity(query: Query) -> dict[str, Any]:
 
 
 def side_pane(query: Query, sight: visibility.Sight, counts: dict[str, Any]) -> dict[str, Any]:
-    """What the side pane shows of the run and the recall estimate: the cached values, or "computing" (asked
-    of the background: neither is computed in a request), or for a viewer judging images of the query blind,
-    why they are withheld (both are read off every label, the hidden ones too)."""
-    shown = {"query": query, "run_goal": RUN_GOAL, "estimate_help": ESTIMATE_HELP}
-    if withheld := sight.withheld(query.pk):
-        return {**shown, "withheld": withheld, "run": None, "estimate": None}
-    run, estimate = figures_or_computing(query, counts["labeled"], counts["last_activity"])
-    return {**shown, "run": run, "estimate": estimate}
+    """What the side pane shows: the completeness claim (annotator.progress.checks) and the not-relevant run, the
+    cached value or "computing" (asked of the background: it is not computed in a request); for a viewer judging
+    images of the query blind, why the run and the claim's figures are withheld (read off every label, the hidden
+    ones too)."""
+    withheld = sight.withheld(query.pk)
+    shown = {"query": query, "run_goal": RUN_GOAL, "completeness": checks.report(query, withheld=withheld)}
+    if withheld:
+        return {**shown, "withheld": withheld, "run": None}
+    return {**shown, "run": figures_or_computing(query, counts["labeled"], counts["last_activity"])}

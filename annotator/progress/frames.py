@@ -59,7 +59,9 @@ def read_frame(raw: Any) -> FrameSpec:
     if kind == CompletenessCheck.Frame.TOP:
         depth = raw.get("depth")
         if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
-            raise BadCheck(f'A "top" frame needs a "depth", a whole number from 1 to {MAX_DEPTH:,}, not {_shown(depth)}.')
+            raise BadCheck(
+                f'A "top" frame needs a "depth", a whole number from 1 to {MAX_DEPTH:,}, not {_shown(depth)}.'
+            )
         return FrameSpec(kind, depth=depth)
     if kind == CompletenessCheck.Frame.TAXA:
         taxa = raw.get("taxa")

@@ -4,18 +4,22 @@ Every figure that reads every label comes cached or "computing…" from the back
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseBase
+from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.http import urlencode
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
+from annotator import labels
 from annotator.forms import TrackingForm
 from annotator.inquire.exporters import EXPORTS
 from annotator.labels import visibility
 from annotator.models import Query
-from annotator.progress import figures
+from annotator.progress import checks, figures
 from annotator.team.panel import team_panel
 from common.http import SignedInRequest
+from common.refusals import drawn_for_target
 
 
 @login_required
@@ -63,7 +67,7 @@ def dashboard_query(request: SignedInRequest, query_id: int) -> HttpResponseBase
     # Every figure below is read off every judgment or label, the hidden ones too: withheld from a viewer who
     # still judges images of this query blind (the counts above are theirs).
     withheld = sight.withheld(query.pk)
-    run = None if withheld else figures.figures_or_computing(query, counts["labeled"], counts["last_activity"])[0]
+    run = None if withheld else figures.figures_or_computing(query, counts["labeled"], counts["last_activity"])
     return render(
         request,
         "annotator/dashboard_query.html",
@@ -74,6 +78,7 @@ def dashboard_query(request: SignedInRequest, query_id: int) -> HttpResponseBase
             "withheld": withheld,
             "run": run,
             "run_goal": figures.RUN_GOAL,
+            "completeness": checks.report(query, withheld=withheld),
             "activity": None if withheld else figures.activity(query),
             "team": None if withheld else team_panel(query),
             "exports": list(EXPORTS),
@@ -84,7 +89,7 @@ def dashboard_query(request: SignedInRequest, query_id: int) -> HttpResponseBase
 @login_required
 @require_GET
 def figures_fragment(request: SignedInRequest, query_id: int) -> HttpResponseBase:
-    """The side pane's figures (the not-relevant run, the recall estimate), asked for again by the page a
+    """The side pane's figures (the not-relevant run, the completeness claim), asked for again by the page a
     moment after its labels are saved, so that they follow the labels instead of the page's load."""
     query = get_object_or_404(Query, pk=query_id)
     sight = visibility.of(request)
@@ -93,10 +98,38 @@ def figures_fragment(request: SignedInRequest, query_id: int) -> HttpResponseBas
 
 @login_required
 @require_GET
-def estimate_fragment(request: SignedInRequest, query_id: int) -> HttpResponseBase:
-    """The recall estimate of a query, polled by the labeling page's side pane while the background computes
-    it. (The dashboard does not poll: a project's hundreds of rows would poll at once; like its run and TSR
-    cells, the row says "computing…" until a reload finds the figure.)"""
+def check_cost(request: SignedInRequest, query_id: int) -> HttpResponseBase:
+    """What the check the side pane's form describes would cost, before anything is drawn (staff)."""
     query = get_object_or_404(Query, pk=query_id)
-    sight = visibility.of(request)
-    return render(request, "annotator/_estimate.html", figures.side_pane(query, sight, sight.counts(query)))
+    if not labels.may_manage(request.user):
+        raise PermissionDenied("Drawing a completeness check needs the permission to change queries.")
+    try:
+        cost = checks.situation(query, checks.read_form(request.GET))
+    except checks.BadCheck as bad:
+        return drawn_for_target(
+            render(request, "annotator/_check_cost.html", {"query": query, "error": str(bad)}, status=400)
+        )
+    return render(request, "annotator/_check_cost.html", {"query": query, "cost": cost})
+
+
+@login_required
+@require_POST
+def draw_check(request: SignedInRequest, query_id: int) -> HttpResponseBase:
+    """Draw the check the side pane's form describes (staff), then open its sample in the grid; a refusal is shown
+    in the form, where the button was pressed."""
+    query = get_object_or_404(Query, pk=query_id)
+    if not labels.may_manage(request.user):
+        return _check_refused(request, query, DRAW_REFUSED, 403)
+    try:
+        checks.draw(query, checks.read_form(request.POST), request.user)
+    except checks.BadCheck as bad:
+        return _check_refused(request, query, str(bad), 400)
+    return HttpResponseClientRedirect(reverse("label", args=[query.pk]) + "?ranking=check")
+
+
+def _check_refused(request: SignedInRequest, query: Query, sentence: str, status: int) -> HttpResponse:
+    shown = {"query": query, "cf": checks.form_choices(query, ""), "error": sentence}
+    return drawn_for_target(render(request, "annotator/_check_form.html", shown, status=status))
+
+
+DRAW_REFUSED = "Drawing a completeness check needs the permission to change queries: ask staff."

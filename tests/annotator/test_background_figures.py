@@ -1,5 +1,5 @@
-"""Issue 21, item 3: no heavy work in a request. The recall estimate (three feedback fits and a deep search)
-and an uploaded example's CLIP vector are computed by the background path; the pages say "computing" (or
+"""Issue 21, item 3: no heavy work in a request. The not-relevant run (a ranking of every label) and an uploaded
+example's CLIP vector are computed by the background path; the pages say "computing" (or
 "embedding") and poll until the result is stored."""
 
 import io
@@ -41,40 +41,29 @@ def labeling_ranking(query):
     return [hit.image_id for hit in ranking_page.candidates(query, viewer=None, strategy="text", k=100)]
 
 
-def test_the_estimate_is_never_computed_in_the_request_and_the_page_polls_until_it_is_cached(
-    ann, labeling, monkeypatch, django_capture_on_commit_callbacks
+def test_the_old_recall_estimate_is_on_no_page_and_not_computed(
+    ann, labeling, client, monkeypatch, django_capture_on_commit_callbacks
 ):
+    """Issue 39: the point estimate overstated completeness under annotator mistakes (bench/RESULTS.md), so it left
+    the pages; the completeness claim stands in its place, and nothing computes the estimate for a page."""
     query = labeling["query"]
-    values = [LabelValue.RELEVANT] * 6 + [LabelValue.NOT_RELEVANT] * 30
-    label_top(labeling, values)
+    label_top(labeling, [LabelValue.RELEVANT] * 6 + [LabelValue.NOT_RELEVANT] * 30)
     computed = []
-    original = progress.query_recall_estimate
-    monkeypatch.setattr(progress, "query_recall_estimate", lambda q: computed.append(q.pk) or original(q))
-
-    with django_capture_on_commit_callbacks() as sent:
-        page = ann.get(reverse("label", args=[query.pk])).content.decode()
-    assert computed == []  # not in the request
-    assert len(sent) == 1  # the background job was asked for it, once the request's transaction commits
-    box = re.search(r'<p id="recall-estimate-box".*?</p>', page, re.S).group(0)
-    assert f'hx-get="/queries/{query.pk}/estimate"' in box and "computing…" in box
-    fragment = ann.get(reverse("query-estimate", args=[query.pk])).content.decode()
-    assert "computing…" in fragment and computed == []  # still polling, still not computed here
-
-    progress.refresh([query.pk])  # what the background job annotator.refresh_progress runs
-    assert computed == [query.pk]
-    fragment = ann.get(reverse("query-estimate", args=[query.pk])).content.decode()
-    estimate = progress.cached_estimate(query, len(values), query.labels.latest("updated_at").updated_at)
-    assert estimate is not None and f"~{estimate.percent}%" in fragment
-    assert "hx-get" not in fragment and "computing" not in fragment  # done: the polling stops
-    assert f"{estimate.found} found" in fragment and computed == [query.pk]
-
-    # A new label changes the cache key: computing again, in the background.
-    set_label(
-        query_id=query.pk, image_id=labeling_ranking(query)[0], value=LabelValue.RELEVANT, user=labeling["annotator"],
-        source=LabelSource.CLICK,
-    )  # fmt: skip
-    assert "computing…" in ann.get(reverse("query-estimate", args=[query.pk])).content.decode()
-    assert computed == [query.pk]
+    monkeypatch.setattr(progress, "recall_estimate", lambda *args: computed.append(args))
+    client.force_login(labeling["admin"])
+    pages = [
+        ann.get(reverse("label", args=[query.pk])).content.decode(),
+        ann.get(reverse("query-figures", args=[query.pk])).content.decode(),
+        client.get(reverse("dashboard")).content.decode(),
+        client.get(reverse("dashboard-query", args=[query.pk])).content.decode(),
+        ann.get(reverse("home")).content.decode(),
+    ]
+    progress.refresh([query.pk])  # what the background job runs
+    for page in pages:
+        assert "recall-estimate" not in page and "(est.)" not in page and "found (estimate)" not in page
+    assert 'id="completeness-status">no check yet<' in pages[0] and 'id="completeness-next"' in pages[1]
+    assert "no check" in pages[2]
+    assert computed == []
 
 
 def test_no_label_is_scored_in_a_request_on_a_cold_cache(
@@ -110,10 +99,10 @@ def test_no_label_is_scored_in_a_request_on_a_cold_cache(
     assert scored == [query.pk]
 
 
-def test_the_estimate_fragment_answers_404_for_an_unknown_query_and_needs_a_login(client, ann):
-    assert ann.get("/queries/999999/estimate").status_code == 404
+def test_the_check_fragments_answer_404_for_an_unknown_query_and_need_a_login(client, ann):
+    assert ann.get("/queries/999999/completeness/cost").status_code == 404
     client.logout()
-    assert client.get("/queries/1/estimate").status_code == 302
+    assert client.get("/queries/1/completeness/cost").status_code == 302
 
 
 def _png(colour=(10, 120, 200)) -> io.BytesIO:

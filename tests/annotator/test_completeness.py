@@ -3,7 +3,7 @@ second judgments of its positives and adjudication), the claim, and every refusa
 
 import numpy as np
 import pytest
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from annotator.labels import LabelChange, sealed, set_labels
@@ -45,6 +45,12 @@ def label(user, query, image_ids, value):
         format="json",
     )
     assert answer.status_code == 200, answer.content
+
+
+def adjudicate(user, query, image_id, value):
+    return api_for(user).post(
+        f"/api/queries/{query.pk}/adjudicate/", {"image": image_id, "value": value}, format="json"
+    )
 
 
 def check_candidates(user, query, k=500):
@@ -155,7 +161,8 @@ def test_a_check_met_with_no_positive_certifies_once_the_positives_are_confirmed
     assert shown["status"] == "checking" and shown["sample"]["labeled"] == len(sample)
     assert shown["sample"]["pending"] == 7 and "second annotator" in shown["next"]  # Ann's positives, unconfirmed
     confirm = check_candidates(bob, query)
-    assert sorted(confirm) == sorted(Label.objects.filter(query=query, value="relevant").values_list("image_id", flat=True))
+    relevant = Label.objects.filter(query=query, value="relevant").values_list("image_id", flat=True)
+    assert sorted(confirm) == sorted(relevant)
     assert not sealed.seen_by(query, bob, confirm)  # blind: Bob sees them unlabeled
     label(bob, query, confirm, "relevant")
     shown = api_for(ann).get(team["url"]).json()
@@ -168,7 +175,8 @@ def test_a_check_met_with_no_positive_certifies_once_the_positives_are_confirmed
 
 def test_a_sampled_positive_gets_a_blind_second_judgment_and_a_disagreement_waits_for_adjudication(team):
     query, ann, bob, admin = team["query"], team["annotator"], team["bob"], team["admin"]
-    draw(team, {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "top", "depth": 40}, "second_judgments": False})
+    alone = {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "top", "depth": 40}, "second_judgments": False}
+    draw(team, alone)
     check = CompletenessCheck.objects.get()
     assert not OverlapImage.objects.exists()  # without second judgments nothing joins the overlap sample
     check.delete()
@@ -187,7 +195,7 @@ def test_a_sampled_positive_gets_a_blind_second_judgment_and_a_disagreement_wait
     label(bob, query, list(OverlapImage.objects.exclude(image_id=first).values_list("image_id", flat=True)), "relevant")
     shown = api_for(ann).get(team["url"]).json()
     assert shown["status"] == "checking" and shown["sample"]["pending"] == 1 and "adjudicator" in shown["next"]
-    decided = api_for(admin).post(f"/api/queries/{query.pk}/adjudicate/", {"image": first, "value": "relevant"}, format="json")
+    decided = adjudicate(admin, query, first, "relevant")
     assert decided.status_code == 200, decided.content
     shown = api_for(ann).get(team["url"]).json()
     assert shown["status"] in ("certified", "not_certified") and shown["sample"]["positives"] == 1
@@ -204,7 +212,7 @@ def test_a_mistaken_positive_overturned_by_the_second_judgment_does_not_count(te
     label(bob, query, positives[:1], "not_relevant")  # one of Ann's positives was a mistake
     label(bob, query, positives[1:], "relevant")
     admin = team["admin"]
-    api_for(admin).post(f"/api/queries/{query.pk}/adjudicate/", {"image": positives[0], "value": "not_relevant"}, format="json")
+    assert adjudicate(admin, query, positives[0], "not_relevant").status_code == 200
     shown = api_for(ann).get(team["url"]).json()
     assert shown["status"] != "checking" and shown["found"] == 6
 
@@ -231,7 +239,8 @@ def test_an_annotator_judging_blind_reads_no_claim_figures(team):
     label(ann, query, sample[:1], "relevant")
     shown = api_for(bob).get(team["url"]).json()
     assert shown["withheld"] and shown["sample"]["positives"] is None and shown["found"] is None
-    # Ann too waits for the second judgments of her positives (a count would tell her Bob's votes); adjudicators read all.
+    # Ann too waits for the second judgments of her positives (a count would tell her Bob's votes); adjudicators
+    # read everything.
     assert api_for(ann).get(team["url"]).json()["sample"]["positives"] is None
     assert api_for(team["admin"]).get(team["url"]).json()["sample"]["positives"] == 1
 

@@ -90,10 +90,11 @@ def test_the_whole_labeling_flow(page, live_server, labeling, artifacts):
     row = page.locator(f'tr[data-query-id="{query.pk}"]')
     expect(row.locator(".labeled")).to_have_text("80")
     expect(row.locator(".relevant")).to_have_text("2")
-    # The estimate comes from the background: once its job has run, a reload shows it.
+    # The run comes from the background: once its job has run, a reload shows it; no claim without a check.
     background.wait_for_all(timeout=120)
     page.reload()
-    expect(row.locator(".estimate")).to_have_text(re.compile(r"^~\d+%$"))
+    expect(row).not_to_contain_text("computing…")
+    expect(row.locator(".claim")).to_have_text("no check")
     page.screenshot(path=str(artifacts / "dashboard.png"), full_page=True)
 
     page.click(f'a[href="/dashboard/{query.pk}/"]')
