@@ -12,6 +12,7 @@ inquire_labels.csv       query_id,image_id,image_path,label,annotator,updated_at
 inquire_judgments.csv    query_id,image_id,annotator,label,source,lead_time_ms,updated_at  (every annotator's
                          judgment: what researchers ask benchmarks for beside the gold labels)
 agreement.json           the agreement figures (annotator.team.agreement), written beside them by export_inquire
+completeness.json        one record per query: its completeness claim (annotator.progress.checks), beside them
 """
 
 import csv
@@ -24,6 +25,7 @@ from django.db import connection
 from django.db.models import F, QuerySet
 
 from annotator.models import Judgment, Label, LabelValue, Query
+from annotator.progress import checks
 from annotator.team.agreement import report
 from catalog.models import ROWS_PER_STATEMENT, Image
 from common.files import atomic_path
@@ -87,6 +89,7 @@ EXPORTS: dict[str, Callable[..., Iterator[list[Any]]]] = {
     "inquire_judgments.csv": judgment_rows,
 }
 AGREEMENT_FILE = "agreement.json"
+COMPLETENESS_FILE = "completeness.json"
 
 
 class _Echo:
@@ -219,4 +222,6 @@ def export_inquire(
 
     with atomic_path(out_dir / AGREEMENT_FILE) as partial:
         partial.write_text(json.dumps(report(query_ids), indent=2) + "\n", encoding="utf-8")
+    with atomic_path(out_dir / COMPLETENESS_FILE) as partial:
+        partial.write_text(json.dumps(checks.reports(query_ids), indent=2) + "\n", encoding="utf-8")
     return counts

@@ -1,4 +1,4 @@
-"""The benchmark's files for staff: the INQUIRE CSVs and agreement.json, streamed."""
+"""The benchmark's files for staff: the INQUIRE CSVs, agreement.json and completeness.json, streamed."""
 
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
@@ -13,8 +13,9 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from annotator.inquire.exporters import AGREEMENT_FILE, EXPORTS, export_lines
+from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE, EXPORTS, export_lines
 from annotator.labels import visibility
+from annotator.progress import checks
 from annotator.team import agreement
 from common.http import SignedInRequest
 
@@ -24,8 +25,8 @@ from common.http import SignedInRequest
 def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
     """Stream one INQUIRE CSV, or agreement.json (optionally for ?query=ID&query=ID only); a CSV is never built
     whole in memory. Refused, with the reason, to a viewer for whom an overlap sample still waits (visibility)."""
-    if name not in EXPORTS and name != AGREEMENT_FILE:
-        raise Http404(f"No export named {name}; the exports are {', '.join([*EXPORTS, AGREEMENT_FILE])}.")
+    if name not in EXPORTS and name not in JSON_FILES:
+        raise Http404(f"No export named {name}; the exports are {', '.join([*EXPORTS, *JSON_FILES])}.")
     query_ids = None
     if raw := request.GET.getlist("query"):
         if not all(value.isascii() and value.isdigit() and int(value) < 2**63 for value in raw):
@@ -33,8 +34,8 @@ def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
         query_ids = sorted({int(value) for value in raw})
     if refused := visibility.of(request).refusal(query_ids):
         raise PermissionDenied(refused)  # Quire's 403 page says it, with the way back
-    if name == AGREEMENT_FILE:  # what export_inquire writes beside the CSVs, at full precision
-        response = JsonResponse(agreement.report(query_ids), json_dumps_params={"indent": 2})
+    if name in JSON_FILES:  # what export_inquire writes beside the CSVs, at full precision
+        response = JsonResponse(JSON_FILES[name](query_ids), json_dumps_params={"indent": 2}, safe=False)
         response["Content-Disposition"] = f'attachment; filename="{export_file_name(name, query_ids)}"'
         return response
     for_spreadsheets = request.GET.get("spreadsheet_safe") in ("1", "on")
@@ -46,6 +47,10 @@ def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
         file_name = file_name.replace(".csv", "_spreadsheet.csv")
     streamed["Content-Disposition"] = f'attachment; filename="{file_name}"'
     return streamed
+
+
+# The figures export_inquire writes beside the CSVs: the agreement, and one completeness claim per query.
+JSON_FILES = {AGREEMENT_FILE: agreement.report, COMPLETENESS_FILE: checks.reports}
 
 
 def export_file_name(name: str, query_ids: list[int] | None) -> str:

@@ -358,6 +358,14 @@ def report(query: Query, *, withheld: str = "") -> dict[str, Any]:
 NO_CHECK = "No check yet: when the query looks done, staff draw a random check of its frame (side pane or API)."
 
 
+def reports(query_ids: Any = None) -> list[dict[str, Any]]:
+    """report() of every query (or of `query_ids`), by id: what completeness.json holds."""
+    queries = Query.objects.order_by("pk")
+    if query_ids is not None:
+        queries = queries.filter(pk__in=list(query_ids))
+    return [report(query) for query in queries]
+
+
 def _report(query: Query) -> dict[str, Any]:
     check = latest(query)
     if check is None:

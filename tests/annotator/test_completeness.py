@@ -252,3 +252,45 @@ def test_frame_ids_pack_small_and_come_back_whole():
     contiguous = np.arange(1, 5_000_001, dtype=np.int64)
     assert len(pack(contiguous)) < 100_000 and np.array_equal(unpack(pack(contiguous)), contiguous)
     assert len(unpack(pack(np.array([], dtype=np.int64)))) == 0
+
+
+def test_the_command_prints_each_claim_draws_one_and_refuses_with_a_reason(team, capsys, tmp_path):
+    import json
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    query = team["query"]
+    call_command("completeness", "--json")
+    (record,) = json.loads(capsys.readouterr().out)
+    assert record["query_id"] == query.pk and record["status"] == "no_check"
+    before = database_snapshot()
+    for arguments, words in [
+        (["--query", "424242"], "unknown query"),
+        (["--draw"], "exactly one --query"),
+        (["--draw", "--query", str(query.pk), "--target", "1.5"], "target_recall"),
+        (["--draw", "--query", str(query.pk), "--frame", "taxa", "--taxon", "No such bird"], "No such bird"),
+    ]:
+        with pytest.raises(CommandError, match=words):
+            call_command("completeness", *arguments)
+    assert database_snapshot() == before
+    call_command("completeness", "--draw", "--query", str(query.pk), "--target", "0.5", "--depth", "40")
+    captured = capsys.readouterr()
+    check = CompletenessCheck.objects.get()
+    assert f"Drew check 1 of query {query.pk}: {check.images.count()} images" in captured.err
+    assert "checking" in captured.out and "top 40" in captured.out
+    before = database_snapshot()
+    # The open check is answered, not a second one drawn; nothing else changed.
+    call_command("completeness", "--draw", "--query", str(query.pk))
+    assert "already has an open check" in capsys.readouterr().err
+    assert database_snapshot() == before
+
+    call_command("export_inquire", str(tmp_path / "out"))
+    exported = json.loads((tmp_path / "out" / "completeness.json").read_text())
+    assert [row["query_id"] for row in exported] == [query.pk] and exported[0]["status"] == "checking"
+    assert exported[0]["frame"]["size"] == check.frame_size and exported[0]["sample"]["size"] == check.images.count()
+    team["admin"].refresh_from_db()
+    client = APIClient()
+    client.force_login(team["admin"])
+    downloaded = client.get("/exports/completeness.json").json()
+    assert downloaded == exported

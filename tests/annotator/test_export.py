@@ -148,7 +148,7 @@ def test_command_writes_the_files_and_refuses_bad_targets(tmp_path, labeled, cap
     call_command("export_inquire", str(tmp_path / "out"))
     assert f"{tmp_path / 'out' / 'inquire_labels.csv'}: 6 rows" in capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
-        [*NAMES, "inquire_judgments.csv", "agreement.json"]
+        [*NAMES, "inquire_judgments.csv", "agreement.json", "completeness.json"]
     )
 
     a_file = tmp_path / "file.txt"

@@ -3,7 +3,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotator.inquire.exporters import AGREEMENT_FILE, export_inquire
+from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE, export_inquire
 from annotator.models import Query
 
 
@@ -34,3 +34,4 @@ class Command(BaseCommand):
         for name, rows in counts.items():
             self.stdout.write(f"{out_dir / name}: {rows} rows")
         self.stdout.write(f"{out_dir / AGREEMENT_FILE}: the agreement figures")
+        self.stdout.write(f"{out_dir / COMPLETENESS_FILE}: each query's completeness claim")

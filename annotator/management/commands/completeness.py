@@ -1,0 +1,79 @@
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotator.models import Query
+from annotator.progress import checks
+from annotator.progress.frames import KINDS
+
+
+class Command(BaseCommand):
+    help = (
+        "Each query's completeness claim: recall at least a target with a stated confidence over a frame, from a "
+        "random check of the frame's unlabeled images (or what the open check still waits for). With --draw, draw "
+        "a check of the --query given, as the side pane and the API do."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--query", type=int, action="append", dest="query_ids", help="only this query (repeatable)")
+        parser.add_argument("--json", action="store_true", help="print one JSON record per query (a list)")
+        parser.add_argument("--draw", action="store_true", help="draw a check of the one --query given")
+        parser.add_argument("--target", type=float, default=0.9, help="--draw: the recall to certify (0.9)")
+        parser.add_argument("--confidence", type=float, default=0.95, help="--draw: its confidence (0.95)")
+        parser.add_argument("--frame", choices=KINDS, default="top", help="--draw: the frame's kind (top)")
+        parser.add_argument("--depth", type=int, default=checks.DEFAULT_DEPTH, help="--draw, top: ranks per ranking")
+        parser.add_argument("--taxon", action="append", default=[], help="--draw, taxa: a taxon (repeatable)")
+        parser.add_argument(
+            "--single-judgments", action="store_true", help="--draw: no second blind judgment of the positives"
+        )
+
+    def handle(self, query_ids: list[int] | None, **options: Any) -> None:
+        queries = Query.objects.order_by("pk")
+        if query_ids:
+            queries = queries.filter(pk__in=query_ids)
+            if unknown := sorted(set(query_ids) - set(queries.values_list("pk", flat=True))):
+                raise CommandError(f"unknown query id(s) {', '.join(map(str, unknown))}")
+        if options["draw"]:
+            if len(query_ids or []) != 1:
+                raise CommandError("--draw draws a check of one query: give exactly one --query.")
+            self._draw(queries.get(), options)
+        records = [checks.report(query) for query in queries]
+        self.stdout.write(json.dumps(records, indent=2) if options["json"] else _table(records))
+
+    def _draw(self, query: Query, options: dict[str, Any]) -> None:
+        frame: dict[str, Any] = {"kind": options["frame"], "depth": options["depth"], "taxa": options["taxon"]}
+        try:
+            asked = checks.read_request(
+                {
+                    "target_recall": options["target"],
+                    "confidence": options["confidence"],
+                    "frame": frame,
+                    "second_judgments": not options["single_judgments"],
+                }
+            )
+            check, drawn = checks.draw(query, asked, None)
+        except checks.BadCheck as bad:
+            raise CommandError(str(bad)) from None
+        said = "Drew" if drawn else "Query already has an open check:"
+        self.stderr.write(f"{said} check {check.ordinal} of query {query.pk}: {check.images.count()} images to label.")
+
+
+def _table(records: list[dict[str, Any]]) -> str:
+    lines = [f"{'query':>6}  {'status':<13} {'frame':<22} {'target':>6} {'conf.':>5} {'bound':>6}  sample     next"]
+    for record in records:
+        frame = record["frame"]
+        where = "" if frame is None else f"{frame['kind']} {frame['depth'] or ''} ({frame['size']})".replace("  ", " ")
+        sample = record["sample"]
+        progress = "" if sample is None else f"{sample['labeled']}/{sample['size']}"
+        bound = record["recall_lower_bound"]
+        lines.append(
+            f"{record['query_id']:>6}  {record['status']:<13} {where:<22} {_share(record['target_recall']):>6} "
+            f"{_share(record['confidence']):>5} {'' if bound is None else f'{bound:.3f}':>6}  {progress:<10} "
+            f"{record['next']}"
+        )
+    return "\n".join(lines)
+
+
+def _share(value: float | None) -> str:
+    return "" if value is None else f"{value:.0%}"
