@@ -10,10 +10,22 @@ from annotator.labels.visibility import of as sight_of
 from annotator.methods import rerank
 from annotator.methods.registry import MODEL_METHODS
 from annotator.models import Query
+from annotator.progress.certify import check_size, claim
+from annotator.progress.checks import tested_at
 from annotator.progress.figures import recall_estimate
 from annotator.progress.stopping import DEPTH, cross_fitted
 
-__all__ = ["DEPTH", "MODEL_METHODS", "cross_fitted", "ranking_by", "recall_estimate", "sight_of"]
+__all__ = [
+    "DEPTH",
+    "MODEL_METHODS",
+    "check_size",
+    "claim",
+    "cross_fitted",
+    "ranking_by",
+    "recall_estimate",
+    "sight_of",
+    "tested_at",
+]
 
 
 def ranking_by(query: Query, method: str, *, top: int, depth: int) -> list[tuple[int, float]]:

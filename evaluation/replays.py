@@ -8,7 +8,7 @@ from typing import Any
 
 from annotator.facade import recall_estimate
 from annotator.models import Query
-from evaluation import simulation, worlds
+from evaluation import certification, simulation, worlds
 from evaluation.inputs import InputError, read_qrels
 from search.facade import LABEL_ONLY_STRATEGIES, next_batch
 
@@ -79,6 +79,38 @@ def team_world(options: dict[str, Any]) -> Grounds:
         raise BadReplay(f"--kinds: {error}") from None
     source = f"team world ({', '.join(kinds)}; seed {options['seed']})"
     return Grounds(world.positives, world_rankers(world, options), world.hard, world.kinds, source)
+
+
+def certification_settings(options: dict[str, Any]) -> "certification.Settings":
+    """The stopping-rule simulation's settings from the command's options; BadReplay naming one out of range."""
+    if not options["team_world"]:
+        raise BadReplay("--completeness runs on the team world: add --team-world.")
+    if not 0 < options["target"] < 1:
+        raise BadReplay("--target must be a share above 0 and below 1 for --completeness, e.g. 0.9.")
+    if not 0 < options["confidence"] < 1:
+        raise BadReplay("--confidence must be a share above 0 and below 1, e.g. 0.95.")
+    if not 1 <= options["depth"] <= 20_000:
+        raise BadReplay("--depth must be 1 to 20,000 images of each ranking.")
+    if not 1 <= options["seeds"] <= 1000:
+        raise BadReplay("--seeds must be 1 to 1,000 worlds.")
+    return certification.Settings(
+        noise=options["noise"], target=options["target"], confidence=options["confidence"], depth=options["depth"],
+        batch=options["batch"], max_review=options["max_labels"], estimate=not options["no_estimate"],
+    )  # fmt: skip
+
+
+def seeded_team_worlds(options: dict[str, Any]) -> list[tuple[int, worlds.World]]:
+    """(seed, team world) for --seeds seeds from --seed on."""
+    kinds = tuple(kind.strip() for kind in options["kinds"].split(",") if kind.strip())
+    if not 1 <= options["per_kind"] <= 50:
+        raise BadReplay("--per-kind must be 1 to 50 queries.")
+    try:
+        return [
+            (seed, worlds.team_world(kinds=kinds, per_kind=options["per_kind"], images=30_000, seed=seed))
+            for seed in range(options["seed"], options["seed"] + options["seeds"])
+        ]
+    except ValueError as error:
+        raise BadReplay(f"--kinds: {error}") from None
 
 
 def synthetic(options: dict[str, Any]) -> Grounds:

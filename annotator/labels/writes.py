@@ -22,6 +22,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection, models, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from annotator.labels import final, sealed, tallies
@@ -291,7 +292,11 @@ def _write(
     """Apply the changes to `user`'s judgments and settle the final labels, in one transaction. With
     `keep_seen`, images `user` already sees labeled are left alone (Submit)."""
     with transaction.atomic(), recording_label_changes():
-        query = Query.objects.only("locked", "final_rule", "judgments_wanted").get(pk=query_id)
+        query = (
+            Query.objects.only("locked", "final_rule", "judgments_wanted")
+            .annotate(checking=Exists(_OPEN_CHECKS.filter(query=OuterRef("pk"))))
+            .get(pk=query_id)
+        )
         if query.locked:  # one read of the query on the hot path; the lock's rule stays check_writable's
             check_writable([query_id], user)
         held = _hold(query_id, by_image)
@@ -302,20 +307,22 @@ def _write(
         own = {j.image_id: j for j in (mine.filter(annotator=user) if user else mine.filter(annotator__isnull=True))}
         plans = {image_id: _replay(own.get(image_id), todo, source) for image_id, todo in by_image.items()}
         _write_judgments(query_id, own, plans, user, source, import_batch)
-        _seal_check_positives(query_id, [image_id for image_id, plan in plans.items() if plan.value in CHECKED])
+        if query.checking:  # read with the query: the everyday save pays no extra round trip
+            _seal_check_positives(query_id, [image_id for image_id, plan in plans.items() if plan.value in CHECKED])
         _settle(query_id, held, query.final_rule)
     return plans
 
 
 # The judgments of a completeness check's sampled image that call for a second, blind one (annotator.progress.checks).
 CHECKED = (LabelValue.RELEVANT, LabelValue.UNSURE)
+_OPEN_CHECKS = CompletenessCheck.objects.filter(status=CompletenessCheck.Status.CHECKING, second_judgments=True)
 
 
 def _seal_check_positives(query_id: int, image_ids: list[int]) -> None:
     """Put the images of `query_id`'s open completeness check that were just judged relevant or unsure into its
     overlap sample, in the same transaction: from the moment the judgment is stored, every other annotator sees
     the image unlabeled until its second judgment, so that one mistaken click neither certifies nor blocks the
-    query. One indexed read, and only on a positive judgment."""
+    query. One indexed read, only while the query has an open check, and only on a positive judgment."""
     if not image_ids:
         return
     sampled = CheckImage.objects.filter(

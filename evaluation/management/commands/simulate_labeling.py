@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.cli import progress_bar
 from common.files import write_atomically
-from evaluation import plots, replays, simulation
+from evaluation import certification, plots, replays, simulation
 from evaluation.models import SavedSimulation
 from evaluation.worlds import KINDS
 from search.facade import SearchUnavailable
@@ -59,12 +59,24 @@ class Command(BaseCommand):
         )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--no-estimate", action="store_true", help="skip the stopping estimate (faster)")
+        parser.add_argument(
+            "--completeness",
+            action="store_true",
+            help="with --team-world: measure the stopping rules instead (the completeness check, the old estimate, "
+            "INQUIRE's run) against the truth, beside an oracle stop; --target is the recall to certify",
+        )
+        parser.add_argument("--confidence", type=float, default=0.95, help="--completeness: the claim's (0.95)")
+        parser.add_argument("--depth", type=int, default=500, help="--completeness: the frame's depth (500)")
+        parser.add_argument("--seeds", type=int, default=1, help="--completeness: worlds, seeds --seed onward (1)")
         parser.add_argument("--json", type=Path, help="write the result as JSON")
         parser.add_argument("--plot", type=Path, help="write recall against labels spent as SVG")
         parser.add_argument("--name", help="the name on the evaluation pages (default: from the source)")
         parser.add_argument("--no-save", action="store_true", help="do not keep the result for the evaluation pages")
 
     def handle(self, **options: Any) -> None:
+        if options["completeness"]:
+            self._completeness(options)
+            return
         try:
             strategies = replays.strategies_of(options["strategy"])
             replays.check_settings(options)
@@ -95,3 +107,15 @@ class Command(BaseCommand):
             name = options["name"] or grounds.source
             saved = SavedSimulation.objects.create(name=name, ground_truth=grounds.source, result=result)
             self.stdout.write(f"Saved as simulation {saved.pk} (Evaluation pages).")
+
+    def _completeness(self, options: dict[str, Any]) -> None:
+        """The stopping rules against the truth (evaluation.certification), over --seeds team worlds."""
+        try:
+            settings = replays.certification_settings(options)
+            with progress_bar("Simulating", "runs") as progress:
+                result = certification.simulate(replays.seeded_team_worlds(options), settings, progress=progress)
+        except replays.BadReplay as error:
+            raise CommandError(str(error)) from None
+        self.stdout.write(certification.format_summary(result))
+        if options["json"]:
+            write_atomically(options["json"], json.dumps(result, indent=1).encode())

@@ -1,0 +1,255 @@
+"""Stopping rules measured against the truth: does each rule's "done" hold, and what does it cost?
+
+A team labels a query of a synthetic world (evaluation/worlds.py: near-duplicate crowds, tiny R, scattered
+positives) down the learned ranking (the labeling page's batch rules), every annotator wrong on a `noise` share of
+the images (each on their own images: the mistakes of two annotators are independent). Three rules watch the same
+labeling and say when to stop:
+
+  check      Quire's completeness check (annotator.progress.checks), run as the tool runs it: when the last
+             200 labels look dry (at most 10% judged relevant; after a failed check, no sooner than as many labels
+             as it sampled), draw a check over the frame (the top `depth` of the
+             text and learned rankings), confirm the frame's positives and the sample's by a second blind
+             judgment (a third, the adjudicator's, where two disagree), and claim recall >= target at the
+             confidence, the k-th check tested at alpha / 2^k; not certified: label on and check again later.
+  estimate   the old point estimate (annotator/progress/stopping.py), stopping when it first says the target
+  inquire    INQUIRE's rule: 100 not-relevant labels in a row
+
+Per run: each rule's true recall where it stopped (the check's over its frame; the others' over the collection,
+which is what they speak of) and its labels spent (the check's include its samples, second judgments and
+adjudications), beside an oracle that stops the moment true recall reaches the target.
+"""
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import binomtest
+
+from annotator.facade import check_size, claim, tested_at
+from search.facade import strategy_vector
+
+from .simulation import annotator_mistakes, world_estimator, world_ranker
+from .worlds import World
+
+DRY_WINDOW = 200  # labels a check looks back over before it is drawn
+DRY_YIELD = 0.10  # at most this share of them judged relevant
+INQUIRE_RUN = 100
+
+
+@dataclass
+class Team:
+    """Who judged what: the reviewer's judgment of every labeled image, the second annotator's of the confirmed
+    ones, the adjudicator's where those two disagree. Each answers relevant when the truth says so, unless it is
+    one of their mistakes."""
+
+    truth: set[int]
+    mistaken: tuple[Callable[[int], bool] | None, ...]
+    first: dict[int, bool] = field(default_factory=dict)
+    second: dict[int, bool] = field(default_factory=dict)
+    third: dict[int, bool] = field(default_factory=dict)
+
+    def _says(self, who: int, image_id: int) -> bool:
+        wrong = self.mistaken[who]
+        return (image_id in self.truth) != bool(wrong and wrong(image_id))
+
+    def judge(self, image_id: int) -> bool:
+        self.first[image_id] = self._says(0, image_id)
+        return self.first[image_id]
+
+    def confirm(self, image_id: int) -> None:
+        """A second, blind judgment; the adjudicator's where it disagrees with the first."""
+        if image_id in self.second:
+            return
+        self.second[image_id] = self._says(1, image_id)
+        if self.second[image_id] != self.first[image_id]:
+            self.third[image_id] = self._says(2, image_id)
+
+    def final(self, image_id: int) -> bool:
+        if image_id in self.third:
+            return self.third[image_id]
+        return self.first[image_id]
+
+    @property
+    def spent(self) -> int:
+        return len(self.first) + len(self.second) + len(self.third)
+
+    def found(self, within: Iterable[int] | None = None) -> int:
+        """True positives whose final label is relevant (within `within`, else anywhere)."""
+        pool = self.truth if within is None else self.truth.intersection(within)
+        return sum(1 for image_id in pool if image_id in self.first and self.final(image_id))
+
+
+@dataclass
+class Settings:
+    noise: float = 0.05
+    target: float = 0.9
+    confidence: float = 0.95
+    depth: int = 500
+    batch: int = 50
+    max_review: int = 3000
+    estimate: bool = True
+
+
+def _frame(world: World, query_id: int, team: Team, depth: int) -> np.ndarray:
+    """The top `depth` of the text ranking and of the learned one, as the tool's `top` frame."""
+    relevant = [i for i in team.first if team.final(i)]
+    not_relevant = [i for i in team.first if not team.final(i)]
+    text = world.texts[query_id]
+    learned = strategy_vector("feedback", text, world.vectors[relevant], world.vectors[not_relevant])
+    ids = []
+    for vector in (text, learned):
+        scores = world.vectors @ np.asarray(vector, dtype=np.float32)
+        ids.append(np.argpartition(-scores, depth - 1)[:depth])
+    return np.unique(np.concatenate(ids))
+
+
+def _check(
+    world: World, query_id: int, team: Team, ordinal: int, options: Settings, rng: np.random.Generator
+) -> dict[str, Any]:
+    """One completeness check as the tool draws and decides it."""
+    frame = _frame(world, query_id, team, options.depth)
+    judged = [int(i) for i in frame if int(i) in team.first]
+    unlabeled = sorted(set(frame.tolist()) - set(judged))
+    confidence = tested_at(options.confidence, ordinal)
+    found_at_draw = [i for i in judged if team.final(i)]
+    size = check_size(len(found_at_draw), len(unlabeled), options.target, confidence)
+    sample = rng.permutation(np.asarray(unlabeled, dtype=np.int64))[:size].tolist() if size else []
+    for image_id in found_at_draw:
+        team.confirm(image_id)
+    for image_id in sample:
+        if team.judge(image_id):
+            team.confirm(image_id)
+    found = sum(1 for i in judged if team.final(i))
+    positives = sum(1 for i in sample if team.final(i))
+    decided = claim(found, len(unlabeled), len(sample), positives, options.target, confidence)
+    in_frame = len(team.truth.intersection(frame.tolist()))
+    return {
+        "certified": decided.certified,
+        "bound": decided.recall_lower_bound,
+        "frame_positives": in_frame,
+        "frame_recall": team.found(frame.tolist()) / in_frame if in_frame else 1.0,
+        "sample": len(sample),
+    }
+
+
+def run(world: World, query_id: int, seed: int, options: Settings) -> dict[str, Any]:
+    """One (query, seed): the labeling, and where each rule stopped with its true recall and labels spent."""
+    truth = world.positives[query_id]
+    team = Team(truth, tuple(annotator_mistakes(options.noise, query_id, seed * 3 + who) for who in range(3)))
+    rank = world_ranker(world, query_id)
+    estimate = world_estimator(world, query_id) if options.estimate else None
+    rng = np.random.default_rng([seed, query_id])
+    order: list[int] = []  # the review's labels in order
+    stops: dict[str, Any] = {}
+    checks, next_check = 0, DRY_WINDOW
+    while len(order) < options.max_review and not _all_stopped(stops, options):
+        relevant = [i for i in team.first if team.final(i)]
+        not_relevant = [i for i in team.first if not team.final(i)]
+        recent = [(i, team.first[i]) for i in order[-20:]]
+        for image_id in rank("feedback", relevant, not_relevant, list(team.first), options.batch, recent=recent):
+            team.judge(image_id)
+            order.append(image_id)
+        recall = team.found() / len(truth)
+        if "oracle" not in stops and recall >= options.target:
+            stops["oracle"] = {"labels": team.spent, "recall": recall}
+        if "inquire" not in stops and _run_of_not_relevant(team, order) >= INQUIRE_RUN:
+            stops["inquire"] = {"labels": team.spent, "recall": recall}
+        if estimate is not None and "estimate" not in stops:
+            said = estimate([i for i in team.first if team.final(i)], [i for i in team.first if not team.final(i)])
+            if said is not None and said >= options.target:
+                stops["estimate"] = {"labels": team.spent, "recall": recall}
+        dry = len(order) >= next_check and _yield(team, order) <= DRY_YIELD
+        last_review = len(order) >= options.max_review
+        if "check" not in stops and (dry or last_review):
+            checks += 1
+            result = _check(world, query_id, team, checks, options, rng)
+            # After a failed check, label on at least as many images as it sampled before checking again: a
+            # check that meets positives says the ranking still holds some, and checking at once would pay again.
+            next_check = len(order) + max(DRY_WINDOW, result["sample"])
+            if result["certified"]:
+                stops["check"] = {"labels": team.spent, "recall": result["frame_recall"], "checks": checks, **result}
+    return {"query_id": query_id, "seed": seed, "kind": world.kinds[query_id], "positives": len(truth), "stops": stops}
+
+
+def _all_stopped(stops: dict[str, Any], options: Settings) -> bool:
+    wanted = {"oracle", "inquire", "check"} | ({"estimate"} if options.estimate else set())
+    return wanted <= set(stops)
+
+
+def _yield(team: Team, order: list[int]) -> float:
+    return sum(team.first[i] for i in order[-DRY_WINDOW:]) / DRY_WINDOW
+
+
+def _run_of_not_relevant(team: Team, order: list[int]) -> int:
+    run = 0
+    for image_id in reversed(order):
+        if team.first[image_id]:
+            break
+        run += 1
+    return run
+
+
+def summary(runs: list[dict[str, Any]], options: Settings) -> dict[str, Any]:
+    """Per rule: how many runs it stopped, the share whose true recall held the target (with its 95% Clopper-Pearson
+    interval), the median and lowest true recall at the stop, median labels and the median ratio to the oracle's."""
+    rules: dict[str, Any] = {}
+    for rule in ("check", "estimate", "inquire", "oracle"):
+        stopped = [r for r in runs if rule in r["stops"]]
+        if not stopped:
+            rules[rule] = {"runs": len(runs), "stopped": 0}
+            continue
+        recalls = np.array([r["stops"][rule]["recall"] for r in stopped])
+        held = int(np.sum(recalls >= options.target - 1e-12))
+        interval = binomtest(held, len(stopped)).proportion_ci(confidence_level=0.95, method="exact")
+        ratios = [
+            r["stops"][rule]["labels"] / r["stops"]["oracle"]["labels"] for r in stopped if "oracle" in r["stops"]
+        ]
+        rules[rule] = {
+            "runs": len(runs),
+            "stopped": len(stopped),
+            "held": held,
+            "held_share": round(held / len(stopped), 4),
+            "held_interval": [round(interval.low, 4), round(interval.high, 4)],
+            "median_recall": round(float(np.median(recalls)), 4),
+            "lowest_recall": round(float(recalls.min()), 4),
+            "median_labels": float(np.median([r["stops"][rule]["labels"] for r in stopped])),
+            "median_ratio_to_oracle": round(float(np.median(ratios)), 3) if ratios else None,
+        }
+    return {"settings": options.__dict__, "rules": rules}
+
+
+def simulate(
+    worlds: Iterable[tuple[int, World]], options: Settings, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
+    """Every query of every (seed, world): the runs and their summary."""
+    chosen = list(worlds)
+    total = sum(len(world.positives) for _, world in chosen)
+    runs = []
+    for seed, world in chosen:
+        for query_id in sorted(world.positives):
+            runs.append(run(world, query_id, seed, options))
+            if progress:
+                progress(len(runs), total)
+    return {**summary(runs, options), "runs": runs}
+
+
+def format_summary(result: dict[str, Any]) -> str:
+    target = round(100 * result["settings"]["target"])
+    lines = [
+        f"{'rule':<9} {'stopped':>8} {f'held {target}%':>9} {'share (95% CI)':>22} {'median recall':>14} "
+        f"{'lowest':>7} {'labels':>7} {'vs oracle':>10}"
+    ]
+    for rule, row in result["rules"].items():
+        if not row["stopped"]:
+            lines.append(f"{rule:<9} {'0/' + str(row['runs']):>8}")
+            continue
+        low, high = row["held_interval"]
+        ratio = row["median_ratio_to_oracle"]
+        stopped = f"{row['stopped']}/{row['runs']}"
+        share = f"{row['held_share']:.3f} ({low:.3f}-{high:.3f})"
+        lines.append(
+            f"{rule:<9} {stopped:>8} {row['held']:>9} {share:>22} {row['median_recall']:>14.3f} "
+            f"{row['lowest_recall']:>7.3f} {row['median_labels']:>7.0f} {'' if ratio is None else f'{ratio:.2f}':>10}"
+        )
+    return "\n".join(lines)

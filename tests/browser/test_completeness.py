@@ -1,0 +1,77 @@
+"""Issue 39 in a real Chromium: staff draw a completeness check from the side pane (its cost shown first), label
+its random sample with the keys in the "completeness check" ranking, and the claim appears in the side pane."""
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import expect
+
+from annotator.labels import LabelChange, set_labels
+from annotator.models import CompletenessCheck, Label
+from annotator.progress import certify, checks
+from search.facade import search
+from tests.browser.pages import log_in
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_check_drawn_from_the_side_pane_labeled_with_the_keys_certifies(page, live_server, labeling, artifacts):
+    query, ann = labeling["query"], labeling["annotator"]
+    bob = User.objects.create_user("bob", password="pw-bob-1")
+    top = [hit.image_id for hit in search(text=query.text, k=30)]
+    changes = [LabelChange(image_id, "relevant" if n % 3 == 0 else "not_relevant") for n, image_id in enumerate(top)]
+    set_labels(query_id=query.pk, changes=changes, user=ann, source="keyboard")
+    positives = [change for change in changes if change.value == "relevant"]
+    set_labels(query_id=query.pk, changes=positives, user=bob, source="keyboard")  # confirmed: two judgments each
+
+    log_in(page, live_server, "boss", "pw-boss-1", f"/queries/{query.pk}/")
+    expect(page.locator("#completeness-status")).to_have_text("no check yet")
+    form = page.locator("#check-form")
+    form.locator('select[name="target_recall"]').select_option("0.8")
+    page.fill("#check-depth", "50")
+    page.locator("#check-depth").dispatch_event("change")
+    cost = page.locator("#check-cost-labels")
+    # The cost is shown before drawing, for the frame as now chosen: top 50 of each ranking.
+    asked = checks.read_request({"target_recall": 0.8, "confidence": 0.95, "frame": {"kind": "top", "depth": 50}})
+    expect(cost).to_have_text(str(checks.situation(query, asked).sample), timeout=10_000)
+    expect(page.locator("#check-cost")).to_contain_text("labels (more if it meets positives)")
+    page.screenshot(path=str(artifacts / "completeness-cost.png"), full_page=False)
+    wanted = int(cost.inner_text())
+    page.click("#draw-check")
+
+    page.wait_for_url("**ranking=check")
+    check = CompletenessCheck.objects.get(query=query)
+    sample = list(check.images.values_list("image_id", flat=True))
+    assert len(sample) == wanted > 0
+    assert wanted == certify.check_size(check.found_at_draw, check.unlabeled, 0.8, 0.975)
+    expect(page.locator("#completeness-status")).to_have_text("checking")
+    expect(page.locator(".tile")).to_have_count(len(sample))
+    assert [int(i) for i in page.locator(".tile").evaluate_all("ts => ts.map(t => t.dataset.imageId)")] == sample
+    page.screenshot(path=str(artifacts / "completeness-check-grid.png"), full_page=False)
+    for _ in sample:
+        page.keyboard.press("0")
+        page.keyboard.press("ArrowRight")
+    expect(page.locator("#save-status")).to_have_text("All changes saved")
+    assert set(Label.objects.filter(query=query, image_id__in=sample).values_list("value", flat=True)) == {
+        "not_relevant"
+    }
+    expect(page.locator("#completeness-status")).to_have_text("certified", timeout=15_000)  # no reload
+    check.refresh_from_db()
+    assert check.status == "certified" and check.positives == 0 and check.recall_lower_bound >= 0.8
+    expect(page.locator("#completeness-claim")).to_contain_text("Recall ≥ 80% with 95% confidence")
+    expect(page.locator("#completeness-frame")).to_contain_text(f"({check.frame_size} images)")
+    expect(page.locator("#completeness-estimate")).to_contain_text("Positives in the frame")
+    page.locator("#completeness-box").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "completeness-certified.png"), full_page=False)
+
+    page.goto(f"{live_server.url}/dashboard/?sort=-claim")
+    expect(page.locator(f'tr[data-query-id="{query.pk}"] .claim')).to_have_text("✓ ≥80% @95%")
+    page.screenshot(path=str(artifacts / "completeness-dashboard.png"), full_page=True)
+
+
+def test_a_refused_check_says_why_in_the_form(page, live_server, labeling):
+    query = labeling["query"]
+    log_in(page, live_server, "boss", "pw-boss-1", f"/queries/{query.pk}/")  # no label yet: nothing to check
+    expect(page.locator("#check-cost")).to_contain_text("has no labels yet", timeout=10_000)
+    page.click("#draw-check")
+    expect(page.locator("#check-error")).to_contain_text("has no labels yet")
+    assert not CompletenessCheck.objects.exists()
