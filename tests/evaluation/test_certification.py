@@ -1,0 +1,81 @@
+"""The stopping-rule simulation (evaluation/certification.py): its team judges as the tool's confirmation does, its
+check is the tool's (frame, size, claim), and the command reports each rule against the truth."""
+
+import json
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotator import facade  # its tested_at, imported bare, would be collected as a test
+from evaluation import certification, worlds
+
+
+def test_a_positive_counts_when_the_second_judgment_agrees_or_the_adjudicator_says_so():
+    truth = {1, 2, 3}
+    wrong_first = {2, 10, 12}.__contains__  # the reviewer is wrong on 2 (a positive), 10 and 12 (negatives)
+    wrong_second = {3, 12}.__contains__
+    team = certification.Team(truth, (wrong_first, wrong_second, None))
+    assert [team.judge(i) for i in (1, 2, 3, 10, 11, 12)] == [True, False, True, True, False, True]
+    for image_id in (1, 3, 10, 12):
+        team.confirm(image_id)
+    assert team.final(1) and team.final(3)  # 3: the second was wrong, the adjudicator right
+    assert not team.final(10)  # the reviewer's mistaken click, overturned
+    assert team.final(12)  # two mistaken clicks agree: a false positive survives (as in the tool)
+    assert not team.final(2)  # a missed positive stays missed: nothing confirms a "not relevant"
+    assert team.found() == 2 and team.spent == 6 + 4 + 2
+
+
+def test_a_run_stops_each_rule_and_the_check_is_the_tools():
+    world = worlds.team_world(kinds=("easy", "tiny"), per_kind=1, images=8000, seed=3)
+    options = certification.Settings(noise=0.05, target=0.8, depth=300, max_review=1500, estimate=False)
+    runs = [certification.run(world, query_id, 3, options) for query_id in sorted(world.positives)]
+    for found in runs:
+        stops = found["stops"]
+        assert "oracle" in stops and stops["oracle"]["recall"] >= 0.8
+        if "check" in stops:
+            check = stops["check"]
+            assert check["certified"] and check["bound"] >= 0.8 and check["labels"] >= stops["oracle"]["labels"]
+    summary = certification.summary(runs, options)
+    assert summary["rules"]["oracle"]["stopped"] == 2 and summary["rules"]["oracle"]["held_share"] == 1.0
+    low, high = summary["rules"]["oracle"]["held_interval"]
+    assert 0 < low < 1 == high  # Clopper-Pearson over two runs that held
+    assert "check" in certification.format_summary(summary)
+
+
+def test_the_simulated_check_draws_what_the_tool_would():
+    world = worlds.team_world(kinds=("easy",), per_kind=1, images=6000, seed=1)
+    team = certification.Team(world.positives[1], (None, None, None))  # a perfect team
+    for image_id in np.argsort(-(world.vectors @ world.texts[1]))[:200]:
+        team.judge(int(image_id))
+    frame = certification._frame(world, 1, team, 300).tolist()
+    judged = [i for i in frame if i in team.first]
+    found = sum(1 for i in judged if team.final(i))
+    options = certification.Settings(target=0.9, depth=300)
+    result = certification._check(world, 1, team, 2, options, np.random.default_rng(0))
+    assert result["sample"] == facade.check_size(found, len(frame) - len(judged), 0.9, facade.tested_at(0.95, 2))
+    positives = sum(1 for i in world.positives[1] if i in frame and i not in judged and i in team.first)
+    decided = facade.claim(found, len(frame) - len(judged), result["sample"], positives, 0.9, facade.tested_at(0.95, 2))
+    assert (result["certified"], result["bound"]) == (decided.certified, decided.recall_lower_bound)
+    assert result["certified"] == (result["bound"] >= 0.9)
+
+
+def test_the_command_reports_each_rule_and_refuses_bad_settings(tmp_path, capsys):
+    out = tmp_path / "stopping.json"
+    call_command(
+        "simulate_labeling", "--team-world", "--completeness", "--kinds", "easy", "--per-kind", "1", "--target", "0.8",
+        "--noise", "0.05", "--depth", "300", "--max-labels", "800", "--no-estimate", "--json", str(out),
+    )  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "check" in printed and "oracle" in printed and "inquire" in printed
+    result = json.loads(out.read_text())
+    assert result["settings"]["target"] == 0.8 and len(result["runs"]) == 1
+    for arguments, words in [
+        (["--team-world", "--completeness", "--target", "1"], "below 1"),
+        (["--synthetic", "--completeness"], "--team-world"),
+        (["--team-world", "--completeness", "--depth", "0"], "--depth"),
+        (["--team-world", "--completeness", "--confidence", "1.5"], "--confidence"),
+    ]:
+        with pytest.raises(CommandError, match=words):
+            call_command("simulate_labeling", *arguments)
