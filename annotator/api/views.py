@@ -87,11 +87,11 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         strategy = choice_param(request, "strategy", [*STRATEGIES, CHECK]) or "text"
         k = int_param(request, "k", high=1001) or 50
         if strategy == CHECK:  # the open completeness check's images the caller has not judged
-            results = [
+            sampled: list[dict[str, Any]] = [
                 {"image_id": image_id, "score": None, "rank": n, "source": CHECK, "near_duplicates": []}
                 for n, image_id in enumerate(checks.candidates(query, signed_in(request), k), start=1)
             ]
-            return Response({"strategy": strategy, "results": results})
+            return Response({"strategy": strategy, "results": sampled})
         examples = int_list_param(request, "image")
         names = [text for text in request.query_params.getlist("taxon") if text.strip()]
         try:

@@ -1,5 +1,8 @@
 """The benchmark's files for staff: the INQUIRE CSVs, agreement.json and completeness.json, streamed."""
 
+from collections.abc import Callable
+from typing import Any
+
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
 from django.http import (
@@ -50,7 +53,10 @@ def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
 
 
 # The figures export_inquire writes beside the CSVs: the agreement, and one completeness claim per query.
-JSON_FILES = {AGREEMENT_FILE: agreement.report, COMPLETENESS_FILE: checks.reports}
+JSON_FILES: dict[str, Callable[[list[int] | None], Any]] = {
+    AGREEMENT_FILE: agreement.report,
+    COMPLETENESS_FILE: checks.reports,
+}
 
 
 def export_file_name(name: str, query_ids: list[int] | None) -> str:

@@ -39,7 +39,8 @@ from annotator.models import (
     Query,
 )
 from annotator.progress import certify
-from annotator.progress.frames import MAX_DEPTH, BadCheck, FrameSpec, frame_image_ids, pack, read_frame, unpack
+from annotator.progress.frames import MAX_DEPTH, FrameSpec, frame_image_ids, pack, read_frame, unpack
+from annotator.progress.frames import BadCheck as BadCheck  # the checks' refusal, for their callers
 
 METHOD = (
     "hypergeometric test (Callaghan and Müller-Hansen 2020) on a simple random sample of the frame's unlabeled images"
@@ -125,7 +126,7 @@ def form_choices(query: Query, page_taxa: str) -> dict[str, Any]:
 
 def tested_at(confidence: float, ordinal: int) -> float:
     """The confidence the `ordinal`-th check of a query is tested at: alpha halves with each check (module doc)."""
-    return 1 - (1 - confidence) / 2**ordinal
+    return 1.0 - (1.0 - confidence) / float(2**ordinal)
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,7 @@ def _top(query: Query, depth: int) -> npt.NDArray[np.int64]:
     values = Label.objects.filter(query=query).values_list("image_id", "value")
     relevant = [image_id for image_id, value in values if value == LabelValue.RELEVANT]
     not_relevant = [image_id for image_id, value in values if value == LabelValue.NOT_RELEVANT]
-    rankings = [("text", [], [])]
+    rankings: list[tuple[str, list[int], list[int]]] = [("text", [], [])]
     if relevant:  # with no positive the learned ranking is the text's
         rankings.append(("feedback", relevant, not_relevant))
     ids: list[int] = []
