@@ -582,9 +582,9 @@ class OverlapImage(models.Model):
 
 class CompletenessCheck(models.Model):
     """A random check of a query's completeness (annotator.progress.checks): a simple random sample of the images
-    of a frame nobody had judged when it was drawn, labeled like any other image, and the claim it supports
-    (annotator.progress.certify). The frame, the images judged at the draw and the sample are frozen here, so the
-    claim speaks of the images it was drawn from whatever the index or the labels do later."""
+    of a frame that were not its positives when it was drawn, judged (again, blind) like any other image, and the
+    claim it supports (annotator.progress.certify). The frame, its positives at the draw and the sample are frozen
+    here, so the claim speaks of the images it was drawn from whatever the index or the labels do later."""
 
     class Frame(models.TextChoices):
         COLLECTION = "collection", "the whole collection"
@@ -603,8 +603,11 @@ class CompletenessCheck(models.Model):
     frame_taxa = models.JSONField(default=list, blank=True, help_text="`taxa` frames: the taxa as given.")
     frame_size = models.PositiveIntegerField()
     frame_ids = models.BinaryField(help_text="The frame's image ids, packed (annotator.progress.frames).")
-    judged_ids = models.BinaryField(help_text="The frame's images someone had judged at the draw, packed.")
-    unlabeled = models.PositiveIntegerField(help_text="The frame's images nobody had judged at the draw.")
+    found_ids = models.BinaryField(help_text="The frame's positives at the draw (final label relevant), packed.")
+    sampled_from = models.PositiveIntegerField(
+        help_text="The frame's images the sample was drawn from: all but its positives (with second judgments off, "
+        "only those nobody had judged)."
+    )
     found_at_draw = models.PositiveIntegerField(help_text="The frame's positives labeled at the draw.")
     target_recall = models.FloatField()
     confidence = models.FloatField(help_text="The claim's, over all of the query's checks.")

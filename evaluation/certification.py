@@ -7,10 +7,11 @@ labeling and say when to stop:
 
   check      Quire's completeness check (annotator.progress.checks), run as the tool runs it: when the last
              200 labels look dry (at most 10% judged relevant; after a failed check, no sooner than as many labels
-             as it sampled), draw a check over the frame (the top `depth` of the
-             text and learned rankings), confirm the frame's positives and the sample's by a second blind
-             judgment (a third, the adjudicator's, where two disagree), and claim recall >= target at the
-             confidence, the k-th check tested at alpha / 2^k; not certified: label on and check again later.
+             as it sampled), draw a check over the frame (the top `depth` of the text and learned rankings): a
+             sample of its images that are not its positives, each judged before getting a second blind look;
+             confirm the frame's positives and the sample's by a second blind judgment (a third, the
+             adjudicator's, where two disagree), and claim recall >= target at the confidence, the k-th check
+             tested at alpha / 2^k; not certified: label on and check again later.
   estimate   the old point estimate (annotator/progress/stopping.py), stopping when it first says the target
   inquire    INQUIRE's rule: 100 not-relevant labels in a row
 
@@ -85,7 +86,7 @@ class Settings:
     noise: float = 0.05
     target: float = 0.9
     confidence: float = 0.95
-    depth: int = 500
+    depth: int = 200
     batch: int = 50
     max_review: int = 3000
     estimate: bool = True
@@ -107,22 +108,25 @@ def _frame(world: World, query_id: int, team: Team, depth: int) -> np.ndarray:
 def _check(
     world: World, query_id: int, team: Team, ordinal: int, options: Settings, rng: np.random.Generator
 ) -> dict[str, Any]:
-    """One completeness check as the tool draws and decides it."""
+    """One completeness check as the tool draws and decides it: a sample of the frame's images that are not its
+    positives (unjudged, or judged not relevant: a positive the review missed is still to be found), each
+    already judged getting a second, blind judgment, each judged relevant its confirmation."""
     frame = _frame(world, query_id, team, options.depth)
-    judged = [int(i) for i in frame if int(i) in team.first]
-    unlabeled = sorted(set(frame.tolist()) - set(judged))
+    found_at_draw = [int(i) for i in frame if int(i) in team.first and team.final(int(i))]
+    population = sorted(set(frame.tolist()) - set(found_at_draw))
     confidence = tested_at(options.confidence, ordinal)
-    found_at_draw = [i for i in judged if team.final(i)]
-    size = check_size(len(found_at_draw), len(unlabeled), options.target, confidence)
-    sample = rng.permutation(np.asarray(unlabeled, dtype=np.int64))[:size].tolist() if size else []
+    size = check_size(len(found_at_draw), len(population), options.target, confidence)
+    sample = rng.permutation(np.asarray(population, dtype=np.int64))[:size].tolist() if size else []
     for image_id in found_at_draw:
         team.confirm(image_id)
     for image_id in sample:
-        if team.judge(image_id):
+        if image_id in team.first:
             team.confirm(image_id)
-    found = sum(1 for i in judged if team.final(i))
+        elif team.judge(image_id):
+            team.confirm(image_id)
+    found = sum(1 for i in found_at_draw if team.final(i))
     positives = sum(1 for i in sample if team.final(i))
-    decided = claim(found, len(unlabeled), len(sample), positives, options.target, confidence)
+    decided = claim(found, len(population), len(sample), positives, options.target, confidence)
     in_frame = len(team.truth.intersection(frame.tolist()))
     return {
         "certified": decided.certified,

@@ -163,7 +163,7 @@ CHECK = "check"
 RANKINGS = (
     {name: STRATEGY_REGISTRY[name].description for name in PAGE_STRATEGIES}
     | MODEL_RANKINGS
-    | {CHECK: "Completeness check: its random sample (and positives waiting for your second judgment)"}
+    | {CHECK: "Completeness check: its random sample, second looks first"}
 )
 # The page's rankings that rank from example images (an uploaded one, or an image to rank "like").
 EXAMPLE_RANKINGS = tuple(name for name in PAGE_STRATEGIES if STRATEGY_REGISTRY[name].needs_examples)

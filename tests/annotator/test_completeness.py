@@ -121,8 +121,11 @@ def test_a_dry_run_says_the_cost_and_draws_nothing(team):
     body = {"target_recall": 0.8, "confidence": 0.95, "frame": {"kind": "collection"}, "dry_run": True}
     cost = api_for(team["admin"]).post(team["url"], body, format="json").json()
     assert cost["frame_size"] == 120 and cost["judged"] == 20 and cost["unlabeled"] == 100 and cost["found"] == 7
-    assert cost["sample"] == certify.check_size(7, 100, 0.8, 0.975)  # the first check is tested at alpha / 2
+    # Drawn from every image but the positives: a positive judged not relevant by mistake is still to be found.
+    assert cost["sampled_from"] == 113
+    assert cost["sample"] == certify.check_size(7, 113, 0.8, 0.975)  # the first check is tested at alpha / 2
     assert cost["second_judgments"] == 7  # Ann's positives, each with one judgment
+    assert cost["rejudged"] == round(cost["sample"] * 13 / 113)  # about as many of Ann's negatives as they weigh
     assert database_snapshot() == before
 
 
@@ -147,27 +150,36 @@ def test_the_frame_is_frozen_at_the_draw(team):
     assert shown["frame"] == {"kind": "top", "depth": 40, "size": len(text | learned)}
 
 
+def positives_and_sample(query):
+    """The query's relevant labels, its open check's sample, and the sampled images judged before the draw."""
+    relevant = sorted(Label.objects.filter(query=query, value="relevant").values_list("image_id", flat=True))
+    check = CompletenessCheck.objects.get(status="checking")
+    sample = list(check.images.values_list("image_id", flat=True))
+    judged = set(Judgment.objects.filter(query=query, image_id__in=sample).values_list("image_id", flat=True))
+    return relevant, check, sample, [image_id for image_id in sample if image_id in judged]
+
+
 def test_a_check_met_with_no_positive_certifies_once_the_positives_are_confirmed(team):
     query, ann, bob = team["query"], team["annotator"], team["bob"]
-    drawn = draw(team).json()
+    drawn = draw(team, {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}}).json()
     assert drawn["status"] == "checking" and drawn["sample"]["labeled"] == 0
-    check = CompletenessCheck.objects.get()
-    sample = list(check.images.values_list("image_id", flat=True))
-    assert len(sample) == drawn["sample"]["size"] > 0
-    assert not Judgment.objects.filter(query=query, image_id__in=sample).exists()  # drawn from the unlabeled
-    assert check_candidates(ann, query) == sample  # Ann judged the positives: hers are the sample's images
-    label(ann, query, sample, "not_relevant")
+    relevant, check, sample, prejudged = positives_and_sample(query)
+    assert len(sample) == drawn["sample"]["size"] > 0 and not set(sample) & set(relevant)
+    assert set(prejudged) <= set(team["top"])  # Ann's negatives may be drawn: each gets Bob's second look
+    fresh = [image_id for image_id in sample if image_id not in prejudged]
+    assert check_candidates(ann, query) == fresh  # Ann judged the rest: hers are the sample's new images
+    label(ann, query, fresh, "not_relevant")
     shown = api_for(ann).get(team["url"]).json()
-    assert shown["status"] == "checking" and shown["sample"]["labeled"] == len(sample)
-    assert shown["sample"]["pending"] == 7 and "second annotator" in shown["next"]  # Ann's positives, unconfirmed
+    assert shown["status"] == "checking" and shown["sample"]["labeled"] == len(fresh)
+    assert shown["sample"]["pending"] == 7 + len(prejudged) and "second annotator" in shown["next"]
     confirm = check_candidates(bob, query)
-    relevant = Label.objects.filter(query=query, value="relevant").values_list("image_id", flat=True)
-    assert sorted(confirm) == sorted(relevant)
+    assert sorted(confirm) == sorted(relevant + prejudged)
     assert not sealed.seen_by(query, bob, confirm)  # blind: Bob sees them unlabeled
-    label(bob, query, confirm, "relevant")
+    label(bob, query, relevant, "relevant")
+    label(bob, query, prejudged, "not_relevant")
     shown = api_for(ann).get(team["url"]).json()
     assert shown["status"] == "certified" and shown["recall_lower_bound"] >= 0.5
-    claim = certify.claim(7, check.unlabeled, len(sample), 0, 0.5, check.tested_at)
+    claim = certify.claim(7, check.sampled_from, len(sample), 0, 0.5, check.tested_at)
     assert shown["recall_lower_bound"] == pytest.approx(claim.recall_lower_bound)
     assert shown["estimated_positives"]["low"] == 7 and shown["estimated_positives"]["high"] >= 7
     assert "Done" in shown["next"]
@@ -181,9 +193,9 @@ def test_a_sampled_positive_gets_a_blind_second_judgment_and_a_disagreement_wait
     assert not OverlapImage.objects.exists()  # without second judgments nothing joins the overlap sample
     check.delete()
     draw(team)
-    check = CompletenessCheck.objects.get()
-    sample = list(check.images.values_list("image_id", flat=True))
-    first, rest = sample[0], sample[1:]
+    relevant, check, sample, prejudged = positives_and_sample(query)
+    fresh = [image_id for image_id in sample if image_id not in prejudged]
+    first, rest = fresh[0], fresh[1:]
     label(ann, query, [first], "relevant")
     assert OverlapImage.objects.filter(query=query, image_id=first).exists()  # in the same transaction
     assert first not in sealed.seen_by(query, bob, [first])  # Bob sees it unlabeled
@@ -192,25 +204,26 @@ def test_a_sampled_positive_gets_a_blind_second_judgment_and_a_disagreement_wait
     label(ann, query, rest, "not_relevant")
     assert api_for(ann).get(team["url"]).json()["status"] == "checking"
     label(bob, query, [first], "not_relevant")  # Bob disagrees: the final label waits for an adjudicator
-    label(bob, query, list(OverlapImage.objects.exclude(image_id=first).values_list("image_id", flat=True)), "relevant")
+    label(bob, query, relevant, "relevant")
+    label(bob, query, prejudged, "not_relevant")
     shown = api_for(ann).get(team["url"]).json()
     assert shown["status"] == "checking" and shown["sample"]["pending"] == 1 and "adjudicator" in shown["next"]
     decided = adjudicate(admin, query, first, "relevant")
     assert decided.status_code == 200, decided.content
     shown = api_for(ann).get(team["url"]).json()
     assert shown["status"] in ("certified", "not_certified") and shown["sample"]["positives"] == 1
-    claim = certify.claim(7, check.unlabeled, len(sample), 1, 0.5, check.tested_at)
+    claim = certify.claim(7, check.sampled_from, len(sample), 1, 0.5, check.tested_at)
     assert shown["status"] == ("certified" if claim.certified else "not_certified")
 
 
 def test_a_mistaken_positive_overturned_by_the_second_judgment_does_not_count(team):
     query, ann, bob = team["query"], team["annotator"], team["bob"]
     draw(team)
-    check = CompletenessCheck.objects.get()
-    label(ann, query, list(check.images.values_list("image_id", flat=True)), "not_relevant")
-    positives = check_candidates(bob, query)
+    positives, check, sample, prejudged = positives_and_sample(query)
+    label(ann, query, sample, "not_relevant")
     label(bob, query, positives[:1], "not_relevant")  # one of Ann's positives was a mistake
     label(bob, query, positives[1:], "relevant")
+    label(bob, query, prejudged, "not_relevant")
     admin = team["admin"]
     assert adjudicate(admin, query, positives[0], "not_relevant").status_code == 200
     shown = api_for(ann).get(team["url"]).json()
@@ -294,3 +307,23 @@ def test_the_command_prints_each_claim_draws_one_and_refuses_with_a_reason(team,
     client.force_login(team["admin"])
     downloaded = client.get("/exports/completeness.json").json()
     assert downloaded == exported
+
+
+def test_a_positive_the_review_judged_not_relevant_is_found_by_the_check(team):
+    """The sample is drawn from every image of the frame but its positives: a mistaken "not relevant" of the review
+    gets a second, blind look, and once adjudicated it counts against the claim (issue 39: leaving them out made
+    10% of certified claims wrong on the simulator with a 5%-wrong annotator)."""
+    query, ann, bob, admin = team["query"], team["annotator"], team["bob"], team["admin"]
+    draw(team, {"target_recall": 0.95, "confidence": 0.9, "frame": {"kind": "collection"}})
+    relevant, check, sample, prejudged = positives_and_sample(query)
+    assert prejudged, "a check this size samples some of Ann's 13 negatives"
+    missed = prejudged[0]  # Ann judged it not relevant; it is a positive
+    assert missed in check_candidates(bob, query) and missed not in sealed.seen_by(query, bob, [missed])
+    label(ann, query, [i for i in sample if i not in prejudged], "not_relevant")
+    label(bob, query, relevant + [missed], "relevant")
+    label(bob, query, prejudged[1:], "not_relevant")
+    assert adjudicate(admin, query, missed, "relevant").status_code == 200
+    shown = api_for(ann).get(team["url"]).json()
+    assert shown["status"] == "not_certified" and shown["sample"]["positives"] == 1
+    assert "found 1 positive" in shown["next"]
+    assert Label.objects.get(query=query, image_id=missed).value == "relevant"  # it joined the labels

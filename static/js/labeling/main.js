@@ -191,7 +191,7 @@ function start(page) {
       .finally(() => (reranking = false));
   }
 
-  // The side pane's not-relevant run and recall estimate follow the labels: asked for again once saving
+  // The side pane's not-relevant run and completeness claim follow the labels: asked for again once saving
   // has paused for a moment (not on every key).
   let figuresTimer = null;
   function refreshFigures() {
