@@ -11,6 +11,7 @@ from annotator.labels import selectors, visibility
 from annotator.labels.selectors import CountedQuery
 from annotator.models import (
     Assignment,
+    CompletenessCheck,
     ImportBatch,
     Judgment,
     Label,
@@ -171,6 +172,25 @@ class RerankJobAdmin(ViewOnlyAdmin):
     list_filter = ["status", "method", "model"]
     search_fields = ["=query__id"]
     list_select_related = ["query", "started_by"]
+
+
+@admin.register(CompletenessCheck)
+class CompletenessCheckAdmin(ViewOnlyAdmin):
+    """Completeness checks as drawn and decided (annotator.progress.checks): read here, drawn from the side pane,
+    the API or `manage.py completeness --draw`. A check's frame and sample are frozen: nothing edits them."""
+
+    list_display = [
+        "query", "ordinal", "status", "target_recall", "confidence", "frame_kind", "frame_depth", "frame_size",
+        "sampled_from", "found", "positives", "recall_lower_bound", "drawn_by", "created_at", "decided_at",
+    ]  # fmt: skip
+    list_filter = ["status", "frame_kind"]
+    search_fields = ["=query__id"]
+    list_select_related = ["query", "drawn_by"]
+    exclude = ["frame_ids", "found_ids"]
+
+    def visible(self, request: HttpRequest, found: QuerySet[Any]) -> QuerySet[Any]:
+        # A check's figures are read off every judgment of its frame: not for a viewer judging that query blind.
+        return found.exclude(query_id__in=list(visibility.of(request).sealed))
 
 
 @admin.register(Judgment)

@@ -3,7 +3,7 @@ second judgments of its positives and adjudication), the claim, and every refusa
 
 import numpy as np
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from rest_framework.test import APIClient
 
 from annotator.labels import LabelChange, sealed, set_labels
@@ -327,3 +327,25 @@ def test_a_positive_the_review_judged_not_relevant_is_found_by_the_check(team):
     assert shown["status"] == "not_certified" and shown["sample"]["positives"] == 1
     assert "found 1 positive" in shown["next"]
     assert Label.objects.get(query=query, image_id=missed).value == "relevant"  # it joined the labels
+
+
+def test_the_admin_lists_checks_read_only_and_not_to_a_viewer_judging_blind(team, client):
+    query, ann, bob = team["query"], team["annotator"], team["bob"]
+    draw(team)
+    check = CompletenessCheck.objects.get()
+    client.force_login(team["admin"])
+    listing = client.get("/admin/annotator/completenesscheck/").content.decode()
+    assert f"/admin/annotator/completenesscheck/{check.pk}/change/" in listing
+    assert (
+        client.post(f"/admin/annotator/completenesscheck/{check.pk}/change/", {"status": "certified"}).status_code
+        == 403
+    )
+    fresh = [
+        i for i in check.images.values_list("image_id", flat=True) if not Judgment.objects.filter(image_id=i).exists()
+    ]
+    label(ann, query, fresh[:1], "relevant")  # sealed to Bob now
+    bob.is_staff = True
+    bob.save()
+    bob.user_permissions.add(*Permission.objects.filter(codename="view_completenesscheck"))
+    client.force_login(bob)
+    assert f"/{check.pk}/change/" not in client.get("/admin/annotator/completenesscheck/").content.decode()
