@@ -13,7 +13,7 @@ from PIL import Image as PILImage
 from annotator.labeling import examples
 from annotator.labeling import grid as ranking_page
 from annotator.labels import set_label
-from annotator.models import LabelSource, LabelValue, QueryExample
+from annotator.models import LabelValue, QueryExample
 from annotator.progress import figures as progress
 from search.facade import configured_spec, embed_image
 

@@ -2,7 +2,6 @@
 
 import csv
 import io
-import re
 from pathlib import Path
 
 import pytest
