@@ -132,6 +132,8 @@ def _check(
         "frame_positives": in_frame,
         "frame_recall": team.found(frame.tolist()) / in_frame if in_frame else 1.0,
         "sample": len(sample),
+        "positives": positives,
+        "found": found,
     }
 
 

@@ -27,8 +27,8 @@ from annotator.labeling import grid
 from annotator.labels import selectors, visibility
 from annotator.labels.changes import MAX_LABELS_PER_API_BATCH, BadChanges, read_changes
 from annotator.models import Label, LabelSource, LabelValue, Query
-from annotator.progress import checks
-from annotator.progress.frames import unpack
+from annotator.progress import check_requests, checks, claims
+from annotator.progress.frames import BadCheck, unpack
 from catalog.facade import UnknownTaxon, species_for_all
 from catalog.models import Image
 from common.api_params import (
@@ -201,17 +201,17 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
             if not request.user.has_perm(labels.MANAGE_QUERIES):
                 raise PermissionDenied(DRAW_REFUSED)
             try:
-                asked = checks.read_request(request.data)
+                asked = check_requests.read_request(request.data)
                 if isinstance(request.data, dict) and request.data.get("dry_run") is True:
                     return Response({"dry_run": True, **checks.situation(query, asked).as_json()})
                 _, drawn = checks.draw(query, asked, signed_in(request))
-            except checks.BadCheck as bad:
+            except BadCheck as bad:
                 raise ValidationError({"detail": str(bad)}) from None
             return Response(self._completeness_seen(query), status=201 if drawn else 200)
         return Response(self._completeness_seen(query))
 
     def _completeness_seen(self, query: Query) -> dict[str, Any]:
-        return checks.report(query, withheld=visibility.of(self.request).withheld(query.pk))
+        return claims.report(query, withheld=visibility.of(self.request).withheld(query.pk))
 
     @extend_schema(
         responses={200: OpenApiTypes.OBJECT, **NOT_FOUND},

@@ -25,7 +25,7 @@ from django.db import connection
 from django.db.models import F, QuerySet
 
 from annotator.models import Judgment, Label, LabelValue, Query
-from annotator.progress import checks
+from annotator.progress import claims
 from annotator.team.agreement import report
 from catalog.models import ROWS_PER_STATEMENT, Image
 from common.files import atomic_path
@@ -223,5 +223,5 @@ def export_inquire(
     with atomic_path(out_dir / AGREEMENT_FILE) as partial:
         partial.write_text(json.dumps(report(query_ids), indent=2) + "\n", encoding="utf-8")
     with atomic_path(out_dir / COMPLETENESS_FILE) as partial:
-        partial.write_text(json.dumps(checks.reports(query_ids), indent=2) + "\n", encoding="utf-8")
+        partial.write_text(json.dumps(claims.reports(query_ids), indent=2) + "\n", encoding="utf-8")
     return counts

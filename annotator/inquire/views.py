@@ -18,7 +18,7 @@ from django.utils.http import urlencode
 
 from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE, EXPORTS, export_lines
 from annotator.labels import visibility
-from annotator.progress import checks
+from annotator.progress import claims
 from annotator.team import agreement
 from common.http import SignedInRequest
 
@@ -55,7 +55,7 @@ def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
 # The figures export_inquire writes beside the CSVs: the agreement, and one completeness claim per query.
 JSON_FILES: dict[str, Callable[[list[int] | None], Any]] = {
     AGREEMENT_FILE: agreement.report,
-    COMPLETENESS_FILE: checks.reports,
+    COMPLETENESS_FILE: claims.reports,
 }
 
 

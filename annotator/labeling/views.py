@@ -32,7 +32,7 @@ from annotator.labels.changes import MAX_LABELS_PER_SAVE, BadChanges, read_chang
 from annotator.labels.sealed import seen_by
 from annotator.methods.pane import model_box
 from annotator.models import LabelSource, LabelValue, Query, QueryExample
-from annotator.progress import checks, figures
+from annotator.progress import claims, figures
 from common.api_params import BadJson, parse_json, strict_id
 from common.database import retry_once_if_dropped
 from common.formats import RASTER_TYPES
@@ -140,7 +140,7 @@ def label_page(request: SignedInRequest, query_id: int) -> HttpResponseBase:
             "submit_limit": MAX_IMAGES_PER_SUBMIT,
             "upload_form": ExampleUploadForm(),
             **model_box(query, sight),
-            "cf": checks.form_choices(query, ", ".join(item.value for item in state.filters))
+            "cf": claims.form_choices(query, ", ".join(item.value for item in state.filters))
             if labels.may_manage(request.user)
             else None,
             "tracking": TrackingForm(instance=query, staff=labels.may_manage(request.user)),

@@ -30,7 +30,7 @@ from django.db.models.functions import TruncDate
 from annotator.labels import selectors, visibility
 from annotator.labels.selectors import CountedQuery
 from annotator.models import Judgment, Label, LabelEvent, LabelValue, Query
-from annotator.progress import checks, stopping
+from annotator.progress import checks, claims, stopping
 from common import background
 from search.facade import SearchUnavailable, rank, score_images
 
@@ -297,7 +297,7 @@ def side_pane(query: Query, sight: visibility.Sight, counts: dict[str, Any]) -> 
     images of the query blind, why the run and the claim's figures are withheld (read off every label, the hidden
     ones too)."""
     withheld = sight.withheld(query.pk)
-    shown = {"query": query, "run_goal": RUN_GOAL, "completeness": checks.report(query, withheld=withheld)}
+    shown = {"query": query, "run_goal": RUN_GOAL, "completeness": claims.report(query, withheld=withheld)}
     if withheld:
         return {**shown, "withheld": withheld, "run": None}
     return {**shown, "run": figures_or_computing(query, counts["labeled"], counts["last_activity"])}

@@ -16,7 +16,8 @@ from annotator.forms import TrackingForm
 from annotator.inquire.exporters import EXPORTS
 from annotator.labels import visibility
 from annotator.models import Query
-from annotator.progress import checks, figures
+from annotator.progress import check_requests, checks, claims, figures
+from annotator.progress.frames import BadCheck
 from annotator.team.panel import team_panel
 from common.http import SignedInRequest
 from common.refusals import drawn_for_target
@@ -78,7 +79,7 @@ def dashboard_query(request: SignedInRequest, query_id: int) -> HttpResponseBase
             "withheld": withheld,
             "run": run,
             "run_goal": figures.RUN_GOAL,
-            "completeness": checks.report(query, withheld=withheld),
+            "completeness": claims.report(query, withheld=withheld),
             "activity": None if withheld else figures.activity(query),
             "team": None if withheld else team_panel(query),
             "exports": list(EXPORTS),
@@ -104,8 +105,8 @@ def check_cost(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     if not labels.may_manage(request.user):
         raise PermissionDenied("Drawing a completeness check needs the permission to change queries.")
     try:
-        cost = checks.situation(query, checks.read_form(request.GET))
-    except checks.BadCheck as bad:
+        cost = checks.situation(query, check_requests.read_form(request.GET))
+    except BadCheck as bad:
         return drawn_for_target(
             render(request, "annotator/_check_cost.html", {"query": query, "error": str(bad)}, status=400)
         )
@@ -121,14 +122,14 @@ def draw_check(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     if not labels.may_manage(request.user):
         return _check_refused(request, query, DRAW_REFUSED, 403)
     try:
-        checks.draw(query, checks.read_form(request.POST), request.user)
-    except checks.BadCheck as bad:
+        checks.draw(query, check_requests.read_form(request.POST), request.user)
+    except BadCheck as bad:
         return _check_refused(request, query, str(bad), 400)
     return HttpResponseClientRedirect(reverse("label", args=[query.pk]) + "?ranking=check")
 
 
 def _check_refused(request: SignedInRequest, query: Query, sentence: str, status: int) -> HttpResponse:
-    shown = {"query": query, "cf": checks.form_choices(query, ""), "error": sentence}
+    shown = {"query": query, "cf": claims.form_choices(query, ""), "error": sentence}
     return drawn_for_target(render(request, "annotator/_check_form.html", shown, status=status))
 
 

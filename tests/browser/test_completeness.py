@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from annotator.labels import LabelChange, set_labels
 from annotator.models import CompletenessCheck, Label
-from annotator.progress import certify, checks
+from annotator.progress import certify, check_requests, checks
 from search.facade import search
 from tests.browser.pages import log_in
 
@@ -31,7 +31,8 @@ def test_a_check_drawn_from_the_side_pane_labeled_with_the_keys_certifies(page, 
     page.locator("#check-depth").dispatch_event("change")
     cost = page.locator("#check-cost-labels")
     # The cost is shown before drawing, for the frame as now chosen: top 50 of each ranking.
-    asked = checks.read_request({"target_recall": 0.8, "confidence": 0.95, "frame": {"kind": "top", "depth": 50}})
+    frame = {"kind": "top", "depth": 50}
+    asked = check_requests.read_request({"target_recall": 0.8, "confidence": 0.95, "frame": frame})
     expect(cost).to_have_text(str(checks.situation(query, asked).sample), timeout=10_000)
     expect(page.locator("#check-cost")).to_contain_text("labels (more if it meets positives)")
     page.screenshot(path=str(artifacts / "completeness-cost.png"), full_page=False)

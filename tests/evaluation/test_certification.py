@@ -50,13 +50,14 @@ def test_the_simulated_check_draws_what_the_tool_would():
     for image_id in np.argsort(-(world.vectors @ world.texts[1]))[:200]:
         team.judge(int(image_id))
     frame = certification._frame(world, 1, team, 300).tolist()
-    judged = [i for i in frame if i in team.first]
-    found = sum(1 for i in judged if team.final(i))
+    found = sum(1 for i in frame if i in team.first and team.final(i))
+    population = len(frame) - found  # every image of the frame but its positives, judged or not
     options = certification.Settings(target=0.9, depth=300)
     result = certification._check(world, 1, team, 2, options, np.random.default_rng(0))
-    assert result["sample"] == facade.check_size(found, len(frame) - len(judged), 0.9, facade.tested_at(0.95, 2))
-    positives = sum(1 for i in world.positives[1] if i in frame and i not in judged and i in team.first)
-    decided = facade.claim(found, len(frame) - len(judged), result["sample"], positives, 0.9, facade.tested_at(0.95, 2))
+    confidence = facade.tested_at(0.95, 2)
+    assert result["sample"] == facade.check_size(found, population, 0.9, confidence)
+    assert result["found"] == found  # a perfect team confirms every positive
+    decided = facade.claim(found, population, result["sample"], result["positives"], 0.9, confidence)
     assert (result["certified"], result["bound"]) == (decided.certified, decided.recall_lower_bound)
     assert result["certified"] == (result["bound"] >= 0.9)
 

@@ -4,8 +4,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.models import Query
-from annotator.progress import checks
-from annotator.progress.frames import KINDS
+from annotator.progress import check_requests, checks, claims
+from annotator.progress.check_requests import DEFAULT_DEPTH
+from annotator.progress.frames import KINDS, BadCheck
 
 
 class Command(BaseCommand):
@@ -22,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--target", type=float, default=0.9, help="--draw: the recall to certify (0.9)")
         parser.add_argument("--confidence", type=float, default=0.95, help="--draw: its confidence (0.95)")
         parser.add_argument("--frame", choices=KINDS, default="top", help="--draw: the frame's kind (top)")
-        parser.add_argument("--depth", type=int, default=checks.DEFAULT_DEPTH, help="--draw, top: ranks per ranking")
+        parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help="--draw, top: ranks per ranking")
         parser.add_argument("--taxon", action="append", default=[], help="--draw, taxa: a taxon (repeatable)")
         parser.add_argument(
             "--single-judgments", action="store_true", help="--draw: no second blind judgment of the positives"
@@ -38,13 +39,13 @@ class Command(BaseCommand):
             if len(query_ids or []) != 1:
                 raise CommandError("--draw draws a check of one query: give exactly one --query.")
             self._draw(queries.get(), options)
-        records = [checks.report(query) for query in queries]
+        records = [claims.report(query) for query in queries]
         self.stdout.write(json.dumps(records, indent=2) if options["json"] else _table(records))
 
     def _draw(self, query: Query, options: dict[str, Any]) -> None:
         frame: dict[str, Any] = {"kind": options["frame"], "depth": options["depth"], "taxa": options["taxon"]}
         try:
-            asked = checks.read_request(
+            asked = check_requests.read_request(
                 {
                     "target_recall": options["target"],
                     "confidence": options["confidence"],
@@ -53,7 +54,7 @@ class Command(BaseCommand):
                 }
             )
             check, drawn = checks.draw(query, asked, None)
-        except checks.BadCheck as bad:
+        except BadCheck as bad:
             raise CommandError(str(bad)) from None
         said = "Drew" if drawn else "Query already has an open check:"
         self.stderr.write(f"{said} check {check.ordinal} of query {query.pk}: {check.images.count()} images to label.")

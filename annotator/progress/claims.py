@@ -1,0 +1,125 @@
+"""What a completeness claim says, wherever a user looks: the API, the side pane, the dashboard, the command and
+completeness.json all read report(); the side pane's form reads form_choices()."""
+
+from typing import Any
+
+from annotator.models import CompletenessCheck, Query
+from annotator.progress.check_requests import DEFAULT_DEPTH
+from annotator.progress.checks import Progress, latest, open_check, refresh
+from annotator.progress.frames import MAX_DEPTH
+
+METHOD = "hypergeometric test (Callaghan and Müller-Hansen 2020) on a simple random sample of the frame's non-positives"
+
+
+def form_choices(query: Query, page_taxa: str) -> dict[str, Any]:
+    """What the side pane's check form shows (staff only): the choices, and the open check if there is one."""
+    return {
+        "open_check": open_check(query),
+        "targets": ("0.8", "0.9", "0.95"),
+        "confidences": ("0.9", "0.95", "0.99"),
+        "frame_kinds": [(kind, dict(CompletenessCheck.Frame.choices)[kind]) for kind in ("top", "taxa", "collection")],
+        "default_depth": DEFAULT_DEPTH,
+        "max_depth": MAX_DEPTH,
+        "page_taxa": page_taxa,
+    }
+
+
+# What a claim says that is read off every judgment of the frame, the sealed ones of an overlap sample too.
+WITHHELD_FIELDS = ("found", "recall_lower_bound", "p_value", "estimated_positives")
+
+
+def report(query: Query, *, withheld: str = "") -> dict[str, Any]:
+    """The query's completeness as the API, the command and the export give it (one record). `withheld`: why the
+    viewer may not read what the judgments of images they judge blind would tell (annotator.labels.visibility);
+    those figures are then None, and the record says why."""
+    shown = _report(query)
+    if withheld and shown["sample"]:
+        shown |= {name: None for name in WITHHELD_FIELDS}
+        shown["sample"] = {**shown["sample"], "positives": None}
+        shown["withheld"] = withheld
+    return shown
+
+
+NO_CHECK = "No check yet: when the query looks done, staff draw a random check of its frame (side pane or API)."
+
+
+def reports(query_ids: Any = None) -> list[dict[str, Any]]:
+    """report() of every query (or of `query_ids`), by id: what completeness.json holds."""
+    queries = Query.objects.order_by("pk")
+    if query_ids is not None:
+        queries = queries.filter(pk__in=list(query_ids))
+    return [report(query) for query in queries]
+
+
+def _report(query: Query) -> dict[str, Any]:
+    check = latest(query)
+    if check is None:
+        return {
+            "query_id": query.pk, "status": "no_check", "frame": None, "target_recall": None, "confidence": None,
+            "method": METHOD, "sample": None, "recall_lower_bound": None, "estimated_positives": None,
+            "next": NO_CHECK,
+        }  # fmt: skip
+    now = refresh(check)
+    decided = check.status != CompletenessCheck.Status.CHECKING
+    return {
+        "query_id": query.pk,
+        "status": check.status,
+        "check": check.ordinal,
+        "frame": {
+            "kind": check.frame_kind,
+            "depth": check.frame_depth,
+            "size": check.frame_size,
+            **({"taxa": check.frame_taxa} if check.frame_kind == CompletenessCheck.Frame.TAXA else {}),
+        },  # fmt: skip
+        "target_recall": check.target_recall,
+        "confidence": check.confidence,
+        "tested_at": check.tested_at,
+        "method": METHOD,
+        "second_judgments": check.second_judgments,
+        "sample": {"size": now.size, "labeled": now.labeled, "positives": now.positives, "pending": now.pending},
+        "found": check.found if decided else check.found_at_draw,
+        "sampled_from": check.sampled_from,
+        "recall_lower_bound": check.recall_lower_bound if decided else None,
+        "p_value": check.p_value if decided else None,
+        "estimated_positives": _estimated(check) if decided else None,
+        "drawn_at": check.created_at.isoformat(),
+        "decided_at": check.decided_at.isoformat() if check.decided_at else None,
+        "next": next_step(check, now),
+    }
+
+
+def _estimated(check: CompletenessCheck) -> dict[str, float]:
+    """The positives of the frame: those labeled (found + met in the sample) and the missing ones' interval."""
+    labeled = (check.found or 0) + (check.positives or 0)
+    return {
+        "point": round(labeled + (check.missing_point or 0.0), 1),
+        "low": labeled + (check.missing_low or 0),
+        "high": labeled + (check.missing_high or 0),
+    }
+
+
+def next_step(check: CompletenessCheck, now: Progress) -> str:
+    """One sentence: what the team does next."""
+    percent, sure = f"{check.target_recall:.0%}", f"{check.confidence:.0%}"
+    if check.status == CompletenessCheck.Status.CERTIFIED:
+        return (
+            f"Done: recall is at least {percent} with {sure} confidence over this frame; "
+            "check again after large changes."
+        )
+    if check.status == CompletenessCheck.Status.NOT_CERTIFIED:
+        return (
+            f"Not yet: the check found {check.positives} positive{'' if check.positives == 1 else 's'} "
+            f"(they are labeled); keep labeling and check again."
+        )
+    waits = []
+    if now.unjudged:
+        waits.append(f"label the check's {len(now.unjudged)} images left (ranking \u201ccompleteness check\u201d)")
+    if now.second:
+        waits.append(f"{_count(len(now.second), 'positive')} for a second annotator's blind judgment")
+    if now.adjudication:
+        waits.append(f"{_count(len(now.adjudication), 'disagreement')} for an adjudicator")
+    return "Checking: " + "; ".join(waits) + "."
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s wait' if n != 1 else ' waits'}"
