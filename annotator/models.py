@@ -655,3 +655,23 @@ class CheckImage(models.Model):
 
     def __str__(self) -> str:
         return f"image {self.image_id} of {self.completeness_check}"
+
+
+class Release(models.Model):
+    """A published benchmark: a folder of files frozen at its creation (annotator.inquire.releases), never changed
+    afterwards, and this record of who made it, when, and the hash of its SHA256SUMS (which covers every file)."""
+
+    name = models.CharField(max_length=100, unique=True, help_text="Letters, digits, '.', '_' and '-' only.")
+    folder = models.CharField(max_length=1024, help_text="Where its files are, under QUIRE_DATA_DIR/releases.")
+    content_hash = models.CharField(max_length=64, help_text="The SHA-256 of its SHA256SUMS file.")
+    query_ids = models.JSONField(default=list, help_text="The queries it holds.")
+    figures = models.JSONField(default=dict, help_text="Rows per file, and the release's counts.")
+    notes = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"release {self.name}"

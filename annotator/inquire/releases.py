@@ -1,0 +1,197 @@
+"""Releases: a benchmark frozen as a folder of files, never changed afterwards.
+
+`create` writes everything a benchmark publishes into a hidden folder beside the releases, from one snapshot of the
+database (REPEATABLE READ on PostgreSQL: every file sees the same labels), writes SHA256SUMS over the files, then
+renames the folder into place in one step and records the release (who, when, the hash of SHA256SUMS). Anything
+that fails on the way (a full disk, a lost database) removes the hidden folder: no half-written release is left
+behind, and no record of one. Later labels, adjudications and deletes change the database, never the folder.
+
+  inquire_queries.csv, inquire_annotations.csv,   as export_inquire writes them (byte for byte for the same state),
+  inquire_labels.csv, inquire_judgments.csv,      with the agreement figures and one completeness claim per query
+  agreement.json, completeness.json
+  qrels.txt                                       TREC qrels (release_files.py says the grades)
+  queries.parquet, qrels.parquet,                 the same rows for Parquet readers, with each image's license and
+  judgments.parquet                               rights holder where the collection knows them
+  SHA256SUMS                                      `sha256sum -c SHA256SUMS` checks every file
+"""
+
+import csv
+import hashlib
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from annotator.inquire import release_files
+from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE, export_inquire
+from annotator.labels.sealed import Writer
+from annotator.models import Query, Release
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+SUMS = "SHA256SUMS"
+STEPS = ("the INQUIRE files", "qrels", "Parquet", "checksums")
+
+
+class BadRelease(ValueError):
+    """A release that cannot be made or read as asked; the text says what to change. Nothing is written."""
+
+
+def releases_dir() -> Path:
+    return Path(settings.QUIRE_DATA_DIR) / "releases"
+
+
+def check_name(name: str) -> str:
+    """`name` if it can name a release folder; BadRelease saying why not."""
+    if not isinstance(name, str) or not NAME.fullmatch(name) or ".." in name:
+        shown = repr(name)[:60]
+        raise BadRelease(
+            f"A release name is 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit, with no "
+            f"'..' (it names a folder), not {shown}: for example inquire-v1.0."
+        )
+    return name
+
+
+def get(name: str) -> Release:
+    """The release named `name`; BadRelease naming the known ones if there is none."""
+    found = Release.objects.filter(name=name).first()
+    if found is None:
+        known = ", ".join(Release.objects.order_by("name").values_list("name", flat=True)[:20]) or "none yet"
+        raise BadRelease(f"No release named {str(name)[:100]!r}; the releases are: {known}.")
+    return found
+
+
+def selected_queries(query_ids: Iterable[int] | None, splits: Iterable[str] | None) -> list[int]:
+    """The ids of the queries a release holds: those given, those of the splits given, else every query."""
+    queries = Query.objects.order_by("pk")
+    if query_ids:
+        wanted = sorted(set(query_ids))
+        queries = queries.filter(pk__in=wanted)
+        if unknown := sorted(set(wanted) - set(queries.values_list("pk", flat=True))):
+            raise BadRelease(f"Unknown query id(s) {', '.join(map(str, unknown[:10]))}.")
+    if splits:
+        if unknown_splits := sorted(set(splits) - set(Query.Split.values)):
+            raise BadRelease(f"Splits are {', '.join(Query.Split.values)}, not {', '.join(unknown_splits)}.")
+        queries = queries.filter(split__in=list(splits))
+    ids = list(queries.values_list("pk", flat=True))
+    if not ids:
+        raise BadRelease("The selection holds no query: a release needs at least one. Check --query and --split.")
+    return ids
+
+
+def create(
+    name: str,
+    *,
+    query_ids: Iterable[int] | None = None,
+    splits: Iterable[str] | None = None,
+    notes: str = "",
+    user: Writer = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Release:
+    """Freeze the selected queries as the release `name` (module doc). BadRelease, with nothing left behind, for a
+    bad or taken name, an empty selection, or a disk that cannot take the files."""
+    name = check_name(name)
+    final = releases_dir() / name
+    if Release.objects.filter(name=name).exists() or final.exists():
+        raise BadRelease(f"A release named {name} exists already: a release never changes; name the new one anew.")
+    if "\x00" in notes:
+        raise BadRelease("The notes hold a NUL byte: give them as plain text.")
+    ids = selected_queries(query_ids, splits)
+    partial = releases_dir() / f".{name}.partial-{uuid.uuid4().hex[:12]}"
+    try:
+        partial.mkdir(parents=True)
+        figures = _write_snapshot(partial, ids, progress)
+        content_hash = hashlib.sha256((partial / SUMS).read_bytes()).hexdigest()
+        os.rename(partial, final)  # one step: the release is there whole, or not at all
+    except OSError as error:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise BadRelease(f"Could not write the release into {releases_dir()}: {error.strerror or error}.") from None
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    try:
+        return Release.objects.create(
+            name=name, folder=str(final), content_hash=content_hash, query_ids=ids, figures=figures, notes=notes,
+            created_by=user,
+        )  # fmt: skip
+    except BaseException:
+        shutil.rmtree(final, ignore_errors=True)  # no folder without its record
+        raise
+
+
+def _write_snapshot(folder: Path, ids: list[int], progress: Callable[[int, int], None] | None) -> dict[str, Any]:
+    """Every file of the release into `folder`, read from one snapshot of the database."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":  # one snapshot for every file (the first statement of the transaction)
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        rows = export_inquire(folder, ids)
+        _step(progress, 1)
+        rows |= release_files.write_qrels(folder / release_files.QRELS, ids)
+        _step(progress, 2)
+        rows |= release_files.write_parquet(folder, ids)
+        _step(progress, 3)
+    release_files.write_sums(folder, SUMS)
+    _step(progress, 4)
+    claims = json.loads((folder / COMPLETENESS_FILE).read_text(encoding="utf-8"))
+    return {
+        "rows": rows,
+        "queries": len(ids),
+        "certified": sum(1 for claim in claims if claim["status"] == "certified"),
+    }
+
+
+def _step(progress: Callable[[int, int], None] | None, done: int) -> None:
+    if progress:
+        progress(done, len(STEPS))
+
+
+def verify(release: Release) -> list[str]:
+    """The files of `release` whose checksum no longer matches SHA256SUMS (or that are missing); [] when intact."""
+    folder = Path(release.folder)
+    sums = folder / SUMS
+    if not sums.is_file() or hashlib.sha256(sums.read_bytes()).hexdigest() != release.content_hash:
+        return [SUMS]
+    return release_files.mismatches(folder, sums)
+
+
+def diff(first: Release, second: Release) -> dict[str, Any]:
+    """What changed from `first` to `second`: queries added and removed, images whose final label changed (with
+    both values, or "" where one release has none), and the agreement and completeness figures side by side."""
+    before, after = _labels(first), _labels(second)
+    changed = [
+        {"query_id": query_id, "image_id": image_id, "before": before.get(key, ""), "after": after.get(key, "")}
+        for key in sorted(set(before) | set(after))
+        for query_id, image_id in [key]
+        if before.get(key, "") != after.get(key, "")
+    ]
+    queries_before, queries_after = set(first.query_ids), set(second.query_ids)
+    return {
+        "from": first.name,
+        "to": second.name,
+        "queries_added": sorted(queries_after - queries_before),
+        "queries_removed": sorted(queries_before - queries_after),
+        "labels_changed": changed,
+        "agreement": {first.name: _overall(first), second.name: _overall(second)},
+        "completeness": {first.name: _claims(first), second.name: _claims(second)},
+    }
+
+
+def _labels(release: Release) -> dict[tuple[int, int], str]:
+    with (Path(release.folder) / "inquire_labels.csv").open(newline="", encoding="utf-8") as handle:
+        return {(int(row["query_id"]), int(row["image_id"])): row["label"] for row in csv.DictReader(handle)}
+
+
+def _overall(release: Release) -> Any:
+    return json.loads((Path(release.folder) / AGREEMENT_FILE).read_text(encoding="utf-8")).get("overall")
+
+
+def _claims(release: Release) -> dict[str, Any]:
+    claims = json.loads((Path(release.folder) / COMPLETENESS_FILE).read_text(encoding="utf-8"))
+    return {str(c["query_id"]): {"status": c["status"], "bound": c["recall_lower_bound"]} for c in claims}

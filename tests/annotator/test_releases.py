@@ -1,0 +1,147 @@
+"""Releases (issue 40, first part): a benchmark frozen as files that never change, with qrels, Parquet and
+SHA256SUMS; listing, showing and diffing them; every refusal leaving nothing behind."""
+
+import csv
+import errno
+import hashlib
+import subprocess
+
+import pyarrow.parquet as pq
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotator.inquire import release_files, releases
+from annotator.inquire.exporters import export_inquire
+from annotator.labels import LabelChange, adjudicate, set_labels
+from annotator.models import Label, Query, Release
+from search.facade import search
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def project(labeling, settings, tmp_path):
+    """Query 1 labeled by Ann and Bob (who disagree on one image), query 2 with no label, in split test."""
+    settings.QUIRE_DATA_DIR = tmp_path / "data"
+    query, ann = labeling["query"], labeling["annotator"]
+    Query.objects.filter(pk=query.pk).update(split="val")
+    top = [hit.image_id for hit in search(text=query.text, k=12)]
+    set_labels(
+        query_id=query.pk,
+        changes=[LabelChange(i, "relevant" if n % 4 == 0 else "not_relevant") for n, i in enumerate(top)],
+        user=ann,
+        source="keyboard",
+    )
+    bob = User.objects.create_user("bob", password="pw-bob-1")
+    set_labels(query_id=query.pk, changes=[LabelChange(top[0], "not_relevant")], user=bob, source="keyboard")
+    empty = Query.objects.create(text="a heron with a fish", split="test")
+    return {**labeling, "top": top, "bob": bob, "empty": empty}
+
+
+def rows(path):
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))
+
+
+def test_a_release_holds_the_inquire_files_qrels_parquet_and_checksums(project, tmp_path):
+    release = releases.create("v1.0")
+    folder = tmp_path / "data" / "releases" / "v1.0"
+    assert release.folder == str(folder) and Release.objects.get().name == "v1.0"
+    export_inquire(tmp_path / "plain")  # the same state: byte for byte the same CSVs
+    for name in ("inquire_queries.csv", "inquire_annotations.csv", "inquire_labels.csv", "inquire_judgments.csv"):
+        assert (folder / name).read_bytes() == (tmp_path / "plain" / name).read_bytes(), name
+    labels = list(Label.objects.order_by("query_id", "image_id").values_list("query_id", "image_id", "value"))
+    qrels = (folder / "qrels.txt").read_text().splitlines()
+    assert qrels == [f"{q} 0 {i} {1 if v == 'relevant' else 0}" for q, i, v in labels]
+    assert "undecided" in {v for _, _, v in labels}  # Ann and Bob split on one image: graded 0, as INQUIRE does
+    assert pq.read_table(folder / "qrels.parquet").num_rows == len(rows(folder / "inquire_labels.csv")) - 1
+    assert pq.read_table(folder / "judgments.parquet").num_rows == len(rows(folder / "inquire_judgments.csv")) - 1
+    queries = pq.read_table(folder / "queries.parquet").to_pydict()
+    assert queries["query_id"] == [project["query"].pk, project["empty"].pk] and queries["split"] == ["val", "test"]
+    assert release.content_hash == hashlib.sha256((folder / "SHA256SUMS").read_bytes()).hexdigest()
+    checked = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=folder, capture_output=True, text=True)
+    assert checked.returncode == 0 and checked.stdout.count(": OK") == len(list(folder.iterdir())) - 1
+    assert releases.verify(release) == []
+    assert not [path for path in folder.parent.iterdir() if path.name.startswith(".")]  # no partial folder left
+
+
+def test_a_release_never_changes_and_diff_shows_what_did(project, tmp_path):
+    query, ann, admin, top = project["query"], project["annotator"], project["admin"], project["top"]
+    empty = project["empty"].pk
+    first = releases.create("v1")
+    folder = tmp_path / "data" / "releases" / "v1"
+    before = {path.name: path.read_bytes() for path in folder.iterdir()}
+    set_labels(query_id=query.pk, changes=[LabelChange(top[1], "relevant")], user=ann, source="keyboard")
+    adjudicate(query_id=query.pk, image_id=top[0], value="relevant", user=admin)
+    project["empty"].delete()
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
+    assert releases.verify(first) == []
+    second = releases.create("v2")
+    found = releases.diff(first, second)
+    assert found["queries_removed"] == [empty] and found["queries_added"] == []
+    assert found["labels_changed"] == [
+        {"query_id": query.pk, "image_id": image_id, "before": old, "after": new}
+        for image_id, old, new in sorted([(top[0], "undecided", "relevant"), (top[1], "not_relevant", "relevant")])
+    ]
+    assert set(found["agreement"]) == {"v1", "v2"}
+    assert set(found["completeness"]["v1"]) == {str(query.pk), str(empty)}
+    (folder / "qrels.txt").write_text("tampered\n")
+    assert releases.verify(first) == ["qrels.txt"]
+    with pytest.raises(CommandError, match="changed on disk: qrels.txt"):
+        call_command("release", "show", "v1")
+
+
+def test_the_command_creates_lists_shows_and_diffs(project, capsys, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("First public version.\n")
+    call_command("release", "create", "v1", "--split", "val", "--notes", str(notes))
+    out = capsys.readouterr().out
+    assert "Release v1:" in out and "qrels.txt: 12 rows" in out and "(1 queries)" in out
+    release = Release.objects.get(name="v1")
+    assert release.query_ids == [project["query"].pk] and release.notes == "First public version.\n"
+    call_command("release", "create", "v2")
+    call_command("release", "list")
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed[-2:]] == ["v2", "v1"]
+    call_command("release", "show", "v1", "--json")
+    assert '"intact": true' in capsys.readouterr().out
+    call_command("release", "diff", "v1", "v2")
+    assert f"queries added: [{project['empty'].pk}]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        (["create", "a/b"], "names a folder"),
+        (["create", ".."], "names a folder"),
+        (["create", "v..1"], "names a folder"),
+        (["create", "x" * 101], "names a folder"),
+        (["create", "v1", "--query", "424242"], "Unknown query"),
+        (["create", "v1", "--split", "other"], "no query"),
+        (["create", "v1", "--split", "nonsense"], "Splits are"),
+        (["show", "nope"], "No release named 'nope'"),
+        (["diff", "nope", "nada"], "No release named"),
+    ],
+)
+def test_bad_input_says_what_to_fix_and_leaves_nothing(project, tmp_path, arguments, words):
+    with pytest.raises(CommandError, match=words):
+        call_command("release", *arguments)
+    assert not Release.objects.exists()
+    assert not (tmp_path / "data" / "releases").exists() or not list((tmp_path / "data" / "releases").iterdir())
+
+
+def test_a_name_taken_and_a_disk_that_fills_are_refused_with_nothing_half_written(project, tmp_path, monkeypatch):
+    releases.create("v1")
+    with pytest.raises(releases.BadRelease, match="exists already"):
+        releases.create("v1")
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(release_files, "write_parquet", full)
+    with pytest.raises(releases.BadRelease, match="No space left on device"):
+        releases.create("v2")
+    assert list(Release.objects.values_list("name", flat=True)) == ["v1"]
+    assert sorted(path.name for path in (tmp_path / "data" / "releases").iterdir()) == ["v1"]
