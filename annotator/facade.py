@@ -6,6 +6,7 @@ Importing it loads no model library: the model clients (lmm) load torch, transfo
 model is asked (tests/test_architecture.py checks that a command starts without them).
 """
 
+from annotator.inquire.releases import BadRelease, ground_truth_files
 from annotator.labels.visibility import of as sight_of
 from annotator.methods import rerank
 from annotator.methods.registry import MODEL_METHODS
@@ -17,10 +18,12 @@ from annotator.progress.stopping import DEPTH, cross_fitted
 
 __all__ = [
     "DEPTH",
+    "BadRelease",
     "MODEL_METHODS",
     "check_size",
     "claim",
     "cross_fitted",
+    "ground_truth_files",
     "ranking_by",
     "recall_estimate",
     "sight_of",

@@ -67,6 +67,16 @@ def get(name: str) -> Release:
     return found
 
 
+def ground_truth_files(name: str) -> tuple[Path, Path]:
+    """The release's labels CSV (its qrels: relevant, and judged negatives) and queries CSV, for scoring a run
+    against it; BadRelease for an unknown release or one whose files changed on disk."""
+    release = get(name)
+    if changed := verify(release):
+        raise BadRelease(f"Release {release.name} was changed on disk ({', '.join(changed)}): not scored against.")
+    folder = Path(release.folder)
+    return folder / "inquire_labels.csv", folder / "inquire_queries.csv"
+
+
 def selected_queries(query_ids: Iterable[int] | None, splits: Iterable[str] | None) -> list[int]:
     """The ids of the queries a release holds: those given, those of the splits given, else every query."""
     queries = Query.objects.order_by("pk")

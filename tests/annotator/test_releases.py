@@ -4,6 +4,7 @@ SHA256SUMS; listing, showing and diffing them; every refusal leaving nothing beh
 import csv
 import errno
 import hashlib
+import json
 import subprocess
 
 import pyarrow.parquet as pq
@@ -145,3 +146,34 @@ def test_a_name_taken_and_a_disk_that_fills_are_refused_with_nothing_half_writte
         releases.create("v2")
     assert list(Release.objects.values_list("name", flat=True)) == ["v1"]
     assert sorted(path.name for path in (tmp_path / "data" / "releases").iterdir()) == ["v1"]
+
+
+def test_scoring_against_a_release_equals_scoring_against_its_qrels_file(project, tmp_path):
+    query = project["query"]
+    releases.create("v1")
+    run = tmp_path / "run.csv"
+    ranked = [hit.image_id for hit in search(text=query.text, k=30)][::-1]  # a run that is not the text order
+    run.write_text("query_id,image_id,score\n" + "".join(f"{query.pk},{i},{30 - n}\n" for n, i in enumerate(ranked)))
+    set_labels(query_id=query.pk, changes=[LabelChange(ranked[0], "relevant")], user=project["bob"], source="api")
+    folder = tmp_path / "data" / "releases" / "v1"
+
+    def scored(*arguments):
+        out = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}.json"
+        call_command("evaluate", *arguments, "--run", str(run), "--json", str(out))
+        report = json.loads(out.read_text())
+        return report, json.dumps({k: v for k, v in report.items() if k not in ("ground_truth", "source")})
+
+    release_report, against_release = scored("--release", "v1")
+    _, against_file = scored(
+        "--qrels", str(folder / "inquire_labels.csv"), "--queries", str(folder / "inquire_queries.csv")
+    )
+    _, against_database = scored()  # the database moved on since the release: Bob found one more positive
+    assert against_release == against_file != against_database
+    assert "release v1" in json.dumps(release_report)  # the figure names the qrels it used
+    (folder / "qrels.txt").write_text("tampered\n")
+    with pytest.raises(CommandError, match="changed on disk"):
+        call_command("evaluate", "--release", "v1", "--run", str(run))
+    with pytest.raises(CommandError, match="No release named"):
+        call_command("evaluate", "--release", "v9", "--run", str(run))
+    with pytest.raises(CommandError, match="not both"):
+        call_command("evaluate", "--release", "v1", "--qrels", str(folder / "inquire_labels.csv"), "--run", str(run))

@@ -31,6 +31,9 @@ class Command(BaseCommand):
             "judges, visret)",
         )
         parser.add_argument("--save-run", type=Path, help="with --from-model: also write the run as TREC")
+        parser.add_argument(
+            "--release", help="score against a release's qrels (manage.py release), so the figure names what it used"
+        )
 
     def handle(self, **options: Any) -> None:
         try:
@@ -41,6 +44,18 @@ class Command(BaseCommand):
         self.stdout.write(text, ending="")
 
     def _truth(self, options: dict[str, Any]) -> GroundTruth:
+        if options["release"]:
+            if options["qrels"]:
+                raise CommandError("Give --release or --qrels, not both: each names the ground truth.")
+            from annotator.facade import BadRelease, ground_truth_files  # the labeling app only when a release is named
+
+            try:
+                labels, queries = ground_truth_files(options["release"])
+            except BadRelease as bad:
+                raise CommandError(str(bad)) from None
+            truth = read_qrels(labels, options["queries"] or queries)
+            truth.source = f"release {options['release']}"
+            return truth
         if options["qrels"]:
             return read_qrels(options["qrels"], options["queries"])
         if options["protocol"] == "rerank":
