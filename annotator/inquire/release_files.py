@@ -1,4 +1,5 @@
-"""A release's files beyond the INQUIRE CSVs: TREC qrels, Parquet tables of the same rows, and SHA256SUMS.
+"""A release's files beyond the INQUIRE CSVs: TREC qrels, Parquet tables of the same rows (and of the images), and
+SHA256SUMS.
 
 qrels.txt is TREC's format, `query_id 0 image_id grade`, one line per final label, judged negatives included so
 that a metric can tell "judged not relevant" from "never judged": grade 1 for relevant, 0 for not relevant, unsure
@@ -14,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from annotator.models import Judgment, Label, LabelValue, Query
-from catalog.models import ROWS_PER_STATEMENT
+from catalog.models import ROWS_PER_STATEMENT, Image
 
 QRELS = "qrels.txt"
 PARQUET_ROWS = 100_000  # rows per Parquet row group, written as they are read
@@ -47,6 +48,10 @@ QREL_SCHEMA = pa.schema(
     [("query_id", pa.int64()), ("image_id", pa.int64()), ("relevance", pa.int8()), ("label", pa.string()),
      ("image_path", pa.string()), ("license", pa.string()), ("rights_holder", pa.string())]
 )  # fmt: skip
+IMAGE_SCHEMA = pa.schema(
+    [("image_id", pa.int64()), ("file_name", pa.string()), ("taxon", pa.string()), ("license", pa.string()),
+     ("rights_holder", pa.string())]
+)  # fmt: skip
 JUDGMENT_SCHEMA = pa.schema(
     [("query_id", pa.int64()), ("image_id", pa.int64()), ("annotator", pa.string()), ("label", pa.string()),
      ("source", pa.string()), ("lead_time_ms", pa.int64())]
@@ -54,7 +59,8 @@ JUDGMENT_SCHEMA = pa.schema(
 
 
 def write_parquet(folder: Path, query_ids: list[int]) -> dict[str, int]:
-    """queries.parquet, qrels.parquet and judgments.parquet: the rows of the CSVs, typed, for Parquet readers."""
+    """queries.parquet, qrels.parquet and judgments.parquet: the rows of the CSVs, typed, for Parquet readers; and
+    images.parquet: every image the release labels, with its taxon, license and rights holder."""
     queries = Query.objects.filter(pk__in=query_ids).order_by("pk")
     query_rows = queries.values_list("id", "text", "supercategory", "category", "iconic_group", "split")
     qrel_rows = (
@@ -68,8 +74,17 @@ def write_parquet(folder: Path, query_ids: list[int]) -> dict[str, int]:
             "query_id", "image_id", "annotator__username", "value", "source", "lead_time_ms"
         ).iterator(ROWS_PER_STATEMENT)
     )
+    labeled = Label.objects.filter(query_id__in=query_ids).exclude(value="").values("image_id")
+    images = Image.objects.filter(pk__in=labeled).order_by("pk")
+    image_rows = (
+        (image_id, file_name, taxon or "", license or "", holder or "")
+        for image_id, file_name, taxon, license, holder in images.values_list(
+            "id", "file_name", "taxon__scientific_name", "license", "rights_holder"
+        ).iterator(ROWS_PER_STATEMENT)
+    )
     return {
         "queries.parquet": _write_table(folder / "queries.parquet", QUERY_SCHEMA, query_rows.iterator()),
+        "images.parquet": _write_table(folder / "images.parquet", IMAGE_SCHEMA, image_rows),
         "qrels.parquet": _write_table(folder / "qrels.parquet", QREL_SCHEMA, qrel_rows),
         "judgments.parquet": _write_table(folder / "judgments.parquet", JUDGMENT_SCHEMA, judgment_rows),
     }

@@ -11,7 +11,9 @@ behind, and no record of one. Later labels, adjudications and deletes change the
   agreement.json, completeness.json
   qrels.txt                                       TREC qrels (release_files.py says the grades)
   queries.parquet, qrels.parquet,                 the same rows for Parquet readers, with each image's license and
-  judgments.parquet                               rights holder where the collection knows them
+  judgments.parquet, images.parquet               rights holder where the collection knows them
+  croissant.json                                  Croissant 1.0 with its Responsible-AI fields (croissant.py)
+  README.md                                       a Hugging Face dataset card (release_card.py)
   SHA256SUMS                                      `sha256sum -c SHA256SUMS` checks every file
 """
 
@@ -29,14 +31,16 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from annotator.inquire import release_files
+from annotator.inquire import release_facts, release_files
+from annotator.inquire.croissant import write_croissant
 from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE, export_inquire
+from annotator.inquire.release_card import write_card
 from annotator.labels.sealed import Writer
 from annotator.models import Query, Release
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 SUMS = "SHA256SUMS"
-STEPS = ("the INQUIRE files", "qrels", "Parquet", "checksums")
+STEPS = ("the INQUIRE files", "qrels", "Parquet", "Croissant and the card", "checksums")
 
 
 class BadRelease(ValueError):
@@ -116,7 +120,7 @@ def create(
     partial = releases_dir() / f".{name}.partial-{uuid.uuid4().hex[:12]}"
     try:
         partial.mkdir(parents=True)
-        figures = _write_snapshot(partial, ids, progress)
+        figures = _write_snapshot(partial, name, ids, progress)
         content_hash = hashlib.sha256((partial / SUMS).read_bytes()).hexdigest()
         os.rename(partial, final)  # one step: the release is there whole, or not at all
     except OSError as error:
@@ -135,7 +139,9 @@ def create(
         raise
 
 
-def _write_snapshot(folder: Path, ids: list[int], progress: Callable[[int, int], None] | None) -> dict[str, Any]:
+def _write_snapshot(
+    folder: Path, name: str, ids: list[int], progress: Callable[[int, int], None] | None
+) -> dict[str, Any]:
     """Every file of the release into `folder`, read from one snapshot of the database."""
     with transaction.atomic():
         if connection.vendor == "postgresql":  # one snapshot for every file (the first statement of the transaction)
@@ -147,8 +153,12 @@ def _write_snapshot(folder: Path, ids: list[int], progress: Callable[[int, int],
         _step(progress, 2)
         rows |= release_files.write_parquet(folder, ids)
         _step(progress, 3)
-    release_files.write_sums(folder, SUMS)
+    described = release_facts.facts(folder, name, version=f"{Release.objects.count() + 1}.0.0")
+    write_croissant(folder, name, described)
+    write_card(folder, described, rows)
     _step(progress, 4)
+    release_files.write_sums(folder, SUMS)
+    _step(progress, 5)
     claims = json.loads((folder / COMPLETENESS_FILE).read_text(encoding="utf-8"))
     return {
         "rows": rows,

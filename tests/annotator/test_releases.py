@@ -6,6 +6,8 @@ import errno
 import hashlib
 import json
 import subprocess
+import sys
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -177,3 +179,46 @@ def test_scoring_against_a_release_equals_scoring_against_its_qrels_file(project
         call_command("evaluate", "--release", "v9", "--run", str(run))
     with pytest.raises(CommandError, match="not both"):
         call_command("evaluate", "--release", "v1", "--qrels", str(folder / "inquire_labels.csv"), "--run", str(run))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # rdflib's, inside mlcroissant's JSON-LD parser
+def test_the_croissant_file_passes_the_validators_checks_and_the_card_and_parquet_load(project, tmp_path, monkeypatch):
+    """NeurIPS' validator: the JSON parses, mlcroissant loads it, and every RecordSet's records are generated; the
+    RAI fields are there, filled from the project or marked for the authors. The card parses with huggingface_hub,
+    and datasets loads each Parquet config offline with the CSVs' row counts."""
+    import datasets
+    import mlcroissant as mlc
+    from huggingface_hub import DatasetCard
+
+    releases.create("v1")
+    folder = tmp_path / "data" / "releases" / "v1"
+    document = json.loads((folder / "croissant.json").read_text())  # (1) it parses
+    validated = subprocess.run(
+        [str(Path(sys.executable).with_name("mlcroissant")), "validate", "--jsonld", str(folder / "croissant.json")],
+        capture_output=True,
+        text=True,
+    )
+    assert validated.returncode == 0, validated.stderr  # (2) mlcroissant loads it, no error
+    dataset = mlc.Dataset(jsonld=str(folder / "croissant.json"))
+    labels = rows(folder / "inquire_labels.csv")[1:]
+    counts = {name: len(list(dataset.records(name))) for name in ("queries", "qrels", "images")}  # (3) records
+    assert counts == {"queries": 2, "qrels": len(labels), "images": len({row[1] for row in labels})}
+    sums = dict(line.split("  ")[::-1] for line in (folder / "SHA256SUMS").read_text().splitlines())
+    for item in document["distribution"]:
+        assert item["sha256"] == sums[item["contentUrl"]], item["contentUrl"]
+    rai = {key.split(":", 1)[1]: value for key, value in document.items() if key.startswith("rai:")}
+    assert "Quire" in json.dumps(rai["dataAnnotationPlatform"])
+    assert "completeness check" in json.dumps(rai["dataAnnotationProtocol"])
+    assert "0 of 2 queries carry a certified claim" in json.dumps(rai["dataAnnotationProtocol"])
+    assert "judgments per image" in rai["annotationsPerItem"] and "1 to 2" in rai["annotationsPerItem"]
+    assert all("TO DO (authors)" in json.dumps(rai[key]) for key in ("dataBiases", "personalSensitiveInformation"))
+
+    card = DatasetCard.load(folder / "README.md")
+    assert card.data.license == "other" and [c["config_name"] for c in card.data.configs][0] == "qrels"
+    assert "## Annotations" in card.text and "TO DO" in card.text
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    for config, csv_name in [("qrels", "inquire_labels.csv"), ("judgments", "inquire_judgments.csv")]:
+        loaded = datasets.load_dataset(
+            "parquet", data_files=str(folder / f"{config}.parquet"), cache_dir=str(tmp_path / "hf"), split="train"
+        )
+        assert loaded.num_rows == len(rows(folder / csv_name)) - 1, config

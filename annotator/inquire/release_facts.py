@@ -1,0 +1,116 @@
+"""What the project knows about a release, in words, for its croissant.json and its dataset card: read from the
+release's own files (so that both describe exactly what was frozen) and the configured ranking model."""
+
+import csv
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE
+
+TODO_LICENSE = "TO DO (authors): the release's license (each image keeps its own: images.parquet)"
+
+
+def facts(folder: Path, name: str, version: str) -> dict[str, Any]:
+    labels = _count_labels(folder / "inquire_labels.csv")
+    per_image = Counter((row[0], row[1]) for row in _rows(folder / "inquire_judgments.csv"))
+    queries = len(_rows(folder / "inquire_queries.csv"))
+    agreement = json.loads((folder / AGREEMENT_FILE).read_text(encoding="utf-8")).get("overall") or {}
+    claims = json.loads((folder / COMPLETENESS_FILE).read_text(encoding="utf-8"))
+    doubled = sum(1 for n in per_image.values() if n >= 2)
+    most = max(per_image.values(), default=0)
+    return {
+        "name": name,
+        "version": version,
+        "date_published": datetime.now(UTC),
+        "license": TODO_LICENSE,
+        "url": None,
+        "cite_as": None,
+        "description": (
+            f"{queries} natural-language queries of expert image retrieval, each with the images judged for it: "
+            f"{sum(labels.values())} final labels, {labels.get('relevant', 0)} relevant. Labeled with Quire, "
+            "down rankings of the collection by a CLIP model and rankings that learn from the labels."
+        ),
+        "data_collection": (
+            "The images are a fixed collection of natural-world photographs (iNat24-shaped: each with its taxon, "
+            "license and rights holder where known). Experts wrote the queries; annotators judged images shown "
+            "ranked by similarity to the query text and by rankings learned from their labels."
+        ),
+        "annotation_protocol": _protocol(claims),
+        "annotation_analysis": _analysis(agreement, claims),
+        "annotations_per_item": (
+            f"1 to {most} judgments per image; {doubled} of {len(per_image)} judged images "
+            f"({doubled / len(per_image):.0%}) have two or more (blind overlap samples, completeness checks)."
+            if per_image
+            else "No judgment recorded."
+        ),
+        "machine_tools": [
+            f"{settings.QUIRE_CLIP_MODEL} ({settings.QUIRE_CLIP_PRETRAINED}) ranks the images shown; models only "
+            "order and pre-label, a person's judgment makes every label"
+        ],
+        "use_cases": [
+            "Evaluating text-to-image retrieval and reranking (AP@k, nDCG@k, MRR) against the qrels.",
+            "Not for training or tuning the systems evaluated on its test split.",
+        ],
+        "limitations": [
+            "An image nobody judged is not in the qrels: metrics count it as not relevant.",
+            "Completeness claims hold over their frames only (the top of the rankings, or the taxa named).",
+            "Undecided labels (split votes with no adjudication) are graded not relevant.",
+        ],
+        "claims": claims,
+        "agreement": agreement,
+        "labels": dict(labels),
+    }
+
+
+def _protocol(claims: list[dict[str, Any]]) -> list[str]:
+    return [
+        "Annotators label with the keyboard: relevant, not relevant or unsure, each judgment kept with its author, "
+        "time and lead time; the final label follows the query's rule (majority or unanimity), an adjudicator's "
+        "decision overriding split votes.",
+        "Blind overlap samples get a second annotator's judgment without seeing the first.",
+        "Stopping: a completeness check draws a random sample of the query's frame (its images but the positives), "
+        "every positive confirmed by a second blind judgment, and certifies recall >= a target with a stated "
+        f"confidence (hypergeometric test, Callaghan and Müller-Hansen 2020); {_certified(claims)}.",
+    ]
+
+
+def _certified(claims: list[dict[str, Any]]) -> str:
+    certified = [claim for claim in claims if claim["status"] == "certified"]
+    return f"{len(certified)} of {len(claims)} queries carry a certified claim"
+
+
+def _analysis(agreement: dict[str, Any], claims: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    if agreement.get("items"):
+        alpha = agreement.get("krippendorff_alpha")
+        shown = "undefined" if alpha is None else f"{alpha:.3f}"
+        lines.append(
+            f"Agreement on {agreement['items']} double-judged images: Krippendorff's alpha {shown}, percent "
+            f"agreement {agreement.get('percent_agreement') or 0:.3f} (agreement.json has each query's)."
+        )
+    else:
+        lines.append("No image was judged twice: agreement cannot be measured.")
+    for claim in claims:
+        if claim["status"] == "certified":
+            frame = claim["frame"]
+            over = " ".join(str(part) for part in (frame["kind"], frame.get("depth")) if part)
+            lines.append(
+                f"Query {claim['query_id']}: recall >= {claim['target_recall']:.0%} with {claim['confidence']:.0%} "
+                f"confidence over {over} ({frame['size']} images)"
+            )
+    return lines
+
+
+def _rows(path: Path) -> list[list[str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))[1:]
+
+
+def _count_labels(path: Path) -> Counter[str]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return Counter(row["label"] for row in csv.DictReader(handle))
