@@ -675,3 +675,33 @@ class Release(models.Model):
 
     def __str__(self) -> str:
         return f"release {self.name}"
+
+
+class ReleaseJob(models.Model):
+    """A release being made in the background (annotator.inquire.releases.run_job): the page shows its step; a
+    finished job points at its release, a failed one says why (and left nothing behind)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    name = models.CharField(max_length=100)
+    query_ids = models.JSONField(default=list, blank=True)
+    splits = models.JSONField(default=list, blank=True)
+    notes = models.TextField(blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    done = models.PositiveSmallIntegerField(default=0)
+    total = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+    release = models.ForeignKey(Release, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"release job {self.pk} ({self.name}): {self.status}"

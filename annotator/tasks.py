@@ -3,6 +3,7 @@ machine's worker (`celery -A quire worker -Q models`) takes them and web and CPU
 
 from celery import shared_task
 
+from annotator.inquire import releases
 from annotator.labeling import examples
 from annotator.methods import rerank as reranking
 from annotator.progress import figures
@@ -40,3 +41,9 @@ def refresh_agreement(query_id: int) -> int:
     """A query's agreement figures with their bootstrap intervals, computed and cached (annotator.team.panel)."""
     panel.refresh(query_id)
     return query_id
+
+
+@shared_task(name="annotator.create_release")
+def create_release(job_id: int) -> str:
+    """A release made in the background, its steps shown on the releases page (annotator.inquire.releases.run_job)."""
+    return releases.run_job(job_id).status

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from annotator import views
+from annotator.inquire import release_views
 from annotator.inquire import views as inquire
 from annotator.labeling import views as labeling
 from annotator.methods import views as methods
@@ -28,5 +29,7 @@ urlpatterns = [
     path("dashboard/agreement/", team.agreement_page, name="agreement"),
     path("dashboard/<int:query_id>/", progress.dashboard_query, name="dashboard-query"),
     path("exports/", inquire.download_export_choice, name="download-export-choice"),
+    path("releases/", release_views.releases_page, name="releases"),
+    path("releases/<str:name>/<str:file_name>", release_views.release_file, name="release-file"),
     path("exports/<str:name>", inquire.download_export, name="download-export"),
 ]

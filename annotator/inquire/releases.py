@@ -30,13 +30,15 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.utils.timezone import now
 
 from annotator.inquire import release_facts, release_files
 from annotator.inquire.croissant import write_croissant
 from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE, export_inquire
 from annotator.inquire.release_card import write_card
 from annotator.labels.sealed import Writer
-from annotator.models import Query, Release
+from annotator.models import Query, Release, ReleaseJob
+from common import background
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 SUMS = "SHA256SUMS"
@@ -139,6 +141,46 @@ def create(
         raise
 
 
+# annotator/tasks.py: makes the release of a ReleaseJob (run_job, below).
+RELEASE_TASK = "annotator.create_release"
+
+
+def start_job(name: str, *, query_ids: list[int], splits: list[str], notes: str, user: Writer) -> ReleaseJob:
+    """Check what can be checked at once (the name, the selection), then queue the release's making: the page
+    answers at once and shows the job's steps. BadRelease, with no job, for what create() would refuse first."""
+    name = check_name(name)
+    if Release.objects.filter(name=name).exists() or (releases_dir() / name).exists():
+        raise BadRelease(f"A release named {name} exists already: a release never changes; name the new one anew.")
+    selected_queries(query_ids, splits)
+    job = ReleaseJob.objects.create(name=name, query_ids=query_ids, splits=splits, notes=notes, started_by=user)
+    background.submit_on_commit(RELEASE_TASK, job.pk)
+    return job
+
+
+def run_job(job_id: int) -> ReleaseJob:
+    """Make the release a ReleaseJob asks for, its steps stamped on the job as they pass. A job whose release exists
+    already (a worker that ran it twice) is simply done."""
+    job = ReleaseJob.objects.get(pk=job_id)
+    if job.status in (ReleaseJob.Status.DONE, ReleaseJob.Status.FAILED):
+        return job
+    ReleaseJob.objects.filter(pk=job.pk).update(status=ReleaseJob.Status.RUNNING, total=len(STEPS))
+
+    def progress(done: int, total: int) -> None:
+        ReleaseJob.objects.filter(pk=job.pk).update(done=done, total=total)
+
+    try:
+        release = create(
+            job.name, query_ids=job.query_ids or None, splits=job.splits or None, notes=job.notes,
+            user=job.started_by, progress=progress,
+        )  # fmt: skip
+    except BadRelease as bad:
+        ReleaseJob.objects.filter(pk=job.pk).update(status=ReleaseJob.Status.FAILED, error=str(bad), finished_at=now())
+    else:
+        ReleaseJob.objects.filter(pk=job.pk).update(status=ReleaseJob.Status.DONE, release=release, finished_at=now())
+    job.refresh_from_db()
+    return job
+
+
 def _write_snapshot(
     folder: Path, name: str, ids: list[int], progress: Callable[[int, int], None] | None
 ) -> dict[str, Any]:
@@ -163,6 +205,7 @@ def _write_snapshot(
     return {
         "rows": rows,
         "queries": len(ids),
+        "labels": rows.get(release_files.QRELS, 0),
         "certified": sum(1 for claim in claims if claim["status"] == "certified"),
     }
 

@@ -18,7 +18,7 @@ from django.core.management.base import CommandError
 from annotator.inquire import release_files, releases
 from annotator.inquire.exporters import export_inquire
 from annotator.labels import LabelChange, adjudicate, set_labels
-from annotator.models import Label, Query, Release
+from annotator.models import Label, Query, Release, ReleaseJob
 from search.facade import search
 
 pytestmark = pytest.mark.django_db
@@ -222,3 +222,41 @@ def test_the_croissant_file_passes_the_validators_checks_and_the_card_and_parque
             "parquet", data_files=str(folder / f"{config}.parquet"), cache_dir=str(tmp_path / "hf"), split="train"
         )
         assert loaded.num_rows == len(rows(folder / csv_name)) - 1, config
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_releases_page_makes_one_in_the_background_lists_it_serves_its_files_and_compares(project, client):
+    from common import background
+
+    client.force_login(project["admin"])
+    page = client.get("/releases/")
+    assert page.status_code == 200 and "No release yet." in page.content.decode()
+    answer = client.post("/releases/", {"name": "v1", "queries": "", "notes": "first"})
+    assert answer.status_code == 302
+    background.wait_for_all(timeout=120)
+    job = ReleaseJob.objects.get()
+    assert (job.status, job.done, job.total, job.release.name) == ("done", 5, 5, "v1")
+    page = client.get("/releases/").content.decode()
+    assert 'data-release="v1"' in page and ">12<" in page and "first" in page
+    card = client.get("/releases/v1/README.md")
+    assert card.status_code == 200 and b"".join(card.streaming_content).startswith(b"---\nlicense: other")
+    assert client.get("/releases/v1/nothing.txt").status_code == 404
+    assert client.get("/releases/v1/..%2Fv1%2FREADME.md").status_code == 404
+    assert client.get("/releases/v9/README.md").status_code == 404
+    set_labels(
+        query_id=project["query"].pk,
+        changes=[LabelChange(project["top"][1], "relevant")],
+        user=project["bob"],
+        source="api",
+    )
+    releases.create("v2")
+    compared = client.get("/releases/", {"from": "v1", "to": "v2"}).content.decode()
+    assert 'id="release-diff"' in compared and "<strong>1</strong> final labels changed" in compared
+    for bad, words in [({"name": "v1"}, "exists already"), ({"name": "../x"}, "names a folder"),
+                       ({"name": "v3", "queries": "1; DROP"}, "query ids separated by commas"),
+                       ({"name": "v3", "split": "other"}, "no query")]:  # fmt: skip
+        refused = client.post("/releases/", bad)
+        assert refused.status_code == 400 and words in refused.content.decode(), bad
+    assert ReleaseJob.objects.count() == 1 and Release.objects.count() == 2
+    client.force_login(project["annotator"])  # no permission to see releases
+    assert client.get("/releases/").status_code == 403

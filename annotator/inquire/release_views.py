@@ -1,0 +1,89 @@
+"""The releases page for staff: every release with its figures, each file downloadable, two releases compared, and
+a new release made in the background (its steps shown while it runs)."""
+
+from pathlib import Path
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, Http404, HttpResponseBase
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotator.inquire import releases
+from annotator.labels import visibility
+from annotator.models import Query, Release, ReleaseJob
+from common.background import QueueUnavailable
+from common.http import SignedInRequest
+
+CREATE = "annotator.add_release"
+# The files the page links, in the order a reader wants them (every file of SHA256SUMS can be downloaded).
+FILES = ("README.md", "croissant.json", "qrels.txt", "qrels.parquet", "inquire_annotations.csv", "SHA256SUMS")
+VIEW = "annotator.view_release"
+
+
+@login_required
+@permission_required(VIEW, raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def releases_page(request: SignedInRequest) -> HttpResponseBase:
+    shown: dict[str, Any] = {
+        "releases": Release.objects.select_related("created_by"),
+        "jobs": ReleaseJob.objects.all()[:10],
+        "release_files": FILES,
+        "splits": Query.Split.values,
+    }
+    if request.method == "POST":
+        if not request.user.has_perm(CREATE):
+            raise PermissionDenied("Making a release needs the permission to add releases: ask staff.")
+        status, error = _start(request)
+        if not error:
+            return redirect("releases")
+        refused = {**shown, "error": error, "form": request.POST}
+        return render(request, "annotator/releases.html", refused, status=status)
+    compared = None
+    if request.GET.get("from") and request.GET.get("to"):
+        if refused := visibility.of(request).refusal():
+            raise PermissionDenied(refused)
+        try:
+            compared = releases.diff(releases.get(request.GET["from"]), releases.get(request.GET["to"]))
+        except releases.BadRelease as bad:
+            return render(request, "annotator/releases.html", {**shown, "error": str(bad)}, status=404)
+    running = any(job.status in (ReleaseJob.Status.QUEUED, ReleaseJob.Status.RUNNING) for job in shown["jobs"])
+    return render(request, "annotator/releases.html", {**shown, "diff": compared, "running": running})
+
+
+def _start(request: SignedInRequest) -> tuple[int, str]:
+    """Queue the release the form asks for: (status, "") or (the refusal's status, its sentence)."""
+    raw_ids = [part.strip() for part in request.POST.get("queries", "").split(",") if part.strip()]
+    if not all(part.isascii() and part.isdigit() and len(part) < 19 for part in raw_ids):
+        return 400, "Queries are query ids separated by commas, e.g. 3, 7, 12 (or none for every query)."
+    try:
+        job = releases.start_job(
+            request.POST.get("name", "").strip(), query_ids=[int(part) for part in raw_ids],
+            splits=request.POST.getlist("split"), notes=request.POST.get("notes", ""), user=request.user,
+        )  # fmt: skip
+    except releases.BadRelease as bad:
+        return 400, str(bad)
+    except QueueUnavailable as error:
+        return 503, str(error)
+    messages.success(request, f"Making release {job.name}: its steps show below.")
+    return 200, ""
+
+
+@login_required
+@permission_required(VIEW, raise_exception=True)
+@require_GET
+def release_file(request: SignedInRequest, name: str, file_name: str) -> HttpResponseBase:
+    """One file of a release, streamed from its folder: only the files its SHA256SUMS lists, and that file itself."""
+    try:
+        release = releases.get(name)
+    except releases.BadRelease as bad:
+        raise Http404(str(bad)) from None
+    if refused := visibility.of(request).refusal(release.query_ids):
+        raise PermissionDenied(refused)
+    folder = Path(release.folder)
+    listed = {line.partition("  ")[2] for line in (folder / releases.SUMS).read_text(encoding="utf-8").splitlines()}
+    if file_name not in listed | {releases.SUMS}:
+        raise Http404(f"Release {release.name} has no file {file_name[:100]!r}: its files are listed on the page.")
+    return FileResponse((folder / file_name).open("rb"), as_attachment=True, filename=f"{release.name}-{file_name}")
