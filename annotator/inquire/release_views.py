@@ -39,12 +39,12 @@ def releases_page(request: SignedInRequest) -> HttpResponseBase:
         status, error = _start(request)
         if not error:
             return redirect("releases")
-        refused = {**shown, "error": error, "form": request.POST}
-        return render(request, "annotator/releases.html", refused, status=status)
+        again = {**shown, "error": error, "form": request.POST}
+        return render(request, "annotator/releases.html", again, status=status)
     compared = None
     if request.GET.get("from") and request.GET.get("to"):
-        if refused := visibility.of(request).refusal():
-            raise PermissionDenied(refused)
+        if sealed := visibility.of(request).refusal():
+            raise PermissionDenied(sealed)
         try:
             compared = releases.diff(releases.get(request.GET["from"]), releases.get(request.GET["to"]))
         except releases.BadRelease as bad:
