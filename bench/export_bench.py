@@ -58,8 +58,9 @@ def fill(queries: int, images: int) -> int:
     user, _ = get_user_model().objects.get_or_create(username="bench-annotator")
     with connection.cursor() as cursor:  # straight SQL: the bench measures reading, not writing
         cursor.execute(
-            "INSERT INTO annotator_label (query_id, image_id, value, annotator_id, created_at, updated_at) "
-            "SELECT q.id, g, CASE WHEN random() < 0.1 THEN 'relevant' ELSE 'not_relevant' END, %s, now(), now() "
+            "INSERT INTO annotator_label (query_id, image_id, value, decided_by, annotator_id, created_at, updated_at) "
+            "SELECT q.id, g, CASE WHEN random() < 0.1 THEN 'relevant' ELSE 'not_relevant' END, 'single', %s, now(), "
+            "now() "
             "FROM annotator_query q CROSS JOIN generate_series(1, %s) g",
             [user.pk, images],
         )

@@ -19,6 +19,7 @@ from annotator.inquire import release_files, releases
 from annotator.inquire.exporters import export_inquire
 from annotator.labels import LabelChange, adjudicate, set_labels
 from annotator.models import Label, Query, Release, ReleaseJob
+from catalog.models import Image
 from search.facade import search
 
 pytestmark = pytest.mark.django_db
@@ -260,3 +261,32 @@ def test_the_releases_page_makes_one_in_the_background_lists_it_serves_its_files
     assert ReleaseJob.objects.count() == 1 and Release.objects.count() == 2
     client.force_login(project["annotator"])  # no permission to see releases
     assert client.get("/releases/").status_code == 403
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # rdflib's, inside mlcroissant's JSON-LD parser
+def test_a_release_of_the_demo_passes_the_validators_checks(settings, tmp_path, monkeypatch, capsys):
+    """The demo's project (its collection, queries and users), labeled a little by its annotator: its release's
+    croissant.json validates and every RecordSet's records are generated, as many as the Parquet files hold."""
+    import mlcroissant as mlc
+
+    settings.QUIRE_DATA_DIR = tmp_path
+    call_command("demo", "--no-serve", "--images", "40")
+    capsys.readouterr()
+    annotator = User.objects.get(username="annotator")
+    images = list(Image.objects.order_by("pk").values_list("pk", flat=True))
+    for n, query in enumerate(Query.objects.all()[:3]):
+        hits = images[10 * n : 10 * n + 10]
+        changes = [LabelChange(i, "relevant" if n < 2 else "not_relevant") for n, i in enumerate(hits)]
+        set_labels(query_id=query.pk, changes=changes, user=annotator, source="keyboard")
+    call_command("release", "create", "demo-v1")
+    folder = tmp_path / "releases" / "demo-v1"
+    validated = subprocess.run(
+        [str(Path(sys.executable).with_name("mlcroissant")), "validate", "--jsonld", str(folder / "croissant.json")],
+        capture_output=True,
+        text=True,
+    )
+    assert validated.returncode == 0, validated.stderr
+    dataset = mlc.Dataset(jsonld=str(folder / "croissant.json"))
+    for name in ("queries", "qrels", "images"):
+        assert sum(1 for _ in dataset.records(name)) == pq.read_table(folder / f"{name}.parquet").num_rows, name
+    assert pq.read_table(folder / "qrels.parquet").num_rows == 30
