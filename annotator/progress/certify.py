@@ -1,8 +1,9 @@
 """A completeness claim from a random check: recall at least T with confidence 1 - alpha over a frame.
 
 When a check is drawn, the frame (the images a claim speaks of) holds `found` positives already labeled and
-`unlabeled` images nobody has judged, of which an unknown number K are positives. The check labels a simple
-random sample of `sample` of those unlabeled images and meets `positives` of them (they join the labels).
+`unlabeled` other images (here: those not yet found, whether nobody judged them or someone judged them not
+relevant; annotator.progress.checks says why), of which an unknown number K are positives. The check labels a
+simple random sample of `sample` of them and meets `positives` (they join the labels).
 The number met follows the hypergeometric law, so the sample bounds K, and with it the recall after the check:
 
     recall = (found + positives) / (found + K)
