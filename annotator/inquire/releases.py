@@ -185,9 +185,10 @@ def _write_snapshot(
     folder: Path, name: str, ids: list[int], progress: Callable[[int, int], None] | None
 ) -> dict[str, Any]:
     """Every file of the release into `folder`, read from one snapshot of the database."""
+    outermost = not connection.in_atomic_block  # inside a caller's transaction, its snapshot rules
     with transaction.atomic():
-        if connection.vendor == "postgresql":  # one snapshot for every file (the first statement of the transaction)
-            with connection.cursor() as cursor:
+        if outermost and connection.vendor == "postgresql":  # one snapshot for every file: the transaction's first
+            with connection.cursor() as cursor:  # statement
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         rows = export_inquire(folder, ids)
         _step(progress, 1)
