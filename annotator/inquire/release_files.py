@@ -130,12 +130,14 @@ def _matches(path: Path, digest: str) -> bool:
     return path.is_file() and sha256_of(path) == digest
 
 
+def listed(sums: Path) -> dict[str, str]:
+    """{file name: sha256} as a SHA256SUMS file lists them."""
+    return {name: digest for digest, _, name in (line.partition("  ") for line in sums.read_text("utf-8").splitlines())}
+
+
 def mismatches(folder: Path, sums: Path) -> list[str]:
     """The files SHA256SUMS lists whose content no longer matches (or that are gone), and files it does not list."""
-    listed = {}
-    for line in sums.read_text(encoding="utf-8").splitlines():
-        digest, _, name = line.partition("  ")
-        listed[name] = digest
-    wrong = [name for name, digest in listed.items() if not _matches(folder / name, digest)]
-    extra = [path.name for path in folder.iterdir() if path.name not in listed and path.name != sums.name]
+    listed_files = listed(sums)
+    wrong = [name for name, digest in listed_files.items() if not _matches(folder / name, digest)]
+    extra = [path.name for path in folder.iterdir() if path.name not in listed_files and path.name != sums.name]
     return sorted(wrong + extra)

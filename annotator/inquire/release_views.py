@@ -11,7 +11,7 @@ from django.http import FileResponse, Http404, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotator.inquire import releases
+from annotator.inquire import release_files, releases
 from annotator.labels import visibility
 from annotator.models import Query, Release, ReleaseJob
 from common.background import QueueUnavailable
@@ -83,7 +83,6 @@ def release_file(request: SignedInRequest, name: str, file_name: str) -> HttpRes
     if refused := visibility.of(request).refusal(release.query_ids):
         raise PermissionDenied(refused)
     folder = Path(release.folder)
-    listed = {line.partition("  ")[2] for line in (folder / releases.SUMS).read_text(encoding="utf-8").splitlines()}
-    if file_name not in listed | {releases.SUMS}:
+    if file_name not in {*release_files.listed(folder / releases.SUMS), releases.SUMS}:
         raise Http404(f"Release {release.name} has no file {file_name[:100]!r}: its files are listed on the page.")
     return FileResponse((folder / file_name).open("rb"), as_attachment=True, filename=f"{release.name}-{file_name}")

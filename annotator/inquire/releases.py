@@ -64,6 +64,14 @@ def check_name(name: str) -> str:
     return name
 
 
+def _free_name(name: str) -> str:
+    """`name` if it can name a new release: well formed, and no release (record or folder) has it yet."""
+    name = check_name(name)
+    if Release.objects.filter(name=name).exists() or (releases_dir() / name).exists():
+        raise BadRelease(f"A release named {name} exists already: a release never changes; name the new one anew.")
+    return name
+
+
 def get(name: str) -> Release:
     """The release named `name`; BadRelease naming the known ones if there is none."""
     found = Release.objects.filter(name=name).first()
@@ -112,10 +120,8 @@ def create(
 ) -> Release:
     """Freeze the selected queries as the release `name` (module doc). BadRelease, with nothing left behind, for a
     bad or taken name, an empty selection, or a disk that cannot take the files."""
-    name = check_name(name)
+    name = _free_name(name)
     final = releases_dir() / name
-    if Release.objects.filter(name=name).exists() or final.exists():
-        raise BadRelease(f"A release named {name} exists already: a release never changes; name the new one anew.")
     if "\x00" in notes:
         raise BadRelease("The notes hold a NUL byte: give them as plain text.")
     ids = selected_queries(query_ids, splits)
@@ -148,9 +154,7 @@ RELEASE_TASK = "annotator.create_release"
 def start_job(name: str, *, query_ids: list[int], splits: list[str], notes: str, user: Writer) -> ReleaseJob:
     """Check what can be checked at once (the name, the selection), then queue the release's making: the page
     answers at once and shows the job's steps. BadRelease, with no job, for what create() would refuse first."""
-    name = check_name(name)
-    if Release.objects.filter(name=name).exists() or (releases_dir() / name).exists():
-        raise BadRelease(f"A release named {name} exists already: a release never changes; name the new one anew.")
+    name = _free_name(name)
     selected_queries(query_ids, splits)
     job = ReleaseJob.objects.create(name=name, query_ids=query_ids, splits=splits, notes=notes, started_by=user)
     background.submit_on_commit(RELEASE_TASK, job.pk)

@@ -244,9 +244,14 @@ def progress(check: CompletenessCheck) -> Progress:
 
 
 def refresh(check: CompletenessCheck) -> Progress:
-    """`check`'s progress, and its decision stored once it is complete (the claim is then fixed)."""
+    """`check`'s progress, and its decision stored once it is complete. A decided check's claim is fixed, and so
+    is what it says of its sample: read from the check, not from every judgment again (the side pane asks after
+    every pause in labeling)."""
+    if check.status != CompletenessCheck.Status.CHECKING:
+        size = check.images.count()
+        return Progress(size, labeled=size, positives=check.positives or 0, second=[], adjudication=[], unjudged=[])
     now = progress(check)
-    if check.status == CompletenessCheck.Status.CHECKING and now.complete:
+    if now.complete:
         _decide(check, now)
     return now
 

@@ -17,7 +17,7 @@ def form_choices(query: Query, page_taxa: str) -> dict[str, Any]:
         "open_check": open_check(query),
         "targets": ("0.8", "0.9", "0.95"),
         "confidences": ("0.9", "0.95", "0.99"),
-        "frame_kinds": [(kind, dict(CompletenessCheck.Frame.choices)[kind]) for kind in ("top", "taxa", "collection")],
+        "frame_kinds": [(kind, CompletenessCheck.Frame(kind).label) for kind in ("top", "taxa", "collection")],
         "default_depth": DEFAULT_DEPTH,
         "max_depth": MAX_DEPTH,
         "page_taxa": page_taxa,
@@ -115,7 +115,7 @@ def next_step(check: CompletenessCheck, now: Progress) -> str:
     if now.unjudged:
         waits.append(f"label the check's {len(now.unjudged)} images left (ranking \u201ccompleteness check\u201d)")
     if now.second:
-        waits.append(f"{_count(len(now.second), 'positive')} for a second annotator's blind judgment")
+        waits.append(f"{_count(len(now.second), 'image')} for a second annotator's blind judgment")
     if now.adjudication:
         waits.append(f"{_count(len(now.adjudication), 'disagreement')} for an adjudicator")
     return "Checking: " + "; ".join(waits) + "."
