@@ -27,25 +27,74 @@ Everything is seeded: the same arguments give the same vectors, chunk by chunk, 
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 GENERA = 1000
 SPECIES_PER_GENUS = (2, 30)  # each genus has this many species, drawn uniformly
-ZIPF = 0.83  # sizes ~ rank^-0.83: the largest genus about 300x the smallest over 1,000 genera
 AXES = 6  # each genus's own long axes
-DUPLICATES = 0.03
 
-# Scales in the latent space, tuned with describe() against the targets in the module docstring.
-IMAGE_MEAN = 1.2  # length of the image modality's mean
-GENUS_SPREAD = 0.55
-SPECIES_SPREAD = 0.35
-AXIS_SPREAD = 0.35
-NOISE = 0.45
-TEXT_MEAN = 1.0  # text queries: their modality's mean ...
-TEXT_CONCEPT = 0.3  # ... and how far towards their concept
-TEXT_NOISE = 0.25  # variation shared with images: it moves a text query's ranking
-TEXT_OWN = 0.9  # variation of the text side alone (wording): lowers its cosines, not its ranking
+
+@dataclass(frozen=True)
+class Shape:
+    """What makes one world unlike another: how genus sizes fall, how variance spreads over directions, how
+    far apart and how tight things are, and where a text query's own variation lies. The scales are in the
+    latent space; `clip` was tuned with describe() against the targets in the module docstring, the others
+    against `describe()` too, to stay in CLIP's ranges (a text's best image at cosine 0.2 to 0.35) while
+    differing in what an index is sensitive to."""
+
+    size_law: str = "zipf"  # "zipf": sizes ~ rank^-size_exponent; "lognormal": sizes ~ exp(N(0, size_sigma))
+    size_exponent: float = 0.83  # Zipf: the largest genus about 300x the smallest over 1,000 genera
+    size_sigma: float = 1.2  # log-normal: a heavy middle, fewer giants than Zipf
+    spectrum_exponent: float = 1.2  # the d-th direction's variance ~ (1 + d / spectrum_knee)^-exponent
+    spectrum_knee: float = 16
+    duplicates: float = 0.03  # the share of images that copy another of their genus with a little noise
+    image_mean: float = 1.2  # length of the image modality's mean
+    genus_spread: float = 0.55
+    species_spread: float = 0.35
+    axis_spread: float = 0.35
+    noise: float = 0.45
+    text_mean: float = 1.0  # text queries: their modality's mean ...
+    text_concept: float = 0.3  # ... and how far towards their concept
+    text_noise: float = 0.25  # variation shared with images: it moves a text query's ranking
+    text_own: float = 0.9  # variation of the text side alone (wording) ...
+    text_own_in_tail: bool = True  # ... where images hardly vary (lowers cosines only), or along their spectrum
+
+
+# Named shapes, for choosing defaults across worlds rather than for one (issue 41). `clip` is issue 25's.
+SHAPES = {
+    "clip": Shape(),
+    # Log-normal genus sizes, a flat spectrum (effective rank about twice clip's), looser genera, no
+    # near-duplicates, and a text's own variation along the images' directions, with little of its concept: a
+    # text's ranking is mostly set by its wording, so its best images scatter over many genera and lists, as
+    # for a vague query or another model's text encoder. Issue 41's world unlike issue 25's (built for 512-d).
+    "lognormal-flat": Shape(
+        size_law="lognormal",
+        spectrum_exponent=0.5,
+        spectrum_knee=64,
+        duplicates=0.0,
+        genus_spread=0.4,
+        noise=0.6,
+        text_concept=0.1,
+        text_noise=0.3,
+        text_own=1.0,
+        text_own_in_tail=False,
+    ),
+    # A steep spectrum (a few dozen directions hold most variance), tight species, many near-duplicates and a
+    # wide gap: a text's best images sit low (cosine about 0.2).
+    "steep-gap": Shape(
+        spectrum_exponent=1.6,
+        spectrum_knee=8,
+        duplicates=0.1,
+        species_spread=0.25,
+        noise=0.35,
+        text_mean=1.3,
+        text_concept=0.22,
+        text_noise=0.2,
+        text_own=1.2,
+    ),
+}
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -69,29 +118,34 @@ class World:
     axes: np.ndarray  # (GENERA, AXES, dim) each genus's long axes, latent
     species_genus: np.ndarray  # (species,) the genus of each species
     species_centres: np.ndarray  # (species, dim) latent
+    shape: Shape = SHAPES["clip"]
 
     @classmethod
-    def make(cls, count: int, dim: int = 1024, seed: int = 0) -> "World":
+    def make(cls, count: int, dim: int = 1024, seed: int = 0, shape: Shape | str = "clip") -> "World":
+        shape = SHAPES[shape] if isinstance(shape, str) else shape
         rng = np.random.default_rng(seed)
         basis, _ = np.linalg.qr(rng.standard_normal((dim, dim)))
-        # Power law: the d-th direction's variance ~ (1 + d / 16)^-1.2, normalised to unit total variance.
-        variance = (1 + np.arange(dim) / 16) ** -1.2
+        # Power law: the d-th direction's variance ~ (1 + d / knee)^-exponent, normalised to unit total variance.
+        variance = (1 + np.arange(dim) / shape.spectrum_knee) ** -shape.spectrum_exponent
         scale = np.sqrt(variance / variance.sum()).astype(np.float32)
-        image_mean = unit(rng.standard_normal(dim)).astype(np.float32) * IMAGE_MEAN
+        image_mean = unit(rng.standard_normal(dim)).astype(np.float32) * shape.image_mean
         # The text mean is a mostly separate direction (the gap vector is nearly orthogonal to both
         # modalities' spread: "Is the Modality Gap a Bug or a Feature?", 2026).
-        text_mean = unit(0.35 * unit(image_mean) + unit(rng.standard_normal(dim))).astype(np.float32) * TEXT_MEAN
-        weights = 1.0 / np.arange(1, GENERA + 1) ** ZIPF
+        text_mean = unit(0.35 * unit(image_mean) + unit(rng.standard_normal(dim))).astype(np.float32) * shape.text_mean
+        weights = 1.0 / np.arange(1, GENERA + 1) ** shape.size_exponent
         genus_sizes = _apportion(count, rng.permutation(weights))
+        if shape.size_law == "lognormal":  # its own stream: the rest of the world is drawn as for Zipf
+            weights = np.exp(np.random.default_rng([seed, 4]).normal(0, shape.size_sigma, GENERA))
+            genus_sizes = _apportion(count, weights)
         genus_spread = np.exp(rng.normal(0, 0.35, GENERA)).astype(np.float32)
         # Unit directions shaped by the spectrum, each with its own length (a genus is long along some).
         axes = unit(rng.standard_normal((GENERA, AXES, dim)).astype(np.float32) * scale)
         axes *= np.exp(rng.normal(0, 0.5, (GENERA, AXES, 1))).astype(np.float32)
-        genus_centres = rng.standard_normal((GENERA, dim)).astype(np.float32) * scale * GENUS_SPREAD
+        genus_centres = rng.standard_normal((GENERA, dim)).astype(np.float32) * scale * shape.genus_spread
         species_counts = rng.integers(SPECIES_PER_GENUS[0], SPECIES_PER_GENUS[1] + 1, GENERA)
         species_genus = np.repeat(np.arange(GENERA), species_counts)
         species_centres = genus_centres[species_genus] + (
-            rng.standard_normal((len(species_genus), dim)).astype(np.float32) * scale * SPECIES_SPREAD
+            rng.standard_normal((len(species_genus), dim)).astype(np.float32) * scale * shape.species_spread
         )
         return cls(
             dim=dim,
@@ -106,12 +160,13 @@ class World:
             axes=axes,
             species_genus=species_genus,
             species_centres=species_centres,
+            shape=shape,
         )
 
     def _latent_images(self, genus: int, species: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         spread = self.genus_spread[genus]
-        along = rng.standard_normal((len(species), AXES)).astype(np.float32) * AXIS_SPREAD
-        noise = rng.standard_normal((len(species), self.dim)).astype(np.float32) * self.scale * NOISE
+        along = rng.standard_normal((len(species), AXES)).astype(np.float32) * self.shape.axis_spread
+        noise = rng.standard_normal((len(species), self.dim)).astype(np.float32) * self.scale * self.shape.noise
         latent: np.ndarray = (
             self.image_mean + self.species_centres[species] + spread * (along @ self.axes[genus] + noise)
         )
@@ -131,7 +186,7 @@ class World:
             rng = np.random.default_rng([self.seed, 1, genus])
             species = self._species_of(genus, size, rng)
             vectors = self._embed(self._latent_images(genus, species, rng))
-            copies = np.flatnonzero(rng.random(size) < DUPLICATES)
+            copies = np.flatnonzero(rng.random(size) < self.shape.duplicates)
             if len(copies) and size > 1:
                 originals = rng.integers(0, size, len(copies))
                 jitter = rng.standard_normal((len(copies), self.dim)).astype(np.float32) * (0.1 / np.sqrt(self.dim))
@@ -152,17 +207,18 @@ class World:
         nearly orthogonal to the images' ("Is the Modality Gap a Bug or a Feature?", 2026), so it lowers a
         text's cosines without scrambling its ranking. Genera drawn by the square root of their size, so
         small ones are asked about too (INQUIRE's queries cover rare species)."""
-        rng = np.random.default_rng([self.seed, 3, seed])
+        rng, shape = np.random.default_rng([self.seed, 3, seed]), self.shape
         weights = np.sqrt(self.genus_sizes)
         genera = rng.choice(GENERA, size=count, p=weights / weights.sum())
         latent = []
         for genus in genera.tolist():
             species = self._species_of(genus, 1, rng)[0]
-            along = rng.standard_normal(AXES).astype(np.float32) * AXIS_SPREAD
+            along = rng.standard_normal(AXES).astype(np.float32) * shape.axis_spread
             concept = self.species_centres[species] + self.genus_spread[genus] * (along @ self.axes[genus])
-            noise = rng.standard_normal(self.dim).astype(np.float32) * self.scale * TEXT_NOISE
-            own = unit(rng.standard_normal(self.dim).astype(np.float32) * self.scale[::-1]) * TEXT_OWN
-            latent.append(self.text_mean + TEXT_CONCEPT * unit(concept) * IMAGE_MEAN + noise + own)
+            noise = rng.standard_normal(self.dim).astype(np.float32) * self.scale * shape.text_noise
+            own_scale = self.scale[::-1] if shape.text_own_in_tail else self.scale
+            own = unit(rng.standard_normal(self.dim).astype(np.float32) * own_scale) * shape.text_own
+            latent.append(self.text_mean + shape.text_concept * unit(concept) * shape.image_mean + noise + own)
         return self._embed(np.stack(latent))
 
 
@@ -179,9 +235,11 @@ def _apportion(total: int, weights: np.ndarray) -> np.ndarray:
     return sizes
 
 
-def generate(count: int, dim: int = 1024, seed: int = 0) -> tuple[np.ndarray, np.ndarray, World]:
+def generate(
+    count: int, dim: int = 1024, seed: int = 0, shape: Shape | str = "clip"
+) -> tuple[np.ndarray, np.ndarray, World]:
     """The whole world in memory (for tests and small benches): (float16 vectors, taxon ids, world)."""
-    world = World.make(count, dim, seed)
+    world = World.make(count, dim, seed, shape)
     vectors = np.empty((count, dim), dtype=np.float16)
     taxa = np.empty(count, dtype=np.int64)
     row = 0
@@ -190,6 +248,24 @@ def generate(count: int, dim: int = 1024, seed: int = 0) -> tuple[np.ndarray, np
         taxa[row : row + len(chunk)] = species
         row += len(chunk)
     return vectors, taxa, world
+
+
+def stored(world: World, folder: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The world as an embedding store's arrays under `folder` (float16 vectors memory-mapped, taxon ids),
+    written once and read back on later runs of the same world."""
+    folder.mkdir(parents=True, exist_ok=True)
+    vectors_path, taxa_path = folder / "vectors.npy", folder / "taxon_ids.npy"
+    if not (vectors_path.exists() and taxa_path.exists() and len(np.load(taxa_path, mmap_mode="r")) == world.count):
+        out = np.lib.format.open_memmap(vectors_path, mode="w+", dtype=np.float16, shape=(world.count, world.dim))
+        taxa, row = np.empty(world.count, dtype=np.int64), 0
+        for vectors, species in world.chunks():
+            out[row : row + len(vectors)] = vectors
+            taxa[row : row + len(vectors)] = species
+            row += len(vectors)
+        out.flush()
+        del out
+        np.save(taxa_path, taxa)
+    return np.load(vectors_path, mmap_mode="r"), np.load(taxa_path)
 
 
 def describe(vectors: np.ndarray, world: World, sample: int = 4000, seed: int = 0) -> dict[str, float]:

@@ -160,7 +160,9 @@ def search(
     loaded = _get(spec.name)
     query = _query_vector(loaded, spec, text=text, image_id=image_id, image=image, vector=vector)
     taxa = None if taxon_ids is None else list(taxon_ids)
-    wide = image_id is None and image is None  # only an image's own vector is among the images
+    # A typed text is off the images' distribution: its search starts wide. Anything else starts narrow and
+    # widens itself as its results require (search/index.py), whatever the vector turns out to be.
+    wide = text is not None
 
     def ranked(k: int, offset: int) -> list[Hit]:
         return loaded.backend.search(

@@ -181,6 +181,33 @@ IMAGE_SHARE, IMAGE_LISTS, IMAGE_RERANK = 0.02, 40, 1000
 WIDE_SHARE, WIDE_LISTS, WIDE_RERANK = 0.25, 160, 10_000
 
 
+# A search reads as far as its own results say it must (issue 41). The first breadth (narrow, or wide when the
+# caller says the vector is a text) is read; then two signs that it was too narrow are checked, and the
+# search is read again wider until neither shows, or until reading wider would cost about what ranking every
+# image does, when every image is ranked exactly instead:
+#   lists     one of the best results came from the back half of the lists probed: the lists' order (by
+#             centroid score) is a poor guide for this vector, so unprobed lists likely hold more. For an image,
+#             its best images lie in its first few lists; for a vector off the images' distribution (a text
+#             across the modality gap, a fitted or outside vector) the centroid scores are nearly flat and the
+#             best images spread over many lists.
+#   candidates  the codes' estimates are too rough for this vector: the last candidate re-scored might still
+#             hide a better one. The estimates' error is measured on the results themselves (exact minus
+#             estimated score over the best found: mean + ESTIMATE_MARGIN standard deviations), and the
+#             candidates are widened while the last candidate's estimate plus it still reaches the worst result.
+# Both read the best CHECKED results (the first page), whatever page was asked for: the breadth a vector ends
+# at is then the same for every page up to half the candidates, so consecutive pages join up as before.
+# Widening probes twice the lists and re-scores twice the candidates, at least the wide breadth's. Past the wide
+# breadth every image is ranked exactly instead: at 1M, reading half the lists costs about half an exact ranking,
+# and a vector the wide breadth cannot serve mostly needed that too (bench/RESULTS.md: one more approximate
+# round before it put the text-like p95 at 400 ms, against the exact ranking's 160).
+# Adaptive probing after Li, Zhang, Andersen and He, "Improving Approximate Nearest Neighbor Search through
+# Learned Adaptive Early Termination" (SIGMOD 2020), with the learned model replaced by these two checks, which
+# need no training queries; chosen over RoarGraph-style graphs (hours to build at 5M on 2 cores) by measurement
+# on worlds of several shapes (bench/ood_search_bench.py, bench/RESULTS.md).
+CHECKED = 50
+ESTIMATE_MARGIN = 2.0
+
+
 def _default_breadths(index: "_faiss.Index", labels: str) -> tuple[Breadth, Breadth]:
     """(image queries, wide queries) for an IVF index: RaBitQ fast-scan probes a share of its lists
     (IMAGE_SHARE, WIDE_SHARE); the earlier kinds keep their measured settings for both: PQ4 fast-scan
@@ -393,11 +420,12 @@ class Searcher:
     Queries from the text side of CLIP's modality gap are out of the images' distribution, and an IVF
     index needs to read more of itself for them (Jaiswal et al., "OOD-DiskANN", 2022, measured the same
     for graph indexes): their relevant images score only a little above the rest, so they spread over
-    more lists and deeper into the approximate ranking. A search says so with `wide=True` (the engine
-    does for texts and for the vectors the rankings fit), and reads the wider `Breadth`. Telling texts
-    apart by geometry alone was tried (cosine with the images' mean direction, below the images' own 1st
-    percentile): on the realistic world 16% of the texts fell on the images' side, so the caller, who
-    knows, says.
+    more lists and deeper into the approximate ranking. The search cannot be told what a vector is (a
+    researcher's own text encoder, an outside image), and telling texts apart by geometry fails (cosine with
+    the images' mean direction, below the images' own 1st percentile: 16% of the realistic world's texts fell
+    on the images' side), so each search reads the narrow `Breadth` and widens itself as its own results
+    require (see CHECKED). A caller who knows the vector is a text says `wide=True`: the search then
+    starts at the wide breadth, which saves a first reading and never lowers recall.
     """
 
     def __init__(
@@ -408,7 +436,10 @@ class Searcher:
         nprobe: int | None = None,
         rerank: int | None = None,
         labels: str = "rows",
+        adaptive: bool | None = None,
     ) -> None:
+        """`nprobe` and `rerank` fix an IVF index's breadth (for benches and tests); otherwise the defaults
+        are read and widened per search as its results require (`adaptive`, on unless a breadth is fixed)."""
         if index.ntotal != len(embeddings):
             raise NoIndex(
                 f"The search index holds {index.ntotal} vectors but the store {len(embeddings)}: "
@@ -433,8 +464,16 @@ class Searcher:
             default_narrow, default_wide = _default_breadths(index, labels)
             self.narrow = Breadth(nprobe or default_narrow.nprobe, rerank or default_narrow.rerank)
             self.wide = self.narrow if nprobe or rerank else default_wide
+        # Widening reads each result's list rank through the quantizer, which works in the vectors' own space:
+        # not for the earlier PQ4 kind, whose lists are made after a PCA (kept for comparison only).
+        self.adaptive = (
+            not self.exact
+            and not isinstance(index, faiss.IndexPreTransform)
+            and (adaptive if adaptive is not None else not (nprobe or rerank))
+        )
         self._lock = threading.Lock()
         self._id_order: np.ndarray | None = None  # argsort of the image ids, made on the first lookup by id
+        self._list_of_row: np.ndarray | None = None  # each store row's IVF list, made on the first adaptive search
 
     @property
     def dim(self) -> int:
@@ -469,25 +508,97 @@ class Searcher:
         if self.exact and wanted + len(excluded) >= len(self.embeddings) // 2:
             return self._rank_exactly(vector, np.arange(len(self.embeddings)), excluded, k, offset)
         breadth = self.wide if wide else self.narrow
-        # Ask for a margin beyond the page: rows tied at the cut are then all seen and ordered by id.
-        candidates = wanted + 16 if self.exact else max(breadth.rerank, 2 * wanted)
         # Excluded images (a query's labels: thousands, for a ranking that learns) are left out inside
         # FAISS by an ID selector, so the candidates asked for and re-scored do not grow with them.
         selector = None
         if len(excluded):
             excluded_labels = excluded if self.labels == "image_ids" else self.rows_of_ids(excluded)
             selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(excluded_labels))
+        while True:
+            rows, estimates, filled = self._candidates(vector, breadth, wanted, selector)
+            # FAISS's selector has left the excluded images out already: not looked up and filtered again.
+            hits = self._rank_exactly(vector, rows, np.empty(0, dtype=np.int64), wanted, 0)
+            wider = self._wider(vector, breadth, hits, rows, estimates, filled) if self.adaptive and hits else None
+            if wider is None:
+                return hits[offset:]
+            if wider.nprobe > self.wide.nprobe or wider.rerank > self.wide.rerank:  # ranked exactly: cannot miss
+                return self._rank_exactly(vector, np.arange(len(self.embeddings)), excluded, k, offset)
+            breadth = wider
+
+    def _candidates(
+        self, vector: np.ndarray, breadth: Breadth, wanted: int, selector: Any
+    ) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The index's candidates at `breadth`: (store rows, the codes' estimated scores, whether the index
+        gave as many as were asked for, so that more might lie beyond them)."""
+        candidates = wanted + 16 if self.exact else max(breadth.rerank, 2 * wanted)
+        candidates = min(candidates, len(self.embeddings))
         params = _search_parameters(self.exact, breadth, selector, graph=self._graph_quantizer)
         # One search at a time per process: each already spreads over every core through FAISS's OpenMP
         # threads, and concurrent ones would only oversubscribe them.
         with self._lock:
-            _, rows = self.index.search(vector[None, :], min(candidates, len(self.embeddings)), params=params)
-        del selector
-        rows = rows[0][rows[0] >= 0]
+            estimates, labels = self.index.search(vector[None, :], candidates, params=params)
+        found = labels[0] >= 0
+        labels, scores = labels[0][found], estimates[0][found]
         if self.labels == "image_ids":
-            rows = self.rows_of_ids(rows)
-        # FAISS's selector has left the excluded images out already: not looked up and filtered again.
-        return self._rank_exactly(vector, rows, np.empty(0, dtype=np.int64), k, offset)
+            rows, known = self.locate(labels)
+            labels, scores = rows[known], scores[known]
+        return labels, scores, len(labels) >= candidates
+
+    def _wider(
+        self,
+        vector: np.ndarray,
+        breadth: Breadth,
+        hits: list[Hit],
+        rows: np.ndarray,
+        estimates: np.ndarray,
+        filled: bool,
+    ) -> Breadth | None:
+        """The breadth to read again at, when the results at `breadth` show it was too narrow for this vector,
+        or None (the checks are explained above CHECKED)."""
+        hits = hits[:CHECKED]
+        best_rows = self.rows_of_ids(np.asarray([hit.image_id for hit in hits], dtype=np.int64))
+        exact = np.asarray([hit.score for hit in hits], dtype=np.float32)
+        order = np.argsort(rows)
+        estimated = estimates[order][np.searchsorted(rows[order], best_rows)]
+        errors = exact - estimated
+        worst = float(exact.min())
+        last = float(estimates.min()) if len(estimates) else worst
+        more_candidates = filled and last + float(errors.mean()) + ESTIMATE_MARGIN * float(errors.std()) >= worst
+        nlist = faiss.extract_index_ivf(self.index).nlist
+        more_lists = False
+        if breadth.nprobe < nlist:
+            probed = self._probed_lists(vector, breadth.nprobe)
+            rank = np.full(nlist, breadth.nprobe, dtype=np.int64)
+            rank[probed] = np.arange(len(probed))
+            deep = int(np.count_nonzero(rank[self._lists_of_rows()[best_rows]] >= breadth.nprobe // 2))
+            more_lists = deep > 0
+        if not (more_lists or more_candidates):
+            return None
+        return Breadth(
+            min(nlist, max(2 * breadth.nprobe, self.wide.nprobe)) if more_lists else breadth.nprobe,
+            max(2 * breadth.rerank, self.wide.rerank) if more_candidates else breadth.rerank,
+        )
+
+    def _probed_lists(self, vector: np.ndarray, nprobe: int) -> np.ndarray:
+        """The lists a search of `nprobe` lists reads, best first: the quantizer's answer, as inside FAISS."""
+        quantizer = faiss.extract_index_ivf(self.index).quantizer
+        params = faiss.SearchParametersHNSW(efSearch=max(2 * nprobe, 64)) if self._graph_quantizer else None
+        _, lists = quantizer.search(vector[None, :], nprobe, params=params)
+        probed: np.ndarray = lists[0][lists[0] >= 0]
+        return probed
+
+    def _lists_of_rows(self) -> np.ndarray:
+        """The IVF list of each store row (int32), read from the index's inverted lists once."""
+        if self._list_of_row is None:
+            invlists = faiss.extract_index_ivf(self.index).invlists
+            out = np.full(len(self.embeddings), -1, dtype=np.int32)
+            for number in range(invlists.nlist):
+                size = invlists.list_size(number)
+                if size:
+                    ids = faiss.rev_swig_ptr(invlists.get_ids(number), size).copy()
+                    out[self.rows_of_ids(ids) if self.labels == "image_ids" else ids] = number
+            self._list_of_row = out
+        return self._list_of_row
 
     def locate(self, image_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The store rows of `image_ids` (int64, in order), and which of them have a row at all."""

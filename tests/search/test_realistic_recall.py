@@ -61,8 +61,11 @@ def test_text_queries_across_the_gap_are_searched_wider_and_keep_recall(world):
     queries = world.text_queries(QUERIES, seed=11)
     assert searcher.wide.nprobe > searcher.narrow.nprobe and searcher.wide.rerank > searcher.narrow.rerank
     assert recall(embeddings, searcher, queries, wide=True) >= 0.95
-    # Read as narrowly as an image query, the same texts lose recall: the wide breadth is what holds it.
-    assert recall(embeddings, searcher, queries[:20]) < recall(embeddings, searcher, queries[:20], wide=True)
+    # Not told they are texts, the searches widen themselves (issue 41) and keep recall; held at the narrow
+    # breadth, the same texts lose it.
+    assert recall(embeddings, searcher, queries[:20]) >= 0.95
+    fixed = search_index.Searcher(embeddings, searcher.index, labels="image_ids", adaptive=False)
+    assert recall(embeddings, fixed, queries[:20]) < 0.9
 
 
 def test_the_earlier_codes_fail_text_queries(world):
