@@ -40,6 +40,9 @@ class VectorBackend(Protocol):
     live: bool
     described: str  # what holds the vectors, for messages: "the search index", "the Milvus collection ... at ..."
     broken: bool  # a call failed: the engine opens the backend again before the next search
+    # True where a search widens itself as its results require (FAISS: search/index.py), so `wide` only saves a
+    # first reading; False where it reads the breadth it is given, so a vector of unknown kind is read wide.
+    widens: bool
 
     @property
     def dim(self) -> int: ...
@@ -78,6 +81,7 @@ class FaissVectors:
     live = False
     described = "the search index"
     broken = False  # a loaded index does not fail; a new one is loaded when current.json moves
+    widens = True
 
     def __init__(self, searcher: Searcher) -> None:
         self.searcher = searcher

@@ -160,9 +160,10 @@ def search(
     loaded = _get(spec.name)
     query = _query_vector(loaded, spec, text=text, image_id=image_id, image=image, vector=vector)
     taxa = None if taxon_ids is None else list(taxon_ids)
-    # A typed text is off the images' distribution: its search starts wide. Anything else starts narrow and
-    # widens itself as its results require (search/index.py), whatever the vector turns out to be.
-    wide = text is not None
+    # A typed text is off the images' distribution: its search starts wide. A given vector may be anything: a
+    # backend that widens itself as its results require (FAISS, search/index.py) starts it narrow, one that
+    # reads only the breadth it is given (Milvus) reads it wide. An image's own vector is read narrow.
+    wide = text is not None or (vector is not None and not loaded.backend.widens)
 
     def ranked(k: int, offset: int) -> list[Hit]:
         return loaded.backend.search(

@@ -205,6 +205,7 @@ WIDE_SHARE, WIDE_LISTS, WIDE_RERANK = 0.25, 160, 10_000
 # need no training queries; chosen over RoarGraph-style graphs (hours to build at 5M on 2 cores) by measurement
 # on worlds of several shapes (bench/ood_search_bench.py, bench/RESULTS.md).
 CHECKED = 50
+DEEP_ALLOWED = 0  # best results from the back half of the lists probed that do not widen the search
 ESTIMATE_MARGIN = 2.0
 
 
@@ -571,7 +572,7 @@ class Searcher:
             rank = np.full(nlist, breadth.nprobe, dtype=np.int64)
             rank[probed] = np.arange(len(probed))
             deep = int(np.count_nonzero(rank[self._lists_of_rows()[best_rows]] >= breadth.nprobe // 2))
-            more_lists = deep > 0
+            more_lists = deep > DEEP_ALLOWED
         if not (more_lists or more_candidates):
             return None
         return Breadth(

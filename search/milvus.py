@@ -244,6 +244,7 @@ class MilvusVectors:
     """A collection as search.backends.VectorBackend. Thread-safe: the client is (gRPC channels are)."""
 
     live = True  # adds and deletes from any process are in the next search
+    widens = False  # Milvus reads the breadth it is given: a vector of unknown kind is read wide (engine.search)
 
     def __init__(self, client: MilvusClient, name: str, dim: int, index_type: str, built: dict[str, Any]) -> None:
         self.client, self.name, self._dim = client, name, dim

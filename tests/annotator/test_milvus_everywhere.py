@@ -20,7 +20,7 @@ from annotator.labels import set_label
 from annotator.models import LabelSource, LabelValue
 from search import engine, milvus
 from search.facade import STRATEGIES, search
-from search.spec import store_root
+from search.spec import configured_spec, store_root
 from search.store import Embeddings, EmbeddingStore
 from tests.factories import database_snapshot, make_collection
 
@@ -235,3 +235,26 @@ def test_an_unknown_backend_is_refused_at_start(tmp_path):
         [sys.executable, "manage.py", "check"], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 1 and "QUIRE_VECTOR_BACKEND is 'pinecone': set it to faiss or milvus." in done.stderr
+
+
+def test_a_given_vector_is_read_wide_only_where_the_backend_does_not_widen_itself(backends, monkeypatch):
+    """FAISS widens a search as its results require (search/index.py), so a vector of unknown kind starts narrow
+    there; Milvus reads only the breadth it is given, so the same vector is read wide (issue 41)."""
+    from search.backends import FaissVectors
+
+    asked: list[tuple[str, bool]] = []
+    for name, backend in (("faiss", FaissVectors), ("milvus", milvus.MilvusVectors)):
+        real = backend.search
+
+        def spy(self, vector, *, real=real, name=name, **options):
+            asked.append((name, options.get("wide", False)))
+            return real(self, vector, **options)
+
+        monkeypatch.setattr(backend, "search", spy)
+    dim = EmbeddingStore.existing(store_root(), configured_spec().name).dim
+    vector = np.random.default_rng(0).standard_normal(dim)
+    for name in ("faiss", "milvus"):
+        backends(name)
+        search(vector=vector, k=5)
+        search(text="a heron", k=5)
+    assert asked == [("faiss", False), ("faiss", True), ("milvus", True), ("milvus", True)]
