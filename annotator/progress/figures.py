@@ -197,12 +197,16 @@ def with_completeness(queries: list[CountedQuery]) -> list[CountedQuery]:
     check (or None), read for all of them at once."""
     pending = []
     claims = checks.latest_of([query.pk for query in queries])
+    # Every row's signals in one read (with Redis, one round trip instead of one a query).
+    keys = {query.pk: _key("signals", query, query.labeled, query.last_activity) for query in queries}
+    cached = cache.get_many(list(keys.values()))
     for query in queries:
         query.claim = claims.get(query.pk)
         if getattr(query, "withheld", ""):  # the viewer judges images of it blind (annotator.labels.visibility)
             query.completeness = None
             continue
-        have_signals, signals = _cached("signals", query, query.labeled, query.last_activity)
+        stored = cached.get(keys[query.pk])
+        have_signals, signals = stored is not None, None if stored is None else stored[0]
         if not have_signals:
             pending.append(query.pk)
         query.completeness = _completeness(query, signals, have_signals)
@@ -239,9 +243,14 @@ def dashboard(
         queries = selectors.sorted_list(queries, sort)  # the stored order reads the sealed labels
     annotators = selectors.annotators_by_query(queries)
     assigned = selectors.assignments_by_query(queries)
+    # The choices' labels looked up once: get_FOO_display hashes every choice on each call (a tenth of the
+    # page's time at 250 rows).
+    statuses, fully = dict(Query.Status.choices), dict(Query.FullyLabeled.choices)
     for query in queries:
         query.annotators = annotators.get(query.pk, [])
         query.assigned = assigned.get(query.pk, [])
+        query.status_label = statuses.get(query.status, query.status)
+        query.fully_labeled_label = fully.get(query.fully_labeled, query.fully_labeled)
     with_completeness(queries)
     totals = {
         "queries": len(queries),

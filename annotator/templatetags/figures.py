@@ -1,7 +1,10 @@
-"""Agreement figures as pages print them: three decimals, "–" where undefined. The figures themselves keep
-full precision (agreement.json equals the reference libraries); only the page rounds."""
+"""Figures as pages print them. Agreement: three decimals, "–" where undefined; the figures themselves keep
+full precision (agreement.json equals the reference libraries), only the page rounds. Times: `moment`."""
+
+from datetime import datetime
 
 from django import template
+from django.utils import timezone
 
 register = template.Library()
 
@@ -15,3 +18,11 @@ def figure(value: float | None) -> str:
 def span(interval: list[float] | None) -> str:
     """A bootstrap interval, "0.812 to 0.944"; "" where there is none."""
     return "" if not interval else f"{interval[0]:.3f} to {interval[1]:.3f}"
+
+
+@register.filter
+def moment(value: datetime | None) -> str:
+    """A time as the lists of queries print it: "2026-11-26 14:05" in the site's time zone, "–" for none. Django's
+    own date rendering (the DATETIME_FORMAT through localization) was a third of the dashboard's rows at 250
+    queries (bench/RESULTS.md, issue 41); this is strftime."""
+    return "–" if value is None else timezone.localtime(value).strftime("%Y-%m-%d %H:%M")

@@ -62,7 +62,7 @@ def test_an_image_is_read_once_and_a_text_reads_wider_until_its_results_hold(wor
     assert sum(once[:20]) >= 10 and sum(once[20:]) <= 4, once
     assert all(read[0] == searcher.narrow for read in readings)  # nobody said which was which
     assert all(later.nprobe >= earlier.nprobe and later.rerank >= earlier.rerank
-               for read in readings for earlier, later in zip(read, read[1:]))  # fmt: skip
+               for read in readings for earlier, later in zip(read, read[1:], strict=False))  # fmt: skip
     assert recall(searcher, embeddings, queries["image"]) >= 0.95
     assert recall(searcher, embeddings, queries["text"]) >= 0.95
 

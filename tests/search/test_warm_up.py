@@ -1,5 +1,6 @@
 """Web workers load the index and the text encoder when they start, not on their first request (issue 27)."""
 
+import gc
 import logging
 from types import SimpleNamespace
 
@@ -20,6 +21,7 @@ def worker():
     yield SimpleNamespace(pid=7, log=logging.getLogger("gunicorn.error"))
     engine._loaded.clear()
     clip._loaded.clear()
+    gc.unfreeze()  # the hook freezes what the test process holds; a worker would keep it frozen for life
 
 
 def test_a_started_worker_has_the_index_and_the_text_encoder_loaded(labeling, tiny_spec, worker, caplog):
@@ -41,6 +43,14 @@ def test_warm_up_can_be_turned_off(labeling, worker, monkeypatch):
     monkeypatch.setenv("QUIRE_WARM_UP", "0")
     gunicorn_hooks.post_worker_init(worker)
     assert engine._loaded == {} and clip._loaded == {}
+
+
+@pytest.mark.parametrize("warm", ["1", "0"])
+def test_what_a_worker_made_at_start_is_frozen_out_of_the_collectors_walks(labeling, worker, monkeypatch, warm):
+    monkeypatch.setenv("QUIRE_WARM_UP", warm)
+    gc.unfreeze()
+    gunicorn_hooks.post_worker_init(worker)
+    assert gc.get_freeze_count() > 10_000  # Django, the test process and (warm) the index and the encoder
 
 
 def test_the_demo_server_warms_up_as_it_starts(labeling, tiny_spec, worker, monkeypatch):
