@@ -253,12 +253,20 @@ def generate(
 def stored(world: World, folder: Path) -> tuple[np.ndarray, np.ndarray]:
     """The world as an embedding store's arrays under `folder` (float16 vectors memory-mapped, taxon ids),
     written once and read back on later runs of the same world."""
+    return write_store(world.chunks(), world.count, world.dim, folder)
+
+
+def write_store(
+    chunks: Iterator[tuple[np.ndarray, np.ndarray]], count: int, dim: int, folder: Path
+) -> tuple[np.ndarray, np.ndarray]:
+    """`chunks` of (vectors, taxon ids), `count` rows in all, as float16 `vectors.npy` (memory-mapped) and
+    `taxon_ids.npy` under `folder`; written only when `folder` does not hold them for `count` rows yet."""
     folder.mkdir(parents=True, exist_ok=True)
     vectors_path, taxa_path = folder / "vectors.npy", folder / "taxon_ids.npy"
-    if not (vectors_path.exists() and taxa_path.exists() and len(np.load(taxa_path, mmap_mode="r")) == world.count):
-        out = np.lib.format.open_memmap(vectors_path, mode="w+", dtype=np.float16, shape=(world.count, world.dim))
-        taxa, row = np.empty(world.count, dtype=np.int64), 0
-        for vectors, species in world.chunks():
+    if not (vectors_path.exists() and taxa_path.exists() and len(np.load(taxa_path, mmap_mode="r")) == count):
+        out = np.lib.format.open_memmap(vectors_path, mode="w+", dtype=np.float16, shape=(count, dim))
+        taxa, row = np.empty(count, dtype=np.int64), 0
+        for vectors, species in chunks:
             out[row : row + len(vectors)] = vectors
             taxa[row : row + len(vectors)] = species
             row += len(vectors)

@@ -46,8 +46,6 @@ def make_world(
     name: str, n: int, dim: int, folder: Path, seed: int, count: int
 ) -> tuple[Embeddings, dict[str, np.ndarray]]:
     """The world's store (made once, then reused from `folder`) and its queries by type."""
-    folder.mkdir(parents=True, exist_ok=True)
-    vectors_path, taxa_path = folder / "vectors.npy", folder / "taxon_ids.npy"
     if name == "realistic":
         world = realistic.World.make(n, dim, seed)
         queries = {"image": world.image_queries(count), "text": world.text_queries(count)}
@@ -58,19 +56,9 @@ def make_world(
         queries = {"image": draw(centres, rng.integers(0, len(centres), size=count), rng).astype(np.float32)}
         taxa = np.sort(rng.integers(0, len(centres), size=n))
         chunks = ((draw(centres, taxa[s : s + 200_000], rng), taxa[s : s + 200_000]) for s in range(0, n, 200_000))
-    if not (vectors_path.exists() and taxa_path.exists() and len(np.load(taxa_path, mmap_mode="r")) == n):
-        log(f"{name}: generating {n:,} x {dim}")
-        out = np.lib.format.open_memmap(vectors_path, mode="w+", dtype=np.float16, shape=(n, dim))
-        taxa_out, row = np.empty(n, dtype=np.int64), 0
-        for vectors, species in chunks:
-            out[row : row + len(vectors)] = vectors
-            taxa_out[row : row + len(vectors)] = species
-            row += len(vectors)
-        out.flush()
-        del out
-        np.save(taxa_path, taxa_out)
-    vectors = np.load(vectors_path, mmap_mode="r")
-    return Embeddings(vectors, np.arange(1, n + 1, dtype=np.int64), np.load(taxa_path)), queries
+    log(f"{name}: {n:,} x {dim} (generated unless {folder} holds it)")
+    vectors, taxon_ids = realistic.write_store(chunks, n, dim, folder)
+    return Embeddings(vectors, np.arange(1, n + 1, dtype=np.int64), taxon_ids), queries
 
 
 def measure(searcher, queries: np.ndarray, truth: np.ndarray, embeddings: Embeddings, **options) -> dict:
