@@ -183,8 +183,7 @@ WIDE_SHARE, WIDE_LISTS, WIDE_RERANK = 0.25, 160, 10_000
 
 # A search reads as far as its own results say it must (issue 41). The first breadth (narrow, or wide when the
 # caller says the vector is a text) is read; then two signs that it was too narrow are checked, and the
-# search is read again wider until neither shows, or until reading wider would cost about what ranking every
-# image does, when every image is ranked exactly instead:
+# search is read again wider until neither shows, or, past the wide breadth, every image is ranked exactly:
 #   lists     one of the best results came from the back half of the lists probed: the lists' order (by
 #             centroid score) is a poor guide for this vector, so unprobed lists likely hold more. For an image,
 #             its best images lie in its first few lists; for a vector off the images' distribution (a text

@@ -34,7 +34,7 @@ def dashboard(request: SignedInRequest) -> HttpResponseBase:
         status=request.GET.get("status", ""),
         split=request.GET.get("split", ""),
     )
-    # Each row's link from one reversed URL: reversing it for each of 250 rows cost more than the row's numbers.
+    # Each row's link from one reversed URL: reversing it for each row was 5% of the page at 250 rows (cProfile).
     page, mark = reverse("dashboard-query", args=[_MARK]), str(_MARK)
     for query in queries:
         query.page_url = page.replace(mark, str(query.pk))
