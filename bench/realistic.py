@@ -82,7 +82,7 @@ SHAPES = {
         text_own_in_tail=False,
     ),
     # A steep spectrum (a few dozen directions hold most variance), tight species, many near-duplicates and a
-    # wide gap: a text's best images sit low (cosine about 0.2).
+    # wide gap: a text's best images sit lower than in `clip` (median cosine 0.29 at 1M, against 0.33).
     "steep-gap": Shape(
         spectrum_exponent=1.6,
         spectrum_knee=8,

@@ -32,7 +32,7 @@ import json
 import math
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -347,14 +347,17 @@ def _add(index: "_faiss.Index", embeddings: Embeddings, rows: np.ndarray, batch:
         index.add_with_ids(vectors, np.ascontiguousarray(embeddings.image_ids[chunk], dtype=np.int64))
 
 
+def list_labels(index: "_faiss.Index") -> Iterator[tuple[int, np.ndarray]]:
+    """(list number, the labels it holds) for each non-empty list of an IVF index."""
+    invlists = faiss.extract_index_ivf(index).invlists
+    for number in range(invlists.nlist):
+        if size := invlists.list_size(number):
+            yield number, faiss.rev_swig_ptr(invlists.get_ids(number), size).copy()
+
+
 def indexed_ids(index: "_faiss.Index") -> np.ndarray:
     """The image ids a fast-scan (IVF) index holds, sorted."""
-    invlists = faiss.extract_index_ivf(index).invlists
-    parts = [
-        faiss.rev_swig_ptr(invlists.get_ids(number), invlists.list_size(number)).copy()
-        for number in range(invlists.nlist)
-        if invlists.list_size(number)
-    ]
+    parts = [labels for _, labels in list_labels(index)]
     return np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
 
 
@@ -453,9 +456,8 @@ class Searcher:
         self.index = index
         self.labels = labels
         self.exact = not isinstance(faiss.try_extract_index_ivf(index), faiss.IndexIVF)
-        self._graph_quantizer = not self.exact and hasattr(
-            faiss.downcast_index(faiss.extract_index_ivf(index).quantizer), "hnsw"
-        )
+        self._ivf: Any = None if self.exact else faiss.extract_index_ivf(index)  # read by every search that widens
+        self._graph_quantizer = self._ivf is not None and hasattr(faiss.downcast_index(self._ivf.quantizer), "hnsw")
         # Rows of each taxon, found by binary search: a species filter costs microseconds, not a 5M-row scan.
         self._taxon_order = np.argsort(embeddings.taxon_ids, kind="stable")
         self._taxa_sorted = embeddings.taxon_ids[self._taxon_order]
@@ -530,6 +532,7 @@ class Searcher:
     ) -> tuple[np.ndarray, np.ndarray, bool]:
         """The index's candidates at `breadth`: (store rows, the codes' estimated scores, whether the index
         gave as many as were asked for, so that more might lie beyond them)."""
+        # Ask for a margin beyond the page: rows tied at the cut are then all seen and ordered by id.
         candidates = wanted + 16 if self.exact else max(breadth.rerank, 2 * wanted)
         candidates = min(candidates, len(self.embeddings))
         params = _search_parameters(self.exact, breadth, selector, graph=self._graph_quantizer)
@@ -564,7 +567,7 @@ class Searcher:
         worst = float(exact.min())
         last = float(estimates.min()) if len(estimates) else worst
         more_candidates = filled and last + float(errors.mean()) + ESTIMATE_MARGIN * float(errors.std()) >= worst
-        nlist = faiss.extract_index_ivf(self.index).nlist
+        nlist = self._ivf.nlist
         more_lists = False
         if breadth.nprobe < nlist:
             probed = self._probed_lists(vector, breadth.nprobe)
@@ -581,7 +584,7 @@ class Searcher:
 
     def _probed_lists(self, vector: np.ndarray, nprobe: int) -> np.ndarray:
         """The lists a search of `nprobe` lists reads, best first: the quantizer's answer, as inside FAISS."""
-        quantizer = faiss.extract_index_ivf(self.index).quantizer
+        quantizer = self._ivf.quantizer
         params = faiss.SearchParametersHNSW(efSearch=max(2 * nprobe, 64)) if self._graph_quantizer else None
         _, lists = quantizer.search(vector[None, :], nprobe, params=params)
         probed: np.ndarray = lists[0][lists[0] >= 0]
@@ -590,13 +593,9 @@ class Searcher:
     def _lists_of_rows(self) -> np.ndarray:
         """The IVF list of each store row (int32), read from the index's inverted lists once."""
         if self._list_of_row is None:
-            invlists = faiss.extract_index_ivf(self.index).invlists
             out = np.full(len(self.embeddings), -1, dtype=np.int32)
-            for number in range(invlists.nlist):
-                size = invlists.list_size(number)
-                if size:
-                    ids = faiss.rev_swig_ptr(invlists.get_ids(number), size).copy()
-                    out[self.rows_of_ids(ids) if self.labels == "image_ids" else ids] = number
+            for number, labels in list_labels(self.index):
+                out[self.rows_of_ids(labels) if self.labels == "image_ids" else labels] = number
             self._list_of_row = out
         return self._list_of_row
 
