@@ -51,6 +51,7 @@ class ClipEmbedder:
                 "(this machine may not reach the model hub)."
             ) from None
         self.model.eval()
+        self.input_dtype = _input_dtype(self.model.visual)
         self._text_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._text_cache_size = text_cache_size
         self._lock = threading.Lock()
@@ -75,13 +76,22 @@ class ClipEmbedder:
     @torch.inference_mode()
     def encode_pixels(self, pixels: torch.Tensor) -> np.ndarray:
         """Embed a batch already run through `self.preprocess` and stacked: (n, 3, H, W)."""
-        dtype = next(self.model.parameters()).dtype
-        features = self.model.encode_image(pixels.to(self.device, dtype=dtype, non_blocking=True))
+        features = self.model.encode_image(pixels.to(self.device, dtype=self.input_dtype, non_blocking=True))
         return _normalise(features.float().cpu().numpy())
 
     def encode_images(self, images: Iterable["PILImage"]) -> np.ndarray:
         """Embed PIL images."""
         return self.encode_pixels(torch.stack([self.preprocess(image.convert("RGB")) for image in images]))
+
+
+def _input_dtype(visual: torch.nn.Module) -> torch.dtype:
+    """The dtype the image tower's first layer takes. With precision="fp16" open_clip halves the convolution
+    and linear weights but keeps others (the class embedding, layer norms) in fp32, so the model's first
+    parameter does not say: reading it sent fp32 pixels into a half conv on every GPU."""
+    for module in visual.modules():
+        if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear)):
+            return module.weight.dtype
+    return next(visual.parameters()).dtype
 
 
 def check_weights(spec: ClipSpec) -> None:

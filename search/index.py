@@ -4,7 +4,7 @@ the rows of one loaded index. The search function callers use is search.facade.s
 Kinds:
   flat      exact inner product. The index holds the vectors as float16, the same
             numbers as the store, so its scores are the store's scores. For small
-            collections, and on a GPU.
+            collections (searched on the CPU, also where a GPU is present).
   fastscan  for millions of vectors on a CPU (auto's choice above AUTO_FLAT_LIMIT): IVF over the full
             vectors with 1-bit RaBitQ codes (Gao and Long, "RaBitQ", SIGMOD 2024; FAISS's
             IndexIVFRaBitQFastScan), scanned with SIMD registers as lookup tables (FAISS's fast-scan,
@@ -243,7 +243,9 @@ def choose_kind(count: int, kind: str = "auto") -> str:
         raise ValueError(f"index kind must be {', '.join(KINDS[:-1])} or {KINDS[-1]}, not {kind!r}")
     if kind != "auto":
         return kind
-    return "flat" if count <= AUTO_FLAT_LIMIT or faiss.get_num_gpus() > 0 else "fastscan"
+    # GPUs do not count: the flat index is searched on the CPU, memory-mapped (faiss-gpu's own flat index
+    # would answer 5M in about 4 ms on an H100, bench/gpu_bench.py, but Quire does not move indexes there).
+    return "flat" if count <= AUTO_FLAT_LIMIT else "fastscan"
 
 
 def labels_of(kind: str) -> str:

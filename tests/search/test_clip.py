@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from search import clip as search_clip
 from search.clip import ClipEmbedder, ClipSpec, WeightsUnavailable, configured_spec, get_embedder
 from search.tiny_model import write_tiny_model
 
@@ -51,3 +52,21 @@ def test_the_configured_model_is_loaded_once_per_process(settings, tmp_path):
     settings.QUIRE_CLIP_PRETRAINED = write_tiny_model(tmp_path / "configured")
     assert configured_spec().name == settings.QUIRE_CLIP_PRETRAINED
     assert get_embedder() is get_embedder(configured_spec())
+
+
+def test_half_precision_weights_get_half_pixels(tmp_path):
+    """On a GPU open_clip loads the model with precision="fp16": convolution and linear weights halved, the
+    class embedding and layer norms kept in fp32. Pixels must go in at the image tower's dtype, not the first
+    parameter's (that sent fp32 pixels into a half convolution and failed every GPU embedding job; found on an
+    H100). The same conversion, done here on the CPU, shows it without a GPU."""
+    import open_clip  # noqa: PLC0415  (search.clip has already made torchvision importable)
+    import torch  # noqa: PLC0415  (as above)
+
+    embedder = ClipEmbedder(ClipSpec("", write_tiny_model(tmp_path / "half")))
+    open_clip.convert_weights_to_lp(embedder.model, dtype=torch.float16)
+    embedder.input_dtype = search_clip._input_dtype(embedder.model.visual)
+    assert next(embedder.model.parameters()).dtype == torch.float32  # the trap: the first parameter says fp32
+    assert embedder.input_dtype == torch.float16
+    vectors = embedder.encode_images([Image.new("RGB", (120, 90), "red"), Image.new("RGB", (50, 70), "blue")])
+    assert vectors.shape == (2, 64) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1, rtol=1e-3)

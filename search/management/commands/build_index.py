@@ -14,7 +14,7 @@ from search.spec import configured_spec
 class Command(BaseCommand):
     help = (
         "Build the search index over the configured model's embeddings and swap it in. "
-        "FAISS (the default backend): exact (flat) up to 250,000 vectors or on a GPU, fast-scan IVF with exact "
+        "FAISS (the default backend): exact (flat) up to 250,000 vectors, fast-scan IVF with exact "
         "re-scoring above; a fast-scan index takes new images in place (seconds) until the collection doubles, "
         "--rebuild retrains it. Milvus (--backend milvus, or QUIRE_VECTOR_BACKEND=milvus): loads the images the "
         "collection at QUIRE_MILVUS_URI lacks, with a progress bar; a load stopped half-way resumes where it "
