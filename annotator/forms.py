@@ -161,6 +161,9 @@ class SearchState:
     filters: list[TaxonFilter] = field(default_factory=list)
     like: list[int] = field(default_factory=list)
     querystring: str = ""
+    within: str = ""  # a lasso on the map, as `x1,y1,x2,y2,...` in the map's coordinates (search.polygon)
+    within_ids: Any = None  # the lasso's image ids (a numpy array; annotator.labeling.map), None: no lasso
+    within_error: str = ""  # why the address's lasso is left out
 
     @property
     def taxon_ids(self) -> set[int] | None:
@@ -170,11 +173,11 @@ class SearchState:
 
     @property
     def filter_errors(self) -> list[str]:
-        return [item.error for item in self.filters if item.error]
+        return [item.error for item in self.filters if item.error] + ([self.within_error] if self.within_error else [])
 
 
 class LabelingSearchForm(forms.Form):
-    """The labeling page's address (q, taxon, size, hide, like). Nothing in it is ever refused: a value
+    """The labeling page's address (q, taxon, size, hide, like, within). Nothing in it is ever refused: a value
     that makes no sense falls back to the default, and an unknown taxon becomes a filter that says why
     it is left out, so a shared or stale link always opens the page."""
 
@@ -183,6 +186,7 @@ class LabelingSearchForm(forms.Form):
     size = forms.IntegerField(required=False)
     hide = forms.CharField(required=False)
     like = ManyValues(required=False)
+    within = forms.CharField(required=False, strip=True)
 
     def __init__(self, params: QueryDict, *, page_sizes: tuple[int, ...]) -> None:
         super().__init__(params)  # ManyValues' widget reads its repeated values with getlist
@@ -202,6 +206,7 @@ class LabelingSearchForm(forms.Form):
             filters=[_taxon_filter(value) for value in values.get("taxon") or ()],
             like=[image_id for image_id in likes if image_id is not None][:MAX_LIKE],
             querystring=querystring,
+            within=values.get("within") or "",
         )
 
 

@@ -21,6 +21,7 @@ The environment always wins.
 QUIRE_IMAGE_ROOTS   comma-separated folders that images roots must lie in. Default: any.
 QUIRE_EMBED_CHUNK_SIZE (5000), QUIRE_EMBED_BATCH_SIZE (64), QUIRE_EMBED_LOADER_THREADS (cores, at most 8)
                     images per embedding task, per forward pass, decoding threads.
+QUIRE_MAP_SAMPLE    (20000) images the map's t-SNE is fitted on; the others are placed beside them.
 """
 
 import datetime
@@ -115,6 +116,9 @@ QUIRE_EMBED_CHUNK_SIZE = int(os.environ.get("QUIRE_EMBED_CHUNK_SIZE", "5000"))
 QUIRE_EMBED_BATCH_SIZE = int(os.environ.get("QUIRE_EMBED_BATCH_SIZE", "64"))
 # One decoding thread per core (at most 8): on 2 cores, 2 threads kept 93% of the bare forward pass, 4 kept 91%.
 QUIRE_EMBED_LOADER_THREADS = int(os.environ.get("QUIRE_EMBED_LOADER_THREADS", str(min(8, os.cpu_count() or 1))))
+# The map of the collection (search/layout.py): t-SNE runs on a random sample of this many images, the rest are
+# placed beside their nearest sample images (20,000: about a minute on 2 cores, bench/map_layout_bench.py).
+QUIRE_MAP_SAMPLE = int(os.environ.get("QUIRE_MAP_SAMPLE", "20000"))
 
 INSTALLED_APPS = [
     "django.contrib.admin.apps.SimpleAdminConfig",  # admin.autodiscover() runs in quire/urls.py

@@ -12,9 +12,9 @@ from django.urls import URLPattern, path
 
 from common import background
 
-from . import jobs
+from . import jobs, map_jobs
 from .exceptions import WeightsUnavailable
-from .models import EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild
+from .models import EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild, MapLayout
 from .spec import configured_spec
 
 
@@ -191,3 +191,53 @@ class IndexBuildAdmin(ReadOnlyAdmin):
         if not build.total:
             return "–"
         return f"{build.done:,} of {build.total:,} vectors ({100 * build.done // build.total}%)"
+
+
+@admin.register(MapLayout)
+class MapLayoutAdmin(ReadOnlyAdmin):
+    """The map of the collection (search/layout.py): its jobs, their progress, and the button that starts one."""
+
+    list_display = ["id", "model_name", "status", "mode", "progress", "points", "created_at", "finished_at"]
+    list_filter = ["status", "model_name"]
+    readonly_fields = [
+        "model_name", "refit", "status", "mode", "progress", "points", "created_at", "started_at", "finished_at",
+        "error",
+    ]  # fmt: skip
+
+    @admin.display(description="progress")
+    def progress(self, job: MapLayout) -> str:
+        if job.status == "queued":
+            return "waiting for a worker"
+        if not job.total:
+            return "fitting the map on a sample" if job.status == "running" else "–"
+        return f"{job.done:,} of {job.total:,} images placed ({100 * job.done // job.total}%)"
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path("start/", self.admin_site.admin_view(self.start_view), name="search_maplayout_start"),
+        ] + super().get_urls()
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        extra_context = {
+            **(extra_context or {}),
+            "model_name": configured_spec().name,
+            "running": MapLayout.objects.filter(status__in=map_jobs.UNFINISHED).exists(),
+            "embedded_mode": settings.CELERY_TASK_ALWAYS_EAGER,
+        }
+        return super().changelist_view(request, extra_context)
+
+    def start_view(self, request: HttpRequest) -> HttpResponse:
+        """Compute the map, or place new images on it (refit=1: a new map): POST only, staff only."""
+        if request.method != "POST" or not request.user.has_perm("search.add_maplayout"):
+            messages.error(request, "Computing the map needs a POST by a user allowed to add map layouts.")
+            return redirect("admin:search_maplayout_changelist")
+        model_name = configured_spec().name
+        job = MapLayout.objects.filter(model_name=model_name, status__in=map_jobs.UNFINISHED).first()
+        job = job or MapLayout.objects.create(model_name=model_name, refit=request.POST.get("refit") == "1")
+        try:  # never inside this request: to the workers, or to the background thread in embedded mode
+            background.submit_on_commit("search.map_layout", job.pk)
+        except background.QueueUnavailable as error:
+            messages.error(request, f"{error} (Map layout {job.pk} waits; start it again once Redis is back.)")
+        else:
+            messages.success(request, f"Map layout {job.pk} started: this page shows its progress.")
+        return redirect("admin:search_maplayout_changelist")

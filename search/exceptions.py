@@ -32,3 +32,7 @@ class StoreMismatch(SearchNotReady):
 
 class VectorDatabaseUnavailable(SearchNotReady):
     """The vector database (QUIRE_MILVUS_URI) cannot be reached, opened or asked."""
+
+
+class NoMap(SearchNotReady):
+    """No map of the collection has been computed for this model yet."""

@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from . import strategies
+from . import layout, polygon, strategies
 from .batches import WINDOW as RECENT_ANSWERS
 from .batches import compose as compose_batch
-from .exceptions import SearchNotReady, SearchUnavailable
+from .exceptions import NoMap, SearchError, SearchNotReady, SearchUnavailable
+from .layout import Layout
+from .polygon import BadPolygon, Polygon
 from .request import RankingRequest
 from .results import Hit
 from .spec import WARM_UP_AT_START, ClipSpec, configured_spec, index_folder
@@ -35,9 +37,17 @@ if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
 
 __all__ = [
+    "BadPolygon",
     "ClipSpec",
     "Hit",
+    "Layout",
+    "NoMap",
+    "Polygon",
+    "images_within",
+    "map_of",
+    "parse_polygon",
     "NO_TAXON",
+    "SearchError",
     "SearchNotReady",
     "SearchUnavailable",
     "configured_spec",
@@ -222,6 +232,7 @@ def score_images(
     relevant_ids: Iterable[int] = (),
     not_relevant_ids: Iterable[int] = (),
     example_ids: Iterable[int] = (),
+    example_vectors: Iterable[npt.ArrayLike] = (),
     spec: ClipSpec | None = None,
 ) -> np.ndarray:
     """The score of each of `image_ids` under a strategy's ranking (default: similarity to `text`), as
@@ -235,6 +246,7 @@ def score_images(
         relevant_ids=relevant_ids,
         not_relevant_ids=not_relevant_ids,
         example_ids=example_ids,
+        example_vectors=list(example_vectors),
         spec=spec,
     )
     return engine_score_images(request, image_ids)
@@ -310,3 +322,20 @@ def ensure_torchvision_ops() -> None:
     from .torchvision_ops import ensure_torchvision_ops as ensure  # torch
 
     ensure()
+
+
+def map_of(spec: ClipSpec | None = None) -> Layout:
+    """The map of the collection under the configured model (search/layout.py): every placed image's id and
+    x, y. Raises NoMap (a SearchNotReady) until `manage.py map_layout` has computed it."""
+    return layout.load((spec or configured_spec()).name)
+
+
+def parse_polygon(text: str) -> Polygon:
+    """A lasso's polygon from its `within=` text; BadPolygon (a ValueError with a sentence) otherwise."""
+    return polygon.parse(text)
+
+
+def images_within(shape: Polygon, spec: ClipSpec | None = None) -> np.ndarray:
+    """The ids (int64, ascending) of the images whose stored map position lies inside `shape` or on its edge."""
+    stored = map_of(spec)
+    return stored.image_ids[shape.contains(stored.xy)]

@@ -113,6 +113,20 @@ class EmbeddingFailure(models.Model):
         return f"image {self.image_id}: {self.reason}"
 
 
+class MapLayout(JobRecord):
+    """Computing or updating the map of one model's embeddings (search/layout.py)."""
+
+    model_name = models.CharField(max_length=1024)
+    refit = models.BooleanField(default=False, help_text="Fit a new map instead of placing new images on the old.")
+    mode = models.CharField(max_length=16, blank=True, help_text="fitted (a new map) or updated (new images placed).")
+    done = models.PositiveIntegerField(default=0, help_text="Images placed so far.")
+    total = models.PositiveIntegerField(default=0, help_text="Images this run places.")
+    points = models.PositiveIntegerField(default=0, help_text="Images on the map when it finished.")
+
+    def __str__(self) -> str:
+        return f"map layout {self.pk} ({self.model_name})"
+
+
 class IndexBuild(JobRecord):
     model_name = models.CharField(max_length=1024)
     kind = models.CharField(

@@ -9,7 +9,7 @@ own part file.
 
 from celery import shared_task
 
-from . import jobs
+from . import jobs, map_jobs
 from .models import EmbeddingJob
 
 
@@ -38,3 +38,9 @@ def requeue_stale_chunks() -> list[int]:
 def build_index(build_id: int) -> dict[str, int | str]:
     build = jobs.run_index_build(build_id)
     return {"build": build_id, "kind": build.built_kind, "vectors": build.vectors}
+
+
+@shared_task(name="search.map_layout")
+def map_layout(job_id: int) -> dict[str, int | str]:
+    job = map_jobs.run_map_layout(job_id)
+    return {"map_layout": job_id, "mode": job.mode, "points": job.points}

@@ -130,3 +130,17 @@ class DisagreementSerializer(serializers.Serializer):
 
 class DisagreementsSerializer(serializers.Serializer):
     results = DisagreementSerializer(many=True)
+
+
+class MapPointSerializer(serializers.Serializer):
+    image_id = serializers.IntegerField()
+    x = serializers.FloatField()
+    y = serializers.FloatField()
+    label = serializers.ChoiceField(
+        choices=["relevant", "not_relevant", "unsure", "undecided"], allow_null=True, help_text="null: unlabeled"
+    )
+
+
+class MapPageSerializer(serializers.Serializer):
+    points = MapPointSerializer(many=True)
+    next = serializers.URLField(allow_null=True, help_text="the next page's URL; null at the end")

@@ -1,9 +1,11 @@
 """REST API: queries read-only; labels read/write through annotator.labels. (Taxa and images: catalog/api.py.)"""
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db import transaction
 from django.db.models import QuerySet
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -21,9 +23,11 @@ from annotator.api.serializers import (
     LabelBatchSerializer,
     LabelSerializer,
     LabelValueSerializer,
+    MapPageSerializer,
     QuerySerializer,
 )
 from annotator.labeling import grid
+from annotator.labeling import map as map_view
 from annotator.labels import selectors, visibility
 from annotator.labels.changes import MAX_LABELS_PER_API_BATCH, BadChanges, read_changes
 from annotator.models import Label, LabelSource, LabelValue, Query
@@ -44,10 +48,21 @@ from common.api_params import (
     signed_in,
 )
 from common.database import retry_once_if_dropped
-from search.facade import STRATEGIES, SearchNotReady, SearchUnavailable
+from search.facade import STRATEGIES, BadPolygon, SearchNotReady, SearchUnavailable, images_within, parse_polygon
 
 DRAW_REFUSED = "Drawing a completeness check needs the permission to change queries: ask staff."
 CHECK = "check"  # the candidates of a completeness check (annotator.progress.checks), beside search's strategies
+
+
+def _within_param(request: Request) -> Any:  # numpy int64 ids, or None when absent
+    """The image ids inside the `within` polygon; 400 with a sentence for a bad polygon."""
+    text = request.query_params.get("within")
+    if text is None:
+        return None
+    try:
+        return images_within(parse_polygon(text))
+    except BadPolygon as error:
+        raise ValidationError({"within": str(error)}) from None
 
 
 @extend_schema_view(
@@ -74,6 +89,13 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
             OpenApiParameter("k", OpenApiTypes.INT, description="how many candidates, 1 to 1,000 (default 50)"),
             OpenApiParameter("image", OpenApiTypes.INT, many=True, description="example image ids (repeatable)"),
             OpenApiParameter("taxon", OpenApiTypes.STR, many=True, description="taxon names or ids (repeatable)"),
+            OpenApiParameter(
+                "within",
+                OpenApiTypes.STR,
+                description="a polygon on the map, x1,y1,x2,y2,x3,y3,... (3 to 1,000 vertices, edges not crossing), "
+                "in the map's coordinates (GET .../map/): only images inside it or on its edge, in the strategy's "
+                "order",
+            ),
         ],
         responses={200: CandidatesSerializer, **BAD_PARAMETERS, **NOT_FOUND, **SEARCH_NOT_READY},
         description="The next k images with no label for this query, best first, ranked by the strategy "
@@ -86,10 +108,19 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         query = self.get_object()
         strategy = choice_param(request, "strategy", [*STRATEGIES, CHECK]) or "text"
         k = int_param(request, "k", high=1001) or 50
+        try:
+            within = _within_param(request)
+        except SearchNotReady as error:  # no map computed yet
+            return Response({"detail": str(error)}, status=503)
         if strategy == CHECK:  # the open completeness check's images the caller has not judged
+            if within is None:
+                drawn = checks.candidates(query, signed_in(request), k)
+            else:  # the whole sample's unjudged images (a few thousand at most), those inside the polygon
+                inside = set(within.tolist())
+                drawn = [i for i in checks.candidates(query, signed_in(request), 1 << 30) if i in inside][:k]
             sampled: list[dict[str, Any]] = [
                 {"image_id": image_id, "score": None, "rank": n, "source": CHECK, "near_duplicates": []}
-                for n, image_id in enumerate(checks.candidates(query, signed_in(request), k), start=1)
+                for n, image_id in enumerate(drawn, start=1)
             ]
             return Response({"strategy": strategy, "results": sampled})
         examples = int_list_param(request, "image")
@@ -97,8 +128,9 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         try:
             taxon_ids = species_for_all(names) if names else None
             hits = grid.candidates(
-                query, viewer=signed_in(request), strategy=strategy, k=k, example_ids=examples, taxon_ids=taxon_ids
-            )
+                query, viewer=signed_in(request), strategy=strategy, k=k, example_ids=examples, taxon_ids=taxon_ids,
+                within=within,
+            )  # fmt: skip
         except SearchNotReady as error:  # no index yet, a vector database away: the service's side
             return Response({"detail": str(error)}, status=503)
         except (UnknownTaxon, SearchUnavailable) as error:
@@ -228,6 +260,54 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
             raise NotFound(f"Query {query.pk} has no completeness check yet, so no frame: draw one first.")
         ids = unpack(check.frame_ids).tolist()
         return Response({"check": check.ordinal, "size": check.frame_size, "image_ids": ids})
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("after", OpenApiTypes.INT, description="the cursor: points with a larger image id"),
+            OpenApiParameter(
+                "page_size", OpenApiTypes.INT, description=f"points per page, 1 to {map_view.MAX_PAGE:,} (10,000)"
+            ),
+        ],
+        responses={200: MapPageSerializer, **BAD_PARAMETERS, **NOT_FOUND, **SEARCH_NOT_READY},
+        description="The map of the collection (manage.py map_layout): each image's x and y, and its label for "
+        "this query as the caller sees it (relevant, not_relevant, unsure, undecided, or null; an image of the "
+        "caller's blind overlap shows null until they judge it). In image-id order; `next` is the URL of the "
+        "next page, null at the end. map/binary/ gives every point at once, as columns.",
+    )
+    @action(detail=True, methods=["get"], url_path="map")
+    def map(self, request: Request, pk: int | None = None, format: str | None = None) -> Response:
+        query = self.get_object()
+        after = int_param(request, "after")
+        size = int_param(request, "page_size", high=map_view.MAX_PAGE + 1)
+        if size == 0:
+            raise ValidationError({"page_size": f"page_size is 1 to {map_view.MAX_PAGE:,} points."})
+        size = size or 10_000
+        try:
+            points, last = map_view.points_page(query, signed_in(request), after, size)
+        except SearchNotReady as error:
+            return Response({"detail": str(error)}, status=503)
+        following = None
+        if last is not None:
+            following = request.build_absolute_uri(f"{request.path}?{urlencode({'after': last, 'page_size': size})}")
+        return Response({"points": points, "next": following})
+
+    @extend_schema(
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, **NOT_FOUND, **SEARCH_NOT_READY},
+        description="Every point of the map at once, for the page: a header (8 bytes 'QMAP1', the count and the "
+        "length of the layout's version as little-endian uint32, the version, zero-padded to 8 bytes), then the "
+        "columns: image ids (int64), x (float32), y (float32), labels (uint8: 0 none, 1 relevant, 2 not "
+        "relevant, 3 unsure, 4 undecided).",
+    )
+    @action(detail=True, methods=["get"], url_path="map/binary")
+    def map_binary(self, request: Request, pk: int | None = None, format: str | None = None) -> HttpResponse:
+        query = self.get_object()
+        try:
+            body = map_view.binary(query, signed_in(request))
+        except SearchNotReady as error:
+            return HttpResponse(str(error), status=503, content_type="text/plain; charset=utf-8")
+        response = HttpResponse(body, content_type="application/octet-stream")
+        response["Cache-Control"] = "private, no-store"  # labels change with every save
+        return response
 
     def get_queryset(self) -> QuerySet[Any]:
         queries = Query.objects.all()

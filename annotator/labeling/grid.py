@@ -29,10 +29,12 @@ from search.facade import (
     RECENT_ANSWERS,
     STRATEGY_REGISTRY,
     Hit,
+    SearchError,
     SearchUnavailable,
     configured_spec,
     next_batch,
     rank,
+    score_images,
     search,
 )
 
@@ -75,14 +77,18 @@ def results(
     offset: int = 0,
     limit: int = 50,
     seen: Mapping[int, str] | None = None,
+    within: np.ndarray | None = None,
 ) -> ResultsPage:
     """Up to `limit` tiles of the ranking for `text` (within `taxon_ids` when given) from position
     `offset` on; with `hide_labeled`, labeled images are passed over. `seen`: what `viewer` sees of the
-    query's labels, when the caller has read it already (else the page's images are read). Never raises for
-    the user's input: a search that cannot run comes back as the page's error."""
+    query's labels, when the caller has read it already (else the page's images are read). `within`: the
+    image ids of a lasso on the map, the only images ranked. Never raises for the user's input: a search that
+    cannot run comes back as the page's error."""
     if limit not in PAGE_SIZES:
         limit = PAGE_SIZES[0]
     offset = max(0, offset)
+    if within is not None:
+        return _text_page_within(query, viewer, text, within, taxon_ids, hide_labeled, offset, limit, seen)
     tiles: list[Tile] = []
     position = offset  # the next ranking position to look at
     try:
@@ -103,6 +109,40 @@ def results(
     except SearchUnavailable as error:
         return ResultsPage([], offset, limit, str(error))
     return ResultsPage(tiles, offset, limit, next_offset=position)
+
+
+def _text_page_within(
+    query: Query,
+    viewer: Writer,
+    text: str,
+    within: np.ndarray,
+    taxon_ids: Iterable[int] | None,
+    hide_labeled: bool,
+    offset: int,
+    limit: int,
+    seen: Mapping[int, str] | None,
+) -> ResultsPage:
+    """results() inside a lasso: the same positions, ranks and hide-labeled rule, over the lasso's ranking."""
+    seen = seen_by(query, viewer) if seen is None else seen
+    try:
+        ranked = _ranked_within(query, viewer, "text", text, within, seen, taxon_ids, keep_labeled=True)
+    except SearchUnavailable as error:
+        return ResultsPage([], offset, limit, str(error))
+    if hide_labeled:  # positions stay those of the full ranking: a tile's rank never changes with the filter
+        chosen = [
+            (position, hit) for position, hit in enumerate(ranked) if position >= offset and hit.image_id not in seen
+        ]
+    else:
+        chosen = list(enumerate(ranked))[offset:]
+    page = chosen[:limit]
+    images = Image.objects.select_related("taxon").in_bulk([hit.image_id for _, hit in page])
+    tiles = [
+        Tile(rank=position + 1, score=hit.score, image=images[hit.image_id], label=seen.get(hit.image_id, ""))
+        for position, hit in page
+        if hit.image_id in images
+    ]
+    next_offset = page[-1][0] + 1 if len(chosen) > limit else None
+    return ResultsPage(tiles, offset, limit, next_offset=next_offset)
 
 
 def _tiles(
@@ -160,6 +200,10 @@ PAGE_STRATEGIES = ("text", "feedback", "image", "fusion")
 EMBEDDING_EXAMPLE = "Your uploaded example is still being embedded: this ranking appears once it is ready."
 # The open completeness check's sample (annotator.progress.checks): not a ranking, a random order to label.
 CHECK = "check"
+WITHIN_SEARCH_RANKINGS_ONLY = (
+    "The map's selection filters the search rankings (text, feedback, image, fusion): choose one of them, "
+    "or clear the selection on the map."
+)
 RANKINGS = (
     {name: STRATEGY_REGISTRY[name].description for name in PAGE_STRATEGIES}
     | MODEL_RANKINGS
@@ -181,27 +225,22 @@ def candidates(
     exclude_ids: Iterable[int] = (),
     offset: int = 0,
     seen: Mapping[int, str] | None = None,
+    within: np.ndarray | None = None,
 ) -> list[Hit]:
     """The next `k` images of `query` that `viewer` sees unlabeled (and not in `exclude_ids`), best first,
     ranked by `strategy` from the labels they see: relevant as positives, not relevant as negatives
     (unsure and undecided count as neither). The examples are `example_ids` when given ("more like
     this"), else the query's relevant examples (collection images and uploads). The first batch of a
     strategy other than text follows search's batch rules (search.facade.next_batch: near-duplicate
-    stacks, the text order as a floor, judged on the viewer's recent answers). Raises SearchUnavailable."""
+    stacks, the text order as a floor, judged on the viewer's recent answers). `within`: image ids (a lasso on
+    the map) the candidates are restricted to, ranked by the strategy's scores alone. Raises SearchUnavailable."""
     values = seen_by(query, viewer) if seen is None else seen
-    example_vectors = []
-    if example_ids:
-        examples = list(example_ids)
-    else:
-        examples = []
-        model = configured_spec().name
-        for example in query.examples.filter(relevant=True):
-            if example.image_id:
-                examples.append(example.image_id)
-            elif example.vector is not None and example.vector_model == model:
-                example_vectors.append(np.frombuffer(bytes(example.vector), dtype=np.float32))
-    relevant_ids = [image for image, value in values.items() if value == LabelValue.RELEVANT]
-    not_relevant_ids = [image for image, value in values.items() if value == LabelValue.NOT_RELEVANT]
+    examples, example_vectors = _examples(query, example_ids)
+    relevant_ids, not_relevant_ids = _labeled(values)
+    if within is not None:
+        return _ranked_within(
+            query, viewer, strategy, text or query.text, within, values, taxon_ids, example_ids, exclude_ids
+        )[offset : offset + k]
     if offset == 0 and strategy != "text":
         return next_batch(
             strategy=strategy,
@@ -229,6 +268,76 @@ def candidates(
     )
 
 
+def _examples(query: Query, example_ids: Iterable[int]) -> tuple[list[int], list[np.ndarray]]:
+    """What a ranking by examples ranks like: `example_ids` when given ("more like this"), else the query's
+    relevant examples (collection images by id, uploads by their stored vector of the configured model)."""
+    if example_ids:
+        return list(example_ids), []
+    examples, vectors = [], []
+    model = configured_spec().name
+    for example in query.examples.filter(relevant=True):
+        if example.image_id:
+            examples.append(example.image_id)
+        elif example.vector is not None and example.vector_model == model:
+            vectors.append(np.frombuffer(bytes(example.vector), dtype=np.float32))
+    return examples, vectors
+
+
+def _labeled(values: Mapping[int, str]) -> tuple[list[int], list[int]]:
+    """(relevant ids, not relevant ids) of what the viewer sees: a learning ranking's positives and negatives."""
+    relevant = [image for image, value in values.items() if value == LabelValue.RELEVANT]
+    not_relevant = [image for image, value in values.items() if value == LabelValue.NOT_RELEVANT]
+    return relevant, not_relevant
+
+
+# A lasso holding more images than this is refused: ranking it reads every one of their vectors.
+MAX_WITHIN = 200_000
+
+
+def _ranked_within(
+    query: Query,
+    viewer: Writer,
+    strategy: str,
+    text: str,
+    within: np.ndarray,
+    seen: Mapping[int, str],
+    taxon_ids: Iterable[int] | None = None,
+    example_ids: Iterable[int] = (),
+    exclude_ids: Iterable[int] = (),
+    keep_labeled: bool = False,
+) -> list[Hit]:
+    """Every image of `within` (ids inside a lasso) in the strategy's order, best first: the strategy's vector
+    scored against each image's stored vector (exact). Labeled images (as the viewer sees them) and
+    `exclude_ids` are left out unless `keep_labeled` (the text ranking's page shows labeled tiles unless hidden).
+    Raises SearchUnavailable."""
+    ids = np.asarray(within, dtype=np.int64)
+    if taxon_ids is not None:
+        in_taxa = Image.objects.filter(taxon_id__in=list(taxon_ids)).values_list("id", flat=True)
+        ids = ids[np.isin(ids, np.fromiter(in_taxa, dtype=np.int64))]
+    skip = set(exclude_ids) if keep_labeled else set(seen) | set(exclude_ids)
+    if skip:
+        ids = ids[~np.isin(ids, np.fromiter(skip, dtype=np.int64, count=len(skip)))]
+    if len(ids) > MAX_WITHIN:
+        raise SearchError(
+            f"The selection holds {len(ids):,} images; a lasso ranks at most {MAX_WITHIN:,}: draw a smaller one."
+        )
+    examples, example_vectors = _examples(query, example_ids)
+    relevant_ids, not_relevant_ids = _labeled(seen)
+    scores = score_images(
+        text=text,
+        image_ids=ids,
+        strategy=strategy,
+        relevant_ids=relevant_ids,
+        not_relevant_ids=not_relevant_ids,
+        example_ids=examples,
+        example_vectors=example_vectors,
+    )
+    found = ~np.isnan(scores)  # an image without a vector (not embedded yet) has no place in the ranking
+    ids, scores = ids[found], scores[found]
+    order = np.lexsort((ids, -scores))  # best first; ties by id, so pages never shuffle
+    return [Hit(image_id=int(ids[i]), score=float(scores[i]), taxon_id=NO_TAXON) for i in order]
+
+
 def recent_answers(query: Query, viewer: Writer) -> list[tuple[int, bool]]:
     """`viewer`'s last relevant / not relevant judgments on `query`, oldest first, as (image id, relevant):
     how well the ranking they label from is doing now (search/batches.py)."""
@@ -254,12 +363,16 @@ def adaptive_results(
     offset: int = 0,
     limit: int = 50,
     seen: Mapping[int, str] | None = None,
+    within: np.ndarray | None = None,
 ) -> ResultsPage:
     """A page of a ranking that learns: the best `limit` images with no label that are not on the page
     already (`shown_ids`), from everything labeled so far. Positions count on from `offset` (the tiles
-    already shown), so tile numbers run on down the page. Never raises for the user's input."""
+    already shown), so tile numbers run on down the page. `within`: a lasso's image ids, the only ones ranked.
+    Never raises for the user's input."""
     limit = max(1, min(limit, max(PAGE_SIZES)))
     seen = seen_by(query, viewer) if seen is None else seen  # read once: the ranking and the tiles both need it
+    if within is not None and (strategy in MODEL_RANKINGS or strategy == CHECK):
+        return ResultsPage([], offset, limit, WITHIN_SEARCH_RANKINGS_ONLY)
     if strategy in MODEL_RANKINGS:
         return _MODEL_RANKING_PAGES[strategy](query, viewer, seen, shown_ids, offset, limit)
     if strategy == CHECK:
@@ -267,7 +380,7 @@ def adaptive_results(
     try:
         hits = candidates(
             query, viewer=viewer, strategy=strategy, k=limit, example_ids=example_ids, taxon_ids=taxon_ids, text=text,
-            exclude_ids=shown_ids, seen=seen,
+            exclude_ids=shown_ids, seen=seen, within=within,
         )  # fmt: skip
     except SearchUnavailable as error:
         chosen = STRATEGY_REGISTRY.get(strategy)

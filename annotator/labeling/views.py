@@ -5,6 +5,7 @@ Taxon suggestions and image files are the catalog's (catalog/views.py).
 """
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
@@ -27,6 +28,7 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefre
 from annotator import labels
 from annotator.forms import ExampleUploadForm, LabelingSearchForm, SearchState, TrackingForm
 from annotator.labeling import examples, grid
+from annotator.labeling import map as map_view
 from annotator.labels import visibility
 from annotator.labels.changes import MAX_LABELS_PER_SAVE, BadChanges, read_changes, read_image_ids
 from annotator.labels.sealed import seen_by
@@ -67,7 +69,9 @@ def _search_state(request: SignedInRequest, query: Query) -> SearchState:
     params.pop("offset", None)
     params["ranking"] = ranking
     form = LabelingSearchForm(request.GET, page_sizes=grid.PAGE_SIZES)
-    return form.state(query, ranking, params.urlencode())
+    state = form.state(query, ranking, params.urlencode())
+    chosen = map_view.selection(state.within)
+    return replace(state, within_ids=chosen.image_ids, within_error=chosen.error)
 
 
 def _results(
@@ -93,6 +97,7 @@ def _results(
             offset=offset,
             limit=limit or state.size,
             seen=seen,
+            within=state.within_ids,
         )
     return grid.results(
         query,
@@ -103,6 +108,7 @@ def _results(
         offset=offset,
         limit=state.size,
         seen=seen,
+        within=state.within_ids,
     )
 
 

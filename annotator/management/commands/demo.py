@@ -49,6 +49,7 @@ class Command(BaseCommand):
         call_command("embed", model=spec.name, stdout=self.stdout, stderr=self.stderr)
         if not has_index(spec):
             call_command("build_index", model=spec.name, stdout=self.stdout)
+        call_command("map_layout", model=spec.name, stdout=self.stdout)  # places only images new since the last
         self.stdout.write(f"Admin login:     {DEMO_ADMIN[0]} / {DEMO_ADMIN[1]}")
         self.stdout.write(f"Annotator login: {DEMO_ANNOTATOR[0]} / {DEMO_ANNOTATOR[1]}")
         first = Query.objects.order_by("id").first()

@@ -1,0 +1,92 @@
+"""The map of the collection as one query's annotator sees it: every image's place, coloured by the label they
+see (blind overlap respected: annotator.labels.sealed), the lasso that filters the grid, and the hints that point
+at clusters nobody has labeled.
+
+The positions are the search engine's (search/layout.py, one map per model); this module only joins them to the
+query's labels.
+"""
+
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from annotator.labels.sealed import Writer, seen_by
+from annotator.models import UNDECIDED, LabelValue, Query
+from search.facade import BadPolygon, Layout, SearchUnavailable, images_within, map_of, parse_polygon
+
+# A label as one byte in the page's binary form; 0 is unlabeled.
+LABEL_CODES = {LabelValue.RELEVANT: 1, LabelValue.NOT_RELEVANT: 2, LabelValue.UNSURE: 3, UNDECIDED: 4}
+LABEL_NAMES = {code: str(name) for name, code in LABEL_CODES.items()}
+# The binary form: a little-endian header, then columns (the page reads them as typed arrays without parsing).
+BINARY_MAGIC = b"QMAP1\0\0\0"
+BINARY_HEADER = struct.Struct("<8sII")  # magic, count, version length; then the version (ASCII), padded to 8
+MAX_PAGE = 50_000
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A lasso from the page's address: its image ids, or why it is left out."""
+
+    image_ids: np.ndarray | None
+    error: str = ""
+
+
+def selection(text: str) -> Selection:
+    """The images inside the `within=` polygon; an error sentence (and no filter) for a bad one or no map."""
+    if not text:
+        return Selection(None)
+    try:
+        return Selection(images_within(parse_polygon(text)))
+    except BadPolygon as error:
+        return Selection(None, f"{error} The map's selection is left out.")
+    except SearchUnavailable as error:  # no map computed yet
+        return Selection(None, str(error))
+
+
+def label_codes(layout: Layout, seen: Mapping[int, str]) -> np.ndarray:
+    """One byte per map point (layout order): the label the viewer sees, 0 for none."""
+    codes = np.zeros(len(layout), dtype=np.uint8)
+    if seen:
+        ids = np.fromiter(seen.keys(), dtype=np.int64, count=len(seen))
+        values = np.fromiter((LABEL_CODES.get(value, 0) for value in seen.values()), dtype=np.uint8, count=len(seen))
+        where = np.searchsorted(layout.image_ids, ids)
+        where = np.minimum(where, max(len(layout) - 1, 0))
+        on_map = layout.image_ids[where] == ids if len(layout) else np.zeros(len(ids), bool)
+        codes[where[on_map]] = values[on_map]
+    return codes
+
+
+def points_page(query: Query, viewer: Writer, after: int | None, size: int) -> tuple[list[dict], int | None]:
+    """Up to `size` points with image id greater than `after`, in id order, and the id to continue after
+    (None at the end). Raises SearchUnavailable (NoMap) before a map is computed."""
+    layout = map_of()
+    start = 0 if after is None else int(np.searchsorted(layout.image_ids, after, side="right"))
+    stop = min(len(layout), start + size)
+    ids = layout.image_ids[start:stop]
+    seen = seen_by(query, viewer, ids.tolist())
+    points = [
+        {"image_id": int(image_id), "x": float(x), "y": float(y), "label": seen.get(int(image_id)) or None}
+        for image_id, (x, y) in zip(ids, layout.xy[start:stop].astype(np.float64), strict=True)
+    ]
+    return points, (int(ids[-1]) if stop < len(layout) and len(ids) else None)
+
+
+def binary(query: Query, viewer: Writer) -> bytes:
+    """Every point at once for the page: header, then ids (int64), x and y (float32), label codes (uint8)."""
+    layout = map_of()
+    version = layout.version.encode("ascii")
+    header = BINARY_HEADER.pack(BINARY_MAGIC, len(layout), len(version)) + version
+    header += b"\0" * (-len(header) % 8)  # the int64 column starts 8-aligned
+    codes = label_codes(layout, seen_by(query, viewer))
+    xy = np.ascontiguousarray(layout.xy, dtype="<f4")
+    return b"".join(
+        (
+            header,
+            np.ascontiguousarray(layout.image_ids, dtype="<i8").tobytes(),
+            np.ascontiguousarray(xy[:, 0]).tobytes(),
+            np.ascontiguousarray(xy[:, 1]).tobytes(),
+            codes.tobytes(),
+        )
+    )

@@ -1,0 +1,238 @@
+"""A 2-D map of one model's embeddings: where every image of the collection sits, for the map and its lasso.
+
+How the map is made (measured in bench/map_layout_bench.py, figures in bench/RESULTS.md):
+  1. PCA to PCA_DIMS dimensions, fitted on a random sample (numpy's SVD): t-SNE's neighbours are found in it,
+     and every image is placed from it.
+  2. openTSNE (Poličar, Stražar and Zupan, "openTSNE", JMLR 2024; FFT-accelerated t-SNE after Linderman et al.)
+     on a random sample of at most QUIRE_MAP_SAMPLE images. Chosen over umap-learn and PaCMAP on the same
+     sample: it kept the most of each image's 10 nearest neighbours, needs no JIT compilation (numba's costs the
+     first layout of every process 10 to 30 s), and its time does not depend on the collection's size.
+  3. Every other image is placed at the similarity-weighted mean of its PLACE_NEIGHBOURS nearest sample images
+     (cosine, in the PCA space, found with FAISS): t-SNE's own transform optimises each new point and costs
+     minutes per 100,000; this is linear in the collection and seconds per 100,000. New images (an embedding
+     job) are placed the same way, without refitting: the map others have seen does not move.
+
+Stored beside the embeddings, per model (QUIRE_DATA_DIR/maps/<model>/):
+  fit.npz         the PCA, the sample's ids, PCA rows and 2-D positions (what placing a new image needs)
+  part-*.npz      images placed so far by a running layout (a crash resumes from them)
+  layout.npz      every placed image: ids (sorted) and x, y (float32); replaced atomically
+"""
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from threading import Lock
+
+import numpy as np
+from django.conf import settings
+
+from .exceptions import NoMap
+from .spec import model_slug
+from .store import EmbeddingStore
+
+PCA_DIMS = 50
+PLACE_NEIGHBOURS = 10
+PLACE_CHUNK = 50_000
+# Weights exp(similarity / SHARPNESS): the nearest sample image counts most, a far one hardly at all, so an
+# image between two clusters is not dragged to the empty middle by its tenth neighbour.
+SHARPNESS = 0.05
+# Map coordinates are scaled into [-MAP_EXTENT, MAP_EXTENT] on the longer axis: the page and the API speak them.
+MAP_EXTENT = 100.0
+
+Progress = Callable[[int, int], None]  # (images placed, of how many)
+
+
+NoLayout = NoMap  # the name inside this module; callers outside search/ catch SearchUnavailable
+
+
+@dataclass(frozen=True)
+class Layout:
+    image_ids: np.ndarray  # int64 (N,), sorted
+    xy: np.ndarray  # float32 (N, 2)
+    version: str  # changes whenever layout.npz is replaced (the page's cache key)
+
+    def __len__(self) -> int:
+        return len(self.image_ids)
+
+    def positions(self, image_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(found, xy): which of `image_ids` are on the map, and their positions (rows for the found ones)."""
+        ids = np.asarray(image_ids, dtype=np.int64)
+        where = np.searchsorted(self.image_ids, ids)
+        where = np.minimum(where, max(len(self.image_ids) - 1, 0))
+        found = (self.image_ids[where] == ids) if len(self.image_ids) else np.zeros(len(ids), bool)
+        return found, self.xy[where[found]]
+
+
+def folder(model_name: str) -> Path:
+    return Path(settings.QUIRE_DATA_DIR) / "maps" / model_slug(model_name)
+
+
+def _save(path: Path, **arrays: np.ndarray) -> None:
+    """Write an .npz atomically: a reader (or a crash) never sees half of one."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "wb") as out:
+        np.savez(out, **arrays)
+    os.replace(temporary, path)
+
+
+_cache: dict[str, tuple[float, Layout]] = {}
+_cache_lock = Lock()
+
+
+def load(model_name: str) -> Layout:
+    """The stored layout of `model_name` (read once per process and again when the file is replaced)."""
+    path = folder(model_name) / "layout.npz"
+    try:
+        stamp = path.stat().st_mtime_ns
+    except FileNotFoundError:
+        raise NoLayout(
+            "No map of the collection yet: compute it with `manage.py map_layout` "
+            "(or the admin's Map layouts › Compute the map)."
+        ) from None
+    with _cache_lock:
+        cached = _cache.get(model_name)
+        if cached and cached[0] == stamp:
+            return cached[1]
+        with np.load(path) as stored:
+            layout = Layout(stored["image_ids"], stored["xy"], version=f"{stamp:x}")
+        _cache[model_name] = (stamp, layout)
+        return layout
+
+
+@dataclass(frozen=True)
+class Fit:
+    mean: np.ndarray  # float32 (dim,)
+    components: np.ndarray  # float32 (PCA_DIMS, dim)
+    sample_ids: np.ndarray  # int64 (S,)
+    sample_rows: np.ndarray  # float32 (S, PCA_DIMS), unit rows
+    sample_xy: np.ndarray  # float32 (S, 2)
+
+    def project(self, vectors: np.ndarray) -> np.ndarray:
+        """Unit rows in the PCA space (cosine there is what placing compares)."""
+        rows = (np.asarray(vectors, dtype=np.float32) - self.mean) @ self.components.T
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        return rows / np.maximum(norms, 1e-12)
+
+
+def fit(vectors: np.ndarray, image_ids: np.ndarray, *, sample: int, seed: int = 0) -> Fit:
+    """PCA and t-SNE on a random sample of at most `sample` rows."""
+    from openTSNE import TSNE  # noqa: PLC0415  (openTSNE loads only where a map is computed)
+
+    rng = np.random.default_rng(seed)
+    count = len(image_ids)
+    rows = np.sort(rng.choice(count, size=min(sample, count), replace=False))
+    chosen = np.asarray(vectors[rows], dtype=np.float32)
+    mean = chosen.mean(axis=0)
+    dims = min(PCA_DIMS, chosen.shape[1], max(len(rows) - 1, 1))
+    _, _, vt = np.linalg.svd(chosen - mean, full_matrices=False)
+    partial = Fit(mean, vt[:dims].astype(np.float32), image_ids[rows].astype(np.int64), np.empty(0), np.empty(0))
+    projected = partial.project(chosen)
+    # perplexity 30 (openTSNE's default) needs 90 neighbours; a small collection gets what it has.
+    perplexity = float(min(30.0, max(2.0, (len(rows) - 1) / 3.5)))
+    embedding = TSNE(
+        perplexity=perplexity, metric="cosine", n_jobs=os.cpu_count() or 1, random_state=seed, verbose=False
+    ).fit(projected)
+    xy = _scaled(np.asarray(embedding, dtype=np.float32))
+    return Fit(partial.mean, partial.components, partial.sample_ids, projected, xy)
+
+
+def _scaled(xy: np.ndarray) -> np.ndarray:
+    """Centred, the longer axis spanning [-MAP_EXTENT, MAP_EXTENT]: stable numbers for URLs and the API."""
+    centre = (xy.max(axis=0) + xy.min(axis=0)) / 2
+    half = float(np.max(xy.max(axis=0) - xy.min(axis=0))) / 2 or 1.0
+    return ((xy - centre) * (MAP_EXTENT / half)).astype(np.float32)
+
+
+def place(fitted: Fit, vectors: np.ndarray) -> np.ndarray:
+    """2-D positions of `vectors`: the similarity-weighted mean of their nearest sample images' positions."""
+    import faiss  # noqa: PLC0415  (FAISS loads only where images are placed)
+
+    rows = fitted.project(vectors)
+    index = faiss.IndexFlatIP(fitted.sample_rows.shape[1])
+    index.add(np.ascontiguousarray(fitted.sample_rows))
+    k = min(PLACE_NEIGHBOURS, len(fitted.sample_rows))
+    similarity, neighbours = index.search(np.ascontiguousarray(rows), k)
+    weights = np.exp((similarity - similarity[:, :1]) / SHARPNESS)
+    weights /= weights.sum(axis=1, keepdims=True)
+    return np.einsum("nk,nkd->nd", weights, fitted.sample_xy[neighbours]).astype(np.float32)
+
+
+def _read_fit(path: Path) -> Fit:
+    with np.load(path) as stored:
+        return Fit(*(stored[name] for name in ("mean", "components", "sample_ids", "sample_rows", "sample_xy")))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    mode: str  # "fitted" (a new map) or "updated" (new images placed on the existing one)
+    placed: int  # images placed by this run
+    points: int  # images on the map
+    removed: int  # images gone from the store since the last layout
+
+
+def compute(model_name: str, *, refit: bool = False, progress: Progress | None = None) -> Outcome:
+    """Compute or update the map of `model_name`'s embeddings. Resumable: a run stopped half-way (a killed
+    worker) finds its placed chunks on disk and goes on from them. FileNotFoundError without embeddings."""
+    from . import spec  # noqa: PLC0415  (the store's root is a setting, read at call time)
+
+    embeddings = EmbeddingStore.existing(spec.store_root(), model_name).load()
+    if len(embeddings) == 0:
+        raise FileNotFoundError(f"No embeddings for {model_name} yet: run `manage.py embed` first.")
+    here = folder(model_name)
+    here.mkdir(parents=True, exist_ok=True)
+    if refit:
+        for stale in [here / "fit.npz", here / "layout.npz", *here.glob("part-*.npz")]:
+            stale.unlink(missing_ok=True)
+    mode = "updated"
+    if not (here / "fit.npz").exists():
+        fitted = fit(embeddings.vectors, embeddings.image_ids, sample=settings.QUIRE_MAP_SAMPLE)
+        _save(here / "fit.npz", **fitted.__dict__)
+        for stale in [here / "layout.npz", *here.glob("part-*.npz")]:  # another fit's positions do not mix in
+            stale.unlink(missing_ok=True)
+        mode = "fitted"
+    fitted = _read_fit(here / "fit.npz")
+
+    old_ids, old_xy = np.empty(0, np.int64), np.empty((0, 2), np.float32)
+    if (here / "layout.npz").exists():
+        with np.load(here / "layout.npz") as stored:
+            old_ids, old_xy = stored["image_ids"], stored["xy"]
+    placed_ids, placed_xy = [old_ids], [old_xy]
+    for part in sorted(here.glob("part-*.npz")):  # chunks a stopped run placed
+        with np.load(part) as stored:
+            placed_ids.append(stored["image_ids"])
+            placed_xy.append(stored["xy"])
+    done_ids = np.concatenate(placed_ids)
+    store_ids = embeddings.image_ids
+    todo_rows = np.flatnonzero(~np.isin(store_ids, done_ids))
+    # The sample keeps its fitted positions; only the others are placed.
+    sample_found = np.isin(fitted.sample_ids, store_ids) & ~np.isin(fitted.sample_ids, done_ids)
+    if sample_found.any():
+        _save(here / "part-sample.npz", image_ids=fitted.sample_ids[sample_found], xy=fitted.sample_xy[sample_found])
+        placed_ids.append(fitted.sample_ids[sample_found])
+        placed_xy.append(fitted.sample_xy[sample_found])
+        todo_rows = todo_rows[~np.isin(store_ids[todo_rows], fitted.sample_ids)]
+    total = len(todo_rows)
+    for start in range(0, total, PLACE_CHUNK):
+        rows = todo_rows[start : start + PLACE_CHUNK]
+        xy = place(fitted, embeddings.vectors[rows])
+        ids = store_ids[rows].astype(np.int64)
+        _save(here / f"part-{time.time_ns():020d}.npz", image_ids=ids, xy=xy)
+        placed_ids.append(ids)
+        placed_xy.append(xy)
+        if progress:
+            progress(min(start + PLACE_CHUNK, total), total)
+
+    ids, xy = np.concatenate(placed_ids), np.concatenate(placed_xy)
+    keep = np.isin(ids, store_ids)  # images removed from the store leave the map
+    ids, xy = ids[keep], xy[keep]
+    order = np.argsort(ids, kind="stable")
+    ids, xy = ids[order], xy[order]
+    unique = np.ones(len(ids), bool)
+    unique[1:] = ids[1:] != ids[:-1]
+    _save(here / "layout.npz", image_ids=ids[unique], xy=xy[unique])
+    for part in here.glob("part-*.npz"):
+        part.unlink()
+    placed_now = total + int(sample_found.sum())
+    return Outcome(mode, placed_now, int(unique.sum()), int((~keep).sum()))

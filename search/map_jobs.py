@@ -1,0 +1,66 @@
+"""Map layouts as jobs: what the `map_layout` command, the Celery task and the admin's button call.
+
+A layout runs in a worker when there is a broker (in this process without one, or with run_here), and keeps its
+progress in its MapLayout row for the admin and the command's bar. It may run twice (a worker killed half-way,
+the job sent again): search.layout resumes from the chunks already placed.
+"""
+
+from django.conf import settings
+from django.utils import timezone
+
+from common import background
+
+from . import layout
+from .models import JobStatus, MapLayout
+from .spec import configured_spec
+
+UNFINISHED = (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+def start_map_layout(
+    model_name: str | None = None,
+    *,
+    refit: bool = False,
+    run_here: bool = False,
+    progress: layout.Progress | None = None,
+) -> MapLayout:
+    """The unfinished layout of this model if there is one (sent again: it resumes), else a new one; run in a
+    worker when there is a broker, else (or with run_here) now."""
+    model_name = model_name or configured_spec().name
+    job = MapLayout.objects.filter(model_name=model_name, status__in=UNFINISHED).first()
+    if job is None:
+        job = MapLayout.objects.create(model_name=model_name, refit=refit)
+    if run_here or settings.CELERY_TASK_ALWAYS_EAGER:
+        run_map_layout(job.pk, progress=progress)
+    else:
+        background.send("search.map_layout", job.pk)
+    job.refresh_from_db()
+    return job
+
+
+def run_map_layout(job_id: int, *, progress: layout.Progress | None = None) -> MapLayout:
+    job = MapLayout.objects.get(pk=job_id)
+    MapLayout.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, started_at=timezone.now(), error="")
+
+    def report(done: int, total: int) -> None:
+        MapLayout.objects.filter(pk=job.pk).update(done=done, total=total)
+        if progress:
+            progress(done, total)
+
+    try:
+        outcome = layout.compute(job.model_name, refit=job.refit, progress=report)
+    except Exception as error:
+        MapLayout.objects.filter(pk=job.pk).update(
+            status=JobStatus.FAILED, error=str(error), finished_at=timezone.now()
+        )
+        raise
+    MapLayout.objects.filter(pk=job.pk).update(
+        status=JobStatus.DONE,
+        mode=outcome.mode,
+        done=outcome.placed,
+        total=outcome.placed,
+        points=outcome.points,
+        finished_at=timezone.now(),
+    )
+    job.refresh_from_db()
+    return job
