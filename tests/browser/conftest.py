@@ -26,6 +26,7 @@ def browser_type_launch_args(browser_type_launch_args):
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
+            "--enable-unsafe-swiftshader",  # WebGL in software: the map (static/js/labeling/map-view.js)
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",

@@ -7,6 +7,7 @@
 import { wireSearchForm } from "./filters.js";
 import { Grid } from "./grid.js";
 import { actionFor } from "./keymap.js";
+import { wireMap } from "./map-panel.js";
 import { SaveQueue, describe, isUnsaved } from "./save-queue.js";
 import { NAMES, escape, plural, stackNote, why } from "./text.js";
 
@@ -30,17 +31,31 @@ function start(page) {
   let lookingSince = performance.now(); // when the selected image was shown: its lead time starts here
   const undo = []; // batches [{id, before}], newest last; a Submit or a range is one batch
 
+  let map = null; // the map panel (map-panel.js), wired once the grid exists
   const grid = new Grid(document.getElementById("grid"), {
     onSelect: (tile, moved) => {
       if (moved) lookingSince = performance.now();
       showDetail(tile);
+      map?.mark(tile.dataset.imageId);
     },
+  });
+  const imageUrl = (name, id) => page.dataset[name].replace(/\/0\//, `/${encodeURIComponent(id)}/`);
+  map = wireMap(document.getElementById("map-panel"), {
+    grid,
+    thumbUrl: (id) => imageUrl("thumbUrl", id),
+    onPick: (imageId) => {
+      const tile = grid.tileOf(String(imageId));
+      if (!tile) return false;
+      grid.select(grid.indexOf.get(tile));
+      return true;
+    },
+    onRestNotRelevant: (ids) => markNotRelevant(ids),
   });
   const queue = new SaveQueue({
     post: postLabels,
     storage: safeStorage(),
     key: `quire:pending:${page.dataset.queryId}`,
-    onSaved: (answer) => { showCounts(answer.counts); refreshFigures(); },
+    onSaved: (answer, stored) => { showCounts(answer.counts); refreshFigures(); map?.recolour(stored); },
     onChange: refresh,
     onIdle: maybeRerank,
   });
@@ -93,7 +108,7 @@ function start(page) {
   function expandStack(tile) {
     const members = stackOf(tile);
     if (!members.length) return say("This image has no look-alikes waiting behind it.", "error");
-    const url = (name, id) => page.dataset[name].replace(/\/0\//, `/${encodeURIComponent(id)}/`);
+    const url = imageUrl;
     let after = tile;
     for (const id of members) {
       const figure = document.createElement("figure");
@@ -282,6 +297,7 @@ function start(page) {
       batch.push({ id: tile.dataset.imageId, before: "" });
       apply(tile, "not_relevant");
     }
+    map?.recolour(batch.map(({ id }) => [id, "not_relevant"]));
     if (batch.length) undo.push(batch);
     showCounts(answer.counts);
     refresh();
@@ -289,6 +305,28 @@ function start(page) {
     const rest = all.length - unlabeled.length;
     const more = rest > 0 ? `; ${rest} more shown below: press Submit again for them` : "";
     say(`Submitted: ${plural(written.size, "image")} marked not relevant (z undoes it)${more}`, "saved");
+  }
+
+  // The map's "rest of the selection: not relevant": Submit's request for images that need not be tiles; one undo.
+  async function markNotRelevant(ids) {
+    if (locked) return "This query is locked by staff: labels cannot change.";
+    let response = null;
+    try {
+      response = await post(page.dataset.submitUrl, { images: ids.map(Number) });
+    } catch (error) {
+      response = null;
+    }
+    const answer = response ? await response.json().catch(() => ({})) : {};
+    if (!response) return "Nothing was marked: the server did not answer. Try again.";
+    if (!response.ok) return `Refused, nothing was changed: ${answer.error || response.status}`;
+    const written = (answer.labeled || []).map(String);
+    const batch = written.map((id) => ({ id, before: "" }));
+    for (const id of written) { const tile = grid.tileOf(id); if (tile) apply(tile, "not_relevant"); }
+    if (batch.length) undo.push(batch);
+    map?.recolour(written.map((id) => [id, "not_relevant"]));
+    showCounts(answer.counts);
+    refresh();
+    return `${plural(written.length, "image")} of the selection marked not relevant (z undoes it).`;
   }
 
   let selectFirstNew = null;

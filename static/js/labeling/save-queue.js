@@ -11,7 +11,7 @@ export const MAX_RETRY_MS = 10000;
 export class SaveQueue {
   // post(body) -> a Response (or anything with ok, status and json()); it may throw when the server is away.
   // storage: localStorage or a stand-in; key: where this query's pending labels are remembered.
-  // onSaved(answer): after a batch the server stored. onChange(): after any change of state. onIdle(): when
+  // onSaved(answer, stored): after a batch the server stored; stored: its [[id, value]]. onChange(): after any change of state. onIdle(): when
   // nothing waits any more. setTimer(fn, ms): setTimeout or a test's clock.
   constructor({ post, storage = null, key = "", onSaved = () => {}, onChange = () => {}, onIdle = () => {},
                 setTimer = (fn, ms) => setTimeout(fn, ms) }) {
@@ -62,14 +62,16 @@ export class SaveQueue {
       response = null; // the server could not be reached
     }
     const answer = response ? await Promise.resolve().then(() => response.json()).catch(() => ({})) : {};
+    const stored = []; // [[id, value]] the server stored in this batch (stored, even if changed again since)
     for (const [id, p] of sent) {
+      if (response && response.ok) stored.push([id, p.value]);
       if (this.pending.get(id) !== p) continue; // changed again meanwhile: the newer value goes next
       settle(p, response, answer, this);
       if (p.state === "saved") this.pending.delete(id);
     }
     if (response && response.ok) {
       this.sessionEnded = false;
-      this.onSaved(answer);
+      this.onSaved(answer, stored);
     }
     this.remember();
     this.onChange();

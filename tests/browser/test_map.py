@@ -1,0 +1,111 @@
+"""The map of the collection in a real Chromium: lasso a region, the grid shows exactly the images inside it in
+ranking order, labels given with the keys recolour the map, a reload keeps the selection."""
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+from playwright.sync_api import expect
+
+from annotator.models import Label
+from search import layout
+from search.facade import score_images
+from search.polygon import parse
+from search.spec import configured_spec
+from tests.browser.pages import log_in, tile
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_lasso_filters_the_grid_and_labels_recolour_the_map(page, live_server, labeling, settings, artifacts):
+    settings.QUIRE_MAP_SAMPLE = 80
+    call_command("map_layout")
+    stored = layout.load(configured_spec().name)
+    query = labeling["query"]
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    log_in(page, live_server, "ann", "pw-ann-1", f"/queries/{query.pk}/")
+    page.click("#map-panel summary")
+    expect(page.locator("#map-panel")).to_have_attribute("data-ready", "1")
+    page.screenshot(path=str(artifacts / "map-open.png"), full_page=True)
+
+    # A lasso around one of the map's clusters (the point nearest the middle, and its neighbours), drawn with the
+    # mouse as a user would: a rough circle.
+    page.click('[data-mode="lasso"]')
+    box = page.locator(".map-overlay").bounding_box()
+    middle = stored.xy[np.argmin(np.linalg.norm(stored.xy - np.median(stored.xy, axis=0), axis=1))]
+    centre = page.evaluate("([x, y]) => window.quireMap.toScreen(x, y)", [float(middle[0]), float(middle[1])])
+    radius = min(box["width"], box["height"]) * 0.12
+    angles = np.linspace(0, 2 * np.pi, 40)
+    path = [(box["x"] + centre[0] + radius * np.cos(a), box["y"] + centre[1] + radius * np.sin(a)) for a in angles]
+    page.mouse.move(*path[0])
+    page.mouse.down()
+    for point in path[1:]:
+        page.mouse.move(*point, steps=2)
+    with page.expect_navigation():
+        page.mouse.up()
+    assert "within=" in page.url
+    expect(page.locator("#map-panel")).to_have_attribute("data-ready", "1")
+
+    # The grid holds exactly the stored points inside the polygon the address carries, in the text ranking's order.
+    within = page.locator("#map-panel").get_attribute("data-within")
+    inside = set(stored.image_ids[parse(within).contains(stored.xy)].tolist())
+    assert 3 <= len(inside) < 120
+    shown = [int(i) for i in page.locator(".tile").evaluate_all("tiles => tiles.map(t => t.dataset.imageId)")]
+    assert set(shown) == inside and len(shown) == len(inside)
+    scores = score_images(text=query.text, image_ids=shown)
+    assert list(scores) == sorted(scores, reverse=True)
+    expect(page.locator("#map-panel summary")).to_contain_text(f"selection: {len(inside)} images")
+    assert page.evaluate("window.quireMap.selectedCount()") == len(inside)
+
+    # Label with the keys: the first tile (selected on arrival) relevant, the second not relevant; once stored,
+    # the map recolours.
+    page.keyboard.press("1")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("0")
+    expect(page.locator("#save-status")).to_have_text("All changes saved")
+    assert dict(Label.objects.values_list("image_id", "value")) == {shown[0]: "relevant", shown[1]: "not_relevant"}
+    codes = page.evaluate(
+        "(ids) => ids.map((id) => window.quireMap.codes[window.quireMap.rowOf.get(id)])", [shown[0], shown[1], shown[2]]
+    )
+    assert codes == [1, 2, 0]
+    expect(tile(page, 1)).to_have_class("tile selected")  # the grid's selection is ringed on the map too
+    assert page.evaluate("window.quireMap.marked") == str(shown[1])
+    page.screenshot(path=str(artifacts / "map-lasso.png"), full_page=True)
+
+    # A reload keeps the selection, and the map shows the stored labels.
+    page.reload()
+    expect(page.locator("#map-panel")).to_have_attribute("data-ready", "1")
+    again = [int(i) for i in page.locator(".tile").evaluate_all("tiles => tiles.map(t => t.dataset.imageId)")]
+    assert again == shown
+    assert page.evaluate("window.quireMap.selectedCount()") == len(inside)
+    codes = page.evaluate("(ids) => ids.map((id) => window.quireMap.codes[window.quireMap.rowOf.get(id)])", shown[:2])
+    assert codes == [1, 2]
+
+    # Clicking a point selects its tile in the grid.
+    target = shown[3]
+    spot = page.evaluate(
+        "(id) => { const m = window.quireMap, r = m.rowOf.get(id); return m.toScreen(m.xs[r], m.ys[r]); }", target
+    )
+    box = page.locator(".map-overlay").bounding_box()
+    page.click('[data-mode="pan"]')
+    page.mouse.click(box["x"] + spot[0], box["y"] + spot[1])
+    selected = page.locator(".tile.selected").get_attribute("data-image-id")
+    picked = page.evaluate("window.quireMap.marked")
+    assert selected == str(picked)  # the point nearest the click (a neighbour may sit on top of it)
+
+    # A lasso that crosses itself is refused where the user is looking, and nothing changes.
+    page.click('[data-mode="lasso"]')
+    x0, y0 = box["x"] + 100, box["y"] + 100
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    for x, y in [(x0 + 150, y0 + 150), (x0 + 150, y0), (x0, y0 + 150), (x0 + 5, y0 + 5)]:
+        page.mouse.move(x, y, steps=4)
+    page.mouse.up()
+    expect(page.locator("#map-status")).to_contain_text("crosses itself")
+    assert "within=" + within.split(",")[0] in page.url or within.split(",")[0] in page.url
+    page.screenshot(path=str(artifacts / "map-refused.png"), full_page=True)
+
+    # Clear selection: the whole ranking again.
+    with page.expect_navigation():
+        page.click('[data-action="clear"]')
+    assert "within=" not in page.url
+    expect(page.locator(".tile")).to_have_count(50)
