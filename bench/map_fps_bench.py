@@ -29,16 +29,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = """<!doctype html><html><body style="margin:0">
-<div style="position:relative;width:1000px;height:600px"><canvas id="gl" style="position:absolute;inset:0;width:100%;height:100%"></canvas>
-<canvas id="ov" style="position:absolute;inset:0;width:100%;height:100%"></canvas></div>
+<style>canvas { position: absolute; inset: 0; width: 100%; height: 100%; }</style>
+<div style="position:relative;width:1000px;height:600px"><canvas id="gl"></canvas><canvas id="ov"></canvas></div>
 <script type="module">
 import { PointMap, readMap } from "/js/map-view.js";
 window.load = async (name) => {
   const data = readMap(await (await fetch(name)).arrayBuffer());
-  const frames = [];
-  const map = new PointMap(document.getElementById("gl"), document.getElementById("ov"), { onFrame: (t) => frames.push(t) });
+  const map = new PointMap(document.getElementById("gl"), document.getElementById("ov"));
   const started = performance.now(); map.setData(data); const setup = performance.now() - started;
-  window.map = map; window.frames = frames; return { setup, firstRender: map.lastRenderMs };
+  window.map = map; return { setup };
 };
 window.drive = (count) => new Promise((resolve) => {
   const times = []; let last = null, f = 0;
