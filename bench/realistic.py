@@ -207,19 +207,26 @@ class World:
         nearly orthogonal to the images' ("Is the Modality Gap a Bug or a Feature?", 2026), so it lowers a
         text's cosines without scrambling its ranking. Genera drawn by the square root of their size, so
         small ones are asked about too (INQUIRE's queries cover rare species)."""
-        rng, shape = np.random.default_rng([self.seed, 3, seed]), self.shape
+        rng = np.random.default_rng([self.seed, 3, seed])
         weights = np.sqrt(self.genus_sizes)
         genera = rng.choice(GENERA, size=count, p=weights / weights.sum())
-        latent = []
-        for genus in genera.tolist():
-            species = self._species_of(genus, 1, rng)[0]
-            along = rng.standard_normal(AXES).astype(np.float32) * shape.axis_spread
-            concept = self.species_centres[species] + self.genus_spread[genus] * (along @ self.axes[genus])
-            noise = rng.standard_normal(self.dim).astype(np.float32) * self.scale * shape.text_noise
-            own_scale = self.scale[::-1] if shape.text_own_in_tail else self.scale
-            own = unit(rng.standard_normal(self.dim).astype(np.float32) * own_scale) * shape.text_own
-            latent.append(self.text_mean + shape.text_concept * unit(concept) * shape.image_mean + noise + own)
+        latent = [self._text_latent(genus, self._species_of(genus, 1, rng)[0], rng) for genus in genera.tolist()]
         return self._embed(np.stack(latent))
+
+    def text_query_for(self, species: int, seed: int = 1) -> np.ndarray:
+        """One text-like query about `species` (as text_queries makes them): what a query about it looks like."""
+        rng = np.random.default_rng([self.seed, 4, seed])
+        return self._embed(self._text_latent(int(self.species_genus[species]), species, rng)[None])[0]
+
+    def _text_latent(self, genus: int, species: int, rng: np.random.Generator) -> np.ndarray:
+        shape = self.shape
+        along = rng.standard_normal(AXES).astype(np.float32) * shape.axis_spread
+        concept = self.species_centres[species] + self.genus_spread[genus] * (along @ self.axes[genus])
+        noise = rng.standard_normal(self.dim).astype(np.float32) * self.scale * shape.text_noise
+        own_scale = self.scale[::-1] if shape.text_own_in_tail else self.scale
+        own = unit(rng.standard_normal(self.dim).astype(np.float32) * own_scale) * shape.text_own
+        latent: np.ndarray = self.text_mean + shape.text_concept * unit(concept) * shape.image_mean + noise + own
+        return latent
 
 
 def _apportion(total: int, weights: np.ndarray) -> np.ndarray:

@@ -338,4 +338,5 @@ def parse_polygon(text: str) -> Polygon:
 def images_within(shape: Polygon, spec: ClipSpec | None = None) -> np.ndarray:
     """The ids (int64, ascending) of the images whose stored map position lies inside `shape` or on its edge."""
     stored = map_of(spec)
-    return stored.image_ids[shape.contains(stored.xy)]
+    inside: np.ndarray = stored.image_ids[shape.contains(stored.xy)]
+    return inside

@@ -15,7 +15,8 @@ How the map is made (measured in bench/map_layout_bench.py, figures in bench/RES
 Stored beside the embeddings, per model (QUIRE_DATA_DIR/maps/<model>/):
   fit.npz         the PCA, the sample's ids, PCA rows and 2-D positions (what placing a new image needs)
   part-*.npz      images placed so far by a running layout (a crash resumes from them)
-  layout.npz      every placed image: ids (sorted) and x, y (float32); replaced atomically
+  layout.npz      every placed image: ids (sorted), x, y (float32) and its region (the map's clusters, for the
+                  page's hints); replaced atomically
 """
 
 import os
@@ -38,6 +39,9 @@ PLACE_CHUNK = 50_000
 # Weights exp(similarity / SHARPNESS): the nearest sample image counts most, a far one hardly at all, so an
 # image between two clusters is not dragged to the empty middle by its tenth neighbour.
 SHARPNESS = 0.05
+# The map's regions (regions_of): about this many images each, at most MAX_REGIONS.
+REGION_SIZE = 500
+MAX_REGIONS = 4000
 # Map coordinates are scaled into [-MAP_EXTENT, MAP_EXTENT] on the longer axis: the page and the API speak them.
 MAP_EXTENT = 100.0
 
@@ -52,6 +56,7 @@ class Layout:
     image_ids: np.ndarray  # int64 (N,), sorted
     xy: np.ndarray  # float32 (N, 2)
     version: str  # changes whenever layout.npz is replaced (the page's cache key)
+    regions: np.ndarray | None = None  # int32 (N,): the map's clusters as a person sees them (k-means on x, y)
 
     def __len__(self) -> int:
         return len(self.image_ids)
@@ -73,7 +78,7 @@ def _save(path: Path, **arrays: np.ndarray) -> None:
     """Write an .npz atomically: a reader (or a crash) never sees half of one."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(temporary, "wb") as out:
-        np.savez(out, **arrays)
+        np.savez(out, **arrays)  # type: ignore[arg-type]  # numpy's stub types the first keyword as allow_pickle
     os.replace(temporary, path)
 
 
@@ -96,7 +101,8 @@ def load(model_name: str) -> Layout:
         if cached and cached[0] == stamp:
             return cached[1]
         with np.load(path) as stored:
-            layout = Layout(stored["image_ids"], stored["xy"], version=f"{stamp:x}")
+            regions = stored["regions"] if "regions" in stored.files else None
+            layout = Layout(stored["image_ids"], stored["xy"], version=f"{stamp:x}", regions=regions)
         _cache[model_name] = (stamp, layout)
         return layout
 
@@ -113,7 +119,8 @@ class Fit:
         """Unit rows in the PCA space (cosine there is what placing compares)."""
         rows = (np.asarray(vectors, dtype=np.float32) - self.mean) @ self.components.T
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        return rows / np.maximum(norms, 1e-12)
+        unit: np.ndarray = rows / np.maximum(norms, 1e-12)
+        return unit
 
 
 def fit(vectors: np.ndarray, image_ids: np.ndarray, *, sample: int, seed: int = 0) -> Fit:
@@ -142,7 +149,21 @@ def _scaled(xy: np.ndarray) -> np.ndarray:
     """Centred, the longer axis spanning [-MAP_EXTENT, MAP_EXTENT]: stable numbers for URLs and the API."""
     centre = (xy.max(axis=0) + xy.min(axis=0)) / 2
     half = float(np.max(xy.max(axis=0) - xy.min(axis=0))) / 2 or 1.0
-    return ((xy - centre) * (MAP_EXTENT / half)).astype(np.float32)
+    scaled: np.ndarray = ((xy - centre) * (MAP_EXTENT / half)).astype(np.float32)
+    return scaled
+
+
+def regions_of(xy: np.ndarray) -> np.ndarray:
+    """The map's clusters as a person would outline them: k-means on the 2-D positions, about REGION_SIZE
+    images each (what the page's cluster hints count labels in). Seconds at 1M (scikit-learn's mini-batch
+    k-means)."""
+    from sklearn.cluster import MiniBatchKMeans  # noqa: PLC0415  (scikit-learn loads only where a map is made)
+
+    k = int(min(MAX_REGIONS, max(1, len(xy) // REGION_SIZE)))
+    if k == 1 or len(xy) < 2:
+        return np.zeros(len(xy), dtype=np.int32)
+    found: np.ndarray = MiniBatchKMeans(n_clusters=k, random_state=0, n_init=1, batch_size=8192).fit_predict(xy)
+    return found.astype(np.int32)
 
 
 def place(fitted: Fit, vectors: np.ndarray) -> np.ndarray:
@@ -156,7 +177,8 @@ def place(fitted: Fit, vectors: np.ndarray) -> np.ndarray:
     similarity, neighbours = index.search(np.ascontiguousarray(rows), k)
     weights = np.exp((similarity - similarity[:, :1]) / SHARPNESS)
     weights /= weights.sum(axis=1, keepdims=True)
-    return np.einsum("nk,nkd->nd", weights, fitted.sample_xy[neighbours]).astype(np.float32)
+    placed: np.ndarray = np.einsum("nk,nkd->nd", weights, fitted.sample_xy[neighbours]).astype(np.float32)
+    return placed
 
 
 def _read_fit(path: Path) -> Fit:
@@ -231,7 +253,8 @@ def compute(model_name: str, *, refit: bool = False, progress: Progress | None =
     ids, xy = ids[order], xy[order]
     unique = np.ones(len(ids), bool)
     unique[1:] = ids[1:] != ids[:-1]
-    _save(here / "layout.npz", image_ids=ids[unique], xy=xy[unique])
+    ids, xy = ids[unique], xy[unique]
+    _save(here / "layout.npz", image_ids=ids, xy=xy, regions=regions_of(xy))
     for part in here.glob("part-*.npz"):
         part.unlink()
     placed_now = total + int(sample_found.sum())

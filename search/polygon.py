@@ -6,8 +6,11 @@ non-zero winding disagree), and the page tells the annotator to draw a loop that
 """
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
+
+Row: TypeAlias = np.ndarray  # one number per pair of edges (crosses_itself)
 
 MIN_VERTICES = 3
 MAX_VERTICES = 1000  # a hand-drawn lasso simplified by the page has a few hundred; the check below is O(n^2)
@@ -108,16 +111,19 @@ def crosses_itself(xs: np.ndarray, ys: np.ndarray) -> bool:
     keep = ~((i == 0) & (j == n - 1))  # the last edge and the first share vertex 0
     i, j = i[keep], j[keep]
 
-    def orient(px: np.ndarray, py: np.ndarray, qx: np.ndarray, qy: np.ndarray, rx: np.ndarray, ry: np.ndarray):
-        return np.sign((qx - px) * (ry - py) - (qy - py) * (rx - px))
+    def orient(px: Row, py: Row, qx: Row, qy: Row, rx: Row, ry: Row) -> Row:
+        turn: np.ndarray = np.sign((qx - px) * (ry - py) - (qy - py) * (rx - px))
+        return turn
 
-    def on_segment(px, py, qx, qy, rx, ry):  # r collinear with p-q lies within its box
-        return (
+    def on_segment(px: Row, py: Row, qx: Row, qy: Row, rx: Row, ry: Row) -> Row:
+        """r, collinear with p-q, lies within the segment's box."""
+        within: np.ndarray = (
             (np.minimum(px, qx) <= rx)
             & (rx <= np.maximum(px, qx))
             & (np.minimum(py, qy) <= ry)
             & (ry <= np.maximum(py, qy))
         )
+        return within
 
     p1x, p1y, q1x, q1y = ax[i], ay[i], bx[i], by[i]
     p2x, p2y, q2x, q2y = ax[j], ay[j], bx[j], by[j]

@@ -136,7 +136,7 @@ class MapPointSerializer(serializers.Serializer):
     image_id = serializers.IntegerField()
     x = serializers.FloatField()
     y = serializers.FloatField()
-    label = serializers.ChoiceField(
+    label = serializers.ChoiceField(  # type: ignore[assignment]  # the point's label, not the field's label text
         choices=["relevant", "not_relevant", "unsure", "undecided"], allow_null=True, help_text="null: unlabeled"
     )
 

@@ -58,7 +58,9 @@ def label_codes(layout: Layout, seen: Mapping[int, str]) -> np.ndarray:
     return codes
 
 
-def points_page(query: Query, viewer: Writer, after: int | None, size: int) -> tuple[list[dict], int | None]:
+def points_page(
+    query: Query, viewer: Writer, after: int | None, size: int
+) -> tuple[list[dict[str, int | float | str | None]], int | None]:
     """Up to `size` points with image id greater than `after`, in id order, and the id to continue after
     (None at the end). Raises SearchUnavailable (NoMap) before a map is computed."""
     layout = map_of()
@@ -90,3 +92,77 @@ def binary(query: Query, viewer: Writer) -> bytes:
             codes.tobytes(),
         )
     )
+
+
+@dataclass(frozen=True)
+class Hint:
+    """A cluster of the map worth a look: unlabeled images where the labels so far say relevant, or a cluster
+    beside the relevant ones that nobody has labeled."""
+
+    text: str
+    within: str  # the cluster's outline (its convex hull) as the address's within=
+    unlabeled: int
+
+
+HINTS = 4
+
+
+def cluster_hints(query: Query, viewer: Writer, seen: Mapping[int, str]) -> list[Hint]:
+    """At most HINTS hints for the map panel, from the map's regions (search/layout.py) and the labels `viewer`
+    sees; none before a map exists or a relevant image is found."""
+    try:
+        layout = map_of()
+    except SearchUnavailable:
+        return []
+    if layout.regions is None or not len(layout):
+        return []
+    codes = label_codes(layout, seen)
+    regions = layout.regions
+    count = int(regions.max()) + 1
+    total = np.bincount(regions, minlength=count)
+    labeled = np.bincount(regions, weights=codes > 0, minlength=count).astype(int)
+    relevant = np.bincount(regions, weights=codes == LABEL_CODES[LabelValue.RELEVANT], minlength=count).astype(int)
+    unlabeled = total - labeled
+    hints: list[Hint] = []
+    # Clusters where most labels so far are relevant and images wait: label on inside them.
+    promising = np.flatnonzero((relevant >= 2) & (2 * relevant >= labeled) & (unlabeled > 0))
+    for region in promising[np.argsort(-(relevant[promising] / labeled[promising]) * unlabeled[promising])][:2]:
+        hints.append(
+            Hint(
+                f"{unlabeled[region]:,} unlabeled images in a cluster where {relevant[region]} of "
+                f"{labeled[region]} labeled are relevant",
+                _outline(layout.xy[regions == region]),
+                int(unlabeled[region]),
+            )
+        )
+    # Clusters nobody has labeled, nearest on the map to the relevant images found: where a ranking that found
+    # one cluster does not look.
+    found = layout.xy[codes == LABEL_CODES[LabelValue.RELEVANT]]
+    untouched = np.flatnonzero(labeled == 0)
+    if len(found) and len(untouched):
+        centres = np.stack([layout.xy[regions == r].mean(axis=0) for r in untouched])
+        distance = np.min(np.linalg.norm(centres[:, None, :] - found[None, :200, :], axis=2), axis=1)
+        for k in np.argsort(distance)[: HINTS - len(hints)]:
+            region = untouched[k]
+            hints.append(
+                Hint(
+                    f"{total[region]:,} images in a cluster beside your relevant ones that nobody has labeled",
+                    _outline(layout.xy[regions == region]),
+                    int(total[region]),
+                )
+            )
+    return hints
+
+
+def _outline(points: np.ndarray) -> str:
+    """A cluster's convex hull, a little widened so that its edge points fall inside, as within= text."""
+    from scipy.spatial import ConvexHull, QhullError  # noqa: PLC0415  (SciPy loads only where a hint is drawn)
+
+    centre = points.mean(axis=0)
+    try:
+        corners = points[ConvexHull(points).vertices]
+    except (QhullError, ValueError):  # fewer than three points, or all on one line: a small square around them
+        low, high = points.min(axis=0) - 0.5, points.max(axis=0) + 0.5
+        corners = np.array([[low[0], low[1]], [high[0], low[1]], [high[0], high[1]], [low[0], high[1]]])
+    corners = centre + (corners - centre) * 1.02 + np.sign(corners - centre) * 0.05
+    return ",".join(f"{value:.4f}" for corner in corners for value in corner)

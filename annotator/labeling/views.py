@@ -151,8 +151,19 @@ def label_page(request: SignedInRequest, query_id: int) -> HttpResponseBase:
             else None,
             "tracking": TrackingForm(instance=query, staff=labels.may_manage(request.user)),
             "locked": labels.locked_for(query, request.user),
+            "map_hints": [
+                (hint, _with_within(request, hint.within)) for hint in map_view.cluster_hints(query, request.user, seen)
+            ],
         },
     )
+
+
+def _with_within(request: SignedInRequest, within: str) -> str:
+    """This page's address with the map's selection set to `within` (a hint's cluster)."""
+    params = request.GET.copy()
+    params["within"] = within
+    params.pop("offset", None)
+    return f"?{params.urlencode()}"
 
 
 @login_required
@@ -295,7 +306,9 @@ def upload_example(request: SignedInRequest, query_id: int) -> HttpResponseBase:
         query=query, upload=form.cleaned_data["image"], relevant=True, note=form.cleaned_data["note"]
     )
     examples.send(example.pk)
-    ranked = f"{reverse('label', args=[query.pk])}?ranking=fusion"
+    # The side pane's form ranks by the text and the examples; an image dropped on the search box, by the image.
+    ranking = "image" if request.POST.get("ranking") == "image" else "fusion"
+    ranked = f"{reverse('label', args=[query.pk])}?ranking={ranking}"
     # Sent by htmx from the page, so that a refusal (not an image, too large) is said beside the form
     # (common/refusals.py) instead of replacing the page; the form still works without scripts.
     return HttpResponseClientRedirect(ranked) if request.htmx else redirect(ranked)

@@ -13,6 +13,7 @@ from annotator.labels import LabelChange, set_labels
 from search import layout
 from search.facade import score_images, search
 from search.models import JobStatus, MapLayout
+from search.polygon import parse
 from search.spec import configured_spec, store_root
 from search.store import EmbeddingStore
 from tests.factories import database_snapshot, make_collection
@@ -218,3 +219,28 @@ def test_bad_polygons_get_400_with_a_sentence_and_change_nothing(mapped, within,
     response = mapped["api"].get(f"/api/queries/{mapped['query'].pk}/candidates/", {"within": within})
     assert response.status_code == 400 and says in response.content.decode()
     assert database_snapshot() == before
+
+
+def test_cluster_hints_point_at_promising_and_untouched_clusters(labeling, settings, monkeypatch, client):
+    settings.QUIRE_MAP_SAMPLE = 60
+    monkeypatch.setattr(layout, "REGION_SIZE", 20)  # six regions over 120 images
+    call_command("map_layout")
+    stored = layout.load(configured_spec().name)
+    assert stored.regions is not None and len(set(stored.regions.tolist())) == 6
+    query, ann = labeling["query"], labeling["annotator"]
+    assert map_view.cluster_hints(query, ann, {}) == []  # nothing relevant found yet: nothing to point at
+    region = stored.regions[0]
+    members = stored.image_ids[stored.regions == region].tolist()
+    changes = [LabelChange(i, "relevant") for i in members[:3]] + [LabelChange(members[3], "not_relevant")]
+    set_labels(query_id=query.pk, changes=changes, user=ann, source="api")
+    seen = {c.image_id: c.value for c in changes}
+    hints = map_view.cluster_hints(query, ann, seen)
+    assert hints[0].text == f"{len(members) - 4} unlabeled images in a cluster where 3 of 4 labeled are relevant"
+    outline = parse(hints[0].within)
+    assert set(members) <= set(stored.image_ids[outline.contains(stored.xy)].tolist())
+    untouched = [hint for hint in hints[1:]]
+    assert untouched and all("nobody has labeled" in hint.text for hint in untouched)
+    # The page shows them as links that select the cluster.
+    client.force_login(ann)
+    page = client.get(f"/queries/{query.pk}/").content.decode()
+    assert "3 of 4 labeled are relevant" in page and "within=" in page

@@ -109,3 +109,40 @@ def test_lasso_filters_the_grid_and_labels_recolour_the_map(page, live_server, l
         page.click('[data-action="clear"]')
     assert "within=" not in page.url
     expect(page.locator(".tile")).to_have_count(50)
+
+
+def test_an_image_dropped_on_the_search_box_ranks_like_it(page, live_server, labeling, artifacts):
+    from annotator.models import QueryExample  # noqa: PLC0415  (only this test reads examples)
+
+    query = labeling["query"]
+    log_in(page, live_server, "ann", "pw-ann-1", f"/queries/{query.pk}/")
+    jpeg = (labeling["images"] / "Laridae" / "1.jpg") if (labeling["images"] / "Laridae" / "1.jpg").exists() else None
+    jpeg = jpeg or next(labeling["images"].rglob("*.jpg"))
+    data = list(jpeg.read_bytes())
+    page.evaluate(
+        """([bytes, name]) => {
+          const file = new File([new Uint8Array(bytes)], name, { type: "image/jpeg" });
+          const transfer = new DataTransfer();
+          transfer.items.add(file);
+          const bar = document.querySelector(".searchbar");
+          bar.dispatchEvent(new DragEvent("dragover", { dataTransfer: transfer, bubbles: true, cancelable: true }));
+          bar.dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }));
+        }""",
+        [data, jpeg.name],
+    )
+    page.wait_for_url("**ranking=image**")
+    example = QueryExample.objects.get(query=query)
+    assert example.upload and example.image_id is None
+    page.screenshot(path=str(artifacts / "dropped-image.png"), full_page=True)
+
+    # A file that is no image is refused on the page with its reason, and nothing is stored.
+    page.evaluate(
+        """() => {
+          const transfer = new DataTransfer();
+          transfer.items.add(new File(["hello"], "notes.txt", { type: "text/plain" }));
+          const drop = new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true });
+          document.querySelector(".searchbar").dispatchEvent(drop);
+        }"""
+    )
+    expect(page.locator("#save-status")).to_contain_text("notes.txt is not an image")
+    assert QueryExample.objects.filter(query=query).count() == 1

@@ -19,9 +19,10 @@ import redis
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from search import layout
 from search.facade import search
 from search.jobs import live_workers
-from search.models import EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
+from search.models import EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus, MapLayout
 from tests.factories import make_collection
 
 # The worker process shares the test database, which must be PostgreSQL (a file, not SQLite's memory).
@@ -170,6 +171,14 @@ def test_a_worker_embeds_the_collection_and_builds_the_index(sending_to_broker, 
     assert f"Embedding job {EmbeddingJob.objects.latest('created_at').pk} done: 3 embedded" in capsys.readouterr().out
     call_command("embed")
     assert "Nothing to embed" in capsys.readouterr().out
+
+    # The map's layout through the worker too: the command waits for the worker and reports what it did.
+    call_command("map_layout")
+    assert "Fitted a new map: 16 images" in capsys.readouterr().out
+    layout_job = MapLayout.objects.get()
+    assert layout_job.status == JobStatus.DONE and layout.load(layout_job.model_name).image_ids.tolist() == sorted(
+        set(range(1, 15)) - {6} | {50, 51, 52}
+    )
 
 
 def test_a_worker_loads_the_collection_into_milvus_and_the_web_process_searches_it(

@@ -16,6 +16,7 @@ import re
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.cache import cache
+from django.core.management import call_command
 from django.db import connection, transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
@@ -40,6 +41,7 @@ def sealed(labeling):
     """Ann has judged images of query 1 (some in a sample of 3 judgments each: sealed to Bob); Bob holds every
     permission but adjudication and has judged two images of his own."""
     query, ann = labeling["query"], labeling["annotator"]
+    call_command("map_layout")  # the map's routes (its points' labels, the lasso's candidates) are walked too
     top = [hit.image_id for hit in search(text=query.text, k=60)]
     Query.objects.filter(pk=query.pk).update(judgments_wanted=3)
     OverlapImage.objects.bulk_create([OverlapImage(query=query, image_id=image_id) for image_id in top[:20]])
@@ -166,6 +168,10 @@ def test_a_blind_annotator_learns_nothing_on_any_route(sealed):
         f"/api/labels/?query={query.pk}&value=not_relevant",
         f"/api/labels/?image={hidden[5]}",
         f"/api/queries/{query.pk}/candidates/?k=60",
+        f"/api/queries/{query.pk}/candidates/?k=120&within=-1000,-1000,1000,-1000,1000,1000,-1000,1000",
+        f"/api/queries/{query.pk}/map/?page_size=50",
+        f"/api/queries/{query.pk}/map/binary/",
+        f"/queries/{query.pk}/?within=-1000,-1000,1000,-1000,1000,1000,-1000,1000&size=200",
         f"/queries/{query.pk}/?hide_labeled=on",
         f"/queries/{query.pk}/results?offset=0",
         "/dashboard/?sort=-relevant",

@@ -447,6 +447,39 @@ function start(page) {
   help.addEventListener("click", () => (help.hidden = true));
   lightbox.addEventListener("click", () => (lightbox.hidden = true));
 
+  // One search box for a text or an image: an image dropped on the search bar is uploaded as the query's example
+  // (the side pane's form, with its checks and its refusals) and the grid ranks like it.
+  const searchbar = document.querySelector(".searchbar");
+  const upload = document.getElementById("upload-example");
+  searchbar.addEventListener("dragover", (event) => {
+    if (![...(event.dataTransfer?.types || [])].includes("Files")) return;
+    event.preventDefault();
+    searchbar.classList.add("dropping");
+  });
+  searchbar.addEventListener("dragleave", () => searchbar.classList.remove("dropping"));
+  searchbar.addEventListener("drop", (event) => {
+    searchbar.classList.remove("dropping");
+    const file = event.dataTransfer?.files?.[0];
+    if (!file) return;
+    event.preventDefault();
+    if (!upload) return say("This query is locked by staff: no example can be added.", "error");
+    if (!file.type.startsWith("image/")) return say(`${file.name} is not an image: drop a JPEG, PNG, WebP or GIF.`, "error");
+    const files = new DataTransfer();
+    files.items.add(file);
+    upload.querySelector('input[type="file"]').files = files.files;
+    const ranking = upload.querySelector('input[name="ranking"]') || upload.appendChild(Object.assign(document.createElement("input"), { type: "hidden", name: "ranking" }));
+    ranking.value = "image"; // the search box's image ranks by itself, not beside the text
+    say(`Uploading ${file.name} to rank like it…`, "saving");
+    htmx.trigger(upload, "submit");
+  });
+
+  // The scores on the tiles, on demand and remembered in this browser.
+  const scores = document.getElementById("show-scores");
+  const showScores = (on) => grid.element.classList.toggle("scores", on);
+  scores.checked = localStorage.getItem("quire:show-scores") === "1";
+  showScores(scores.checked);
+  scores.addEventListener("change", () => { showScores(scores.checked); localStorage.setItem("quire:show-scores", scores.checked ? "1" : "0"); });
+
   // Tile size, remembered in this browser.
   const size = document.getElementById("tile-size");
   const setSize = (px) => { grid.element.style.setProperty("--tile", `${px}px`); grid.columnsCache = 0; };

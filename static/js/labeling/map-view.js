@@ -73,8 +73,8 @@ function program(gl, vs, fs) {
 }
 
 export class PointMap {
-  constructor(canvas, overlay, { onHover = () => {}, onPick = () => {}, onSelection = () => {}, onFrame = null } = {}) {
-    Object.assign(this, { canvas, overlay, onHover, onPick, onSelection, onFrame });
+  constructor(canvas, overlay, { onHover = () => {}, onPick = () => {}, onSelection = () => {} } = {}) {
+    Object.assign(this, { canvas, overlay, onHover, onPick, onSelection });
     const gl = canvas.getContext("webgl2", { antialias: false, premultipliedAlpha: true, preserveDrawingBuffer: true });
     if (!gl) throw new Error("This browser has no WebGL2: the map cannot be drawn.");
     this.gl = gl;
@@ -264,7 +264,7 @@ export class PointMap {
     else this.settleTimer = setTimeout(() => { this.#renderPoints(); this.#frame(); }, SETTLE_MS);
     if (!this.framePending) {
       this.framePending = true;
-      requestAnimationFrame((time) => { this.framePending = false; this.#frame(time); });
+      requestAnimationFrame(() => { this.framePending = false; this.#frame(); });
     }
   }
 
@@ -340,7 +340,7 @@ export class PointMap {
   }
 
   // One frame: the cached texture placed where its view now falls, and the overlay.
-  #frame(time) {
+  #frame() {
     if (!this.rendered) return;
     const gl = this.gl;
     const { width, height, ratio } = this.#resize();
@@ -365,7 +365,6 @@ export class PointMap {
     gl.vertexAttribPointer(at, 2, gl.FLOAT, false, 0, 0);
     gl.drawArrays(gl.TRIANGLE_STRIP, 0, 4);
     this.#drawOverlay();
-    if (this.onFrame) this.onFrame(time);
   }
 
   #drawOverlay(path = null) {
