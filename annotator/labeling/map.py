@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from annotator.labels import visibility
 from annotator.labels.sealed import Writer, seen_by
-from annotator.models import UNDECIDED, LabelValue, Query
+from annotator.models import UNDECIDED, Label, LabelValue, Query
 from search.facade import BadPolygon, Layout, SearchUnavailable, images_within, map_of, parse_polygon
 
 # A label as one byte in the page's binary form; 0 is unlabeled.
@@ -78,10 +79,25 @@ def points_page(
 def binary(query: Query, viewer: Writer) -> bytes:
     """Every point at once for the page: header, then ids (int64), x and y (float32), label codes (uint8)."""
     layout = map_of()
+    return _columns(layout, label_codes(layout, seen_by(query, viewer)))
+
+
+def collection_binary(sight: visibility.Sight) -> bytes:
+    """The whole collection's map for staff, in binary()'s form: 1 where some query labeled the image relevant,
+    2 where queries labeled it and none relevant, 0 elsewhere; pairs sealed to the viewer are left out."""
+    layout = map_of()
+    pairs = sight.labels(Label.objects.exclude(value="")).values_list("image_id", "value")
+    seen: dict[int, str] = {}
+    for image_id, value in pairs.iterator(chunk_size=20_000):
+        if seen.get(image_id) != LabelValue.RELEVANT:
+            seen[image_id] = LabelValue.RELEVANT if value == LabelValue.RELEVANT else LabelValue.NOT_RELEVANT
+    return _columns(layout, label_codes(layout, seen))
+
+
+def _columns(layout: Layout, codes: np.ndarray) -> bytes:
     version = layout.version.encode("ascii")
     header = BINARY_HEADER.pack(BINARY_MAGIC, len(layout), len(version)) + version
     header += b"\0" * (-len(header) % 8)  # the int64 column starts 8-aligned
-    codes = label_codes(layout, seen_by(query, viewer))
     xy = np.ascontiguousarray(layout.xy, dtype="<f4")
     return b"".join(
         (

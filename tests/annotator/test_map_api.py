@@ -244,3 +244,23 @@ def test_cluster_hints_point_at_promising_and_untouched_clusters(labeling, setti
     client.force_login(ann)
     page = client.get(f"/queries/{query.pk}/").content.decode()
     assert "3 of 4 labeled are relevant" in page and "within=" in page
+
+
+def test_staff_see_the_whole_collection_map_with_every_querys_labels(mapped, client):
+    query, ann, admin = mapped["query"], mapped["annotator"], mapped["admin"]
+    other = query.__class__.objects.create(text="a gull in flight", supercategory="Birds", category="Flight")
+    top = [hit.image_id for hit in search(text=query.text, k=3)]
+    set_labels(query_id=query.pk, changes=[LabelChange(top[0], "not_relevant")], user=ann, source="api")
+    set_labels(query_id=other.pk, changes=[LabelChange(top[0], "relevant")], user=ann, source="api")
+    set_labels(query_id=other.pk, changes=[LabelChange(top[1], "unsure")], user=ann, source="api")
+    client.force_login(ann)
+    assert client.get("/dashboard/map/points").status_code == 403  # the dashboard's permission
+    client.force_login(admin)
+    assert client.get("/dashboard/map/").status_code == 200
+    body = client.get("/dashboard/map/points").content
+    _, count, version_length = struct.unpack_from("<8sII", body)
+    start = 16 + version_length + (-(16 + version_length) % 8)
+    ids = np.frombuffer(body, "<i8", count, start).tolist()
+    codes = np.frombuffer(body, "u1", count, start + 16 * count)
+    assert codes[ids.index(top[0])] == 1  # relevant to one query wins over not relevant to another
+    assert codes[ids.index(top[1])] == 2 and codes[ids.index(top[2])] == 0

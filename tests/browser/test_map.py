@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from annotator.models import Label
 from search import layout
-from search.facade import score_images
+from search.facade import score_images, search
 from search.polygon import parse
 from search.spec import configured_spec
 from tests.browser.pages import log_in, tile
@@ -146,3 +146,28 @@ def test_an_image_dropped_on_the_search_box_ranks_like_it(page, live_server, lab
     )
     expect(page.locator("#save-status")).to_contain_text("notes.txt is not an image")
     assert QueryExample.objects.filter(query=query).count() == 1
+
+
+def test_staff_map_of_the_whole_collection_counts_a_box(page, live_server, labeling, settings, artifacts):
+    settings.QUIRE_MAP_SAMPLE = 80
+    call_command("map_layout")
+    query = labeling["query"]
+    from annotator.labels import LabelChange, set_labels  # noqa: PLC0415  (only this test writes labels)
+
+    top = [hit.image_id for hit in search(text=query.text, k=4)]
+    set_labels(
+        query_id=query.pk, changes=[LabelChange(i, "relevant") for i in top], user=labeling["annotator"], source="api"
+    )
+    page.set_viewport_size({"width": 1300, "height": 900})
+    log_in(page, live_server, "boss", "pw-boss-1", "/dashboard/map/")
+    expect(page.locator("#map-panel")).to_have_attribute("data-ready", "1")
+    page.click('[data-mode="box"]')
+    box = page.locator(".map-overlay").bounding_box()
+    page.mouse.move(box["x"] + 2, box["y"] + 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] - 2, steps=5)
+    page.mouse.up()
+    expect(page.locator("#map-status")).to_have_text(
+        "120 images selected: 4 relevant to a query, 0 labeled and not relevant, 116 with no label."
+    )
+    page.screenshot(path=str(artifacts / "map-collection.png"), full_page=True)

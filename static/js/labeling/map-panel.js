@@ -61,6 +61,12 @@ export function wireMap(panel, { grid, thumbUrl, onPick, onRestNotRelevant }) {
 
   function select(polygon, problem) {
     if (!polygon) return say(problem, "error");
+    if (panel.dataset.selection === "here") { // no grid to filter: the selection is counted on the map itself
+      map.setSelection(polygon);
+      const held = [0, 0, 0];
+      map.selected.forEach((on, row) => { if (on) held[Math.min(2, map.codes[row])] += 1; });
+      return say(`${(held[0] + held[1] + held[2]).toLocaleString()} images selected: ${held[1].toLocaleString()} relevant to a query, ${held[2].toLocaleString()} labeled and not relevant, ${held[0].toLocaleString()} with no label.`);
+    }
     const params = new URLSearchParams(window.location.search);
     params.set("within", toText(polygon));
     params.delete("offset");
