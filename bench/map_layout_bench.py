@@ -2,7 +2,8 @@
 
 Worlds from bench/realistic.py (clustered, anisotropic CLIP-shaped vectors, 1024-d), stored as a float16
 memory-mapped array as the embedding store keeps them. For each size: the fit (PCA and openTSNE on
-QUIRE_MAP_SAMPLE images, a fixed cost) and the placing of every other image (linear), each timed, and the
+QUIRE_MAP_SAMPLE images, a fixed cost), the placing of every other image (linear) and the map's regions (k-means
+on the positions, for the page's cluster hints), each timed, and the
 process's peak RSS after the run. The baseline beside them, same run: reading the vectors once (the least any
 layout must do). Also, with --compare: umap-learn, PaCMAP and openTSNE on the same sample (fit time, and how many
 of each image's 10 nearest neighbours stay among its 10 nearest on the map), when they are installed.
@@ -55,9 +56,11 @@ def bench_size(count: int, sample: int, workdir: Path) -> dict:
     fitted = layout.fit(vectors, ids, sample=sample)
     fit_s = time.perf_counter() - started
     started = time.perf_counter()
-    for start in range(0, count, layout.PLACE_CHUNK):
-        layout.place(fitted, vectors[start : start + layout.PLACE_CHUNK])
+    placed = [layout.place(fitted, vectors[s : s + layout.PLACE_CHUNK]) for s in range(0, count, layout.PLACE_CHUNK)]
     place_s = time.perf_counter() - started
+    started = time.perf_counter()
+    layout.regions_of(np.concatenate(placed))
+    regions_s = time.perf_counter() - started
     result = {
         "images": count,
         "sample": min(sample, count),
@@ -65,6 +68,7 @@ def bench_size(count: int, sample: int, workdir: Path) -> dict:
         "fit_s": fit_s,
         "place_s": place_s,
         "place_us_per_image": place_s / count * 1e6,
+        "regions_s": regions_s,
         "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
     }
     log(json.dumps(result))

@@ -128,7 +128,7 @@ def _text_page_within(
         ranked = _ranked_within(query, viewer, "text", text, within, seen, taxon_ids, keep_labeled=True)
     except SearchUnavailable as error:
         return ResultsPage([], offset, limit, str(error))
-    if hide_labeled:  # positions stay those of the full ranking: a tile's rank never changes with the filter
+    if hide_labeled:  # positions stay those of the lasso's ranking: hiding labeled tiles renumbers nothing
         chosen = [
             (position, hit) for position, hit in enumerate(ranked) if position >= offset and hit.image_id not in seen
         ]
@@ -235,12 +235,12 @@ def candidates(
     stacks, the text order as a floor, judged on the viewer's recent answers). `within`: image ids (a lasso on
     the map) the candidates are restricted to, ranked by the strategy's scores alone. Raises SearchUnavailable."""
     values = seen_by(query, viewer) if seen is None else seen
-    examples, example_vectors = _examples(query, example_ids)
-    relevant_ids, not_relevant_ids = _labeled(values)
     if within is not None:
         return _ranked_within(
             query, viewer, strategy, text or query.text, within, values, taxon_ids, example_ids, exclude_ids
         )[offset : offset + k]
+    examples, example_vectors = _examples(query, example_ids)
+    relevant_ids, not_relevant_ids = _labeled(values)
     if offset == 0 and strategy != "text":
         return next_batch(
             strategy=strategy,

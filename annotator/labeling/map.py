@@ -7,7 +7,7 @@ query's labels.
 """
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,10 +134,11 @@ def cluster_hints(query: Query, viewer: Writer, seen: Mapping[int, str]) -> list
         return []
     codes = label_codes(layout, seen)
     regions = layout.regions
-    count = int(regions.max()) + 1
-    total = np.bincount(regions, minlength=count)
-    labeled = np.bincount(regions, weights=codes > 0, minlength=count).astype(int)
-    relevant = np.bincount(regions, weights=codes == LABEL_CODES[LabelValue.RELEVANT], minlength=count).astype(int)
+    total, centres, members = _region_sizes_and_centres(layout)
+    count = len(total)
+    marked = np.flatnonzero(codes)  # only the labeled points are counted: a few thousand of a million
+    labeled = np.bincount(regions[marked], minlength=count)
+    relevant = np.bincount(regions[marked[codes[marked] == LABEL_CODES[LabelValue.RELEVANT]]], minlength=count)
     unlabeled = total - labeled
     hints: list[Hint] = []
     # Clusters where most labels so far are relevant and images wait: label on inside them.
@@ -147,27 +148,51 @@ def cluster_hints(query: Query, viewer: Writer, seen: Mapping[int, str]) -> list
             Hint(
                 f"{unlabeled[region]:,} unlabeled images in a cluster where {relevant[region]} of "
                 f"{labeled[region]} labeled are relevant",
-                _outline(layout.xy[regions == region]),
+                _outline(layout.xy[members(region)]),
                 int(unlabeled[region]),
             )
         )
     # Clusters nobody has labeled, nearest on the map to the relevant images found: where a ranking that found
     # one cluster does not look.
-    found = layout.xy[codes == LABEL_CODES[LabelValue.RELEVANT]]
+    found = layout.xy[marked[codes[marked] == LABEL_CODES[LabelValue.RELEVANT]]]
     untouched = np.flatnonzero(labeled == 0)
     if len(found) and len(untouched):
-        centres = np.stack([layout.xy[regions == r].mean(axis=0) for r in untouched])
-        distance = np.min(np.linalg.norm(centres[:, None, :] - found[None, :200, :], axis=2), axis=1)
+        distance = np.min(np.linalg.norm(centres[untouched][:, None, :] - found[None, :200, :], axis=2), axis=1)
         for k in np.argsort(distance)[: HINTS - len(hints)]:
             region = untouched[k]
             hints.append(
                 Hint(
                     f"{total[region]:,} images in a cluster beside your relevant ones that nobody has labeled",
-                    _outline(layout.xy[regions == region]),
+                    _outline(layout.xy[members(region)]),
                     int(total[region]),
                 )
             )
     return hints
+
+
+_region_cache: dict[str, tuple[np.ndarray, np.ndarray, Callable[[int], np.ndarray]]] = {}
+
+
+def _region_sizes_and_centres(layout: Layout) -> tuple[np.ndarray, np.ndarray, Callable[[int], np.ndarray]]:
+    """Each region's size and centre, and a function giving a region's rows: computed once per map version in
+    this process (passes over every point: tens of milliseconds at 1M, too much for every page view)."""
+    cached = _region_cache.get(layout.version)
+    if cached is None:
+        assert layout.regions is not None
+        count = int(layout.regions.max()) + 1
+        total = np.bincount(layout.regions, minlength=count)
+        sums = [np.bincount(layout.regions, weights=layout.xy[:, axis], minlength=count) for axis in (0, 1)]
+        order = np.argsort(layout.regions, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(total)])
+
+        def members(region: int) -> np.ndarray:
+            rows: np.ndarray = order[starts[region] : starts[region + 1]]
+            return rows
+
+        cached = (total, np.column_stack(sums) / np.maximum(total, 1)[:, None], members)
+        _region_cache.clear()  # one map version at a time
+        _region_cache[layout.version] = cached
+    return cached
 
 
 def _outline(points: np.ndarray) -> str:

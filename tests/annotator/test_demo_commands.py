@@ -77,6 +77,11 @@ def test_the_demo_then_search_embed_and_runserver_as_separate_processes(tmp_path
     assert embedded.returncode == 0, embedded.stderr
     assert "Nothing to embed" in embedded.stdout
 
+    assert "Fitted a new map: 60 images" in built.stdout  # the demo computed its map
+    mapped = manage(data, "map_layout")  # the README's command, after the demo: nothing new to place
+    assert mapped.returncode == 0, mapped.stderr
+    assert "Placed 0 new images on the map: 60 images" in mapped.stdout
+
     # The README's Milvus lines: load the demo's store into a Milvus Lite file, then search it.
     on_milvus = {"QUIRE_VECTOR_BACKEND": "milvus", "QUIRE_MILVUS_URI": str(data / "vectors.db")}
     loaded = manage(data, "build_index", "--backend", "milvus", **on_milvus)

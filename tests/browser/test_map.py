@@ -80,6 +80,27 @@ def test_lasso_filters_the_grid_and_labels_recolour_the_map(page, live_server, l
     codes = page.evaluate("(ids) => ids.map((id) => window.quireMap.codes[window.quireMap.rowOf.get(id)])", shown[:2])
     assert codes == [1, 2]
 
+    # "Rest of the selection: not relevant": one change for every unlabeled image inside, that z undoes.
+    page.click('[data-action="rest-not-relevant"]')
+    rest = len(inside) - 2
+    expect(page.locator("#map-status")).to_have_text(
+        f"{rest} images of the selection marked not relevant (z undoes it)."
+    )
+    assert Label.objects.filter(value="not_relevant").count() == rest + 1
+    assert page.evaluate("window.quireMap.codes.filter((c) => c === 2).length") == rest + 1
+    expect(tile(page, 5)).to_have_attribute("data-label", "not_relevant")
+    page.keyboard.press("z")
+    expect(tile(page, 5)).to_have_attribute("data-label", "")
+    # The map recolours once the server has stored the undo: then the database holds it.
+    for _ in range(100):  # (wait_for_function's string would be eval'd, which the page's CSP refuses)
+        if page.evaluate("window.quireMap.codes.filter((c) => c === 2).length") == 1:
+            break
+        page.wait_for_timeout(100)
+    assert dict(Label.objects.exclude(value="").values_list("image_id", "value")) == {
+        shown[0]: "relevant",
+        shown[1]: "not_relevant",
+    }
+
     # Clicking a point selects its tile in the grid.
     target = shown[3]
     spot = page.evaluate(

@@ -74,6 +74,8 @@ export function wireMap(panel, { grid, thumbUrl, onPick, onRestNotRelevant }) {
   }
 
   panel.addEventListener("toggle", () => { if (panel.open) load(); });
+  // The map's buttons give the focus back at once: the grid's keys (labels, z to undo) keep working after a click.
+  panel.addEventListener("click", (event) => event.target.closest("button")?.blur());
   if (panel.open) load();
   for (const button of panel.querySelectorAll("[data-mode]")) {
     button.addEventListener("click", () => {
