@@ -47,7 +47,7 @@ export function simplify(path, step, most) {
 }
 
 // The polygon as the address's within= text, and back.
-export const toText = (polygon) => polygon.map(([x, y]) => `${+x.toFixed(4)},${+y.toFixed(4)}`).join(",");
+export const toText = (polygon) => polygon.map(([x, y]) => `${+x.toFixed(2)},${+y.toFixed(2)}`).join(",");
 export function fromText(text) {
   const numbers = (text || "").split(",").map(Number);
   if (numbers.length < 6 || numbers.length % 2 || numbers.some((v) => !Number.isFinite(v))) return null;
