@@ -92,3 +92,27 @@ def test_eta_and_rate_come_from_the_job_clock(tiny_spec):
     assert job.eta_seconds == pytest.approx(150, rel=0.05)
     job.status = JobStatus.DONE
     assert job.eta_seconds is None
+
+
+def test_the_map_button_computes_the_map_outside_the_request(tiny_spec, tmp_path, staff_client, settings):
+    from django.core.management import call_command  # noqa: PLC0415  (only this test embeds by command)
+
+    from search import layout  # noqa: PLC0415  (as above)
+    from search.models import MapLayout  # noqa: PLC0415  (as above)
+
+    settings.QUIRE_MAP_SAMPLE = 6
+    make_collection(tmp_path / "images", 12)
+    call_command("embed")
+    page = staff_client.get("/admin/search/maplayout/").content.decode()
+    assert "Compute the map" in page and "Fit a new map" in page and tiny_spec.name in page
+    response = staff_client.post("/admin/search/maplayout/start/", follow=True).content.decode()
+    job = MapLayout.objects.get()
+    assert f"Map layout {job.pk} started" in response
+    background.wait_for_all(timeout=120)
+    job.refresh_from_db()
+    assert (job.status, job.mode, job.points) == (JobStatus.DONE, "fitted", 12)
+    assert "12 of 12 images placed (100%)" in staff_client.get("/admin/search/maplayout/").content.decode()
+    assert len(layout.load(tiny_spec.name)) == 12
+    # A GET, or a user without the permission, starts nothing.
+    staff_client.get("/admin/search/maplayout/start/")
+    assert MapLayout.objects.count() == 1

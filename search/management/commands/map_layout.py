@@ -4,8 +4,8 @@ import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
+from common.cli import progress_bar
 from search import map_jobs
 from search.models import JobStatus, MapLayout
 from search.spec import configured_spec
@@ -27,26 +27,16 @@ class Command(BaseCommand):
         model_name = model or configured_spec().name
         self.stdout.write(f"Computing the map of {model_name} ...")
         started = time.monotonic()
-        bar = None
-
-        def progress(done: int, total: int) -> None:
-            nonlocal bar
-            if bar is None:
-                bar = tqdm(total=total, desc="placing", unit="img", unit_scale=True, disable=None)
-            bar.update(done - bar.n)
-
         try:
-            job = map_jobs.start_map_layout(model_name, refit=refit, run_here=here, progress=progress)
-            while job.status in map_jobs.UNFINISHED:  # a worker computes it: its row says how far it is
-                time.sleep(1)
-                job = MapLayout.objects.get(pk=job.pk)
-                if job.total:
-                    progress(job.done, job.total)
+            with progress_bar("placing", "img") as progress:
+                job = map_jobs.start_map_layout(model_name, refit=refit, run_here=here, progress=progress)
+                while job.status in map_jobs.UNFINISHED:  # a worker computes it: its row says how far it is
+                    time.sleep(1)
+                    job = MapLayout.objects.get(pk=job.pk)
+                    if job.total:
+                        progress(job.done, job.total)
         except FileNotFoundError as error:  # no embeddings of this model yet
             raise CommandError(str(error)) from None
-        finally:
-            if bar is not None:
-                bar.close()
         if job.status == JobStatus.FAILED:
             raise CommandError(f"Map layout {job.pk} failed: {job.error}")
         what = "Fitted a new map" if job.mode == "fitted" else f"Placed {job.done:,} new images on the map"
