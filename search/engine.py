@@ -250,6 +250,23 @@ def score_images(request: RankingRequest, image_ids: Iterable[int]) -> np.ndarra
     return scores
 
 
+def score_collection(request: RankingRequest) -> tuple[np.ndarray, np.ndarray]:
+    """(image ids, scores): every stored image's score under the request's ranking, read from the embedding
+    store in blocks (the map's "colour by score": about a second at 1M on two cores, so on demand only)."""
+    spec = request.spec or configured_spec()
+    loaded = _get(spec.name)
+    if request.strategy == "text":
+        vector = _embedder(spec).encode_text([request.text or ""])[0]
+    else:
+        vector = _strategy_vector(loaded, spec, request)
+    embeddings = EmbeddingStore.existing(store_root(), spec.name).load()
+    scores = np.empty(len(embeddings), dtype=np.float32)
+    block = 100_000
+    for start in range(0, len(embeddings), block):
+        scores[start : start + block] = inner_products(embeddings.vectors[start : start + block], vector)
+    return embeddings.image_ids, scores
+
+
 def embed_image(image: "PILImage", spec: ClipSpec | None = None) -> np.ndarray:
     """An uploaded PIL image's vector (float32, unit length) under the configured model."""
     return np.asarray(_embedder(spec or configured_spec()).encode_images([image])[0], dtype=np.float32)

@@ -68,6 +68,7 @@ __all__ = [
     "LABEL_ONLY_STRATEGIES",
     "STRATEGIES",
     "STRATEGY_REGISTRY",
+    "score_collection",
     "score_images",
     "strategy_vector",
     "search",
@@ -250,6 +251,33 @@ def score_images(
         spec=spec,
     )
     return engine_score_images(request, image_ids)
+
+
+def score_collection(
+    *,
+    text: str,
+    strategy: str = "text",
+    relevant_ids: Iterable[int] = (),
+    not_relevant_ids: Iterable[int] = (),
+    example_ids: Iterable[int] = (),
+    example_vectors: Iterable[npt.ArrayLike] = (),
+    spec: ClipSpec | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(image ids, scores as float32): every embedded image's score under a strategy's ranking, in the store's
+    order; score_images for the whole collection, read in blocks (about a second at 1M). Raises
+    SearchUnavailable."""
+    from .engine import score_collection as engine_score_collection  # FAISS and the store: only when asked
+
+    request = RankingRequest.of(
+        strategy=strategy,
+        text=text,
+        relevant_ids=relevant_ids,
+        not_relevant_ids=not_relevant_ids,
+        example_ids=example_ids,
+        example_vectors=list(example_vectors),
+        spec=spec,
+    )
+    return engine_score_collection(request)
 
 
 def embed_image(image: "PILImage", spec: ClipSpec | None = None) -> np.ndarray:

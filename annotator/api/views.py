@@ -309,6 +309,34 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         response["Cache-Control"] = "private, no-store"  # labels change with every save
         return response
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("strategy", OpenApiTypes.STR, enum=list(STRATEGIES), description="default text"),
+        ],
+        responses={
+            (200, "application/octet-stream"): OpenApiTypes.BINARY,
+            **BAD_PARAMETERS,
+            **NOT_FOUND,
+            **SEARCH_NOT_READY,
+        },
+        description="The strategy's score of every map point, in map/binary/'s order, as little-endian float32 "
+        "(NaN for an image without a vector); the learning strategies learn from the labels the caller sees. "
+        "What the page colours the map by, on demand: it scores the whole collection (about a second at 1M).",
+    )
+    @action(detail=True, methods=["get"], url_path="map/scores")
+    def map_scores(self, request: Request, pk: int | None = None, format: str | None = None) -> HttpResponse:
+        query = self.get_object()
+        strategy = choice_param(request, "strategy", STRATEGIES) or "text"
+        try:
+            body = map_view.scores_column(query, signed_in(request), strategy)
+        except SearchNotReady as error:
+            return HttpResponse(str(error), status=503, content_type="text/plain; charset=utf-8")
+        except SearchUnavailable as error:  # a strategy without what it ranks from (examples, a text)
+            return HttpResponse(str(error), status=400, content_type="text/plain; charset=utf-8")
+        response = HttpResponse(body, content_type="application/octet-stream")
+        response["Cache-Control"] = "private, no-store"
+        return response
+
     def get_queryset(self) -> QuerySet[Any]:
         queries = Query.objects.all()
         for field in ("split", "status"):

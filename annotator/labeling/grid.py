@@ -239,8 +239,8 @@ def candidates(
         return _ranked_within(
             query, viewer, strategy, text or query.text, within, values, taxon_ids, example_ids, exclude_ids
         )[offset : offset + k]
-    examples, example_vectors = _examples(query, example_ids)
-    relevant_ids, not_relevant_ids = _labeled(values)
+    examples, example_vectors = examples_of(query, example_ids)
+    relevant_ids, not_relevant_ids = labeled_ids(values)
     if offset == 0 and strategy != "text":
         return next_batch(
             strategy=strategy,
@@ -268,7 +268,7 @@ def candidates(
     )
 
 
-def _examples(query: Query, example_ids: Iterable[int]) -> tuple[list[int], list[np.ndarray]]:
+def examples_of(query: Query, example_ids: Iterable[int]) -> tuple[list[int], list[np.ndarray]]:
     """What a ranking by examples ranks like: `example_ids` when given ("more like this"), else the query's
     relevant examples (collection images by id, uploads by their stored vector of the configured model)."""
     if example_ids:
@@ -283,7 +283,7 @@ def _examples(query: Query, example_ids: Iterable[int]) -> tuple[list[int], list
     return examples, vectors
 
 
-def _labeled(values: Mapping[int, str]) -> tuple[list[int], list[int]]:
+def labeled_ids(values: Mapping[int, str]) -> tuple[list[int], list[int]]:
     """(relevant ids, not relevant ids) of what the viewer sees: a learning ranking's positives and negatives."""
     relevant = [image for image, value in values.items() if value == LabelValue.RELEVANT]
     not_relevant = [image for image, value in values.items() if value == LabelValue.NOT_RELEVANT]
@@ -321,8 +321,8 @@ def _ranked_within(
         raise SearchError(
             f"The selection holds {len(ids):,} images; a lasso ranks at most {MAX_WITHIN:,}: draw a smaller one."
         )
-    examples, example_vectors = _examples(query, example_ids)
-    relevant_ids, not_relevant_ids = _labeled(seen)
+    examples, example_vectors = examples_of(query, example_ids)
+    relevant_ids, not_relevant_ids = labeled_ids(seen)
     scores = score_images(
         text=text,
         image_ids=ids,

@@ -12,10 +12,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from annotator.labeling.grid import examples_of, labeled_ids
 from annotator.labels import visibility
 from annotator.labels.sealed import Writer, seen_by
 from annotator.models import UNDECIDED, Label, LabelValue, Query
-from search.facade import BadPolygon, Layout, SearchUnavailable, images_within, map_of, parse_polygon
+from search.facade import (
+    BadPolygon,
+    Layout,
+    SearchUnavailable,
+    images_within,
+    map_of,
+    parse_polygon,
+    score_collection,
+)
 
 # A label as one byte in the page's binary form; 0 is unlabeled.
 LABEL_CODES = {LabelValue.RELEVANT: 1, LabelValue.NOT_RELEVANT: 2, LabelValue.UNSURE: 3, UNDECIDED: 4}
@@ -80,6 +89,32 @@ def binary(query: Query, viewer: Writer) -> bytes:
     """Every point at once for the page: header, then ids (int64), x and y (float32), label codes (uint8)."""
     layout = map_of()
     return _columns(layout, label_codes(layout, seen_by(query, viewer)))
+
+
+def scores_column(query: Query, viewer: Writer, strategy: str) -> bytes:
+    """The ranking's score of every map point (layout order) as little-endian float32, NaN where an image has
+    no vector: what the page colours the unlabeled points by. `strategy` learns from the labels `viewer` sees.
+    Raises SearchUnavailable."""
+    layout = map_of()
+    seen = seen_by(query, viewer)
+    relevant, not_relevant = labeled_ids(seen)
+    examples, example_vectors = examples_of(query, ())
+    ids, scores = score_collection(
+        text=query.text,
+        strategy=strategy,
+        relevant_ids=relevant,
+        not_relevant_ids=not_relevant,
+        example_ids=examples,
+        example_vectors=example_vectors,
+    )
+    order = np.argsort(ids)
+    where = np.searchsorted(ids[order], layout.image_ids)
+    where = np.minimum(where, max(len(ids) - 1, 0))
+    column = np.full(len(layout), np.nan, dtype="<f4")
+    if len(ids):
+        found = ids[order][where] == layout.image_ids
+        column[found] = scores[order][where[found]]
+    return column.tobytes()
 
 
 def collection_binary(sight: visibility.Sight) -> bytes:

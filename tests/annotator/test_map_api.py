@@ -264,3 +264,24 @@ def test_staff_see_the_whole_collection_map_with_every_querys_labels(mapped, cli
     codes = np.frombuffer(body, "u1", count, start + 16 * count)
     assert codes[ids.index(top[0])] == 1  # relevant to one query wins over not relevant to another
     assert codes[ids.index(top[1])] == 2 and codes[ids.index(top[2])] == 0
+
+
+def test_map_scores_are_the_rankings_scores_in_the_maps_order(mapped):
+    query, api, stored = mapped["query"], mapped["api"], mapped["layout"]
+    body = api.get(f"/api/queries/{query.pk}/map/scores/").content
+    column = np.frombuffer(body, "<f4")
+    assert len(column) == len(stored)
+    expected = score_images(text=query.text, image_ids=stored.image_ids.tolist())
+    assert np.allclose(column, expected, atol=1e-5)
+    top = [hit.image_id for hit in search(text=query.text, k=20)]
+    set_labels(
+        query_id=query.pk,
+        changes=[LabelChange(i, "relevant") for i in top[10:13]] + [LabelChange(i, "not_relevant") for i in top[:5]],
+        user=mapped["annotator"],
+        source="api",
+    )
+    learned = np.frombuffer(api.get(f"/api/queries/{query.pk}/map/scores/?strategy=feedback").content, "<f4")
+    assert not np.allclose(learned, column)  # feedback learns from the labels the caller sees
+    refused = api.get(f"/api/queries/{query.pk}/map/scores/?strategy=image")
+    assert refused.status_code == 400 and b"example" in refused.content
+    assert api.get(f"/api/queries/{query.pk}/map/scores/?strategy=bogus").status_code == 400

@@ -101,13 +101,26 @@ def test_lasso_filters_the_grid_and_labels_recolour_the_map(page, live_server, l
         shown[1]: "not_relevant",
     }
 
-    # Clicking a point selects its tile in the grid.
+    # Hovering a point shows its thumbnail; clicking it selects its tile in the grid.
     target = shown[3]
     spot = page.evaluate(
         "(id) => { const m = window.quireMap, r = m.rowOf.get(id); return m.toScreen(m.xs[r], m.ys[r]); }", target
     )
     box = page.locator(".map-overlay").bounding_box()
     page.click('[data-mode="pan"]')
+    page.mouse.move(box["x"] + spot[0], box["y"] + spot[1])
+    expect(page.locator(".map-hover")).to_be_visible()
+    assert "/thumb" in page.locator(".map-hover").get_attribute("src")
+    # Colour by the ranking's score: every point gets its rank among the scores.
+    page.select_option('[data-action="colour"]', "score")
+    expect(page.locator("#map-status")).to_contain_text("by this ranking's score")
+    assert page.evaluate("window.quireMap.byScore") is True
+    page.screenshot(path=str(artifacts / "map-by-score.png"), full_page=True)
+    page.select_option('[data-action="colour"]', "labels")
+    # The scores on the tiles, on demand.
+    expect(tile(page, 0).locator(".score")).to_be_hidden()
+    page.check("#show-scores")
+    expect(tile(page, 0).locator(".score")).to_be_visible()
     page.mouse.click(box["x"] + spot[0], box["y"] + spot[1])
     selected = page.locator(".tile.selected").get_attribute("data-image-id")
     picked = page.evaluate("window.quireMap.marked")

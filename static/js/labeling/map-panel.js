@@ -86,6 +86,22 @@ export function wireMap(panel, { grid, thumbUrl, onPick, onRestNotRelevant }) {
     });
   }
   panel.querySelector('[data-action="fit"]')?.addEventListener("click", () => map?.fit());
+  panel.querySelector('[data-action="colour"]')?.addEventListener("change", async (event) => {
+    if (!map) return;
+    if (event.target.value !== "score") {
+      map.setScores(null);
+      return say("Coloured by label.");
+    }
+    say("Scoring the collection with this ranking…");
+    const url = `${panel.dataset.scoresUrl}?strategy=${encodeURIComponent(panel.dataset.strategy)}`;
+    const response = await fetch(url, { credentials: "same-origin" }).catch(() => null);
+    if (!response || !response.ok) {
+      event.target.value = "labels";
+      return say(`The scores could not be shown: ${response ? await response.text() : "the server did not answer"}`, "error");
+    }
+    map.setScores(new Float32Array(await response.arrayBuffer()));
+    say("Unlabeled points by this ranking's score: dark blue where it looks next, pale where it looks last.");
+  });
   panel.querySelector('[data-action="clear"]')?.addEventListener("click", () => {
     const params = new URLSearchParams(window.location.search);
     params.delete("within");

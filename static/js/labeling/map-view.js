@@ -35,14 +35,17 @@ export function readMap(buffer) {
 }
 
 const POINTS_VS = `#version 300 es
-in vec2 a_xy; in float a_code; in float a_sel;
+in vec2 a_xy; in float a_code; in float a_sel; in float a_score;
 uniform vec2 u_centre; uniform vec2 u_scale; uniform float u_size; uniform float u_hasSel; uniform vec4 u_palette[5];
+uniform float u_byScore;
 out vec4 v_colour;
 void main() {
   gl_Position = vec4((a_xy - u_centre) * u_scale, 0.0, 1.0);
   int code = int(a_code + 0.5);
   gl_PointSize = code > 0 ? u_size + 2.0 : u_size;
   vec4 c = u_palette[code];
+  // By score: an unlabeled point from pale (the ranking's last) to dark blue (its next), by rank.
+  if (code == 0 && u_byScore > 0.5) c = mix(vec4(0.86, 0.88, 0.91, 0.45), vec4(0.05, 0.22, 0.62, 0.95), a_score);
   if (u_hasSel > 0.5 && a_sel < 0.5) c.a *= 0.18;  // unselected points stay as faint context
   v_colour = c;
 }`;
@@ -101,6 +104,8 @@ export class PointMap {
     this.codeBuffer = this.#buffer(new Float32Array(codes));
     this.selected = new Float32Array(ids.length);
     this.selBuffer = this.#buffer(this.selected);
+    this.scoreBuffer = this.#buffer(new Float32Array(ids.length));
+    this.byScore = false;
     this.#rebuildLabeled();
     this.#buildGrid();
     this.fit();
@@ -144,6 +149,21 @@ export class PointMap {
     for (let i = 0; i < this.count; i += 1) this.selected[i] = polygon && inside(polygon, this.xs[i], this.ys[i]) ? 1 : 0;
     this.gl.bindBuffer(this.gl.ARRAY_BUFFER, this.selBuffer);
     this.gl.bufferData(this.gl.ARRAY_BUFFER, this.selected, this.gl.STATIC_DRAW);
+    this.#settle(true);
+  }
+
+  // The ranking's scores of every point (map order; NaN for none), shown as each unlabeled point's rank among
+  // them; null goes back to colouring by labels alone.
+  setScores(column) {
+    this.byScore = Boolean(column);
+    if (column) {
+      const rows = Array.from({ length: this.count }, (_, i) => i).filter((i) => Number.isFinite(column[i]));
+      rows.sort((a, b) => column[a] - column[b]);
+      const rank = new Float32Array(this.count);
+      rows.forEach((row, k) => { rank[row] = rows.length > 1 ? k / (rows.length - 1) : 1; });
+      this.gl.bindBuffer(this.gl.ARRAY_BUFFER, this.scoreBuffer);
+      this.gl.bufferData(this.gl.ARRAY_BUFFER, rank, this.gl.STATIC_DRAW);
+    }
     this.#settle(true);
   }
 
@@ -230,7 +250,8 @@ export class PointMap {
     for (let i = 0; i < this.count; i += 1) if (this.codes[i]) rows.push(i);
     const xy = new Float32Array(2 * rows.length), code = new Float32Array(rows.length), sel = new Float32Array(rows.length);
     rows.forEach((row, k) => { xy[2 * k] = this.xs[row]; xy[2 * k + 1] = this.ys[row]; code[k] = this.codes[row]; sel[k] = this.selected[row]; });
-    this.labeled = { count: rows.length, xy: this.#buffer(xy), code: this.#buffer(code), sel: this.#buffer(sel) };
+    const score = this.#buffer(new Float32Array(rows.length)); // labeled points keep their label's colour
+    this.labeled = { count: rows.length, xy: this.#buffer(xy), code: this.#buffer(code), sel: this.#buffer(sel), score };
   }
 
   // A bucket grid over the points (counting sort by cell): hover and click find the nearest point in microseconds.
@@ -313,8 +334,9 @@ export class PointMap {
     const size = this.count < 2000 ? 7 : this.count < 50000 ? 4 : this.count < 300000 ? 2.5 : 1.5;
     gl.uniform1f(u("u_size"), size * ratio);
     gl.uniform1f(u("u_hasSel"), this.polygon ? 1 : 0);
+    gl.uniform1f(u("u_byScore"), this.byScore ? 1 : 0);
     gl.uniform4fv(u("u_palette"), new Float32Array([0, 1, 2, 3, 4].flatMap((k) => PALETTE[k])));
-    const draw = (xy, code, sel, count) => {
+    const draw = (xy, code, sel, score, count) => {
       const attribute = (name, buffer, size) => {
         const at = gl.getAttribLocation(this.points, name);
         gl.bindBuffer(gl.ARRAY_BUFFER, buffer);
@@ -324,16 +346,17 @@ export class PointMap {
       attribute("a_xy", xy, 2);
       attribute("a_code", code, 1);
       attribute("a_sel", sel, 1);
+      attribute("a_score", score, 1);
       gl.drawArrays(gl.POINTS, 0, count);
     };
-    draw(this.xyBuffer, this.codeBuffer, this.selBuffer, this.count);
+    draw(this.xyBuffer, this.codeBuffer, this.selBuffer, this.scoreBuffer, this.count);
     if (this.labeled.count) {
       gl.bindBuffer(gl.ARRAY_BUFFER, this.labeled.sel); // the selection may have changed since they were built
       const sel = new Float32Array(this.labeled.count);
       let k = 0;
       for (let i = 0; i < this.count; i += 1) if (this.codes[i]) sel[k++] = this.selected[i];
       gl.bufferData(gl.ARRAY_BUFFER, sel, gl.STATIC_DRAW);
-      draw(this.labeled.xy, this.labeled.code, this.labeled.sel, this.labeled.count);
+      draw(this.labeled.xy, this.labeled.code, this.labeled.sel, this.labeled.score, this.labeled.count);
     }
     // No gl.finish(): the browser's GPU process draws while this page goes on taking keys.
     this.rendered = { ...this.view, unitsWide, unitsHigh };
