@@ -252,7 +252,7 @@ def score_images(request: RankingRequest, image_ids: Iterable[int]) -> np.ndarra
 
 def score_collection(request: RankingRequest) -> tuple[np.ndarray, np.ndarray]:
     """(image ids, scores): every stored image's score under the request's ranking, read from the embedding
-    store in blocks (the map's "colour by score": about a second at 1M on two cores, so on demand only)."""
+    store in blocks (the map's "colour by score": 2.6 s at 1M on two cores, so on demand only)."""
     spec = request.spec or configured_spec()
     loaded = _get(spec.name)
     if request.strategy == "text":

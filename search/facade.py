@@ -264,7 +264,7 @@ def score_collection(
     spec: ClipSpec | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(image ids, scores as float32): every embedded image's score under a strategy's ranking, in the store's
-    order; score_images for the whole collection, read in blocks (about a second at 1M). Raises
+    order; score_images for the whole collection, read in blocks (2.6 s at 1M on two cores). Raises
     SearchUnavailable."""
     from .engine import score_collection as engine_score_collection  # FAISS and the store: only when asked
 
