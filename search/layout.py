@@ -194,9 +194,16 @@ class Outcome:
     removed: int  # images gone from the store since the last layout
 
 
-def compute(model_name: str, *, refit: bool = False, progress: Progress | None = None) -> Outcome:
+def compute(
+    model_name: str,
+    *,
+    refit: bool = False,
+    progress: Progress | None = None,
+    fitted_now: Callable[[], None] | None = None,
+) -> Outcome:
     """Compute or update the map of `model_name`'s embeddings. Resumable: a run stopped half-way (a killed
-    worker) finds its placed chunks on disk and goes on from them. FileNotFoundError without embeddings."""
+    worker) finds its placed chunks on disk and goes on from them; `fitted_now` is told once a new fit is
+    saved (a job asked to refit then resumes instead of fitting again). FileNotFoundError without embeddings."""
     from . import spec  # noqa: PLC0415  (the store's root is a setting, read at call time)
 
     embeddings = EmbeddingStore.existing(spec.store_root(), model_name).load()
@@ -209,22 +216,15 @@ def compute(model_name: str, *, refit: bool = False, progress: Progress | None =
             stale.unlink(missing_ok=True)
     mode = "updated"
     if not (here / "fit.npz").exists():
-        fitted = fit(embeddings.vectors, embeddings.image_ids, sample=settings.QUIRE_MAP_SAMPLE)
-        _save(here / "fit.npz", **fitted.__dict__)
         for stale in [here / "layout.npz", *here.glob("part-*.npz")]:  # another fit's positions do not mix in
             stale.unlink(missing_ok=True)
+        fitted = fit(embeddings.vectors, embeddings.image_ids, sample=settings.QUIRE_MAP_SAMPLE)
+        _save(here / "fit.npz", **fitted.__dict__)
+        if fitted_now:
+            fitted_now()
         mode = "fitted"
     fitted = _read_fit(here / "fit.npz")
-
-    old_ids, old_xy = np.empty(0, np.int64), np.empty((0, 2), np.float32)
-    if (here / "layout.npz").exists():
-        with np.load(here / "layout.npz") as stored:
-            old_ids, old_xy = stored["image_ids"], stored["xy"]
-    placed_ids, placed_xy = [old_ids], [old_xy]
-    for part in sorted(here.glob("part-*.npz")):  # chunks a stopped run placed
-        with np.load(part) as stored:
-            placed_ids.append(stored["image_ids"])
-            placed_xy.append(stored["xy"])
+    placed_ids, placed_xy = _placed_so_far(here)
     done_ids = np.concatenate(placed_ids)
     store_ids = embeddings.image_ids
     todo_rows = np.flatnonzero(~np.isin(store_ids, done_ids))
@@ -246,16 +246,31 @@ def compute(model_name: str, *, refit: bool = False, progress: Progress | None =
         if progress:
             progress(min(start + PLACE_CHUNK, total), total)
 
-    ids, xy = np.concatenate(placed_ids), np.concatenate(placed_xy)
-    keep = np.isin(ids, store_ids)  # images removed from the store leave the map
+    ids, xy, removed = _merged(np.concatenate(placed_ids), np.concatenate(placed_xy), store_ids)
+    _save(here / "layout.npz", image_ids=ids, xy=xy, regions=regions_of(xy))
+    for part in here.glob("part-*.npz"):
+        part.unlink()
+    return Outcome(mode, total + int(sample_found.sum()), len(ids), removed)
+
+
+def _placed_so_far(here: Path) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(ids, positions) already placed: the last layout's, then the chunks of a run that stopped half-way."""
+    placed_ids, placed_xy = [np.empty(0, np.int64)], [np.empty((0, 2), np.float32)]
+    for path in [here / "layout.npz", *sorted(here.glob("part-*.npz"))]:
+        if path.exists():
+            with np.load(path) as stored:
+                placed_ids.append(stored["image_ids"])
+                placed_xy.append(stored["xy"])
+    return placed_ids, placed_xy
+
+
+def _merged(ids: np.ndarray, xy: np.ndarray, store_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The map's points sorted by id, each once (its first position: a point never moves), images gone from the
+    store left out; and how many were left out."""
+    keep = np.isin(ids, store_ids)
     ids, xy = ids[keep], xy[keep]
     order = np.argsort(ids, kind="stable")
     ids, xy = ids[order], xy[order]
     unique = np.ones(len(ids), bool)
     unique[1:] = ids[1:] != ids[:-1]
-    ids, xy = ids[unique], xy[unique]
-    _save(here / "layout.npz", image_ids=ids, xy=xy, regions=regions_of(xy))
-    for part in here.glob("part-*.npz"):
-        part.unlink()
-    placed_now = total + int(sample_found.sum())
-    return Outcome(mode, placed_now, int(unique.sum()), int((~keep).sum()))
+    return ids[unique], xy[unique], int((~keep).sum())

@@ -47,16 +47,20 @@ def run_map_layout(job_id: int, *, progress: layout.Progress | None = None) -> M
         if progress:
             progress(done, total)
 
+    def fitted_now() -> None:  # a refit resumed after a crash keeps the fit it made
+        MapLayout.objects.filter(pk=job.pk).update(refit=False, mode="fitted")
+
     try:
-        outcome = layout.compute(job.model_name, refit=job.refit, progress=report)
+        outcome = layout.compute(job.model_name, refit=job.refit, progress=report, fitted_now=fitted_now)
     except Exception as error:
         MapLayout.objects.filter(pk=job.pk).update(
             status=JobStatus.FAILED, error=str(error), finished_at=timezone.now()
         )
         raise
+    refitted = MapLayout.objects.filter(pk=job.pk, mode="fitted").exists()  # by this job, before a crash maybe
     MapLayout.objects.filter(pk=job.pk).update(
         status=JobStatus.DONE,
-        mode=outcome.mode,
+        mode="fitted" if refitted else outcome.mode,
         done=outcome.placed,
         total=outcome.placed,
         points=outcome.points,

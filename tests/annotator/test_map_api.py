@@ -285,3 +285,30 @@ def test_map_scores_are_the_rankings_scores_in_the_maps_order(mapped):
     refused = api.get(f"/api/queries/{query.pk}/map/scores/?strategy=image")
     assert refused.status_code == 400 and b"example" in refused.content
     assert api.get(f"/api/queries/{query.pk}/map/scores/?strategy=bogus").status_code == 400
+
+
+def test_a_refit_resumed_after_a_crash_keeps_the_fit_it_made(mapped, monkeypatch):
+    from search import map_jobs  # noqa: PLC0415  (only this test runs the job function itself)
+
+    model = configured_spec().name
+    job = MapLayout.objects.create(model_name=model, refit=True)
+    monkeypatch.setattr(layout, "PLACE_CHUNK", 20)
+    real_place = layout.place
+    calls = []
+
+    def place_then_die(fitted, vectors):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("the worker was killed")
+        return real_place(fitted, vectors)
+
+    monkeypatch.setattr(layout, "place", place_then_die)
+    with pytest.raises(RuntimeError):
+        map_jobs.run_map_layout(job.pk)
+    fit_file = layout.folder(model) / "fit.npz"
+    made = fit_file.stat().st_mtime_ns
+    job.refresh_from_db()
+    assert job.refit is False  # the fit is made: sent again, the job resumes instead of fitting anew
+    map_jobs.run_map_layout(job.pk)
+    job.refresh_from_db()
+    assert fit_file.stat().st_mtime_ns == made and (job.status, job.mode, job.points) == (JobStatus.DONE, "fitted", 120)
