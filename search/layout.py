@@ -48,9 +48,6 @@ MAP_EXTENT = 100.0
 Progress = Callable[[int, int], None]  # (images placed, of how many)
 
 
-NoLayout = NoMap  # the name inside this module; callers outside search/ catch SearchUnavailable
-
-
 @dataclass(frozen=True)
 class Layout:
     image_ids: np.ndarray  # int64 (N,), sorted
@@ -92,7 +89,7 @@ def load(model_name: str) -> Layout:
     try:
         stamp = path.stat().st_mtime_ns
     except FileNotFoundError:
-        raise NoLayout(
+        raise NoMap(
             "No map of the collection yet: compute it with `manage.py map_layout` "
             "(or the admin's Map layouts › Compute the map)."
         ) from None
