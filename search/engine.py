@@ -242,23 +242,23 @@ def score_images(request: RankingRequest, image_ids: Iterable[int]) -> np.ndarra
     if not len(ids):
         return scores
     fetched = loaded.backend.fetch(ids)
-    if request.strategy == "text":
-        vector = _embedder(spec).encode_text([request.text or ""])[0]
-    else:
-        vector = _strategy_vector(loaded, spec, request)
-    scores[fetched.found] = inner_products(fetched.vectors, vector)
+    scores[fetched.found] = inner_products(fetched.vectors, _scoring_vector(loaded, spec, request))
     return scores
+
+
+def _scoring_vector(loaded: _Loaded, spec: ClipSpec, request: RankingRequest) -> np.ndarray:
+    """What score_images and score_collection take inner products with: the text's vector, or the strategy's."""
+    if request.strategy == "text":
+        vector: np.ndarray = _embedder(spec).encode_text([request.text or ""])[0]
+        return vector
+    return _strategy_vector(loaded, spec, request)
 
 
 def score_collection(request: RankingRequest) -> tuple[np.ndarray, np.ndarray]:
     """(image ids, scores): every stored image's score under the request's ranking, read from the embedding
     store in blocks (the map's "colour by score": 2.6 s at 1M on two cores, so on demand only)."""
     spec = request.spec or configured_spec()
-    loaded = _get(spec.name)
-    if request.strategy == "text":
-        vector = _embedder(spec).encode_text([request.text or ""])[0]
-    else:
-        vector = _strategy_vector(loaded, spec, request)
+    vector = _scoring_vector(_get(spec.name), spec, request)
     embeddings = EmbeddingStore.existing(store_root(), spec.name).load()
     scores = np.empty(len(embeddings), dtype=np.float32)
     block = 100_000

@@ -241,15 +241,7 @@ def score_images(
     sit in a ranking, without ranking the whole collection. Raises SearchUnavailable."""
     from .engine import score_images as engine_score_images  # FAISS and the store: only when something is searched
 
-    request = RankingRequest.of(
-        strategy=strategy,
-        text=text,
-        relevant_ids=relevant_ids,
-        not_relevant_ids=not_relevant_ids,
-        example_ids=example_ids,
-        example_vectors=list(example_vectors),
-        spec=spec,
-    )
+    request = _scoring_request(text, strategy, relevant_ids, not_relevant_ids, example_ids, example_vectors, spec)
     return engine_score_images(request, image_ids)
 
 
@@ -268,7 +260,21 @@ def score_collection(
     SearchUnavailable."""
     from .engine import score_collection as engine_score_collection  # FAISS and the store: only when asked
 
-    request = RankingRequest.of(
+    request = _scoring_request(text, strategy, relevant_ids, not_relevant_ids, example_ids, example_vectors, spec)
+    return engine_score_collection(request)
+
+
+def _scoring_request(
+    text: str,
+    strategy: str,
+    relevant_ids: Iterable[int],
+    not_relevant_ids: Iterable[int],
+    example_ids: Iterable[int],
+    example_vectors: Iterable[npt.ArrayLike],
+    spec: ClipSpec | None,
+) -> RankingRequest:
+    """score_images' and score_collection's request: a ranking's inputs, without taxa or exclusions."""
+    return RankingRequest.of(
         strategy=strategy,
         text=text,
         relevant_ids=relevant_ids,
@@ -277,7 +283,6 @@ def score_collection(
         example_vectors=list(example_vectors),
         spec=spec,
     )
-    return engine_score_collection(request)
 
 
 def embed_image(image: "PILImage", spec: ClipSpec | None = None) -> np.ndarray:

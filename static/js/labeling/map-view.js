@@ -149,6 +149,7 @@ export class PointMap {
     for (let i = 0; i < this.count; i += 1) this.selected[i] = polygon && inside(polygon, this.xs[i], this.ys[i]) ? 1 : 0;
     this.gl.bindBuffer(this.gl.ARRAY_BUFFER, this.selBuffer);
     this.gl.bufferData(this.gl.ARRAY_BUFFER, this.selected, this.gl.STATIC_DRAW);
+    this.#rebuildLabeled(); // the labeled points drawn on top carry the selection too
     this.#settle(true);
   }
 
@@ -245,7 +246,9 @@ export class PointMap {
     return buffer;
   }
 
+  // The labeled points, drawn again on top: rebuilt when a label or the selection changes, not on every redraw.
   #rebuildLabeled() {
+    if (this.labeled) for (const name of ["xy", "code", "sel", "score"]) this.gl.deleteBuffer(this.labeled[name]);
     const rows = [];
     for (let i = 0; i < this.count; i += 1) if (this.codes[i]) rows.push(i);
     const xy = new Float32Array(2 * rows.length), code = new Float32Array(rows.length), sel = new Float32Array(rows.length);
@@ -351,11 +354,6 @@ export class PointMap {
     };
     draw(this.xyBuffer, this.codeBuffer, this.selBuffer, this.scoreBuffer, this.count);
     if (this.labeled.count) {
-      gl.bindBuffer(gl.ARRAY_BUFFER, this.labeled.sel); // the selection may have changed since they were built
-      const sel = new Float32Array(this.labeled.count);
-      let k = 0;
-      for (let i = 0; i < this.count; i += 1) if (this.codes[i]) sel[k++] = this.selected[i];
-      gl.bufferData(gl.ARRAY_BUFFER, sel, gl.STATIC_DRAW);
       draw(this.labeled.xy, this.labeled.code, this.labeled.sel, this.labeled.score, this.labeled.count);
     }
     // No gl.finish(): the browser's GPU process draws while this page goes on taking keys.
