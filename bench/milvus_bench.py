@@ -74,6 +74,35 @@ def fetch_ms(backend, embeddings: Embeddings, repeats: int = 5) -> float:
     return percentile(times, 50)
 
 
+# Breadths measured beside Quire's own (search/milvus.py), on a server: Milvus Lite answers every nprobe alike.
+SWEEPS = {
+    "IVF_FLAT": [{"nprobe": n} for n in (16, 32, 64, 128, 256)],
+    "IVF_SQ8": [{"nprobe": n} for n in (32, 64, 128, 256)],
+    "IVF_PQ": [{"nprobe": n, "candidates": c} for n in (64, 128) for c in (66, 1000, 2500)],
+    "HNSW": [{"ef": n} for n in (66, 128, 256, 512)],  # ef at least k (66: the page of 50 and Quire's margin)
+    "AUTOINDEX": [{}, *({"ef": n} for n in (66, 128, 256, 512))],
+}
+
+
+def sweep(backend, index_type: str, queries, truth, embeddings) -> list[dict]:
+    """recall@50 and p50 of image and text queries at fixed breadths (both read at the same breadth)."""
+    from search import milvus
+
+    chosen, asked = milvus.search_params, milvus.candidates
+    rows = []
+    for breadth in SWEEPS.get(index_type, []):
+        params = {key: value for key, value in breadth.items() if key != "candidates"}
+        milvus.search_params = lambda *_, params=params, **__: {"metric_type": "IP", "params": params}
+        if "candidates" in breadth:
+            milvus.candidates = lambda _type, limit, _wide, count=breadth["candidates"]: max(limit, count)
+        try:
+            rows.append({"breadth": breadth, **per_query_type(backend, queries, truth, embeddings)})
+        finally:
+            milvus.search_params, milvus.candidates = chosen, asked
+        log(f"  {index_type} {rows[-1]}")
+    return rows
+
+
 class Every:
     """A load's progress, logged every `seconds`."""
 
@@ -86,8 +115,7 @@ class Every:
             log(f"milvus {self.name}: {done:,} of {total:,} loaded")
 
 
-def bench(args) -> dict:
-    from search import milvus
+def bench(args, server_uri: str | None) -> dict:
 
     work = Path(args.workdir)
     embeddings, queries = make_world(
@@ -95,8 +123,15 @@ def bench(args) -> dict:
     )
     log("exact ground truth")
     truth = {kind: exact_truth(embeddings.vectors, q, K) for kind, q in queries.items()}
-    result: dict = {"n": args.n, "dim": args.dim, "queries": args.queries, "load_before": os.getloadavg()}
+    result: dict = {
+        "n": args.n, "dim": args.dim, "queries": args.queries, "load_before": os.getloadavg(),
+        "milvus": "Milvus Lite" if server_uri is None else f"server at {server_uri}",
+    }  # fmt: skip
+    if server_uri:
+        settings.QUIRE_MILVUS_URI = server_uri
 
+    if args.skip_faiss:
+        return milvus_part(args, server_uri, embeddings, queries, truth, result)
     started = time.perf_counter()
     flat = FaissVectors(search_index.Searcher(embeddings, search_index.build(embeddings, "flat")))
     result["faiss flat"] = {
@@ -120,28 +155,44 @@ def bench(args) -> dict:
         log(f"faiss fastscan: {result['faiss fastscan']}")
         del fast, index
 
+    return milvus_part(args, server_uri, embeddings, queries, truth, result)
+
+
+def milvus_part(args, server_uri, embeddings, queries, truth, result) -> dict:
+    from search import milvus
+
+    work = Path(args.workdir)
     for index_type in args.indexes:
         folder = work / f"milvus-{index_type}-{args.n}"
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        settings.QUIRE_MILVUS_URI = str(folder / "vectors.db")
+        if server_uri is None:  # Milvus Lite: a file per index type
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            settings.QUIRE_MILVUS_URI = str(folder / "vectors.db")
         started = time.perf_counter()
-        loaded = milvus.load_store(MODEL, embeddings, index_type=index_type, progress=Every(30, index_type))
+        loaded = milvus.load_store(
+            MODEL, embeddings, index_type=index_type, rebuild=True, progress=Every(30, index_type),
+            indexing=Every(30, f"{index_type} indexing"),
+        )  # fmt: skip
         load_s = time.perf_counter() - started
         backend = milvus.open_collection(MODEL, store_dim=args.dim)
         entry = {
-            "load_s": load_s,
+            "load_and_index_s": load_s,
             "rows_per_s": loaded.total / load_s,
-            "disk_bytes_per_vector": sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / args.n,
+            "indexed": loaded.indexed,
+            "built": {key: str(value) for key, value in backend.built.items()},
             **per_query_type(backend, queries, truth, embeddings),
             "filtered_ms": filtered_ms(backend, embeddings, queries["image"]),
             "fetch_1000_ms": fetch_ms(backend, embeddings),
             "exclude_20000_ms": excluding_ms(backend, embeddings, queries["image"]),
         }
+        if server_uri is None:
+            entry["disk_bytes_per_vector"] = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / args.n
+        else:
+            entry["breadths"] = sweep(backend, index_type, queries, truth, embeddings)
         result[f"milvus {index_type}"] = entry
         log(f"milvus {index_type}: {entry}")
         backend.close()
-        if not args.keep:
+        if server_uri is None and not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
     result["load_after"] = os.getloadavg()
     return result
@@ -155,12 +206,26 @@ def main():
     parser.add_argument("--indexes", nargs="+", default=["FLAT", "IVF_FLAT"])
     parser.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "quire-bench"))
     parser.add_argument("--keep", action="store_true", help="keep the Milvus Lite files")
+    parser.add_argument(
+        "--server", action="store_true", help="start a Milvus standalone server (bench/milvus_server.py) and use it"
+    )
+    parser.add_argument("--uri", help="a Milvus server already running (http://host:19530)")
+    parser.add_argument("--skip-faiss", action="store_true", help="measure Milvus only")
     args = parser.parse_args()
-    settings.configure(QUIRE_MILVUS_URI="", QUIRE_MILVUS_TOKEN="", QUIRE_MILVUS_TIMEOUT=60.0, QUIRE_MILVUS_INDEX="FLAT")
-    result = bench(args)
+    settings.configure(
+        QUIRE_MILVUS_URI="", QUIRE_MILVUS_TOKEN="", QUIRE_MILVUS_TIMEOUT=120.0, QUIRE_MILVUS_INDEX="FLAT"
+    )
+    if args.server:
+        from bench import milvus_server
+
+        with milvus_server.running(Path(args.workdir) / "milvus-server") as server:
+            result = bench(args, server.uri)
+    else:
+        result = bench(args, args.uri)
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
-    (out / f"milvus-{args.n}x{args.dim}.json").write_text(json.dumps(result, indent=2))
+    where = "server" if args.server or args.uri else "lite"
+    (out / f"milvus-{where}-{args.n}x{args.dim}.json").write_text(json.dumps(result, indent=2))
     print(json.dumps(result))
 
 

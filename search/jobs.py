@@ -384,8 +384,11 @@ def _load_into_milvus(build: IndexBuild, embeddings: Embeddings, progress: Progr
         if progress:
             progress(done, total)
 
-    loaded = milvus.load_store(build.model_name, embeddings, rebuild=build.rebuild, progress=report)
-    return loaded.index_type, f"loaded +{loaded.added:,} -{loaded.removed:,}", loaded.total
+    loaded = milvus.load_store(
+        build.model_name, embeddings, rebuild=build.rebuild, progress=report, indexing=report
+    )  # the row's done/total: rows inserted, then rows indexed
+    indexed = "all indexed" if loaded.ready else f"{loaded.indexed:,} indexed, the server indexing the rest"
+    return loaded.index_type, f"loaded +{loaded.added:,} -{loaded.removed:,}, {indexed}", loaded.total
 
 
 def _update_in_place(

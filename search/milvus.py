@@ -16,13 +16,22 @@ approximate index types a server offers are INDEX_TYPES, built with `index_param
 
 `load_store` brings a collection up to date with the store (what `manage.py build_index --backend milvus`
 runs): it inserts only the images the collection lacks, so a load killed half-way resumes where it
-stopped, without duplicates, and an embedding job's new images are added the same way.
+stopped, without duplicates, and an embedding job's new images are added the same way. It then waits while the
+server indexes what it inserted, and says how much is indexed.
+
+Consistency (Milvus's levels, milvus.io/docs/consistency.md): a load reads at Strong, which waits for every write
+made before the request. A server's collections default to Bounded, under which a count straight after an insert
+said 0, so a resumed load inserted every image again (Milvus keeps duplicate primary keys). Searches read at Bounded:
+Strong made each one wait for the server's next time tick (p50 200 ms, 400 ms with the vectors, against 5 to 10 ms at
+Bounded on a 100k collection), so instead a load returns only once a Bounded read sees all it wrote, and what
+build_index reports is in the next search of every process. On Milvus Lite, one process, every level reads its writes.
 """
 
 import hashlib
 import math
 import re
 import threading
+import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -33,6 +42,7 @@ import numpy as np
 from django.conf import settings
 from pymilvus import DataType, MilvusClient
 from pymilvus.exceptions import MilvusException
+from pymilvus.grpc_gen import common_pb2
 
 from . import lite_file
 from .backends import Fetched
@@ -49,6 +59,7 @@ warnings.filterwarnings("ignore", message="pkg_resources is deprecated", categor
 
 # Milvus servers answer at most 16,384 results a search (the topK limit of their quotaAndLimits).
 MAX_DEPTH = 16_384
+STRONG, BOUNDED = "Strong", "Bounded"
 # Candidates asked for beyond the page: rows whose scores tie at the cut are then all seen and ordered by id.
 MARGIN = 16
 # Vectors a request carries (an insert, a fetch): half a megabyte, 128 at 1,024 dimensions. Milvus Lite's time per
@@ -62,13 +73,19 @@ def rows_per_request(dim: int) -> int:
 
 
 # The index `manage.py build_index --backend milvus` creates (QUIRE_MILVUS_INDEX: index_params), and what a search
-# reads of it (search_params), lists counted at build time. Narrow is for an image's own vector, wide for texts
-# and fitted vectors, off the images' distribution (the FAISS index's two breadths, search/index.py: 2% of the
-# lists, at least 40, and a quarter, at least 160).
-# Parameter names as Milvus documents them (milvus.io/docs/index.md). Milvus Lite ranks FLAT exactly; it builds
-# IVF_FLAT with these lists but answers every nprobe alike (recall@50 0.72 at 1M, bench/RESULTS.md), so the
-# breadths are for a server, where they are starting points to measure (docs/vector-backends.md).
+# reads of it (search_params). Narrow is for an image's own vector, wide for texts and fitted vectors, off the images'
+# distribution. Parameter names as Milvus documents them (milvus.io/docs/index.md). The breadths were measured on a
+# Milvus 2.3 standalone server on the realistic worlds (bench/milvus_bench.py, bench/RESULTS.md, issue 43): each
+# reaches recall@50 >= 0.95 for image and text queries at 100k and 1M. Milvus Lite builds IVF_FLAT but answers every
+# nprobe alike (recall@50 0.72 at 1M): on Lite, FLAT is the index to use.
 INDEX_TYPES = ("FLAT", "IVF_FLAT", "IVF_SQ8", "IVF_PQ", "HNSW", "DISKANN", "GPU_CAGRA", "AUTOINDEX")
+# Fewer rows than this per list and knowhere trains fewer lists than asked (it clamps nlist to rows / 39, the
+# k-means minimum of 39 points a centroid): a segment of 32k 1,024-d rows gets 820 lists whatever nlist says.
+ROWS_PER_LIST = 39
+# IVF_PQ's codes keep one byte for each 8 dimensions, too coarse to rank by (recall@50 0.67 for texts when only the
+# page was re-scored): Quire asks for this many candidates and ranks them exactly from their stored vectors, as the
+# FAISS path re-scores its codes' candidates (search/index.py). (narrow, wide)
+RESCORED_CANDIDATES = {"IVF_PQ": (1000, 2500)}
 
 
 def _lists(count: int) -> int:
@@ -88,19 +105,39 @@ def index_params(index_type: str, count: int, dim: int) -> dict[str, Any]:
     return {}
 
 
+LISTS_MAX_AGE = 60.0  # seconds
+
+
+def lists_read(built: dict[str, Any], segment_rows: int | None) -> int:
+    """The lists an IVF index has in its largest segment: Milvus indexes each segment on its own, and knowhere
+    clamps `nlist` to the segment's rows / 39 (describe_index still reports the nlist asked for). Breadths are
+    shares of these, so that a 100k collection in 32k-row segments reads the share intended, not three times it.
+    `segment_rows` is None where the server does not say (Milvus Lite)."""
+    lists = int(built.get("nlist", 1))
+    if segment_rows:
+        lists = min(lists, max(1, segment_rows // ROWS_PER_LIST))
+    return lists
+
+
 def search_params(index_type: str, built: dict[str, Any], limit: int, wide: bool) -> dict[str, Any]:
-    """What a search of `limit` results reads of an index built with `built`."""
+    """What a search of `limit` results reads of an index built with `built` (with "lists" from lists_read)."""
     params: dict[str, Any] = {}
     if index_type.startswith("IVF"):
-        lists = int(built.get("nlist", 1))
-        params["nprobe"] = min(lists, max(160, lists // 4) if wide else max(40, lists // 50))
-    elif index_type == "HNSW":
-        params["ef"] = max(limit, 1024 if wide else 256)
+        lists = int(built.get("lists", built.get("nlist", 1)))
+        params["nprobe"] = min(lists, max(128, lists // 4) if wide else max(64, lists // 10))
+    elif index_type in ("HNSW", "AUTOINDEX"):  # a 2.3 server's AUTOINDEX is HNSW (its autoIndex.params) and takes ef
+        params["ef"] = max(limit, 512 if wide else 256)
     elif index_type == "DISKANN":
         params["search_list"] = max(limit, 1000 if wide else 200)
     elif index_type == "GPU_CAGRA":
         params["itopk_size"] = max(limit, 512 if wide else 128)
     return {"metric_type": "IP", "params": params}
+
+
+def candidates(index_type: str, limit: int, wide: bool) -> int:
+    """How many results to ask Milvus for, to return the best `limit` after re-scoring them exactly."""
+    narrow_count, wide_count = RESCORED_CANDIDATES.get(index_type, (0, 0))
+    return min(MAX_DEPTH, max(limit, wide_count if wide else narrow_count))
 
 
 def collection_name(model_name: str) -> str:
@@ -187,8 +224,8 @@ def _why_not_open(uri: str, error: MilvusException) -> str:
     return f"The vector database at {where()} cannot be reached ({error.message}): start it, or fix the setting."
 
 
-def _count(client: MilvusClient, name: str) -> int:
-    return int(client.query(name, filter="", output_fields=["count(*)"])[0]["count(*)"])
+def _count(client: MilvusClient, name: str, level: str = STRONG) -> int:
+    return int(client.query(name, filter="", output_fields=["count(*)"], consistency_level=level)[0]["count(*)"])
 
 
 def _vector_dim(description: dict[str, Any]) -> int:
@@ -203,8 +240,14 @@ def open_collection(model_name: str, *, store_dim: int | None = None) -> "Milvus
     client = connect()
     name = collection_name(model_name)
     try:
-        count = _count(_loaded(client, name), name) if client.has_collection(name) else 0
-        if not count:
+        index = _index_of(client, name) if client.has_collection(name) else None
+        if index is None and client.has_collection(name):  # a server loads no collection without an index
+            raise NoIndex(
+                f"The Milvus collection {name} at {where()} has no index (a load stopped before it made one, or "
+                "another program made the collection): run `manage.py build_index --backend milvus`."
+            )
+        count = _count(_loaded(client, name), name) if index is not None else 0
+        if index is None or not count:
             raise NoIndex(
                 f"Nothing is loaded into the vector database at {where()} for {model_name} yet: "
                 "run `manage.py build_index --backend milvus`."
@@ -212,7 +255,7 @@ def open_collection(model_name: str, *, store_dim: int | None = None) -> "Milvus
         dim = _vector_dim(client.describe_collection(name))
         if store_dim is not None and dim != store_dim:
             raise StoreMismatch(_other_dimensions(name, dim, model_name, store_dim))
-        index = client.describe_index(name, "vector")
+        segment_rows = _largest_segment(client, name)
     except (MilvusException, NoIndex, StoreMismatch) as error:
         client.close()
         _let_go(settings.QUIRE_MILVUS_URI)
@@ -222,7 +265,29 @@ def open_collection(model_name: str, *, store_dim: int | None = None) -> "Milvus
     index_type = str(index.get("index_type", "FLAT"))
     # The parameters as Milvus describes the index; any it leaves out, as load_store would have chosen them.
     built = {key: index.get(key, chosen) for key, chosen in index_params(index_type, count, dim).items()}
+    if "nlist" in built:
+        built["lists"] = lists_read(built, segment_rows)
     return MilvusVectors(client, name, dim, index_type, built)
+
+
+def _index_of(client: MilvusClient, name: str) -> dict[str, Any] | None:
+    """The vector field's index as Milvus describes it (with its build progress), or None when it has none."""
+    if "vector" not in client.list_indexes(name, field_name="vector"):
+        return None
+    described: dict[str, Any] | None = client.describe_index(name, "vector")
+    return described
+
+
+def _largest_segment(client: MilvusClient, name: str) -> int | None:
+    """The rows of the collection's largest sealed segment (the ones a server indexes), as its data coordinator
+    has them stored; None where the server does not say (Milvus Lite answers UNIMPLEMENTED) or has none sealed."""
+    try:
+        segments = client.list_persistent_segments(name)
+    except Exception:  # noqa: BLE001 (grpc's own error class for UNIMPLEMENTED, and pymilvus's: the answer is "unknown")
+        return None
+    done = {common_pb2.SegmentState.Sealed, common_pb2.SegmentState.Flushed}  # no longer growing: indexed
+    sealed = [int(segment.num_rows) for segment in segments if segment.state in done]
+    return max(sealed, default=None)
 
 
 def _other_dimensions(name: str, held: int, model_name: str, dim: int) -> str:
@@ -253,6 +318,7 @@ class MilvusVectors:
         self.described = f"the Milvus collection {name} at {where()}"
         self.broken = False  # set when a call failed: the engine opens the collection again
         self.closed = False
+        self._lists_read_at = time.monotonic()
         with _searching_lock:
             _searching[self.uri] += 1
 
@@ -297,14 +363,17 @@ class MilvusVectors:
             return []
         excluded = sorted({int(image_id) for image_id in exclude_image_ids or ()})
         limit = offset + k + MARGIN
+        asked = candidates(self.index_type, limit, wide)
+        self._count_lists_again()
         results = self._call(
             self.client.search,
             self.name,
             data=[vector.tolist()],
-            limit=limit,
+            limit=asked,
             filter=_expression(taxa, excluded),
             output_fields=["image_id", "taxon_id", "vector"],
-            search_params=search_params(self.index_type, self.built, limit, wide),
+            search_params=search_params(self.index_type, self.built, asked, wide),
+            consistency_level=BOUNDED,
         )
         found = list(results[0])
         if not found:
@@ -316,6 +385,15 @@ class MilvusVectors:
         order = np.lexsort((ids, -scores))[offset : offset + k]
         return [Hit(int(ids[i]), float(scores[i]), int(taxa_of[i])) for i in order]
 
+    def _count_lists_again(self) -> None:
+        """Segments grow as the server compacts them (two 32k-row segments become one of 65k, with more lists):
+        the lists an IVF index has are counted again every LISTS_MAX_AGE seconds, so breadths stay shares of them."""
+        if "lists" not in self.built or time.monotonic() - self._lists_read_at < LISTS_MAX_AGE:
+            return
+        self._lists_read_at = time.monotonic()
+        segment_rows = _largest_segment(self.client, self.name)
+        self.built = {**self.built, "lists": lists_read(self.built, segment_rows)}
+
     def fetch(self, image_ids: np.ndarray) -> Fetched:
         image_ids = np.asarray(image_ids, dtype=np.int64).reshape(-1)
         rows: dict[int, dict[str, Any]] = {}
@@ -323,7 +401,11 @@ class MilvusVectors:
         batch = rows_per_request(self.dim)
         for start in range(0, len(wanted), batch):
             got = self._call(
-                self.client.get, self.name, ids=wanted[start : start + batch], output_fields=["taxon_id", "vector"]
+                self.client.get,
+                self.name,
+                ids=wanted[start : start + batch],
+                output_fields=["taxon_id", "vector"],
+                consistency_level=BOUNDED,
             )
             rows.update((int(row["image_id"]), row) for row in got)
         found = np.fromiter((int(i) in rows for i in image_ids), dtype=bool, count=len(image_ids))
@@ -365,6 +447,22 @@ class Loaded:
     removed: int
     total: int
     index_type: str
+    indexed: int  # rows the server has indexed; the rest are searched exhaustively until it has (a server's
+    # sealed segments are indexed in the background: minutes for 100k 1,024-d rows on two cores)
+
+    @property
+    def ready(self) -> bool:
+        return self.indexed >= self.total
+
+
+class IndexRefused(SearchError):
+    """The Milvus server cannot build the index type asked for; nothing was created or dropped."""
+
+
+# How long load_store waits for the server to index what it inserted, at most (then it says how far it got: Milvus
+# goes on indexing, and searches read the rows not indexed yet exhaustively).
+INDEX_WAIT = 3600.0
+Progress = Callable[[int, int], None]
 
 
 def load_store(
@@ -373,17 +471,21 @@ def load_store(
     *,
     rebuild: bool = False,
     index_type: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
+    indexing: Progress | None = None,
+    index_wait: float = INDEX_WAIT,
 ) -> Loaded:
     """Bring `model_name`'s collection up to date with its store: create it (with QUIRE_MILVUS_INDEX, or
-    `index_type`) if needed, insert the images it lacks, delete those the store no longer has. With
-    `rebuild`, drop it and load everything. `progress(done, total)` after each batch inserted.
+    `index_type`) if needed, insert the images it lacks, delete those the store no longer has, then wait (up to
+    `index_wait` seconds) while the server indexes them. With `rebuild`, drop it and load everything.
+    `progress(done, total)` after each batch inserted; `indexing(indexed, total)` while the server indexes.
 
     Resumable by construction: only images the collection lacks are inserted, so a load killed half-way
     inserts the rest when run again, and never an image twice (an insert is one request, stored whole or
-    not at all). An embedding job embeds only images without a vector, so an image's vector never changes
-    under the collection (as for FAISS's in-place update). StoreMismatch when the collection holds vectors
-    of other dimensions."""
+    not at all, and the ids are read at Strong consistency). An embedding job embeds only images without a vector,
+    so an image's vector never changes under the collection (as for FAISS's in-place update). StoreMismatch when the
+    collection holds vectors of other dimensions; IndexRefused, before anything is dropped or made, when the server
+    cannot build `index_type`."""
     index_type = (index_type or settings.QUIRE_MILVUS_INDEX).upper()
     if index_type not in INDEX_TYPES:
         raise ValueError(f"QUIRE_MILVUS_INDEX is {index_type!r}: choose one of {', '.join(INDEX_TYPES)}.")
@@ -391,14 +493,18 @@ def load_store(
     client = connect()
     name = collection_name(model_name)
     try:
+        _refuse_what_the_server_lacks(client, index_type)
         if client.has_collection(name):
             held = _vector_dim(client.describe_collection(name))
             if rebuild:
+                _try_index(client, f"{name}_check", dim, index_type, len(embeddings))  # refused before the drop
                 client.drop_collection(name)
             elif held != dim:
                 raise StoreMismatch(_other_dimensions(name, held, model_name, dim))
         if not client.has_collection(name):
             _create(client, name, dim, index_type, len(embeddings))
+        elif _index_of(client, name) is None:  # a load stopped between making the collection and its index
+            _add_index(client, name, dim, index_type, len(embeddings))
         built = str(client.describe_index(name, "vector").get("index_type", index_type))
         client.load_collection(name)
         held_ids = _ids_in(client, name, embeddings.image_ids)
@@ -424,33 +530,122 @@ def load_store(
                 progress(done, len(missing))
         client.flush(name)
         total = _count(client, name)
+        _wait_until_searches_see(client, name, total)
+        indexed = _wait_until_indexed(client, name, total, indexing, index_wait)
     except MilvusException as error:
         raise VectorDatabaseUnavailable(f"The vector database at {where()} failed: {error.message}") from None
     finally:
         client.close()
         _let_go(settings.QUIRE_MILVUS_URI)
-    return Loaded(len(missing), len(gone), total, built)
+    return Loaded(len(missing), len(gone), total, built, indexed)
+
+
+def _refuse_what_the_server_lacks(client: MilvusClient, index_type: str) -> None:
+    """The embedded builds (PyPI's `milvus` package, version "...-lite") accept a DISKANN index and never build it
+    (their knowhere fails each try with bad_function_call, and describe_index says "Finished" with every row
+    pending): refused here, before anything is made."""
+    if index_type != "DISKANN" or lite_file.is_lite(settings.QUIRE_MILVUS_URI):
+        return
+    version = str(client.get_server_version())
+    if version.endswith("-lite"):
+        raise IndexRefused(
+            f"The Milvus server at {where()} ({version}, an embedded build) cannot build DISKANN: choose HNSW or "
+            "IVF_SQ8 in QUIRE_MILVUS_INDEX, or run Milvus's own image (docker/compose.milvus.yml). Nothing was changed."
+        )
 
 
 def _create(client: MilvusClient, name: str, dim: int, index_type: str, count: int) -> None:
+    """The collection with its index, or nothing: a server makes the collection and then its index in two
+    requests, and an index it refuses would leave a collection no search can read."""
     schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("image_id", DataType.INT64, is_primary=True)
     schema.add_field("taxon_id", DataType.INT64)
     schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
+    client.create_collection(name, schema=schema, consistency_level=BOUNDED)  # each read names its level anyway
+    try:
+        _add_index(client, name, dim, index_type, count)
+    except IndexRefused:
+        client.drop_collection(name)
+        raise
+
+
+def _add_index(client: MilvusClient, name: str, dim: int, index_type: str, count: int) -> None:
     index = client.prepare_index_params()
     index.add_index(
         field_name="vector", index_type=index_type, metric_type="IP", params=index_params(index_type, count, dim)
     )
-    client.create_collection(name, schema=schema, index_params=index)
+    try:
+        client.create_index(name, index)
+    except MilvusException as error:
+        raise IndexRefused(
+            f"The vector database at {where()} refuses a {index_type} index ({error.message}): choose another "
+            f"QUIRE_MILVUS_INDEX ({', '.join(INDEX_TYPES)}; which a server offers depends on its build). "
+            "Nothing was changed."
+        ) from None
+
+
+def _try_index(client: MilvusClient, name: str, dim: int, index_type: str, count: int) -> None:
+    """Make and drop an empty collection with this index: IndexRefused if the server would refuse it."""
+    if client.has_collection(name):
+        client.drop_collection(name)
+    _create(client, name, dim, index_type, count)
+    client.drop_collection(name)
+
+
+def _wait_until_searches_see(client: MilvusClient, name: str, total: int, wait: float = 60.0) -> None:
+    """Return once a search's consistency level (Bounded) counts the `total` rows a Strong read counted: a server
+    serves Bounded reads from a snapshot up to its gracefulTime (5 s) old."""
+    deadline = time.monotonic() + wait
+    while _count(client, name, BOUNDED) != total and time.monotonic() < deadline:
+        time.sleep(0.25)
+
+
+def _wait_until_indexed(
+    client: MilvusClient, name: str, total: int, indexing: Progress | None, wait: float, poll: float = 1.0
+) -> int:
+    """Rows indexed and served from their index, once that is every row or after `wait` seconds. A server seals and
+    indexes segments in the background (describe_index's pending_index_rows), then hands them to its query nodes;
+    Milvus Lite indexes as it loads."""
+    deadline = time.monotonic() + wait
+    while True:
+        described = client.describe_index(name, "vector")
+        if str(described.get("state", "")).lower() == "failed":
+            raise IndexRefused(
+                f"The vector database at {where()} failed to build the {described.get('index_type')} index: "
+                f"{described.get('index_state_fail_reason') or 'no reason given'}. Choose another QUIRE_MILVUS_INDEX "
+                "and load again with --rebuild."
+            )
+        pending = int(described.get("pending_index_rows", 0) or 0)
+        indexed = total if not pending else min(total, int(described.get("indexed_rows", 0) or 0))
+        if not pending:  # indexed: now wait until searches read the index, not the rows as they were inserted
+            indexed = min(indexed, _rows_served_sealed(client, name, total))
+        if indexing:
+            indexing(indexed, total)
+        if indexed >= total or time.monotonic() >= deadline:
+            return indexed
+        time.sleep(poll)
+
+
+def _rows_served_sealed(client: MilvusClient, name: str, total: int) -> int:
+    """Rows the query nodes serve from sealed segments, with their index: a server searches rows it has not handed
+    off yet exhaustively, as they were inserted (so a recall measured then is an exact search's). `total` where the
+    server does not say (Milvus Lite)."""
+    try:
+        segments = client.list_loaded_segments(name)
+    except Exception:  # noqa: BLE001 (grpc's own error class for UNIMPLEMENTED, and pymilvus's: the answer is "unknown")
+        return total
+    return sum(int(segment.num_rows) for segment in segments if segment.state == common_pb2.SegmentState.Sealed)
 
 
 def _ids_in(client: MilvusClient, name: str, expected: np.ndarray, window: int = 500_000) -> np.ndarray:
     """Every image id in the collection, read in ranges of ids that each hold about `window` of the
     `expected` ids (4 MB an answer), and the range below them. (pymilvus's query_iterator does the same,
-    but asks Milvus Lite for a timestamp it does not serve, and logs a traceback each time.)"""
+    but asks Milvus Lite for a timestamp it does not serve, and logs a traceback each time.) No literal is
+    negative: a server's expression parser refuses int64's least value, -9223372036854775808, reading the
+    digits before the sign (Milvus Lite's accepts it)."""
     bounds = np.unique(expected)[::window].tolist()
     if not bounds:
-        ranges = ["image_id >= -9223372036854775808"]  # every id
+        ranges = ["image_id < 0", "image_id >= 0"]  # every id
     else:
         highs: list[int | None] = [*bounds[1:], None]
         ranges = [f"image_id < {bounds[0]}"] + [
@@ -458,7 +653,13 @@ def _ids_in(client: MilvusClient, name: str, expected: np.ndarray, window: int =
             for low, high in zip(bounds, highs, strict=True)
         ]
     found = [
-        np.fromiter((row["image_id"] for row in client.query(name, filter=where, output_fields=["image_id"])), np.int64)
+        np.fromiter(
+            (
+                row["image_id"]
+                for row in client.query(name, filter=where, output_fields=["image_id"], consistency_level=STRONG)
+            ),
+            np.int64,
+        )
         for where in ranges
     ]
     return np.concatenate(found)

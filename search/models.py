@@ -135,14 +135,18 @@ class IndexBuild(JobRecord):
     built_kind = models.CharField(max_length=16, blank=True)
     rebuild = models.BooleanField(default=False, help_text="Retrain even if the index could be updated in place.")
     mode = models.CharField(
-        max_length=40, blank=True, help_text="built, updated +added -removed in place, or loaded +added -removed."
+        max_length=120,
+        blank=True,
+        help_text="built, updated +added -removed in place, or loaded +added -removed and how much is indexed.",
     )
     vectors = models.PositiveIntegerField(default=0)
     backend = models.CharField(
         max_length=16, default="faiss", help_text="faiss (an index file) or milvus (a load into the vector database)."
     )
-    done = models.PositiveIntegerField(default=0, help_text="Vectors loaded so far (a load into Milvus).")
-    total = models.PositiveIntegerField(default=0, help_text="Vectors this load inserts.")
+    done = models.PositiveIntegerField(
+        default=0, help_text="Vectors loaded so far (a load into Milvus), then vectors the server has indexed."
+    )
+    total = models.PositiveIntegerField(default=0, help_text="Vectors this load inserts, then the collection holds.")
 
     def __str__(self) -> str:
         return f"index build {self.pk} ({self.kind})"

@@ -10,7 +10,10 @@ from tests.factories import make_collection
 
 # Fixtures that start a process (a Celery worker, a Redis server, a live server with Chromium): a test using
 # one is `slow`. Tests that run a command as its own process are marked where they are written.
-PROCESS_FIXTURES = {"start_worker", "worker", "broker", "broker_on", "cache_on", "live_server", "page", "browser"}
+PROCESS_FIXTURES = {
+    *("start_worker", "worker", "broker", "broker_on", "cache_on", "live_server", "page", "browser"),
+    *("milvus_server", "milvus_server_uri"),
+}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -108,3 +111,39 @@ def labeling(tiny_settings, tmp_path):
     annotator = User.objects.create_user("ann", password="pw-ann-1")
     admin = User.objects.create_superuser("boss", "boss@example.org", "pw-boss-1")
     return {"query": query, "annotator": annotator, "admin": admin, "images": tmp_path / "images"}
+
+
+@pytest.fixture(scope="session")
+def milvus_server(tmp_path_factory):
+    """The address of a real Milvus standalone server: QUIRE_TEST_MILVUS_URI's when set (a server already
+    running), else one started from PyPI's `milvus` package on free loopback ports, its data in a temporary folder,
+    stopped by its PID when the session ends. Skips, saying why, only when that package cannot start."""
+    import os  # noqa: PLC0415 (only the Milvus tests need these)
+
+    from bench import milvus_server as server  # noqa: PLC0415
+
+    if os.environ.get("QUIRE_TEST_MILVUS_URI"):
+        yield os.environ["QUIRE_TEST_MILVUS_URI"]
+        return
+    try:
+        with server.running(tmp_path_factory.mktemp("milvus-server")) as running:
+            yield running.uri
+    except server.ServerUnavailable as error:
+        if os.environ.get("QUIRE_REQUIRE_SERVICES") == "1":
+            pytest.fail(f"QUIRE_REQUIRE_SERVICES=1 and no Milvus server started: {error}")
+        pytest.skip(f"no Milvus server to test against: {error}")
+
+
+@pytest.fixture
+def milvus_server_uri(milvus_server, settings):
+    """QUIRE_MILVUS_URI pointed at the test server for one test; the collections it made are dropped after it
+    (only those: a server named by QUIRE_TEST_MILVUS_URI may hold others')."""
+    from pymilvus import MilvusClient  # noqa: PLC0415 (only the Milvus tests need it)
+
+    settings.QUIRE_MILVUS_URI = milvus_server
+    client = MilvusClient(uri=milvus_server, timeout=30)
+    before = set(client.list_collections())
+    yield milvus_server
+    for name in set(client.list_collections()) - before:
+        client.drop_collection(name)
+    client.close()

@@ -86,7 +86,7 @@ def test_the_demo_then_search_embed_and_runserver_as_separate_processes(tmp_path
     on_milvus = {"QUIRE_VECTOR_BACKEND": "milvus", "QUIRE_MILVUS_URI": str(data / "vectors.db")}
     loaded = manage(data, "build_index", "--backend", "milvus", **on_milvus)
     assert loaded.returncode == 0, loaded.stderr
-    assert "Loaded +60 -0 vectors: the FLAT collection holds 60" in loaded.stdout
+    assert "Loaded +60 -0, all indexed: the FLAT collection holds 60 vectors" in loaded.stdout
     by_milvus = manage(data, "search", "flamingo standing on one leg", "-k", "5", "--json", **on_milvus)
     assert by_milvus.returncode == 0, by_milvus.stderr
     assert by_milvus.stdout == found.stdout  # FAISS flat's ranking

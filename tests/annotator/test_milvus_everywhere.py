@@ -35,7 +35,7 @@ def backends(labeling, settings, tmp_path):
     settings.QUIRE_MILVUS_URI = str(tmp_path / "vectors.db")
     out = StringIO()
     call_command("build_index", "--backend", "milvus", stdout=out)
-    assert "Loaded +120 -0 vectors: the FLAT collection holds 120" in out.getvalue()
+    assert "Loaded +120 -0, all indexed: the FLAT collection holds 120 vectors" in out.getvalue()
 
     def use(name):
         settings.QUIRE_VECTOR_BACKEND = name
@@ -146,9 +146,9 @@ def test_an_embedding_job_adds_its_images_to_the_collection(settings, tiny_setti
 def test_build_index_shows_its_progress_and_a_second_load_adds_nothing(backends, labeling, admin_client):
     out = StringIO()
     call_command("build_index", "--backend", "milvus", stdout=out)
-    assert "Loaded +0 -0 vectors: the FLAT collection holds 120" in out.getvalue()
+    assert "Loaded +0 -0, all indexed: the FLAT collection holds 120 vectors" in out.getvalue()
     call_command("build_index", "--backend", "milvus", "--rebuild", stdout=out)
-    assert "Loaded +120 -0 vectors" in out.getvalue()
+    assert "Loaded +120 -0, all indexed" in out.getvalue()
     from search.models import IndexBuild
 
     last = IndexBuild.objects.first()

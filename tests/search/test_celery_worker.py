@@ -198,7 +198,7 @@ def test_a_worker_loads_the_collection_into_milvus_and_the_web_process_searches_
         build = IndexBuild.objects.get()
         assert (build.backend, build.mode, build.vectors, build.done, build.total) == (
             "milvus",
-            "loaded +14 -0",
+            "loaded +14 -0, all indexed",
             14,
             14,
             14,
@@ -208,7 +208,7 @@ def test_a_worker_loads_the_collection_into_milvus_and_the_web_process_searches_
         engine.forget()  # the web process closes its collection: the worker may open the file again
 
         call_command("build_index", "--backend", "milvus")  # through the worker; the command follows it
-        assert "Loaded +0 -0 vectors: the FLAT collection holds 14" in capsys.readouterr().out
+        assert "Loaded +0 -0, all indexed: the FLAT collection holds 14 vectors" in capsys.readouterr().out
         assert sorted(milvus.held_ids(engine.configured_spec().name).tolist()) == list(range(1, 15))
     finally:
         engine.forget()

@@ -60,6 +60,9 @@ class Command(BaseCommand):
 
         def progress(done: int, total: int) -> None:
             nonlocal bar
+            if bar is not None and (total != bar.total or done < bar.n):  # Milvus: inserted, now indexing
+                bar.close()
+                bar = tqdm(total=total, desc="indexing", unit="vec", unit_scale=True, disable=None)
             if bar is None:
                 bar = tqdm(total=total, desc="loading", unit="vec", unit_scale=True, disable=None)
             bar.update(done - bar.n)
@@ -84,8 +87,9 @@ class Command(BaseCommand):
         if build.backend == "milvus":
             self.stdout.write(
                 self.style.SUCCESS(
-                    f"Loaded {build.mode.removeprefix('loaded ')} vectors: the {build.built_kind} collection holds "
-                    f"{build.vectors:,} in {time.monotonic() - started:.1f} s; searches see them at once."
+                    f"Loaded {build.mode.removeprefix('loaded ')}: the {build.built_kind} collection holds "
+                    f"{build.vectors:,} vectors, in {time.monotonic() - started:.1f} s. Searches see every row at "
+                    "once; rows not indexed yet are read exhaustively until the server has indexed them."
                 )
             )
             return

@@ -1,0 +1,145 @@
+"""A Milvus standalone server for tests and benchmarks: PyPI's `milvus` package (milvus-io/embd-milvus), which
+ships Milvus standalone's binary with an embedded etcd and local storage (requirements-dev.txt pins it; the
+runtime never needs it: a deployment runs Milvus's own image or Helm chart, docs/vector-backends.md).
+
+`running(folder)` starts one on free loopback ports with its data under `folder`, waits for its health endpoint,
+and stops it by its PID (SIGTERM, then SIGKILL) however the block ends. `QUIRE_TEST_MILVUS_URI` (tests) names a
+server already running instead.
+
+Why not the package's own MilvusServer.start/stop: it waits for health with no bound on a dead start's output, and
+stop() gives Milvus one second before SIGKILL, which leaves etcd's ports taken for about a minute afterwards.
+Its port resolution (each listener's first free port above the default) and config template are used as they are.
+"""
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+START_TIMEOUT = 180  # seconds: a first start decompresses the binary (about 10 s), etcd and the coordinators follow
+
+
+class ServerUnavailable(RuntimeError):
+    """The `milvus` package is not installed or its server does not start here; the message says why."""
+
+
+@dataclass(frozen=True)
+class Server:
+    uri: str  # http://127.0.0.1:<proxy port>, what QUIRE_MILVUS_URI names
+    pid: int
+    health_url: str
+    folder: Path
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "logs" / "milvus-stderr.log"
+
+
+def _stop_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the process that started it dies, however it dies (a test run killed
+    by its timeout, a benchmark stopped with Ctrl-C), so that no server outlives its user."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _start(folder: Path) -> tuple[Server, subprocess.Popen[bytes]]:
+    try:
+        import milvus  # noqa: PLC0415 (a test dependency: importing it here lets the runtime do without it)
+    except ImportError as error:
+        raise ServerUnavailable(
+            f"the `milvus` package is not installed ({error}): pip install -r requirements-dev.txt"
+        ) from None
+    config = milvus.MilvusServerConfig(data_dir=str(folder))
+    config.resolve()  # free ports for the proxy, the coordinators and etcd; the config file written
+    milvus._initialize_data_files(config.base_data_dir)  # the binary and its libraries, decompressed once
+    health_port, probe = config.resolve_port(19091)
+    peer_port, peer_probe = config.resolve_port(23800)
+    probe.close()
+    peer_probe.close()
+    _own_etcd_peer_port(config, peer_port)
+    binary = Path(config.base_data_dir) / "bin" / "milvus"
+    env = {
+        **os.environ,
+        "DEPLOY_MODE": "STANDALONE",
+        "METRICS_PORT": str(health_port),
+        "MILVUS_RUN_DIR": str(folder / "run"),
+        "LD_LIBRARY_PATH": f"{binary.parent}:{os.environ.get('LD_LIBRARY_PATH', '')}",
+    }
+    logs = folder / "logs"
+    with (logs / "milvus-stdout.log").open("wb") as out, (logs / "milvus-stderr.log").open("wb") as err:
+        process = subprocess.Popen(
+            [str(binary), "run", "standalone"],
+            cwd=config.base_data_dir,
+            env=env,
+            stdout=out,
+            stderr=err,
+            preexec_fn=_stop_with_parent,  # noqa: PLW1509 (the only call made in the child is prctl)
+        )
+    server = Server(
+        f"http://127.0.0.1:{config.get('proxy_port')}", process.pid, f"http://127.0.0.1:{health_port}/healthz", folder
+    )
+    return server, process
+
+
+def _own_etcd_peer_port(config: Any, peer_port: int) -> None:
+    """The embedded etcd listens for peers on 2380 whatever the package configures, so a second server on one machine
+    (a test session beside a benchmark) failed to start: an etcd config file (Milvus's etcd.config.path) gives it a
+    free peer port, and the client port the package chose."""
+    client = f"http://127.0.0.1:{config.get('etcd_port')}"
+    peer = f"http://127.0.0.1:{peer_port}"
+    etcd = Path(config.base_data_dir) / "configs" / "etcd.yaml"
+    etcd.write_text(
+        "name: quire\n"
+        f"data-dir: {config.get('etcd_data_dir')}\n"
+        f"listen-client-urls: {client}\nadvertise-client-urls: {client}\n"
+        f"listen-peer-urls: {peer}\ninitial-advertise-peer-urls: {peer}\ninitial-cluster: quire={peer}\n"
+    )
+    milvus_yaml = Path(config.base_data_dir) / "configs" / "milvus.yaml"
+    text = milvus_yaml.read_text()
+    assert text.startswith("etcd:\n") or "\netcd:\n" in text, "the package's config template changed"
+    milvus_yaml.write_text(text.replace("\netcd:\n", f"\netcd:\n  config:\n    path: {etcd}\n", 1))
+
+
+def wait_healthy(server: Server, process: subprocess.Popen[bytes], timeout: float = START_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = server.log.read_text(errors="replace")[-800:] if server.log.exists() else ""
+            raise ServerUnavailable(f"the Milvus server exited with status {process.returncode} on starting: {tail}")
+        with contextlib.suppress(OSError), urllib.request.urlopen(server.health_url, timeout=2) as answer:
+            if b"OK" in answer.read():
+                return
+        time.sleep(0.25)
+    raise ServerUnavailable(f"the Milvus server was not healthy within {timeout:.0f} s (its log: {server.log})")
+
+
+def stop(process: subprocess.Popen[bytes], grace: float = 30) -> None:
+    """SIGTERM by PID, then SIGKILL after `grace` seconds: Milvus flushes and lets go of etcd on SIGTERM."""
+    if process.poll() is None:
+        os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@contextlib.contextmanager
+def running(folder: Path) -> Iterator[Server]:
+    """A Milvus standalone server with its data under `folder`, stopped when the block ends."""
+    folder.mkdir(parents=True, exist_ok=True)
+    server, process = _start(folder)
+    try:
+        wait_healthy(server, process)
+        yield server
+    finally:
+        stop(process)
