@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from pymilvus import MilvusClient
 from rest_framework.authtoken.models import Token
 
 from bench import milvus_server
@@ -167,8 +168,25 @@ def test_web_workers_search_while_a_command_loads_then_the_server_dies(deploymen
         assert status == 200 and ids_of(body) == set(range(1, 161))
     assert sorted(milvus.held_ids(engine.configured_spec().name).tolist()) == list(range(1, 161))  # once each
 
+    # The collection is dropped under the running web workers (an operator, another deployment's --rebuild): a 503
+    # with a sentence, never a 500, until build_index loads it again; then they answer as before.
+    server, process = own_server
+    client = MilvusClient(uri=server.uri, timeout=30)
+    client.drop_collection(milvus.collection_name(engine.configured_spec().name))
+    client.close()
+    said = []
+    for _ in range(30):  # each worker meets the drop once ("failed to answer"), then says that nothing is loaded
+        status, body = ask(deployment)
+        assert status == 503 and "vector database at QUIRE_MILVUS_URI=" in body["detail"], body
+        said.append(body["detail"])
+    assert any("Nothing is loaded into the vector database" in sentence for sentence in said)
+    reloaded = manage(deployment, "build_index", "--backend", "milvus")
+    assert reloaded.returncode == 0 and "Loaded +160 -0, all indexed" in reloaded.stdout, reloaded.stderr
+    for _ in range(6):
+        status, body = ask(deployment)
+        assert status == 200 and ids_of(body) == set(range(1, 161))
+
     # Then the server dies under them (one test, not two: each starts a server, a web server and a collection).
-    _, process = own_server
     os.kill(process.pid, signal.SIGKILL)  # the server dies: a crash, an out-of-memory kill
     process.wait()
     status, body = ask(deployment)
