@@ -301,3 +301,27 @@ def test_a_killed_worker_recovers_and_embed_never_waits_forever(
     wait_for(lambda: IndexBuild.objects.filter(status=JobStatus.DONE).exists(), second, "the index build")
     assert job.chunks.get(number=2).attempts == 2
     embedded_once_and_searchable(job)
+
+
+def test_a_worker_loads_into_a_milvus_server_while_this_process_searches_it(
+    sending_to_broker, start_worker, tiny_settings, tmp_path, milvus_server_uri
+):
+    """On a Milvus server nothing is held per process: this process (the web server's part) keeps its collection
+    open while the worker embeds new images and loads them, and its next search has them."""
+    from search import engine
+
+    tiny_settings.QUIRE_VECTOR_BACKEND = "milvus"
+    worker = start_worker(QUIRE_VECTOR_BACKEND="milvus", QUIRE_MILVUS_URI=milvus_server_uri)
+    try:
+        make_collection(tmp_path / "images", 14)
+        call_command("embed", "--detach")
+        wait_for(lambda: IndexBuild.objects.filter(status=JobStatus.DONE).count() == 1, worker, "embedding and load")
+        assert {hit.image_id for hit in search(image_id=3, k=30)} == set(range(1, 15))
+
+        make_collection(tmp_path / "images", 6, first_id=15)  # an import's new images, while this process searches
+        call_command("embed", "--detach")
+        wait_for(lambda: IndexBuild.objects.filter(status=JobStatus.DONE).count() == 2, worker, "the second load")
+        assert IndexBuild.objects.order_by("-pk").first().mode == "loaded +6 -0, all indexed"
+        assert {hit.image_id for hit in search(image_id=3, k=30)} == set(range(1, 21))  # the same open collection
+    finally:
+        engine.forget()
