@@ -4,18 +4,21 @@ The realistic world of bench/realistic.py (the store is made once under --workdi
 Quire's own backends (search/backends.py), so each figure includes what Quire does around the engine:
   faiss flat       exact, the float16 store scanned in place (Quire's Searcher): the baseline and the truth
   faiss fastscan   the default above 250k images (IVF, RaBitQ fast-scan codes, exact re-scoring)
-  milvus FLAT      Milvus Lite, exact; Quire re-scores the page from the returned vectors
-  milvus IVF_FLAT  Milvus Lite's approximate index (the narrow and wide breadths of search/milvus.py)
-For each: the load or build time, top-50 p50/p95 and recall@50 for image queries (narrow) and text queries
-(wide, across the modality gap); a species-filtered search; fetching 1,000 images' vectors (what the
-feedback ranking reads of its labels); a search leaving 20,000 labeled images out. Milvus Lite runs Milvus's
-own server binary as a child process on a Unix socket, on the same two cores as Quire: it measures the backend's
-code and Milvus's FLAT and IVF_FLAT indexes here, not a Milvus cluster on machines of its own.
+  milvus <INDEX>   each index type asked for, loaded with `load_store` (which waits until the server has indexed
+                   it) and searched at Quire's breadths (search/milvus.py): narrow for image queries, wide for
+                   text queries, across the modality gap
+For each: the load-and-index time, top-50 p50/p95 and recall@50 per query type; a species-filtered search;
+fetching 1,000 images' vectors (what the feedback ranking reads of its labels); a search leaving 20,000 labeled
+images out. On a server (--server starts Milvus 2.3.5 standalone from PyPI's `milvus` package, bench/milvus_server.py;
+--uri names one already running) each index type is also read at fixed breadths (SWEEPS: nprobe, ef, IVF_PQ's
+re-scored candidates), image and text queries alike, which is how Quire's breadths were chosen. Without either,
+Milvus Lite: one file per index type (it answers every nprobe alike, so no sweep). Everything runs on the same
+cores as Quire: it measures Quire's code and Milvus's indexes here, not a cluster on machines of its own.
 
 Usage:
   .venv/bin/python bench/milvus_bench.py [--n 1000000] [--dim 1024] [--queries 40] [--indexes FLAT IVF_FLAT]
-      [--workdir DIR]
-Writes a JSON summary to bench/results/ and stdout's last line; progress on stderr.
+      [--server | --uri http://host:19530] [--workdir DIR] [--skip-faiss]
+Writes a JSON summary to bench/results/milvus-{lite,server}-NxDIM.json and stdout's last line; progress on stderr.
 """
 
 import argparse
