@@ -76,16 +76,19 @@ def deployment(labeling, tiny_settings, own_server):
         "HF_HUB_OFFLINE": "1",
     }
     port = free_port()
+    log = (tiny_settings.QUIRE_DATA_DIR / "gunicorn.log").open("w")  # a file: a pipe nobody reads would fill and block
     web = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "quire.wsgi", "--workers", "3", "--threads", "2",
          "--bind", f"127.0.0.1:{port}", "--config", "python:quire.gunicorn_hooks", "--graceful-timeout", "5"],
-        cwd=ROOT, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
+    web.log_path = log.name
     token = Token.objects.create(user=labeling["annotator"]).key
     url = f"http://127.0.0.1:{port}/api/queries/{labeling['query'].pk}/candidates/?k=200"
     yield {"web": web, "url": url, "token": token, "environment": environment, "settings": tiny_settings}
     web.send_signal(signal.SIGTERM)
     web.wait(timeout=60)
+    log.close()
     engine.forget()
 
 
@@ -102,7 +105,7 @@ def wait_for_web(deployment, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if deployment["web"].poll() is not None:
-            pytest.fail(f"gunicorn exited: {deployment['web'].stderr.read()[-2000:]}")
+            pytest.fail(f"gunicorn exited: {Path(deployment['web'].log_path).read_text()[-2000:]}")
         try:
             if ask(deployment)[0] == 200:
                 return
