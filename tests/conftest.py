@@ -1,4 +1,5 @@
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -118,9 +119,7 @@ def milvus_server(tmp_path_factory):
     """The address of a real Milvus standalone server: QUIRE_TEST_MILVUS_URI's when set (a server already
     running), else one started from PyPI's `milvus` package on free loopback ports, its data in a temporary folder,
     stopped by its PID when the session ends. Skips, saying why, only when that package cannot start."""
-    import os  # noqa: PLC0415 (only the Milvus tests need these)
-
-    from bench import milvus_server as server  # noqa: PLC0415
+    from bench import milvus_server as server  # noqa: PLC0415 (only the Milvus tests need it)
 
     if os.environ.get("QUIRE_TEST_MILVUS_URI"):
         yield os.environ["QUIRE_TEST_MILVUS_URI"]
