@@ -76,8 +76,8 @@ def rows_per_request(dim: int) -> int:
 # reads of it (search_params). Narrow is for an image's own vector, wide for texts and fitted vectors, off the images'
 # distribution. Parameter names as Milvus documents them (milvus.io/docs/index.md). The breadths were measured on a
 # Milvus 2.3 standalone server on the realistic worlds (bench/milvus_bench.py, bench/RESULTS.md, issue 43): each
-# reaches recall@50 >= 0.95 for image and text queries at 100k and 1M. Milvus Lite builds IVF_FLAT but answers every
-# nprobe alike (recall@50 0.72 at 1M): on Lite, FLAT is the index to use.
+# reached recall@50 >= 0.95 for image and text queries at 100k (every type) and 1M (IVF_SQ8, HNSW). Milvus Lite
+# builds IVF_FLAT but answers every nprobe alike (recall@50 0.72 at 1M): on Lite, FLAT is the index to use.
 INDEX_TYPES = ("FLAT", "IVF_FLAT", "IVF_SQ8", "IVF_PQ", "HNSW", "DISKANN", "GPU_CAGRA", "AUTOINDEX")
 # Fewer rows than this per list and knowhere trains fewer lists than asked (it clamps nlist to rows / 39, the
 # k-means minimum of 39 points a centroid): a segment of 32k 1,024-d rows gets 820 lists whatever nlist says.
