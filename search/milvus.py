@@ -262,7 +262,7 @@ def open_collection(model_name: str, *, store_dim: int | None = None) -> "Milvus
         dim = _vector_dim(client.describe_collection(name))
         if store_dim is not None and dim != store_dim:
             raise StoreMismatch(_other_dimensions(name, dim, model_name, store_dim))
-        segment_rows = _largest_segment(client, name)
+        segment_rows = _largest_segment(client, settings.QUIRE_MILVUS_URI, name)
     except (MilvusException, NoIndex, StoreMismatch) as error:
         client.close()
         _let_go(settings.QUIRE_MILVUS_URI)
@@ -285,16 +285,24 @@ def _index_of(client: MilvusClient, name: str) -> dict[str, Any] | None:
     return described
 
 
-def _largest_segment(client: MilvusClient, name: str) -> int | None:
-    """The rows of the collection's largest sealed segment (the ones a server indexes), as its data coordinator
-    has them stored; None where the server does not say (Milvus Lite answers UNIMPLEMENTED) or has none sealed."""
+def _sealed_segment_rows(client: MilvusClient, uri: str, name: str, *, loaded: bool) -> list[int] | None:
+    """The rows of each sealed segment of the collection, as its data coordinator stores them or (`loaded`) as its
+    query nodes serve them; None on Milvus Lite, which has neither call (it answers UNIMPLEMENTED, and pymilvus logs a
+    traceback for it), or where a server does not say."""
+    if lite_file.is_lite(uri):
+        return None
     try:
-        segments = client.list_persistent_segments(name)
+        segments = client.list_loaded_segments(name) if loaded else client.list_persistent_segments(name)
     except Exception:  # noqa: BLE001 (grpc's own error class for UNIMPLEMENTED, and pymilvus's: the answer is "unknown")
         return None
     done = {common_pb2.SegmentState.Sealed, common_pb2.SegmentState.Flushed}  # no longer growing: indexed
-    sealed = [int(segment.num_rows) for segment in segments if segment.state in done]
-    return max(sealed, default=None)
+    return [int(segment.num_rows) for segment in segments if segment.state in done]
+
+
+def _largest_segment(client: MilvusClient, uri: str, name: str) -> int | None:
+    """The rows of the collection's largest sealed segment (the ones a server indexes); None where unknown."""
+    rows = _sealed_segment_rows(client, uri, name, loaded=False)
+    return max(rows, default=None) if rows is not None else None
 
 
 def _other_dimensions(name: str, held: int, model_name: str, dim: int) -> str:
@@ -398,7 +406,7 @@ class MilvusVectors:
         if "lists" not in self.built or time.monotonic() - self._lists_read_at < LISTS_MAX_AGE:
             return
         self._lists_read_at = time.monotonic()
-        segment_rows = _largest_segment(self.client, self.name)
+        segment_rows = _largest_segment(self.client, self.uri, self.name)
         self.built = {**self.built, "lists": lists_read(self.built, segment_rows)}
 
     def fetch(self, image_ids: np.ndarray) -> Fetched:
@@ -637,11 +645,8 @@ def _rows_served_sealed(client: MilvusClient, name: str, total: int) -> int:
     """Rows the query nodes serve from sealed segments, with their index: a server searches rows it has not handed
     off yet exhaustively, as they were inserted (so a recall measured then is an exact search's). `total` where the
     server does not say (Milvus Lite)."""
-    try:
-        segments = client.list_loaded_segments(name)
-    except Exception:  # noqa: BLE001 (grpc's own error class for UNIMPLEMENTED, and pymilvus's: the answer is "unknown")
-        return total
-    return sum(int(segment.num_rows) for segment in segments if segment.state == common_pb2.SegmentState.Sealed)
+    rows = _sealed_segment_rows(client, settings.QUIRE_MILVUS_URI, name, loaded=True)
+    return total if rows is None else sum(rows)
 
 
 def _ids_in(client: MilvusClient, name: str, expected: np.ndarray, window: int = 500_000) -> np.ndarray:

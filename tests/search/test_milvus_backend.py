@@ -323,7 +323,7 @@ def test_an_approximate_index_is_built_with_quires_parameters_and_read_at_two_br
     chosen = milvus.index_params("IVF_FLAT", COUNT, DIM)["nlist"]
     client = milvus.connect()
     described = client.describe_index(milvus.collection_name(MODEL), "vector")
-    largest = milvus._largest_segment(client, milvus.collection_name(MODEL))
+    largest = milvus._largest_segment(client, uri, milvus.collection_name(MODEL))
     client.close()
     assert (described["index_type"], int(described["nlist"])) == ("IVF_FLAT", chosen)
     backend = milvus.open_collection(MODEL)
