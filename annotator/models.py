@@ -611,7 +611,10 @@ class CompletenessCheck(models.Model):
     found_at_draw = models.PositiveIntegerField(help_text="The frame's positives labeled at the draw.")
     target_recall = models.FloatField()
     confidence = models.FloatField(help_text="The claim's, over all of the query's checks.")
-    tested_at = models.FloatField(help_text="This check's own confidence: 1 - (1 - confidence) / 2^ordinal.")
+    tested_at = models.FloatField(help_text="This check's own confidence (annotator.progress.certify.tested_at).")
+    miss_rate = models.FloatField(
+        default=0.0, help_text="The bound the test assumes on the share of sampled positives its looks lose."
+    )
     second_judgments = models.BooleanField(
         default=True, help_text="Positives (the frame's and the sample's) get a second blind judgment first."
     )
@@ -640,6 +643,29 @@ class CompletenessCheck(models.Model):
 
     def __str__(self) -> str:
         return f"check {self.ordinal} of query {self.query_id}: {self.status}"
+
+
+class QueryFrame(models.Model):
+    """The frame a query's completeness claims speak of, frozen once (annotator.progress.frames): its first check
+    freezes the default chosen for the query, and every later check is drawn over the same images, so that
+    re-checks speak of one set; staff may declare another (a new row replaces this one, and the claim says so)."""
+
+    query = models.OneToOneField(Query, on_delete=models.CASCADE, related_name="frame")
+    kind = models.CharField(max_length=12, choices=CompletenessCheck.Frame.choices)
+    depth = models.PositiveIntegerField(null=True, blank=True, help_text="`top` frames: ranks per ranking.")
+    taxa = models.JSONField(default=list, blank=True, help_text="`taxa` frames: the taxa as given.")
+    size = models.PositiveIntegerField()
+    ids = models.BinaryField(help_text="The frame's image ids, packed (annotator.progress.frames).")
+    chosen = models.BooleanField(
+        default=True, help_text="Chosen by Quire for the query (the default), not declared by staff."
+    )
+    declared_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    frozen_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"frame of query {self.query_id}: {self.kind} ({self.size} images)"
 
 
 class CheckImage(models.Model):

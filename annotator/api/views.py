@@ -234,8 +234,9 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
                 raise PermissionDenied(DRAW_REFUSED)
             try:
                 asked = check_requests.read_request(request.data)
-                if isinstance(request.data, dict) and request.data.get("dry_run") is True:
-                    return Response({"dry_run": True, **checks.situation(query, asked).as_json()})
+                if check_requests.read_flag(request.data, "dry_run", False):
+                    seen = checks.situation(query, asked, viewer=signed_in(request))
+                    return Response({"dry_run": True, **seen.as_json()})
                 _, drawn = checks.draw(query, asked, signed_in(request))
             except BadCheck as bad:
                 raise ValidationError({"detail": str(bad)}) from None

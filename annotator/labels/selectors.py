@@ -10,6 +10,7 @@ from django.db.models.functions import Coalesce
 from annotator.models import (
     UNDECIDED,
     Assignment,
+    CheckImage,
     CompletenessCheck,
     Decision,
     Judgment,
@@ -122,6 +123,16 @@ def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str,
     ):
         judged.setdefault(image_id, []).append({"annotator": name or "(import)", "value": value})
     split = {image_id: found for image_id, found in judged.items() if len({j["value"] for j in found}) > 1}
+    # A completeness check's sampled images that its looks agree are relevant (or unsure) wait for an adjudicator
+    # too: two agreeing mistakes must not count as a positive (annotator.progress.checks).
+    confirm = set(
+        CheckImage.objects.filter(
+            completeness_check__query=query, completeness_check__status="checking",
+            completeness_check__second_judgments=True, image_id__in=list(judged),
+        ).values_list("image_id", flat=True)
+    ) - set(split)  # fmt: skip
+    wanted = max(2, query.judgments_wanted)
+    split.update({image_id: judged[image_id] for image_id in confirm if len(judged[image_id]) >= wanted})
     finals = dict(
         (image_id, (value, decided_by))
         for image_id, value, decided_by in Label.objects.filter(query=query, image_id__in=list(split)).values_list(
@@ -134,8 +145,10 @@ def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str,
             "judgments": judgments,
             "final": finals.get(image_id, ("", ""))[0],
             "decided_by": finals.get(image_id, ("", ""))[1],
+            "reason": "confirm" if image_id in confirm else "disagreement",
         }
         for image_id, judgments in split.items()
+        if image_id not in confirm or finals.get(image_id, ("", ""))[0] in ("relevant", "unsure")
     ]
     if pending_only:
         found = [item for item in found if item["decided_by"] != Decision.ADJUDICATED]

@@ -23,6 +23,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection, models, transaction
 from django.db.models import Exists, OuterRef
+from django.dispatch import Signal
 from django.utils import timezone
 
 from annotator.labels import final, sealed, tallies
@@ -52,6 +53,12 @@ MANAGE_QUERIES = "annotator.change_query"
 LOCKED_MESSAGE = "Query {id} is marked done and locked by staff: ask them to reopen it."
 ADJUDICATE = sealed.ADJUDICATE
 ADJUDICATE_MESSAGE = 'Adjudicating needs the permission "can adjudicate": ask staff for it.'
+
+
+# Sent inside a write's transaction, after the final labels of `image_ids` of `query_id` are settled, when the query
+# has an open completeness check: annotator.progress decides a check whose last sampled image this settled (the
+# decision lands with the write that makes it, never on a read). A signal, so that this room imports no other.
+judgments_settled = Signal()
 
 
 class LabelRefused(PermissionDenied):
@@ -215,7 +222,7 @@ def adjudicate(*, query_id: int, image_id: int, value: str, user: Writer) -> Lab
         check_writable([query_id], user)
         held = _hold(query_id, [image_id])
         values = set(Judgment.objects.filter(query_id=query_id, image_id=image_id).values_list("value", flat=True))
-        if len(values) < 2:
+        if len(values) < 2 and not _to_confirm(query_id, image_id, held[image_id]):
             _settle(query_id, held, _rule(query_id))  # drop the placeholder, if one was inserted
             raise NoDisagreement(
                 f"Image {image_id} has no disagreement to decide for query {query_id}: "
@@ -231,7 +238,23 @@ def adjudicate(*, query_id: int, image_id: int, value: str, user: Writer) -> Lab
         LabelEvent.objects.bulk_create(
             [_event(query_id, image_id, old, value, user, LabelSource.ADJUDICATION, annotator_id=None)]
         )
+        judgments_settled.send(sender=Label, query_id=query_id, image_ids=[image_id])
     return label
+
+
+def _to_confirm(query_id: int, image_id: int, label: Label) -> bool:
+    """Whether an adjudicator may decide `image_id` although its judgments agree: a sampled image of the query's
+    open completeness check that the looks called relevant or unsure (annotator.progress.checks confirms every
+    such image, so that two agreeing mistakes do not count as a positive)."""
+    return label.value in CHECKED and _sampled(query_id).filter(image_id=image_id).exists()
+
+
+def _sampled(query_id: int) -> "models.QuerySet[CheckImage]":
+    return CheckImage.objects.filter(
+        completeness_check__query_id=query_id,
+        completeness_check__status=CompletenessCheck.Status.CHECKING,
+        completeness_check__second_judgments=True,
+    )
 
 
 def set_labels_in_bulk(
@@ -307,33 +330,15 @@ def _write(
         own = {j.image_id: j for j in (mine.filter(annotator=user) if user else mine.filter(annotator__isnull=True))}
         plans = {image_id: _replay(own.get(image_id), todo, source) for image_id, todo in by_image.items()}
         _write_judgments(query_id, own, plans, user, source, import_batch)
-        if query.checking:  # read with the query: the everyday save pays no extra round trip
-            _seal_check_positives(query_id, [image_id for image_id, plan in plans.items() if plan.value in CHECKED])
         _settle(query_id, held, query.final_rule)
+        if query.checking:  # read with the query: the everyday save pays no extra round trip
+            judgments_settled.send(sender=Label, query_id=query_id, image_ids=list(plans))
     return plans
 
 
-# The judgments of a completeness check's sampled image that call for a second, blind one (annotator.progress.checks).
+# The final labels of a completeness check's sampled image that an adjudicator confirms (annotator.progress.checks).
 CHECKED = (LabelValue.RELEVANT, LabelValue.UNSURE)
-_OPEN_CHECKS = CompletenessCheck.objects.filter(status=CompletenessCheck.Status.CHECKING, second_judgments=True)
-
-
-def _seal_check_positives(query_id: int, image_ids: list[int]) -> None:
-    """Put the images of `query_id`'s open completeness check that were just judged relevant or unsure into its
-    overlap sample, in the same transaction: from the moment the judgment is stored, every other annotator sees
-    the image unlabeled until its second judgment, so that one mistaken click neither certifies nor blocks the
-    query. One indexed read, only while the query has an open check, and only on a positive judgment."""
-    if not image_ids:
-        return
-    sampled = CheckImage.objects.filter(
-        completeness_check__query_id=query_id,
-        completeness_check__status=CompletenessCheck.Status.CHECKING,
-        completeness_check__second_judgments=True,
-        image_id__in=image_ids,
-    ).values_list("image_id", flat=True)
-    OverlapImage.objects.bulk_create(
-        [OverlapImage(query_id=query_id, image_id=image_id) for image_id in sampled], ignore_conflicts=True
-    )
+_OPEN_CHECKS = CompletenessCheck.objects.filter(status=CompletenessCheck.Status.CHECKING)
 
 
 def _replay(judgment: Judgment | None, changes: list[LabelChange], source: str) -> _Plan:

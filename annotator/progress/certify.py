@@ -14,13 +14,36 @@ positives would be rarer than alpha had K been the smallest number of missing po
 under T. Equivalently (and what the page shows) the one-sided upper confidence bound of K gives a lower bound
 of recall that holds with confidence 1 - alpha. The tails are scipy.stats.hypergeom's; written here is only
 the inversion, a binary search over K (the lower tail falls as K grows), which scipy does not offer.
+
+Annotators miss positives. A check looks at each sampled image twice, blind, and an adjudicator decides every
+sampled image either look called relevant or unsure; a true positive is then lost only when both looks miss it
+or the adjudicator does. The test takes that as a bound `miss_rate` on the chance that a sampled positive is
+not counted, and tests the thinned count: each of the X positives the sample holds is counted with probability
+1 - miss_rate, so the count met is Binomial(X, 1 - miss_rate) given X, and its lower tail is
+
+    P(met <= x | K) = sum_j hypergeom(U, K, n).pmf(j) * binom(j, 1 - miss_rate).cdf(x)
+
+which is the plain tail at miss_rate 0, grows with miss_rate (so a true rate under the bound keeps the level)
+and still falls as K grows (more positives, stochastically more met). Without it the first check's real level
+at 5% annotator mistakes and one look at negatives was 0.030 for 0.025 at F = 180 and 0.074 at F = 5 (issue 51).
+
+Looks add up: a query's k-th check (annotator.progress.checks) is tested at the share of alpha that
+`tested_at` gives it; the shares sum to alpha, so the chance that any certified claim is wrong stays under it.
+
+The benchmark's claim (annotator.progress.benchmark) is the same test over the union of the queries' frames:
+one simple random sample of the (query, image) pairs that are not confirmed positives bounds the positives all
+frames still hide together, so micro-recall (every positive found over every positive in the frames) is at
+least its lower bound. A simple random sample of the union, restricted to one query's pairs, is a simple random
+sample of those pairs given its size, so each query's share also gives an interval of its own recall
+(`recall_interval`): reported, not certified (nothing is spent on it).
 """
 
 import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from scipy.stats import hypergeom
+import numpy as np
+from scipy.stats import binom, hypergeom
 
 
 @dataclass(frozen=True)
@@ -33,9 +56,12 @@ class Claim:
     recall_lower_bound: float
     p_value: float
     missing: tuple[float, int, int]  # (point, low, high)
+    miss_rate: float = 0.0
 
 
-def _check(found: int, unlabeled: int, sample: int, positives: int, confidence: float) -> None:
+def _check(
+    found: int, unlabeled: int, sample: int, positives: int, confidence: float, miss_rate: float = 0.0
+) -> None:
     for name, value in (("found", found), ("unlabeled", unlabeled), ("sample", sample), ("positives", positives)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}.")
@@ -46,6 +72,8 @@ def _check(found: int, unlabeled: int, sample: int, positives: int, confidence: 
     if positives > sample:
         raise ValueError(f"The sample holds {sample} images: it cannot have met {positives} positives.")
     _check_share("confidence", confidence)
+    if isinstance(miss_rate, bool) or not isinstance(miss_rate, int | float) or not 0 <= miss_rate < 1:
+        raise ValueError(f"miss_rate must be a share from 0 up to 1 (0.005 is 0.5%), not {miss_rate!r}.")
 
 
 def _check_share(name: str, value: float) -> None:
@@ -53,41 +81,51 @@ def _check_share(name: str, value: float) -> None:
         raise ValueError(f"{name} must be a share between 0 and 1 (0.95 is 95%), not {value!r}.")
 
 
-def _lower_tail(positives: int, unlabeled: int, missing: int, sample: int) -> float:
-    """P(a sample of `sample` meets `positives` or fewer positives | `missing` positives among `unlabeled`)."""
-    return float(hypergeom(unlabeled, missing, sample).cdf(positives))
+def _lower_tail(positives: int, unlabeled: int, missing: int, sample: int, miss_rate: float = 0.0) -> float:
+    """P(a sample of `sample` counts `positives` or fewer positives | `missing` positives among `unlabeled`, each
+    sampled positive missed with probability `miss_rate`): the thinned tail of the module's doc."""
+    if not miss_rate:
+        return float(hypergeom(unlabeled, missing, sample).cdf(positives))
+    held = np.arange(max(0, sample - (unlabeled - missing)), min(sample, missing) + 1)
+    weights = hypergeom(unlabeled, missing, sample).pmf(held)
+    return float(min(1.0, np.sum(weights * binom(held, 1.0 - miss_rate).cdf(positives))))
 
 
-def missing_upper_bound(unlabeled: int, sample: int, positives: int, confidence: float) -> int:
+def missing_upper_bound(unlabeled: int, sample: int, positives: int, confidence: float, miss_rate: float = 0.0) -> int:
     """The one-sided upper confidence bound of K, the positives among the `unlabeled` images before the check:
-    the largest K for which meeting `positives` or fewer in the sample is still more likely than 1 - confidence.
-    With probability at least `confidence` (over the draw), the true K is at most this: the draws that put K
-    above it are those whose lower tail under K is 1 - confidence or less, together no likelier than that."""
-    _check(0, unlabeled, sample, positives, confidence)
+    the largest K for which counting `positives` or fewer in the sample is still more likely than 1 - confidence.
+    With probability at least `confidence` (over the draw and the looks), the true K is at most this: the draws
+    that put K above it are those whose lower tail under K is 1 - confidence or less, together no likelier than
+    that."""
+    _check(0, unlabeled, sample, positives, confidence, miss_rate)
     alpha = 1 - confidence
     low, high = positives, unlabeled - (sample - positives)  # K can be no less than met, no more than room allows
     while low < high:  # the largest K in [low, high] with tail > alpha (the tail at K = positives is 1)
         middle = (low + high + 1) // 2
-        if _lower_tail(positives, unlabeled, middle, sample) > alpha:
+        if _lower_tail(positives, unlabeled, middle, sample, miss_rate) > alpha:
             low = middle
         else:
             high = middle - 1
     return low
 
 
-def missing_interval(unlabeled: int, sample: int, positives: int, confidence: float) -> tuple[float, int, int]:
-    """The positives the frame still hides after the check: the point estimate (unbiased: the sample's share of
-    the unlabeled images, less those met) and a two-sided interval at `confidence` (each tail 1 - confidence over 2)."""
-    _check(0, unlabeled, sample, positives, confidence)
+def missing_interval(
+    unlabeled: int, sample: int, positives: int, confidence: float, miss_rate: float = 0.0
+) -> tuple[float, int, int]:
+    """The positives the frame still hides after the check: the point estimate (unbiased with no misses: the
+    sample's share of the unlabeled images, less those met) and a two-sided interval at `confidence` (each tail
+    1 - confidence over 2)."""
+    _check(0, unlabeled, sample, positives, confidence, miss_rate)
     point = (positives * unlabeled / sample if sample else 0.0) - positives
     two_sided = 1 - (1 - confidence) / 2
-    high = missing_upper_bound(unlabeled, sample, positives, two_sided) - positives
+    high = missing_upper_bound(unlabeled, sample, positives, two_sided, miss_rate) - positives
     low = _missing_lower_bound(unlabeled, sample, positives, two_sided) - positives
     return max(0.0, point), low, high
 
 
 def _missing_lower_bound(unlabeled: int, sample: int, positives: int, confidence: float) -> int:
-    """The smallest K for which meeting `positives` or more is still more likely than 1 - confidence."""
+    """The smallest K for which meeting `positives` or more is still more likely than 1 - confidence. (Misses only
+    lower what is met, so the unthinned tail keeps this bound valid whatever the miss rate.)"""
     alpha = 1 - confidence
     low, high = positives, unlabeled - (sample - positives)
     while low < high:  # the smallest K with P(X >= positives | K) > alpha (the upper tail grows with K)
@@ -103,45 +141,97 @@ def _missing_lower_bound(unlabeled: int, sample: int, positives: int, confidence
 def missing_at_target(found: int, target: float) -> int:
     """The fewest positives the frame may still hide with recall under `target`, `found` being labeled:
     recall = found / (found + K) < target exactly when K > found (1 - target) / target. In exact fractions
-    (0.8 is 4/5, not 0.8000000000000000444): at recall exactly the target, a float's rounding would say under."""
+    (0.8 is 4/5, not 0.8000000000000000444): at recall exactly the target, a float's rounding would say under.
+    The target is read to six decimals: 1e-300 is refused, not divided by."""
     _check_share("target", target)
     share = Fraction(target).limit_denominator(10**6)
+    if share <= 0 or share >= 1:
+        raise ValueError(f"target must be a share between 0.000001 and 0.999999, not {target!r}.")
     return math.floor(found * (1 - share) / share) + 1
 
 
-def claim(found: int, unlabeled: int, sample: int, positives: int, target: float, confidence: float) -> Claim:
-    """The claim a finished check makes: `found` positives labeled in the frame before the check, `unlabeled`
-    images of the frame nobody had judged, a simple random `sample` of them labeled, `positives` met there."""
-    _check(found, unlabeled, sample, positives, confidence)
+def claim(
+    found: int,
+    unlabeled: int,
+    sample: int,
+    positives: int,
+    target: float,
+    confidence: float,
+    miss_rate: float = 0.0,
+    confirmed_outside: int = 0,
+) -> Claim:
+    """The claim a finished check makes: `found` confirmed positives in the frame before the check, `unlabeled`
+    images of the frame the sample was drawn from, a simple random `sample` of them labeled, `positives` counted
+    there, each true positive of the sample missed with probability at most `miss_rate`. `confirmed_outside`:
+    positives of the unlabeled images outside the sample confirmed since the draw; they are among the K the
+    sample bounds, so they raise what is found, not what is known to be missing."""
+    _check(found, unlabeled, sample, positives, confidence, miss_rate)
     _check_share("target", target)
-    after = found + positives  # the sample's positives are labeled now
-    upper = missing_upper_bound(unlabeled, sample, positives, confidence)
+    if isinstance(confirmed_outside, bool) or not isinstance(confirmed_outside, int) or confirmed_outside < 0:
+        raise ValueError(f"confirmed_outside must be a whole number, 0 or more, not {confirmed_outside!r}.")
+    after = found + positives + confirmed_outside  # the sample's positives are labeled now
+    upper = max(missing_upper_bound(unlabeled, sample, positives, confidence, miss_rate), positives + confirmed_outside)
     bound = after / (found + upper) if found + upper else 1.0
-    # The boundary of "recall < target": K missing before the check, with recall (found + positives) / (found + K).
-    at_target = missing_at_target(after, target) + positives
-    p_value = _lower_tail(positives, unlabeled, at_target, sample) if at_target <= unlabeled else 0.0
+    # The boundary of "recall < target": K missing before the check, with recall after / (found + K).
+    at_target = missing_at_target(after, target) + positives + confirmed_outside
+    p_value = _lower_tail(positives, unlabeled, at_target, sample, miss_rate) if at_target <= unlabeled else 0.0
     return Claim(
         certified=p_value <= 1 - confidence,  # as the bound: recall_lower_bound >= target exactly then
         recall_lower_bound=bound,
         p_value=p_value,
-        missing=missing_interval(unlabeled, sample, positives, confidence),
+        missing=missing_interval(unlabeled, sample, positives, confidence, miss_rate),
+        miss_rate=miss_rate,
     )
 
 
-def check_size(found: int, unlabeled: int, target: float, confidence: float) -> int:
-    """How many of the `unlabeled` images a check must label to certify `target` when it meets no positive:
-    the least a check costs (each positive it meets raises the bar). 0 when even every unlabeled image being
-    positive would leave recall at the target; at most all of them (then nothing is left to miss)."""
-    _check(found, unlabeled, 0, 0, confidence)
-    at_target = missing_at_target(found, target)
-    if at_target > unlabeled:
+def check_size(
+    found: int, unlabeled: int, target: float, confidence: float, miss_rate: float = 0.0, tolerate: int = 0
+) -> int | None:
+    """How many of the `unlabeled` images a check must label to certify `target` when it counts at most
+    `tolerate` positives: the least a check costs (each positive beyond that raises the bar). 0 when even every
+    unlabeled image being positive would leave recall at the target. None when no sample can: with misses, even
+    labeling every image may count too few (a frame of 5 positives tested at 0.25% with a 0.5% miss rate)."""
+    _check(found, unlabeled, 0, 0, confidence, miss_rate)
+    if isinstance(tolerate, bool) or not isinstance(tolerate, int) or tolerate < 0:
+        raise ValueError(f"tolerate must be a whole number, 0 or more, not {tolerate!r}.")
+    if missing_at_target(found, target) > unlabeled:
         return 0
     alpha = 1 - confidence
-    low, high = 0, unlabeled
-    while low < high:  # the smallest sample whose chance of meeting none of `at_target` positives is alpha or less
+    # Tolerating x positives: the boundary is the fewest missing that leave recall under the target once x are met.
+    at_target = missing_at_target(found + tolerate, target) + tolerate
+    if at_target > unlabeled or _lower_tail(tolerate, unlabeled, at_target, unlabeled, miss_rate) > alpha:
+        return None if tolerate == 0 else check_size(found, unlabeled, target, confidence, miss_rate, 0)
+    low, high = tolerate, unlabeled
+    while low < high:  # the smallest sample whose chance of counting `tolerate` or fewer at the boundary is <= alpha
         middle = (low + high) // 2
-        if _lower_tail(0, unlabeled, at_target, middle) <= alpha:
+        if _lower_tail(tolerate, unlabeled, at_target, middle, miss_rate) <= alpha:
             high = middle
         else:
             low = middle + 1
     return low
+
+
+def tested_at(confidence: float, ordinal: int) -> float:
+    """The confidence a query's `ordinal`-th check is tested at. The first spends most of alpha (nine tenths: a
+    team checks when the ranking looks dry, and most claims are made there); the k-th after it spends a tenth of
+    alpha over 2^(k-1). The shares sum to alpha (0.9 + 0.1 (1/2 + 1/4 + ...)), so over any number of checks the
+    chance that a certified claim is wrong stays under alpha (Bonferroni over an unbounded sequence of tests)."""
+    _check_share("confidence", confidence)
+    alpha = 1.0 - confidence
+    spent = alpha * FIRST_SHARE if ordinal <= 1 else alpha * (1 - FIRST_SHARE) / float(2 ** (ordinal - 1))
+    return 1.0 - spent
+
+
+FIRST_SHARE = 0.9
+
+
+def recall_interval(
+    found: int, unlabeled: int, sample: int, positives: int, confidence: float, miss_rate: float = 0.0
+) -> tuple[float, float]:
+    """A two-sided interval at `confidence` of recall after a check, (found + positives) / (found + K): one
+    query's figure from its share of a benchmark check's sample (reported, not certified)."""
+    _check(found, unlabeled, sample, positives, confidence, miss_rate)
+    _, low, high = missing_interval(unlabeled, sample, positives, confidence, miss_rate)
+    after = found + positives
+    worst, best = after + high, after + low
+    return (after / worst if worst else 1.0, after / best if best else 1.0)

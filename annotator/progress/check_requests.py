@@ -10,18 +10,24 @@ from typing import Any
 from annotator.models import CompletenessCheck
 from annotator.progress.frames import BadCheck, FrameSpec, read_frame
 
-TRUE = ("true", "1", "yes", "on")
-# The `top` frame when none is given: a check counts two agreeing mistaken clicks as a positive, so the deeper the
-# frame the less often it certifies (bench/RESULTS.md); the cost shown before drawing tells the rest.
+# The depth the side pane's form and the command offer for a declared `top` frame (a check without a frame uses the
+# query's own: annotator.progress.frames.frame_of).
 DEFAULT_DEPTH = 1000
+# The bound the test assumes on the share of sampled positives a check's looks lose (annotator.progress.certify):
+# two blind looks at every sampled image lose a positive when both miss it (0.25% for annotators wrong 5% of the
+# time), and the adjudicator who decides every image a look called relevant or unsure is taken to err at most
+# as often again. Declared in every claim beside its confidence.
+MISS_RATE = 0.005
+SMALLEST = 1e-6
 
 
 @dataclass(frozen=True)
 class CheckRequest:
     target: float
     confidence: float
-    frame: FrameSpec
+    frame: FrameSpec | None  # None: the query's frame (frozen, or its default)
     second_judgments: bool = True
+    miss_rate: float = MISS_RATE
 
 
 def _share(data: dict[str, Any], name: str, default: float) -> float:
@@ -31,6 +37,8 @@ def _share(data: dict[str, Any], name: str, default: float) -> float:
             value = float(value)
     if isinstance(value, bool) or not isinstance(value, int | float) or not (math.isfinite(value) and 0 < value < 1):
         raise BadCheck(f'"{name}" must be a number between 0 and 1, both excluded (0.9 is 90%), not {value!r:.40}.')
+    if not SMALLEST <= value <= 1 - SMALLEST:  # read to six decimals: 1e-300 would be 0
+        raise BadCheck(f'"{name}" must be between {SMALLEST} and {1 - SMALLEST}, not {value!r:.40}.')
     return float(value)
 
 
@@ -42,23 +50,28 @@ def read_request(data: Any) -> CheckRequest:
             'Send a JSON object such as {"target_recall": 0.9, "confidence": 0.95, '
             '"frame": {"kind": "top", "depth": 5000}}.'
         )
-    second = data.get("second_judgments", True)
-    if isinstance(second, str):
-        second = second.lower() in TRUE
-    if not isinstance(second, bool):
-        raise BadCheck('"second_judgments" must be true or false.')
+    frame = data.get("frame")
     return CheckRequest(
         target=_share(data, "target_recall", 0.9),
         confidence=_share(data, "confidence", 0.95),
-        frame=read_frame(data.get("frame", {"kind": "top", "depth": DEFAULT_DEPTH})),
-        second_judgments=second,
+        frame=None if frame is None else read_frame(frame),
+        second_judgments=read_flag(data, "second_judgments", True),
     )
+
+
+def read_flag(data: dict[str, Any], name: str, default: bool) -> bool:
+    """A JSON boolean: a string such as "true" or "maybe" is refused, naming the field (it once drew a real check
+    for a dry run, and turned second looks off)."""
+    value = data.get(name, default)
+    if not isinstance(value, bool):
+        raise BadCheck(f'"{name}" must be true or false (a JSON boolean, not {value!r:.40}).')
+    return value
 
 
 def read_form(form: Any) -> CheckRequest:
     """read_request for the side pane's form (a QueryDict: strings, taxa comma-separated, an unchecked box absent)."""
     depth: Any = form.get("depth", "").strip()
-    if depth.isdigit():
+    if depth.isascii() and depth.isdigit():  # "²" is a digit to str.isdigit, not to int()
         depth = int(depth)
     kind = form.get("kind", "")
     frame: dict[str, Any] = {"kind": kind, "depth": depth}
@@ -68,7 +81,7 @@ def read_form(form: Any) -> CheckRequest:
         {
             "target_recall": form.get("target_recall", ""),
             "confidence": form.get("confidence", ""),
-            "frame": frame,
+            "frame": frame if kind else None,  # "the query's frame" in the form: no kind
             "second_judgments": "second_judgments" in form,
         }
     )

@@ -1,24 +1,27 @@
 """Completeness checks: draw a random sample of a query's frame, follow its labeling, state the claim.
 
-A check is drawn over a frame (annotator.progress.frames) frozen at the draw: its positives (`found`: final label
-relevant) and the rest, of which a simple random sample is drawn. The rest holds the images nobody has judged and
-those judged not relevant (or unsure, or undecided): a positive the review judged not relevant by mistake is as
-missing as one nobody has seen, and a claim that left them out would hold only for a team that never errs (on the
-simulator, 171 of 189 certified claims held with annotators wrong 5% of the time: 90%, under the 95% promised).
-A sampled image someone judged already gets a second, blind judgment. The sample's size is the least that
-certifies the target if it meets no positive (certify.check_size); annotators label it in the normal grid (the
-"completeness check" ranking) and through the API (candidates, strategy=check).
+A check is drawn over the query's frame (annotator.progress.frames: frozen at its first check, the same for every
+re-check unless staff declare another). Its positives `found` are the frame's *confirmed* positives: final label
+relevant with two agreeing judgments, or an adjudicator's decision. One click is not a positive: sizing the
+sample on single clicks (5% of a thousand reviewed negatives) asked for a sample that could not certify even when
+it met nothing (issue 51). A simple random sample is drawn from the rest of the frame: the images nobody has
+judged, those judged not relevant (a positive the review missed is as missing as one nobody saw) and the
+unconfirmed positives (if the sample meets one that is real, it counts against the claim).
 
-So that one mistaken click neither certifies nor blocks a query, every positive the claim counts gets a second,
-blind judgment first: the frame's positives at the draw join the query's overlap sample, as do the sampled images
-judged before, and so does every other sampled image the moment someone judges it relevant or unsure
-(annotator.labels.writes does it in the same transaction).
-Where the two judgments disagree, the final label waits for an adjudicator. The check is decided when every
-sampled image is judged and nothing waits; then certify.claim states recall >= target with its confidence, or not.
+Every sampled image gets two blind looks (it joins the query's overlap sample at the draw), and an adjudicator
+decides every sampled image that a look called relevant or unsure: two annotators who agree by mistake (0.25% of
+images at 5% mistakes each) neither fail a check nor pass into the next one's `found`. A true positive of the
+sample is lost only when both looks miss it or the adjudicator does; the test (annotator.progress.certify) assumes
+that happens to at most `miss_rate` of them and says so. Where staff turn second judgments off, single judgments
+are trusted, the judged images are settled, and only the unjudged are sampled.
 
-Checking again after a failed check is a second look at the same question, and looks add up: the k-th check of a
-query is tested at alpha / 2^k, so however many checks a query takes, the chance that a certified claim is wrong
-stays under alpha (1/2 + 1/4 + ... < 1; the Bonferroni argument spent over an unbounded sequence of tests).
+The sample is sized to certify the target when it counts at most one positive (or none, where one cannot), tested
+at the share of alpha its ordinal gets (certify.tested_at: 0.9 alpha first, the rest halving after). The check is
+decided when the write that settles its last sampled image commits (decide_if_complete, connected to
+annotator.labels' `judgments_settled` signal): reading a claim never writes one.
+
+Blind judges see nothing through a check: its candidates come in the sample's random order, and whether an image
+waits for a look depends on how many judged it, never on what they said.
 """
 
 from dataclasses import dataclass
@@ -30,11 +33,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from annotator.labels.sealed import Writer
+from annotator.labels.sealed import Writer, sealed_to
 from annotator.models import (
     UNDECIDED,
     CheckImage,
     CompletenessCheck,
+    Decision,
     Judgment,
     Label,
     LabelValue,
@@ -43,78 +47,98 @@ from annotator.models import (
 )
 from annotator.progress import certify
 from annotator.progress.check_requests import CheckRequest
-from annotator.progress.frames import BadCheck, frame_image_ids, pack, unpack
+from annotator.progress.frames import BadCheck, Frame, frame_of, freeze, pack, unpack
 
 # The values that count as a positive in the sample: unsure counts, so that doubt never helps a claim.
 SAMPLE_POSITIVE = (LabelValue.RELEVANT, LabelValue.UNSURE)
-
-
-def tested_at(confidence: float, ordinal: int) -> float:
-    """The confidence the `ordinal`-th check of a query is tested at: alpha halves with each check (module doc)."""
-    return 1.0 - (1.0 - confidence) / float(2**ordinal)
+# A positive the claim counts as found: two judgments agree on it, or an adjudicator decided it.
+CONFIRMED = (Decision.AGREED, Decision.MAJORITY, Decision.ADJUDICATED)
+# The sample is sized to certify when it counts this many positives: a dry-looking ranking still hides a few, and a
+# check sized for none fails on the first it meets.
+TOLERATE = 1
+tested_at = certify.tested_at
 
 
 @dataclass(frozen=True)
 class Situation:
-    """A query's frame now: its ids, those someone judged, its positives (final label relevant), and what the
-    next check would cost."""
+    """A query's frame now: what it is, its confirmed positives, what the sample is drawn from, and what the next
+    check would cost."""
 
-    frame: npt.NDArray[np.int64]
-    judged: npt.NDArray[np.int64]
-    positives: npt.NDArray[np.int64]
+    frame: Frame
+    positives: npt.NDArray[np.int64]  # confirmed (second judgments on), or every final positive (off)
     population: npt.NDArray[np.int64]  # what the sample is drawn from
     ordinal: int
     tested_at: float
-    sample: int  # images the check labels if it meets no positive
-    confirmations: int  # the frame's positives that still want a second judgment
-    rejudged: int  # about how many sampled images were judged already (each gets a second, blind judgment)
+    miss_rate: float
+    sample: int | None  # images the check labels; None: no sample can certify (certify.check_size)
+    unconfirmed: int | None  # the frame's positives still waiting for a second judgment; None: withheld
 
     @property
     def found(self) -> int:
         return len(self.positives)
 
-    @property
-    def unlabeled(self) -> int:
-        return len(self.frame) - len(self.judged)
-
     def as_json(self) -> dict[str, Any]:
         return {
-            "frame_size": len(self.frame), "judged": len(self.judged), "found": self.found,
-            "unlabeled": self.unlabeled, "sampled_from": len(self.population), "check": self.ordinal,
-            "tested_at": self.tested_at, "sample": self.sample, "second_judgments": self.confirmations,
-            "rejudged": self.rejudged,
+            "frame": self.frame.as_json(), "frame_size": len(self.frame.ids), "found": self.found,
+            "sampled_from": len(self.population), "check": self.ordinal, "tested_at": self.tested_at,
+            "miss_rate": self.miss_rate, "sample": self.sample, "second_judgments": self.unconfirmed,
+            "looks": 2 * (self.sample or 0),
         }  # fmt: skip
 
 
-def situation(query: Query, request: CheckRequest) -> Situation:
-    """What drawing `request` now would freeze and cost; BadCheck for a query with no labels or an empty frame."""
+def situation(query: Query, request: CheckRequest, viewer: Writer = None) -> Situation:
+    """What drawing `request` now would freeze and cost (reads only); BadCheck for a query with no labels or an
+    empty frame. `viewer`: who asks; a viewer with images to judge blind is not told what waits on others' votes."""
+    _has_labels(query)
+    return _situation(query, request, frame_of(query, request.frame), viewer)
+
+
+def _has_labels(query: Query) -> None:
     if not Judgment.objects.filter(query=query).exists():
         raise BadCheck(
             f"Query {query.pk} has no labels yet: label down its ranking first; "
             "a check tells when to stop, not where to start."
         )
-    frame = frame_image_ids(query, request.frame)
-    if not len(frame):
+
+
+def _situation(query: Query, request: CheckRequest, frame: Frame, viewer: Writer) -> Situation:
+    if not len(frame.ids):
         raise BadCheck("The frame holds no image: choose a deeper ranking, other taxa, or the collection.")
-    judged = _in_frame(frame, Judgment.objects.filter(query=query).values_list("image_id", flat=True).distinct())
-    positives = _in_frame(frame, _final_ids(query, [LabelValue.RELEVANT]))
+    if request.second_judgments:
+        positives = _in_frame(frame.ids, confirmed_positives(query))
+        population = np.setdiff1d(frame.ids, positives, assume_unique=True)
+        unconfirmed: int | None = len(_in_frame(frame.ids, _final_ids(query, [LabelValue.RELEVANT]))) - len(positives)
+    else:  # single judgments trusted: the judged images are settled
+        judged = _in_frame(frame.ids, Judgment.objects.filter(query=query).values_list("image_id", flat=True))
+        positives = _in_frame(frame.ids, _final_ids(query, [LabelValue.RELEVANT]))
+        population, unconfirmed = np.setdiff1d(frame.ids, judged, assume_unique=True), 0
+    if viewer is not None and sealed_to(viewer, query=query):
+        unconfirmed = None  # which positives wait is read off votes this viewer may not see
     ordinal = query.completeness_checks.count() + 1
-    confidence = tested_at(request.confidence, ordinal)
-    # Trusting single judgments, the judged images are settled; else only the positives are (once confirmed).
-    population = np.setdiff1d(frame, judged if not request.second_judgments else positives, assume_unique=True)
-    sample = certify.check_size(len(positives), len(population), request.target, confidence)
-    already = len(judged) - len(positives) if request.second_judgments else 0
-    return Situation(
-        frame=frame,
-        judged=judged,
-        positives=positives,
-        population=population,
-        ordinal=ordinal,
-        tested_at=confidence,
-        sample=sample,
-        confirmations=len(_unconfirmed(query, positives)) if request.second_judgments else 0,
-        rejudged=round(sample * already / len(population)) if len(population) else 0,
+    confidence = certify.tested_at(request.confidence, ordinal)
+    miss_rate = request.miss_rate if request.second_judgments else max(request.miss_rate, 0.0)
+    sample = certify.check_size(
+        len(positives), len(population), request.target, confidence, miss_rate, tolerate=TOLERATE
+    )  # fmt: skip
+    return Situation(frame, positives, population, ordinal, confidence, miss_rate, sample, unconfirmed)
+
+
+def confirmed_positives(query: Query) -> list[int]:
+    """The images of `query` whose final label is relevant and confirmed: adjudicated, or agreed by as many
+    judgments as the query wants (at least two), so that none is still sealed to anyone."""
+    wanted = max(2, query.judgments_wanted)
+    rows = dict(
+        Label.objects.filter(query=query, value=LabelValue.RELEVANT, decided_by__in=CONFIRMED).values_list(
+            "image_id", "decided_by"
+        )
     )
+    counts = dict(
+        Judgment.objects.filter(query=query, image_id__in=list(rows))
+        .values("image_id")
+        .annotate(n=Count("id"))
+        .values_list("image_id", "n")
+    )
+    return [i for i, decided_by in rows.items() if decided_by == Decision.ADJUDICATED or counts.get(i, 0) >= wanted]
 
 
 def _in_frame(frame: npt.NDArray[np.int64], ids: Any) -> npt.NDArray[np.int64]:
@@ -124,18 +148,6 @@ def _in_frame(frame: npt.NDArray[np.int64], ids: Any) -> npt.NDArray[np.int64]:
 
 def _final_ids(query: Query, values: Any) -> list[int]:
     return list(Label.objects.filter(query=query, value__in=list(values)).values_list("image_id", flat=True))
-
-
-def _unconfirmed(query: Query, image_ids: Any) -> list[int]:
-    """Those of `image_ids` with fewer judgments than the query wants."""
-    ids = [int(image_id) for image_id in image_ids]
-    counts = dict(
-        Judgment.objects.filter(query=query, image_id__in=ids)
-        .values("image_id")
-        .annotate(n=Count("id"))
-        .values_list("image_id", "n")
-    )
-    return [image_id for image_id in ids if counts.get(image_id, 0) < query.judgments_wanted]
 
 
 def open_check(query: Query) -> CompletenessCheck | None:
@@ -156,53 +168,75 @@ def latest_of(query_ids: list[int]) -> dict[int, CompletenessCheck]:
 
 
 def draw(query: Query, request: CheckRequest, user: Writer) -> tuple[CompletenessCheck, bool]:
-    """Draw a check of `query` as `request` asks, or answer its open one: (check, drawn). The frame, the images
-    judged in it and the sample are frozen in the check; the frame's positives that have one judgment join the
-    overlap sample for their second. BadCheck (nothing drawn) for a query with no labels or an empty frame."""
+    """Draw a check of `query` as `request` asks, or answer its open one: (check, drawn). The frame is frozen for
+    the query (unless it was already), and the check keeps its ids, its confirmed positives and the sample; every
+    sampled image joins the overlap sample for its second look. BadCheck (nothing drawn) for a query with no
+    labels, an empty frame, or one that no sample can certify."""
     if (current := open_check(query)) is not None:
         return current, False
-    found = situation(query, request)  # the rankings are read outside the transaction: seconds on a large frame
-    # Fresh entropy, not a seed an annotator could replay: the sample must be as random to them as to the test.
-    sample = np.random.default_rng().permutation(found.population)[: found.sample]
+    _has_labels(query)
+    frame = frame_of(query, request.frame)  # the rankings are read outside the transaction: seconds on a large frame
     try:
         with transaction.atomic():
             Query.objects.select_for_update().filter(pk=query.pk).get()  # two admins drawing at once: one check
             if (current := open_check(query)) is not None:
                 return current, False
+            # The positives are read under the locks the label writes take (their final-label rows), so a write
+            # that confirms or overturns one either lands before the draw reads it or waits for the draw.
+            list(Label.objects.select_for_update().filter(query=query, value=LabelValue.RELEVANT).values("pk"))
+            found = _situation(query, request, frame, None)
+            if found.sample is None:
+                raise BadCheck(_uncertifiable(found, request))
+            # Fresh entropy, not a seed an annotator could replay: the sample must be as random to them as to the test.
+            sample = np.random.default_rng().permutation(found.population)[: found.sample]
+            freeze(query, frame, user)
             check = CompletenessCheck.objects.create(
-                query=query, ordinal=query.completeness_checks.count() + 1, frame_kind=request.frame.kind,
-                frame_depth=request.frame.depth, frame_taxa=list(request.frame.taxa), frame_size=len(found.frame),
-                frame_ids=pack(found.frame), found_ids=pack(found.positives), sampled_from=len(found.population),
-                found_at_draw=found.found, target_recall=request.target, confidence=request.confidence,
-                tested_at=found.tested_at, second_judgments=request.second_judgments, drawn_by=user,
+                query=query, ordinal=found.ordinal, frame_kind=frame.spec.kind, frame_depth=frame.spec.depth,
+                frame_taxa=list(frame.spec.taxa), frame_size=len(frame.ids), frame_ids=pack(frame.ids),
+                found_ids=pack(found.positives), sampled_from=len(found.population), found_at_draw=found.found,
+                target_recall=request.target, confidence=request.confidence, tested_at=found.tested_at,
+                miss_rate=found.miss_rate, second_judgments=request.second_judgments, drawn_by=user,
             )  # fmt: skip
             CheckImage.objects.bulk_create(
                 CheckImage(completeness_check=check, image_id=int(image_id), position=n)
                 for n, image_id in enumerate(sample)
             )
-            if request.second_judgments:  # the positives, and the sampled images judged already: one more judgment
-                rejudged = np.intersect1d(sample, found.judged)
-                unconfirmed = _unconfirmed(query, np.concatenate([found.positives, rejudged]))
+            if request.second_judgments:
+                # Every sampled image gets its second look, whatever the first said; the frame's positives that have
+                # one judgment get theirs through the labeling grid, so the next check counts them as found.
+                unconfirmed = np.setdiff1d(_in_frame(frame.ids, _final_ids(query, [LabelValue.RELEVANT])), sample)
                 OverlapImage.objects.bulk_create(
-                    [OverlapImage(query=query, image_id=image_id) for image_id in unconfirmed], ignore_conflicts=True
+                    [OverlapImage(query=query, image_id=int(i)) for i in np.union1d(sample, unconfirmed)],
+                    ignore_conflicts=True,
                 )
+            if not len(sample):  # the frame is all settled, or too small to hide the target: decided at once
+                _decide(check, progress(check))
     except IntegrityError:  # another draw committed first (the one-open-check constraint)
         current = open_check(query)
         if current is None:
             raise
         return current, False
-    refresh(check)  # a sample of 0 (the frame is all labeled, or too small to hide the target) decides at once
     return check, True
+
+
+def _uncertifiable(found: Situation, request: CheckRequest) -> str:
+    return (
+        f"No sample can certify {request.target:.0%} over this frame at check {found.ordinal}: with "
+        f"{found.found} confirmed positives, one missing positive already puts recall under the target, and the "
+        f"check's looks may lose a sampled one ({found.miss_rate:.1%} of the time), more often than the "
+        f"{1 - found.tested_at:.2%} this check may err. Confirm more positives, or declare a lower target."
+    )
 
 
 @dataclass(frozen=True)
 class Progress:
     size: int
-    labeled: int  # sampled images judged, and not waiting for their second judgment
-    positives: int  # sampled images whose final label is relevant or unsure
-    second: list[int]  # images (sampled, or the frame's positives) waiting for a second blind judgment
-    adjudication: list[int]  # images whose judgments disagree, waiting for an adjudicator
+    labeled: int  # sampled images with all their looks
+    positives: int  # sampled images an adjudicator called relevant or unsure (with second looks off: final label)
+    second: list[int]  # sampled images waiting for another blind look
+    adjudication: list[int]  # sampled images waiting for an adjudicator: split looks, or a positive to confirm
     unjudged: list[int]  # sampled images nobody has judged, in the sample's order
+    order: list[int]  # the sample, in its random order
 
     @property
     def pending(self) -> int:
@@ -214,54 +248,82 @@ class Progress:
 
 
 def progress(check: CompletenessCheck) -> Progress:
-    """How far `check`'s labeling has come (read from the judgments and final labels now)."""
+    """How far `check`'s labeling has come, read from the judgments and final labels now (reads only)."""
     query = check.query
-    sample = list(check.images.values_list("image_id", flat=True))
-    watched = set(sample)
-    if check.second_judgments:  # the frame's positives counted by the claim, confirmed by a second judgment
-        found = unpack(check.found_ids)
-        watched.update(_in_frame(found, _final_ids(query, [LabelValue.RELEVANT, UNDECIDED])).tolist())
+    sample = list(check.images.order_by("position").values_list("image_id", flat=True))
     counts = dict(
-        Judgment.objects.filter(query=query, image_id__in=list(watched))
+        Judgment.objects.filter(query=query, image_id__in=sample)
         .values("image_id")
         .annotate(n=Count("id"))
         .values_list("image_id", "n")
     )
-    finals = dict(Label.objects.filter(query=query, image_id__in=list(watched)).values_list("image_id", "value"))
-    in_overlap = OverlapImage.objects.filter(query=query, image_id__in=list(watched))
-    overlap = set(in_overlap.values_list("image_id", flat=True))
-    wanted = query.judgments_wanted
-    second = [i for i in watched if counts.get(i, 0) and i in overlap and counts[i] < wanted and check.second_judgments]
-    waiting = set(second)
+    finals = {
+        image_id: (value, decided_by)
+        for image_id, value, decided_by in Label.objects.filter(query=query, image_id__in=sample).values_list(
+            "image_id", "value", "decided_by"
+        )
+    }
+    wanted = max(2, query.judgments_wanted) if check.second_judgments else 1
+    looked = [image_id for image_id in sample if counts.get(image_id, 0) >= wanted]
+    adjudication, positives = [], 0
+    for image_id in looked:
+        value, decided_by = finals.get(image_id, ("", ""))
+        if value == UNDECIDED or (check.second_judgments and value in SAMPLE_POSITIVE and decided_by != Decision.ADJUDICATED):
+            adjudication.append(image_id)
+        elif value in SAMPLE_POSITIVE:
+            positives += 1
     return Progress(
         size=len(sample),
-        labeled=sum(1 for image_id in sample if counts.get(image_id, 0) and image_id not in waiting),
-        positives=sum(1 for image_id in sample if finals.get(image_id) in SAMPLE_POSITIVE),
-        second=sorted(second),
-        adjudication=sorted(i for i in watched if finals.get(i) == UNDECIDED and i not in second),
+        labeled=len(looked),
+        positives=positives,
+        second=[image_id for image_id in sample if 0 < counts.get(image_id, 0) < wanted],
+        adjudication=sorted(adjudication),
         unjudged=[image_id for image_id in sample if not counts.get(image_id, 0)],
+        order=sample,
     )
 
 
-def refresh(check: CompletenessCheck) -> Progress:
-    """`check`'s progress, and its decision stored once it is complete. A decided check's claim is fixed, and so
-    is what it says of its sample: read from the check, not from every judgment again (the side pane asks after
-    every pause in labeling)."""
+def current(check: CompletenessCheck) -> Progress:
+    """`check`'s progress as a page shows it (reads only). A decided check's figures are its stored ones."""
     if check.status != CompletenessCheck.Status.CHECKING:
         size = check.images.count()
-        return Progress(size, labeled=size, positives=check.positives or 0, second=[], adjudication=[], unjudged=[])
+        return Progress(size, size, check.positives or 0, second=[], adjudication=[], unjudged=[], order=[])
+    return progress(check)
+
+
+def awaiting_confirmation(query_id: int, image_id: int) -> bool:
+    """Whether `image_id` is a sampled image of `query_id`'s open check that an adjudicator must confirm: all its
+    looks given, and its final label relevant or unsure without an adjudicator's decision."""
+    check = CompletenessCheck.objects.filter(query_id=query_id, status="checking", second_judgments=True).first()
+    return check is not None and image_id in progress(check).adjudication
+
+
+def decide_if_complete(query_id: int, image_ids: Any = None, **_: Any) -> None:
+    """Decide `query_id`'s open check if the write that just settled `image_ids` completed it: called in the
+    write's transaction (annotator.labels' `judgments_settled` signal), never on a read."""
+    check = CompletenessCheck.objects.filter(query_id=query_id, status=CompletenessCheck.Status.CHECKING).first()
+    if check is None:
+        return
+    if image_ids is not None and not check.images.filter(image_id__in=list(image_ids)).exists():
+        return
     now = progress(check)
     if now.complete:
         _decide(check, now)
-    return now
 
 
 def _decide(check: CompletenessCheck, now: Progress) -> None:
-    found = len(_in_frame(unpack(check.found_ids), _final_ids(check.query, [LabelValue.RELEVANT])))
-    claim = certify.claim(found, check.sampled_from, now.size, now.positives, check.target_recall, check.tested_at)
+    found_ids = unpack(check.found_ids)
+    found = len(_in_frame(found_ids, _final_ids(check.query, [LabelValue.RELEVANT])))
+    # The frame's positives confirmed since the draw, outside the sample: found, though the sample bounds them.
+    later = _in_frame(unpack(check.frame_ids), confirmed_positives(check.query))
+    outside = len(np.setdiff1d(np.setdiff1d(later, found_ids), np.asarray(now.order, dtype=np.int64)))
+    claim = certify.claim(
+        found, check.sampled_from, now.size, now.positives, check.target_recall, check.tested_at, check.miss_rate,
+        confirmed_outside=min(outside, check.sampled_from - now.size),
+    )  # fmt: skip
     with transaction.atomic():
         if not CompletenessCheck.objects.select_for_update().filter(pk=check.pk, status="checking").exists():
-            check.refresh_from_db()  # another request decided it first
+            check.refresh_from_db()  # another write decided it first
             return
         check.status = CompletenessCheck.Status.CERTIFIED if claim.certified else CompletenessCheck.Status.NOT_CERTIFIED
         check.found, check.positives = found, now.positives
@@ -272,13 +334,15 @@ def _decide(check: CompletenessCheck, now: Progress) -> None:
 
 
 def candidates(query: Query, viewer: Writer, k: int) -> list[int]:
-    """The images of `query`'s open check that `viewer` has not judged: first those waiting for a second blind
-    judgment (they hold the claim up), then the sample's unjudged images in their random order."""
+    """The images of `query`'s open check that still want a look and that `viewer` has not judged, in the sample's
+    random order. Whether an image wants a look depends on how many judged it, never on what they said, so the
+    order tells a blind judge nothing of the others' votes."""
     check = open_check(query)
     if check is None:
         return []
-    now = refresh(check)
-    mine = Judgment.objects.filter(query=query, image_id__in=[*now.second, *now.unjudged])
+    now = progress(check)
+    wanting = set(now.second) | set(now.unjudged)
+    mine = Judgment.objects.filter(query=query, image_id__in=list(wanting))
     mine = mine.filter(annotator=viewer) if viewer is not None else mine.filter(annotator__isnull=True)
     judged = set(mine.values_list("image_id", flat=True))
-    return [image_id for image_id in [*now.second, *now.unjudged] if image_id not in judged][:k]
+    return [image_id for image_id in now.order if image_id in wanting and image_id not in judged][:k]

@@ -3,12 +3,17 @@ completeness.json all read report(); the side pane's form reads form_choices()."
 
 from typing import Any
 
-from annotator.models import CompletenessCheck, Query
+from annotator.models import CompletenessCheck, Judgment, LabelValue, Query
 from annotator.progress.check_requests import DEFAULT_DEPTH
-from annotator.progress.checks import Progress, latest, open_check, refresh
+from annotator.progress.checks import Progress, current, latest, open_check
 from annotator.progress.frames import MAX_DEPTH
 
-METHOD = "hypergeometric test (Callaghan and Müller-Hansen 2020) on a simple random sample of the frame's non-positives"
+METHOD = (
+    "hypergeometric test (Callaghan and Müller-Hansen 2020) on a simple random sample of the frame's images that "
+    "are not confirmed positives, each looked at twice, blind, and adjudicated where a look says relevant; thinned "
+    "by a bound on the share of sampled positives the looks lose"
+)
+OUTSIDE = "positives outside the frame: not bounded"
 
 
 def form_choices(query: Query, page_taxa: str) -> dict[str, Any]:
@@ -59,7 +64,7 @@ def _report(query: Query) -> dict[str, Any]:
             "method": METHOD, "sample": None, "recall_lower_bound": None, "estimated_positives": None,
             "next": NO_CHECK,
         }  # fmt: skip
-    now = refresh(check)
+    now = current(check)
     decided = check.status != CompletenessCheck.Status.CHECKING
     return {
         "query_id": query.pk,
@@ -70,6 +75,7 @@ def _report(query: Query) -> dict[str, Any]:
             "depth": check.frame_depth,
             "size": check.frame_size,
             **({"taxa": check.frame_taxa} if check.frame_kind == CompletenessCheck.Frame.TAXA else {}),
+            "definition": frame_words(check),
         },  # fmt: skip
         "target_recall": check.target_recall,
         "confidence": check.confidence,
@@ -82,6 +88,9 @@ def _report(query: Query) -> dict[str, Any]:
         "recall_lower_bound": check.recall_lower_bound if decided else None,
         "p_value": check.p_value if decided else None,
         "estimated_positives": _estimated(check) if decided else None,
+        "miss_rate": check.miss_rate,
+        "claim": claim_words(check) if decided else None,
+        "outside_frame": OUTSIDE,
         "drawn_at": check.created_at.isoformat(),
         "decided_at": check.decided_at.isoformat() if check.decided_at else None,
         "next": next_step(check, now),
@@ -89,13 +98,41 @@ def _report(query: Query) -> dict[str, Any]:
 
 
 def _estimated(check: CompletenessCheck) -> dict[str, float]:
-    """The positives of the frame: those labeled (found + met in the sample) and the missing ones' interval."""
+    """The positives of the frame: those labeled (found + met in the sample) and the missing ones' interval, at the
+    confidence the check was tested at (named in the record, so that no figure stands at an unstated level)."""
     labeled = (check.found or 0) + (check.positives or 0)
     return {
         "point": round(labeled + (check.missing_point or 0.0), 1),
         "low": labeled + (check.missing_low or 0),
         "high": labeled + (check.missing_high or 0),
+        "confidence": check.tested_at,
     }
+
+
+def frame_words(check: CompletenessCheck) -> str:
+    """What the frame is, in the words every claim uses."""
+    size = f"{check.frame_size:,} images"
+    if check.frame_kind == CompletenessCheck.Frame.TOP:
+        what = f"the top {check.frame_depth:,} of the text and learned rankings, together"
+    elif check.frame_kind == CompletenessCheck.Frame.TAXA:
+        what = "the images of " + ", ".join(str(taxon) for taxon in check.frame_taxa)
+    else:
+        what = "the whole collection"
+    return f"{what} ({size}), frozen {check.created_at:%Y-%m-%d}"
+
+
+def claim_words(check: CompletenessCheck) -> str:
+    """One sentence saying exactly what a decided check claims: over which images, at which confidence, with which
+    assumption; the same words in the API, the side pane, the dashboard and completeness.json."""
+    percent, sure = f"{check.target_recall:.0%}", f"{check.confidence:.0%}"
+    scope = (
+        f"over the frame ({frame_words(check)}), check {check.ordinal} of the query tested at "
+        f"{check.tested_at:.2%}, assuming the looks lose at most {check.miss_rate:.1%} of sampled positives; "
+        f"{OUTSIDE}"
+    )
+    if check.status == CompletenessCheck.Status.CERTIFIED:
+        return f"Recall is at least {percent} with {sure} confidence {scope}."
+    return f"Not certified: recall at least {percent} with {sure} confidence could not be claimed {scope}."
 
 
 def next_step(check: CompletenessCheck, now: Progress) -> str:
@@ -107,9 +144,10 @@ def next_step(check: CompletenessCheck, now: Progress) -> str:
             "check again after large changes."
         )
     if check.status == CompletenessCheck.Status.NOT_CERTIFIED:
+        met = check.positives or 0
         return (
-            f"Not yet: the check found {check.positives} positive{'' if check.positives == 1 else 's'} "
-            f"(they are labeled); keep labeling and check again."
+            f"Not yet: the check's sample held {met} positive{'' if met == 1 else 's'} the review had not "
+            f"confirmed; keep labeling and check again."
         )
     waits = []
     if now.unjudged:
@@ -117,7 +155,7 @@ def next_step(check: CompletenessCheck, now: Progress) -> str:
     if now.second:
         waits.append(f"{_count(len(now.second), 'image')} for a second annotator's blind judgment")
     if now.adjudication:
-        waits.append(f"{_count(len(now.adjudication), 'disagreement')} for an adjudicator")
+        waits.append(f"{_count(len(now.adjudication), 'image')} for an adjudicator")
     return "Checking: " + "; ".join(waits) + "."
 
 

@@ -9,6 +9,10 @@ labels to meet 10 of them); over a declared frame it is cheap. So a claim names 
 
 The ids are kept packed in the check's row (sorted, delta-encoded, zlib): a frame of 5M contiguous ids takes a few
 kilobytes, and a `top` frame of 20,000 scattered ones about 40 KB.
+
+A query's frame is frozen once (QueryFrame): the first check, per query or of the benchmark, freezes the default
+chosen for the query (`default_spec`) unless staff declare one, and every later check is drawn over the same ids,
+so that a re-check speaks of the same set. Declaring a frame replaces the frozen one; the claims say which.
 """
 
 import zlib
@@ -19,7 +23,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from annotator.models import CompletenessCheck, Label, LabelValue, Query
+from annotator.labels.sealed import Writer
+from annotator.models import CompletenessCheck, Judgment, Label, LabelValue, Query, QueryFrame
 from catalog.facade import UnknownTaxon, species_for_all
 from catalog.models import Image
 from search.facade import SearchUnavailable, rank
@@ -29,6 +34,11 @@ KINDS = tuple(CompletenessCheck.Frame.values)
 MAX_DEPTH = 100_000
 SEARCH_PAGE = 10_000
 MAX_TAXA = 50
+# The default frame: the top of the two rankings down to twice as deep as the team has judged, at least this deep.
+# A fixed depth fits no query: 5,000 buried a query of 5 positives in 9,800 images to check, 1,000 cut off a
+# query whose positives run past rank 1,000.
+DEFAULT_MIN_DEPTH = 1000
+DEFAULT_DEPTH_STEP = 500
 
 
 class BadCheck(ValueError):
@@ -130,3 +140,54 @@ def pack(ids: npt.NDArray[np.int64]) -> bytes:
 def unpack(blob: bytes | memoryview) -> npt.NDArray[np.int64]:
     deltas = np.frombuffer(zlib.decompress(bytes(blob)), dtype="<i8")
     return np.cumsum(deltas).astype(np.int64)
+
+
+def default_spec(query: Query) -> FrameSpec:
+    """The frame chosen for a query that has none: the top of its rankings to twice the images judged so far
+    (rounded up to 500), at least 1,000 and at most MAX_DEPTH."""
+    judged = Judgment.objects.filter(query=query).values("image_id").distinct().count()
+    depth = -(-2 * judged // DEFAULT_DEPTH_STEP) * DEFAULT_DEPTH_STEP
+    return FrameSpec(CompletenessCheck.Frame.TOP, depth=min(MAX_DEPTH, max(DEFAULT_MIN_DEPTH, depth)))
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A query's frame: what it is (spec), its ids, and whether it is frozen already or would be on the draw."""
+
+    spec: FrameSpec
+    ids: npt.NDArray[np.int64]
+    frozen: bool
+    chosen: bool  # Quire's default for the query, not declared by staff
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.spec.as_json(), "size": len(self.ids), "chosen": self.chosen, "frozen": self.frozen}
+
+
+def spec_of(frame: QueryFrame) -> FrameSpec:
+    return FrameSpec(frame.kind, depth=frame.depth, taxa=tuple(frame.taxa or ()))
+
+
+def frame_of(query: Query, declared: FrameSpec | None = None) -> Frame:
+    """The frame a check of `query` is drawn over (reads only): `declared` when staff name one, else the frozen
+    one, else the default the draw would freeze."""
+    if declared is not None:
+        return Frame(declared, frame_image_ids(query, declared), frozen=False, chosen=False)
+    stored = QueryFrame.objects.filter(query=query).first()
+    if stored is not None:
+        return Frame(spec_of(stored), unpack(stored.ids), frozen=True, chosen=stored.chosen)
+    spec = default_spec(query)
+    return Frame(spec, frame_image_ids(query, spec), frozen=False, chosen=True)
+
+
+def freeze(query: Query, frame: Frame, user: Writer) -> None:
+    """Keep `frame` as the query's frame (inside the draw's transaction); a declared one replaces the old."""
+    if frame.frozen:
+        return
+    QueryFrame.objects.update_or_create(
+        query=query,
+        defaults={
+            "kind": frame.spec.kind, "depth": frame.spec.depth, "taxa": list(frame.spec.taxa),
+            "size": len(frame.ids), "ids": pack(frame.ids), "chosen": frame.chosen,
+            "declared_by": None if frame.chosen else user,
+        },
+    )  # fmt: skip

@@ -98,3 +98,125 @@ def test_positives_met_in_the_check_count_as_found_and_lower_the_bound():
 def test_bad_input_is_refused_with_a_sentence(arguments, sentence):
     with pytest.raises(ValueError, match=sentence):
         certify.claim(*arguments)
+
+
+# --- Annotators who miss positives (issue 51): the level with the looks' misses in the enumeration --------------
+
+
+def counted(met: int, held: int, miss: float) -> float:
+    """P(the looks count `met` of the `held` true positives a sample holds), each missed with probability `miss`."""
+    return math.comb(held, met) * (1 - miss) ** met * miss ** (held - met)
+
+
+def real_level(found, unlabeled, sample, target, confidence, bound, true_miss):
+    """The largest chance, over every true number of missing positives K, that the check certifies a recall that
+    is in truth under the target: every draw (hypergeometric, exact) and every outcome of the looks (each sampled
+    positive missed with probability `true_miss`) weighed, with the claim tested at the miss rate `bound`."""
+    certifies = {}
+    worst = 0.0
+    for missing in range(0, unlabeled + 1):
+        if (found + missing) and found / (found + missing) >= target and missing <= sample:
+            continue  # recall is at the target whatever the sample meets: no claim can be wrong here
+        wrong = 0.0
+        for held in range(max(0, sample - (unlabeled - missing)), min(sample, missing) + 1):
+            draw = pmf(held, unlabeled, missing, sample)
+            if draw < 1e-15:
+                continue
+            for met in range(0, held + 1):
+                if met not in certifies:
+                    certifies[met] = certify.claim(found, unlabeled, sample, met, target, confidence, bound).certified
+                if certifies[met] and (found + met) / (found + missing) < target:
+                    wrong += draw * counted(met, held, true_miss)
+        worst = max(worst, wrong)
+        if missing > 60 and wrong < 1e-9:
+            break  # past the boundary the chance only falls (more positives, more met)
+    return worst
+
+
+def looks_miss(annotator: float, adjudicator: float) -> float:
+    """The chance the check's looks lose a true positive: both blind looks call it not relevant, or one of them
+    does not and the adjudicator (who decides every sampled image a look called relevant or unsure) errs."""
+    both = annotator**2
+    return both + (1 - both) * adjudicator
+
+
+@pytest.mark.parametrize(("found", "unlabeled"), [(5, 400), (40, 2000), (180, 3000)])
+def test_with_annotators_wrong_5_percent_the_first_check_keeps_its_level(found, unlabeled):
+    """Annotators wrong on 5% of images, two blind looks at every sampled image and an expert adjudicator: the
+    looks lose 0.25% of sampled positives, under the 0.5% the test assumes, and the first check's real level stays
+    at the 4.5% it spends of a 95% claim, at the size that certifies on no positive and on one."""
+    confidence, target, bound = certify.tested_at(0.95, 1), 0.9, 0.005
+    true_miss = looks_miss(0.05, 0.0)
+    assert true_miss == pytest.approx(0.0025)
+    for tolerate in (0, 1):
+        sample = certify.check_size(found, unlabeled, target, confidence, bound, tolerate)
+        assert sample is not None and 0 < sample <= unlabeled
+        level = real_level(found, unlabeled, sample, target, confidence, bound, true_miss)
+        assert level <= 1 - confidence + 1e-12, (tolerate, sample, level)
+
+
+def test_one_look_at_negatives_and_a_plain_test_is_over_its_level():
+    """What the check did before (issue 51): a sampled positive its one annotator called not relevant was never
+    looked at again, and the test assumed none is missed. At F = 5 and 5% mistakes a check that meets nothing is
+    wrong 7.4% of the time where it states 2.5% (issue 51), and counting the checks that met four positives of six
+    and certified, 26%."""
+    found, unlabeled, confidence = 5, 400, 0.975
+    sample = certify.check_size(found, unlabeled, 0.9, confidence)
+    level = real_level(found, unlabeled, sample, 0.9, confidence, 0.0, 0.05)
+    assert level > 0.2, level
+    # Testing honestly at one look's miss rate, no sample can certify it: one missing positive is too many, and
+    # one look loses it 5% of the time, more than the 2.5% spent. Hence the second look at every sampled image.
+    assert certify.check_size(found, unlabeled, 0.9, confidence, 0.05) is None
+
+
+def test_the_thinned_tail_is_the_plain_one_without_misses_and_grows_with_them():
+    for missing in (0, 3, 17):
+        plain = certify._lower_tail(1, 300, missing, 60)
+        assert certify._lower_tail(1, 300, missing, 60, 0.0) == plain
+        exact = sum(
+            pmf(held, 300, missing, 60) * sum(counted(met, held, 0.2) for met in range(0, min(held, 1) + 1))
+            for held in range(0, min(60, missing) + 1)
+        )
+        assert certify._lower_tail(1, 300, missing, 60, 0.2) == pytest.approx(exact, rel=1e-9)
+        assert certify._lower_tail(1, 300, missing, 60, 0.2) >= plain - 1e-12
+
+
+def test_alpha_is_spent_nine_tenths_first_and_the_rest_halving_and_never_over():
+    alpha = 0.05
+    spent = [1 - certify.tested_at(0.95, k) for k in range(1, 60)]
+    assert spent[0] == pytest.approx(0.045) and spent[1] == pytest.approx(0.0025) and spent[2] == pytest.approx(0.00125)
+    assert sum(spent) < alpha and sum(spent) == pytest.approx(alpha)
+
+
+def test_a_check_sized_to_tolerate_one_hit_certifies_on_one_and_is_the_least_that_does():
+    for found, unlabeled in [(40, 2000), (200, 6000), (12, 900)]:
+        size = certify.check_size(found, unlabeled, 0.9, 0.955, 0.005, tolerate=1)
+        assert certify.claim(found, unlabeled, size, 1, 0.9, 0.955, 0.005).certified
+        assert not certify.claim(found, unlabeled, size - 1, 1, 0.9, 0.955, 0.005).certified
+        assert size > certify.check_size(found, unlabeled, 0.9, 0.955, 0.005)
+
+
+def test_no_sample_can_certify_when_the_misses_alone_exceed_the_level():
+    # 5 confirmed positives at 90%: one missing positive is too many, and the looks lose it 0.5% of the time even
+    # when it is sampled, more than the 0.25% a second check may spend.
+    assert certify.check_size(5, 400, 0.9, certify.tested_at(0.95, 2), 0.005) is None
+    assert certify.check_size(5, 400, 0.9, certify.tested_at(0.95, 1), 0.005) is not None
+
+
+def test_a_per_query_interval_from_a_pooled_sample_covers_its_recall_as_often_as_it_says():
+    """One query's stratum of a benchmark check: its recall interval covers the truth in at least `confidence` of
+    draws, for every truth (exact enumeration)."""
+    found, unlabeled, sample, confidence = 8, 120, 30, 0.9
+    for missing in range(0, unlabeled + 1, 3):
+        covered = 0.0
+        for met in range(max(0, sample - (unlabeled - missing)), min(sample, missing) + 1):
+            low, high = certify.recall_interval(found, unlabeled, sample, met, confidence)
+            truth = (found + met) / (found + missing) if found + missing else 1.0
+            if low - 1e-12 <= truth <= high + 1e-12:
+                covered += pmf(met, unlabeled, missing, sample)
+        assert covered >= confidence - 1e-12, (missing, covered)
+
+
+def test_a_vanishing_target_is_refused_with_a_sentence_not_divided_by():
+    with pytest.raises(ValueError, match="target must be a share"):
+        certify.check_size(5, 100, 1e-300, 0.95)
