@@ -11,13 +11,14 @@ from annotator.labels.visibility import of as sight_of
 from annotator.methods import rerank
 from annotator.methods.registry import MODEL_METHODS
 from annotator.models import Query
-from annotator.progress.certify import check_size, claim
-from annotator.progress.checks import tested_at
+from annotator.progress.certify import check_size, claim, tested_at
+from annotator.progress.check_requests import MISS_RATE
 from annotator.progress.figures import recall_estimate
 from annotator.progress.stopping import DEPTH, cross_fitted
 
 __all__ = [
     "DEPTH",
+    "MISS_RATE",
     "BadRelease",
     "MODEL_METHODS",
     "check_size",

@@ -9,9 +9,10 @@ labeling and say when to stop:
              200 labels look dry (at most 10% judged relevant; after a failed check, no sooner than as many labels
              as it sampled), draw a check over the frame (the top `depth` of the text and learned rankings): a
              sample of its images that are not its positives, each judged before getting a second blind look;
-             confirm the frame's positives and the sample's by a second blind judgment (a third, the
-             adjudicator's, where two disagree), and claim recall >= target at the confidence, the k-th check
-             tested at alpha / 2^k; not certified: label on and check again later.
+             the frame's positives confirmed by a second blind judgment (the adjudicator's where two disagree),
+             every sampled image looked at twice and adjudicated where a look says relevant, the claim tested at
+             the looks' miss-rate bound and the k-th check at its share of alpha (certify.tested_at); not
+             certified: label on and check again later.
   estimate   the old point estimate (annotator/progress/stopping.py), stopping when it first says the target
   inquire    INQUIRE's rule: 100 not-relevant labels in a row
 
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import binomtest
 
-from annotator.facade import check_size, claim, tested_at
+from annotator.facade import MISS_RATE, check_size, claim, tested_at
 from search.facade import strategy_vector
 
 from .simulation import annotator_mistakes, world_estimator, world_ranker
@@ -65,6 +66,18 @@ class Team:
         self.second[image_id] = self._says(1, image_id)
         if self.second[image_id] != self.first[image_id]:
             self.third[image_id] = self._says(2, image_id)
+
+    def look_twice(self, image_id: int) -> bool:
+        """A sampled image as a check sees it: two blind looks (the review's, if it judged the image, is the first),
+        and the adjudicator's decision wherever a look said relevant. Whether it counts as a positive."""
+        if image_id not in self.first:
+            self.judge(image_id)
+        if image_id not in self.second:
+            self.second[image_id] = self._says(1, image_id)
+        if self.first[image_id] or self.second[image_id]:
+            self.third[image_id] = self._says(2, image_id)
+            return self.third[image_id]
+        return False
 
     def final(self, image_id: int) -> bool:
         if image_id in self.third:
@@ -108,32 +121,34 @@ def _frame(world: World, query_id: int, team: Team, depth: int) -> np.ndarray:
 def _check(
     world: World, query_id: int, team: Team, ordinal: int, options: Settings, rng: np.random.Generator
 ) -> dict[str, Any]:
-    """One completeness check as the tool draws and decides it: a sample of the frame's images that are not its
-    positives (unjudged, or judged not relevant: a positive the review missed is still to be found), each
-    already judged getting a second, blind judgment, each judged relevant its confirmation."""
+    """One completeness check as the tool draws and decides it (annotator.progress.checks): the frame's positives
+    confirmed first (a second blind look; the adjudicator where the two disagree) and counted found; a sample of
+    the rest sized to certify on one positive, every sampled image looked at twice, blind, and decided by the
+    adjudicator wherever a look says relevant; the claim tested at the looks' miss-rate bound."""
     frame = _frame(world, query_id, team, options.depth)
+    for image_id in frame.tolist():
+        if image_id in team.first and team.final(image_id):
+            team.confirm(image_id)
     found_at_draw = [int(i) for i in frame if int(i) in team.first and team.final(int(i))]
     population = sorted(set(frame.tolist()) - set(found_at_draw))
     confidence = tested_at(options.confidence, ordinal)
-    size = check_size(len(found_at_draw), len(population), options.target, confidence)
+    size = check_size(len(found_at_draw), len(population), options.target, confidence, MISS_RATE, tolerate=1)
     sample = rng.permutation(np.asarray(population, dtype=np.int64))[:size].tolist() if size else []
-    for image_id in found_at_draw:
-        team.confirm(image_id)
-    for image_id in sample:
-        if image_id in team.first or team.judge(image_id):
-            team.confirm(image_id)
-    found = sum(1 for i in found_at_draw if team.final(i))
-    positives = sum(1 for i in sample if team.final(i))
-    decided = claim(found, len(population), len(sample), positives, options.target, confidence)
+    positives = sum(1 for image_id in sample if team.look_twice(image_id))
     in_frame = len(team.truth.intersection(frame.tolist()))
+    decided = (
+        claim(len(found_at_draw), len(population), len(sample), positives, options.target, confidence, MISS_RATE)
+        if size is not None
+        else None
+    )
     return {
-        "certified": decided.certified,
-        "bound": decided.recall_lower_bound,
+        "certified": bool(decided and decided.certified),
+        "bound": decided.recall_lower_bound if decided else None,
         "frame_positives": in_frame,
         "frame_recall": team.found(frame.tolist()) / in_frame if in_frame else 1.0,
         "sample": len(sample),
         "positives": positives,
-        "found": found,
+        "found": len(found_at_draw),
     }
 
 

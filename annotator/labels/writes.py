@@ -38,7 +38,6 @@ from annotator.models import (
     LabelEvent,
     LabelSource,
     LabelValue,
-    OverlapImage,
     Query,
     recording_label_changes,
 )

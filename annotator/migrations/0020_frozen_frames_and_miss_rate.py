@@ -7,36 +7,69 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotator', '0019_releases'),
+        ("annotator", "0019_releases"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='completenesscheck',
-            name='miss_rate',
-            field=models.FloatField(default=0.0, help_text='The bound the test assumes on the share of sampled positives its looks lose.'),
+            model_name="completenesscheck",
+            name="miss_rate",
+            field=models.FloatField(
+                default=0.0, help_text="The bound the test assumes on the share of sampled positives its looks lose."
+            ),
         ),
         migrations.AlterField(
-            model_name='completenesscheck',
-            name='tested_at',
+            model_name="completenesscheck",
+            name="tested_at",
             field=models.FloatField(help_text="This check's own confidence (annotator.progress.certify.tested_at)."),
         ),
         migrations.CreateModel(
-            name='QueryFrame',
+            name="QueryFrame",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('collection', 'the whole collection'), ('taxa', 'the images of some taxa'), ('top', 'the top of the text and learned rankings')], max_length=12)),
-                ('depth', models.PositiveIntegerField(blank=True, help_text='`top` frames: ranks per ranking.', null=True)),
-                ('taxa', models.JSONField(blank=True, default=list, help_text='`taxa` frames: the taxa as given.')),
-                ('size', models.PositiveIntegerField()),
-                ('ids', models.BinaryField(help_text="The frame's image ids, packed (annotator.progress.frames).")),
-                ('chosen', models.BooleanField(default=True, help_text='Chosen by Quire for the query (the default), not declared by staff.')),
-                ('frozen_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('declared_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('query', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='frame', to='annotator.query')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("collection", "the whole collection"),
+                            ("taxa", "the images of some taxa"),
+                            ("top", "the top of the text and learned rankings"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "depth",
+                    models.PositiveIntegerField(blank=True, help_text="`top` frames: ranks per ranking.", null=True),
+                ),
+                ("taxa", models.JSONField(blank=True, default=list, help_text="`taxa` frames: the taxa as given.")),
+                ("size", models.PositiveIntegerField()),
+                ("ids", models.BinaryField(help_text="The frame's image ids, packed (annotator.progress.frames).")),
+                (
+                    "chosen",
+                    models.BooleanField(
+                        default=True, help_text="Chosen by Quire for the query (the default), not declared by staff."
+                    ),
+                ),
+                ("frozen_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "declared_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "query",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="frame", to="annotator.query"
+                    ),
+                ),
             ],
         ),
     ]

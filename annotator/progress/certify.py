@@ -59,9 +59,7 @@ class Claim:
     miss_rate: float = 0.0
 
 
-def _check(
-    found: int, unlabeled: int, sample: int, positives: int, confidence: float, miss_rate: float = 0.0
-) -> None:
+def _check(found: int, unlabeled: int, sample: int, positives: int, confidence: float, miss_rate: float = 0.0) -> None:
     for name, value in (("found", found), ("unlabeled", unlabeled), ("sample", sample), ("positives", positives)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}.")

@@ -59,10 +59,10 @@ def read_request(data: Any) -> CheckRequest:
     )
 
 
-def read_flag(data: dict[str, Any], name: str, default: bool) -> bool:
+def read_flag(data: Any, name: str, default: bool) -> bool:
     """A JSON boolean: a string such as "true" or "maybe" is refused, naming the field (it once drew a real check
-    for a dry run, and turned second looks off)."""
-    value = data.get(name, default)
+    for a dry run, and turned second looks off). `data` that is no object has no flags: the default."""
+    value = data.get(name, default) if isinstance(data, dict) else default
     if not isinstance(value, bool):
         raise BadCheck(f'"{name}" must be true or false (a JSON boolean, not {value!r:.40}).')
     return value

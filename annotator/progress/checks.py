@@ -268,7 +268,9 @@ def progress(check: CompletenessCheck) -> Progress:
     adjudication, positives = [], 0
     for image_id in looked:
         value, decided_by = finals.get(image_id, ("", ""))
-        if value == UNDECIDED or (check.second_judgments and value in SAMPLE_POSITIVE and decided_by != Decision.ADJUDICATED):
+        if value == UNDECIDED or (
+            check.second_judgments and value in SAMPLE_POSITIVE and decided_by != Decision.ADJUDICATED
+        ):
             adjudication.append(image_id)
         elif value in SAMPLE_POSITIVE:
             positives += 1

@@ -3,7 +3,7 @@ completeness.json all read report(); the side pane's form reads form_choices()."
 
 from typing import Any
 
-from annotator.models import CompletenessCheck, Judgment, LabelValue, Query
+from annotator.models import CompletenessCheck, Query
 from annotator.progress.check_requests import DEFAULT_DEPTH
 from annotator.progress.checks import Progress, current, latest, open_check
 from annotator.progress.frames import MAX_DEPTH

@@ -154,7 +154,11 @@ def test_the_frame_is_frozen_at_the_first_draw_and_every_recheck_uses_it(team):
     frame = api_for(team["annotator"]).get(team["url"] + "frame/").json()
     assert set(frame["image_ids"]) == text | learned and frame["size"] == len(text | learned)
     shown = api_for(team["annotator"]).get(team["url"]).json()
-    assert {k: shown["frame"][k] for k in ("kind", "depth", "size")} == {"kind": "top", "depth": 40, "size": len(frame["image_ids"])}
+    assert {k: shown["frame"][k] for k in ("kind", "depth", "size")} == {
+        "kind": "top",
+        "depth": 40,
+        "size": len(frame["image_ids"]),
+    }
     assert "top 40 of the text and learned rankings" in shown["frame"]["definition"]
     assert shown["outside_frame"] == "positives outside the frame: not bounded"
     # More labels move the learned ranking; the frame stays what it was, for this check and the next.
@@ -366,3 +370,51 @@ def test_the_admin_lists_checks_read_only_and_not_to_a_viewer_judging_blind(team
     bob.user_permissions.add(*Permission.objects.filter(codename="view_completenesscheck"))
     client.force_login(bob)
     assert f"/{check.pk}/change/" not in client.get("/admin/annotator/completenesscheck/").content.decode()
+
+
+class Writes:
+    """Every statement that writes a table, recorded (django.db.connection.execute_wrapper)."""
+
+    WORDS = ("INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "TRUNCATE")
+
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, execute, sql, params, many, context):
+        if sql.lstrip().upper().startswith(self.WORDS):
+            self.seen.append(sql[:120])
+        return execute(sql, params, many, context)
+
+
+def test_no_get_writes_a_table_while_a_check_is_open_or_complete(team, client):
+    """Reads are reads (issue 51): a check complete in its labels but not yet decided (as a check drawn before this
+    rule could be) stays undecided through every GET, the pages', the API's and the exports'; the next write that
+    settles one of its images decides it."""
+    from django.db import connection
+
+    query, ann, bob = team["query"], team["annotator"], team["bob"]
+    confirm_positives(team)
+    draw(team, {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}})
+    check, sample = the_check(query)
+    label(ann, query, check_candidates(ann, query), "not_relevant")
+    label(bob, query, check_candidates(bob, query)[:-1], "not_relevant")
+    last = check_candidates(bob, query)
+    client.force_login(team["admin"])
+    routes = [
+        f"/api/queries/{query.pk}/completeness/", f"/api/queries/{query.pk}/completeness/frame/",
+        f"/api/queries/{query.pk}/candidates/?strategy=check&k=50", f"/api/queries/{query.pk}/disagreements/?pending=1",
+        f"/queries/{query.pk}/", f"/queries/{query.pk}/figures", f"/queries/{query.pk}/results?strategy=check",
+        f"/queries/{query.pk}/completeness/cost?kind=collection&target_recall=0.5&confidence=0.9",
+        "/dashboard/", f"/dashboard/{query.pk}/", "/exports/completeness.json", "/",
+    ]  # fmt: skip
+    writes = Writes()
+    with connection.execute_wrapper(writes):
+        for route in routes:
+            answer = client.get(route)
+            assert answer.status_code < 500, (route, answer.status_code)
+            if hasattr(answer, "streaming_content"):
+                b"".join(answer.streaming_content)
+    assert writes.seen == [], writes.seen
+    assert CompletenessCheck.objects.get(pk=check.pk).status == "checking"
+    label(bob, query, last, "not_relevant")
+    assert CompletenessCheck.objects.get(pk=check.pk).status == "certified"

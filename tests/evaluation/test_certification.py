@@ -27,6 +27,17 @@ def test_a_positive_counts_when_the_second_judgment_agrees_or_the_adjudicator_sa
     assert team.found() == 2 and team.spent == 6 + 4 + 2
 
 
+def test_a_sampled_image_gets_two_looks_and_the_adjudicator_decides_any_positive_vote():
+    truth = {1, 2}
+    wrong_first, wrong_second = {2, 10}.__contains__, {2, 10, 11}.__contains__
+    team = certification.Team(truth, (wrong_first, wrong_second, None))  # a perfect adjudicator
+    assert team.look_twice(1)  # both say relevant; the adjudicator confirms
+    assert not team.look_twice(2)  # both miss it: lost (what the test's miss rate bounds)
+    assert not team.look_twice(10)  # both wrongly say relevant; the adjudicator overturns the shared mistake
+    assert not team.look_twice(11) and not team.look_twice(12)
+    assert team.spent == 5 + 5 + 3  # first looks, second looks, adjudications (1, 10, 11)
+
+
 def test_a_run_stops_each_rule_and_the_check_is_the_tools():
     world = worlds.team_world(kinds=("easy", "tiny"), per_kind=1, images=8000, seed=3)
     options = certification.Settings(noise=0.05, target=0.8, depth=300, max_review=1500, estimate=False)
@@ -55,9 +66,10 @@ def test_the_simulated_check_draws_what_the_tool_would():
     options = certification.Settings(target=0.9, depth=300)
     result = certification._check(world, 1, team, 2, options, np.random.default_rng(0))
     confidence = facade.tested_at(0.95, 2)
-    assert result["sample"] == facade.check_size(found, population, 0.9, confidence)
+    size = facade.check_size(found, population, 0.9, confidence, facade.MISS_RATE, tolerate=1)
+    assert result["sample"] == size
     assert result["found"] == found  # a perfect team confirms every positive
-    decided = facade.claim(found, population, result["sample"], result["positives"], 0.9, confidence)
+    decided = facade.claim(found, population, size, result["positives"], 0.9, confidence, facade.MISS_RATE)
     assert (result["certified"], result["bound"]) == (decided.certified, decided.recall_lower_bound)
     assert result["certified"] == (result["bound"] >= 0.9)
 
