@@ -16,11 +16,14 @@ Provenance rules, enforced here rather than trusted to callers:
 """
 
 import hashlib
+import zlib
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Self
 
+import numpy as np
+import numpy.typing as npt
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -645,6 +648,16 @@ class CompletenessCheck(models.Model):
         return f"check {self.ordinal} of query {self.query_id}: {self.status}"
 
 
+def pack_ids(ids: "npt.NDArray[np.int64]") -> bytes:
+    """Sorted unique ids, stored small: their first differences, zlib-compressed (frames and their positives)."""
+    return zlib.compress(np.diff(np.asarray(ids, dtype=np.int64), prepend=0).astype("<i8").tobytes(), 6)
+
+
+def unpack_ids(blob: bytes | memoryview) -> "npt.NDArray[np.int64]":
+    deltas = np.frombuffer(zlib.decompress(bytes(blob)), dtype="<i8")
+    return np.cumsum(deltas).astype(np.int64)
+
+
 class QueryFrame(models.Model):
     """The frame a query's completeness claims speak of, frozen once (annotator.progress.frames): its first check
     freezes the default chosen for the query, and every later check is drawn over the same images, so that
@@ -681,6 +694,84 @@ class CheckImage(models.Model):
 
     def __str__(self) -> str:
         return f"image {self.image_id} of {self.completeness_check}"
+
+
+class BenchmarkCheck(models.Model):
+    """One random check over the union of several queries' frames (annotator.progress.benchmark): a simple random
+    sample of the (query, image) pairs that were not confirmed positives at the draw, each looked at twice, blind,
+    and the claim it supports: micro-recall (every positive found in the frames over every positive in them) at
+    least a target, with a confidence."""
+
+    class Status(models.TextChoices):
+        CHECKING = "checking", "checking"
+        CERTIFIED = "certified", "certified"
+        NOT_CERTIFIED = "not_certified", "not certified"
+
+    ordinal = models.PositiveIntegerField(help_text="The 1st, 2nd... benchmark check (each spends its share).")
+    scope = models.CharField(max_length=200, help_text="Which queries: all, a split, or a list, in words.")
+    target_recall = models.FloatField()
+    confidence = models.FloatField(help_text="The claim's, over every benchmark check.")
+    tested_at = models.FloatField(help_text="This check's own confidence (annotator.progress.certify.tested_at).")
+    miss_rate = models.FloatField(help_text="The bound the test assumes on the share of sampled positives lost.")
+    sampled_from = models.PositiveIntegerField(help_text="The pairs the sample was drawn from.")
+    found_at_draw = models.PositiveIntegerField(help_text="Confirmed positives in the frames at the draw.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.CHECKING)
+    found = models.PositiveIntegerField(null=True, blank=True)
+    positives = models.PositiveIntegerField(null=True, blank=True, help_text="Positives met in the sample.")
+    recall_lower_bound = models.FloatField(null=True, blank=True)
+    p_value = models.FloatField(null=True, blank=True)
+    drawn_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-ordinal"]
+        constraints = [
+            models.UniqueConstraint(fields=["ordinal"], name="benchmark_check_ordinal_once"),
+            models.UniqueConstraint(
+                fields=["status"], condition=models.Q(status="checking"), name="benchmark_check_one_open"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"benchmark check {self.ordinal}: {self.status}"
+
+
+class BenchmarkQuery(models.Model):
+    """One query's stratum of a benchmark check: its frame as frozen at the draw and its confirmed positives."""
+
+    benchmark = models.ForeignKey(BenchmarkCheck, on_delete=models.CASCADE, related_name="strata")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="+")
+    frame_kind = models.CharField(max_length=12, choices=CompletenessCheck.Frame.choices)
+    frame_depth = models.PositiveIntegerField(null=True, blank=True)
+    frame_size = models.PositiveIntegerField()
+    frame_ids = models.BinaryField()
+    found_ids = models.BinaryField()
+    sampled_from = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["benchmark", "query"]
+        constraints = [models.UniqueConstraint(fields=["benchmark", "query"], name="benchmark_query_once")]
+
+    def __str__(self) -> str:
+        return f"query {self.query_id} of {self.benchmark}"
+
+
+class BenchmarkImage(models.Model):
+    """A (query, image) pair of a benchmark check's random sample, in the order drawn."""
+
+    benchmark = models.ForeignKey(BenchmarkCheck, on_delete=models.CASCADE, related_name="images")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="+")
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["benchmark", "position"]
+        constraints = [models.UniqueConstraint(fields=["benchmark", "query", "image"], name="benchmark_image_once")]
+        indexes = [models.Index(fields=["query", "image"], name="benchmark_image_pair")]
+
+    def __str__(self) -> str:
+        return f"image {self.image_id} of query {self.query_id} in {self.benchmark}"
 
 
 class Release(models.Model):

@@ -9,6 +9,7 @@ from rest_framework.reverse import reverse
 from rest_framework.routers import APIRootView as RootView
 from rest_framework.routers import DefaultRouter
 
+from annotator.api.benchmark import BenchmarkCheckViewSet
 from annotator.api.views import LabelViewSet, QueryViewSet
 from catalog.api import ImageViewSet, TaxonViewSet
 
@@ -34,3 +35,4 @@ router.register("queries", QueryViewSet, basename="query")
 router.register("taxa", TaxonViewSet, basename="taxon")
 router.register("images", ImageViewSet, basename="image")
 router.register("labels", LabelViewSet, basename="label")
+router.register("completeness/benchmark", BenchmarkCheckViewSet, basename="benchmark-check")

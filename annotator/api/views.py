@@ -31,7 +31,8 @@ from annotator.labeling import map as map_view
 from annotator.labels import selectors, visibility
 from annotator.labels.changes import MAX_LABELS_PER_API_BATCH, BadChanges, read_changes
 from annotator.models import Label, LabelSource, LabelValue, Query
-from annotator.progress import check_requests, checks, claims
+from annotator.progress import check_requests, checks, claims, sampled
+from annotator.progress.advice import AIMS
 from annotator.progress.frames import BadCheck, unpack
 from catalog.facade import UnknownTaxon, species_for_all
 from catalog.models import Image
@@ -114,15 +115,15 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
             return Response({"detail": str(error)}, status=503)
         if strategy == CHECK:  # the open completeness check's images the caller has not judged
             if within is None:
-                drawn = checks.candidates(query, signed_in(request), k)
+                drawn = sampled.candidates(query, signed_in(request), k)
             else:  # the whole sample's unjudged images (a few thousand at most), those inside the polygon
                 inside = set(within.tolist())
-                drawn = [i for i in checks.candidates(query, signed_in(request), 1 << 30) if i in inside][:k]
-            sampled: list[dict[str, Any]] = [
+                drawn = [i for i in sampled.candidates(query, signed_in(request), 1 << 30) if i in inside][:k]
+            rows: list[dict[str, Any]] = [
                 {"image_id": image_id, "score": None, "rank": n, "source": CHECK, "near_duplicates": []}
                 for n, image_id in enumerate(drawn, start=1)
             ]
-            return Response({"strategy": strategy, "results": sampled})
+            return Response({"strategy": strategy, "results": rows})
         examples = int_list_param(request, "image")
         names = [text for text in request.query_params.getlist("taxon") if text.strip()]
         try:
@@ -235,7 +236,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
             try:
                 asked = check_requests.read_request(request.data)
                 if check_requests.read_flag(request.data, "dry_run", False):
-                    seen = checks.situation(query, asked, viewer=signed_in(request))
+                    seen = checks.situation(query, asked)
                     return Response({"dry_run": True, **seen.as_json()})
                 _, drawn = checks.draw(query, asked, signed_in(request))
             except BadCheck as bad:
@@ -244,7 +245,10 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         return Response(self._completeness_seen(query))
 
     def _completeness_seen(self, query: Query) -> dict[str, Any]:
-        return claims.report(query, withheld=visibility.of(self.request).withheld(query.pk))
+        aim = self.request.query_params.get("claim", "query")
+        if aim not in AIMS:
+            raise ValidationError({"detail": f'"claim" must be one of {", ".join(AIMS)}, not {aim[:40]!r}.'})
+        return claims.report(query, withheld=visibility.of(self.request).withheld(query.pk), aim=aim)
 
     @extend_schema(
         responses={200: OpenApiTypes.OBJECT, **NOT_FOUND},

@@ -22,7 +22,7 @@ from annotator.labels.sealed import Writer, seen_by
 from annotator.methods.registry import MODEL_RANKINGS
 from annotator.methods.rerank import latest_prelabels, latest_scores, panel_ranking, visret_ranking
 from annotator.models import Judgment, LabelValue, Query
-from annotator.progress import checks
+from annotator.progress import sampled
 from catalog.models import Image
 from search.facade import (
     NO_TAXON,
@@ -394,14 +394,14 @@ def adaptive_results(
 def _check_page(
     query: Query, viewer: Writer, seen: Mapping[int, str], shown_ids: Iterable[int], offset: int, limit: int
 ) -> ResultsPage:
-    """The open completeness check's images `viewer` has not judged, in the sample's random order (those waiting
-    for their second judgment first); they are shown unlabeled, as the check needs them judged blind."""
-    if checks.open_check(query) is None:
+    """The open completeness checks' images `viewer` has not judged (the query's own, then the benchmark's), in the
+    samples' random order; they are shown unlabeled, as the checks need them judged blind."""
+    if not sampled.any_open(query):
         return ResultsPage(
             [], offset, limit, "No completeness check is open for this query: staff draw one in the side pane."
         )
     shown = set(shown_ids)
-    ids = [image_id for image_id in checks.candidates(query, viewer, limit + len(shown)) if image_id not in shown]
+    ids = [image_id for image_id in sampled.candidates(query, viewer, limit + len(shown)) if image_id not in shown]
     if not ids and not shown:
         return ResultsPage(
             [], offset, limit, "You have judged every image of the check: it waits for the others' judgments."

@@ -7,17 +7,20 @@ from typing import Any, TypeAlias
 from django.db.models import Count, F, FloatField, Max, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from annotator.labels.checked import CHECKED, sampled_images
 from annotator.models import (
     UNDECIDED,
     Assignment,
-    CheckImage,
     CompletenessCheck,
     Decision,
     Judgment,
     Label,
     LabelValue,
+    OverlapImage,
     Query,
     QueryAnnotator,
+    QueryFrame,
+    unpack_ids,
 )
 
 # A Query row annotated by with_label_counts (labeled, relevant, not_relevant, unsure, undecided, last_activity)
@@ -123,16 +126,14 @@ def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str,
     ):
         judged.setdefault(image_id, []).append({"annotator": name or "(import)", "value": value})
     split = {image_id: found for image_id, found in judged.items() if len({j["value"] for j in found}) > 1}
-    # A completeness check's sampled images that its looks agree are relevant (or unsure) wait for an adjudicator
-    # too: two agreeing mistakes must not count as a positive (annotator.progress.checks).
-    confirm = set(
-        CheckImage.objects.filter(
-            completeness_check__query=query, completeness_check__status="checking",
-            completeness_check__second_judgments=True, image_id__in=list(judged),
-        ).values_list("image_id", flat=True)
-    ) - set(split)  # fmt: skip
+    # Positives that wait for an adjudicator's confirmation, beside the disagreements (annotator.progress.checks):
+    # a completeness check's sampled images its looks agree are relevant or unsure (two agreeing mistakes must not
+    # count as a positive), and the single-judgment positives of the query's frozen frame (a claim counts only
+    # confirmed positives), leaving out images whose second blind judgment is still to come.
     wanted = max(2, query.judgments_wanted)
-    split.update({image_id: judged[image_id] for image_id in confirm if len(judged[image_id]) >= wanted})
+    sampled = {i for i in sampled_images(query.pk, judged) if len(judged[i]) >= wanted} - set(split)
+    confirm = sampled | (_single_positives_in_frame(query, judged) - set(split))
+    split.update({image_id: judged[image_id] for image_id in confirm})
     finals = dict(
         (image_id, (value, decided_by))
         for image_id, value, decided_by in Label.objects.filter(query=query, image_id__in=list(split)).values_list(
@@ -153,6 +154,18 @@ def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str,
     if pending_only:
         found = [item for item in found if item["decided_by"] != Decision.ADJUDICATED]
     return sorted(found, key=lambda item: (item["decided_by"] != Decision.UNDECIDED, item["image"]))
+
+
+def _single_positives_in_frame(query: Query, judged: dict[int, list[dict[str, Any]]]) -> set[int]:
+    frame = QueryFrame.objects.filter(query=query).values_list("ids", flat=True).first()
+    if frame is None:
+        return set()
+    single = {i for i, found in judged.items() if len(found) == 1 and found[0]["value"] in CHECKED}
+    waiting = set(
+        OverlapImage.objects.filter(query=query, image_id__in=list(single)).values_list("image_id", flat=True)
+    )
+    in_frame = set(unpack_ids(frame).tolist())
+    return {i for i in single - waiting if i in in_frame}
 
 
 def assignments_by_query(queries: Iterable[Query]) -> dict[int, list[tuple[str, str]]]:

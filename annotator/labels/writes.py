@@ -27,9 +27,11 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from annotator.labels import final, sealed, tallies
+from annotator.labels.checked import CHECKED, sampled_images
 from annotator.labels.sealed import Writer
 from annotator.models import (
-    CheckImage,
+    BenchmarkCheck,
+    BenchmarkImage,
     CompletenessCheck,
     Decision,
     ImportBatch,
@@ -242,18 +244,13 @@ def adjudicate(*, query_id: int, image_id: int, value: str, user: Writer) -> Lab
 
 
 def _to_confirm(query_id: int, image_id: int, label: Label) -> bool:
-    """Whether an adjudicator may decide `image_id` although its judgments agree: a sampled image of the query's
-    open completeness check that the looks called relevant or unsure (annotator.progress.checks confirms every
-    such image, so that two agreeing mistakes do not count as a positive)."""
-    return label.value in CHECKED and _sampled(query_id).filter(image_id=image_id).exists()
-
-
-def _sampled(query_id: int) -> "models.QuerySet[CheckImage]":
-    return CheckImage.objects.filter(
-        completeness_check__query_id=query_id,
-        completeness_check__status=CompletenessCheck.Status.CHECKING,
-        completeness_check__second_judgments=True,
-    )
+    """Whether an adjudicator may decide `image_id` although its judgments agree: a positive (relevant or unsure)
+    that one judgment alone calls so (a completeness claim counts only confirmed positives), or a sampled image of
+    an open completeness check, the query's or the benchmark's, that its looks called a positive (every such image
+    is confirmed, so that two agreeing mistakes do not count as one: annotator.progress.checks)."""
+    if label.value not in CHECKED:
+        return False
+    return label.decided_by == Decision.SINGLE or image_id in sampled_images(query_id, [image_id])
 
 
 def set_labels_in_bulk(
@@ -316,7 +313,10 @@ def _write(
     with transaction.atomic(), recording_label_changes():
         query = (
             Query.objects.only("locked", "final_rule", "judgments_wanted")
-            .annotate(checking=Exists(_OPEN_CHECKS.filter(query=OuterRef("pk"))))
+            .annotate(
+                checking=Exists(_OPEN_CHECKS.filter(query=OuterRef("pk")))
+                | Exists(_OPEN_BENCHMARK.filter(query=OuterRef("pk")))
+            )
             .get(pk=query_id)
         )
         if query.locked:  # one read of the query on the hot path; the lock's rule stays check_writable's
@@ -335,9 +335,8 @@ def _write(
     return plans
 
 
-# The final labels of a completeness check's sampled image that an adjudicator confirms (annotator.progress.checks).
-CHECKED = (LabelValue.RELEVANT, LabelValue.UNSURE)
 _OPEN_CHECKS = CompletenessCheck.objects.filter(status=CompletenessCheck.Status.CHECKING)
+_OPEN_BENCHMARK = BenchmarkImage.objects.filter(benchmark__status=BenchmarkCheck.Status.CHECKING)
 
 
 def _replay(judgment: Judgment | None, changes: list[LabelChange], source: str) -> _Plan:

@@ -33,7 +33,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from annotator.labels.sealed import Writer, sealed_to
+from annotator.labels.sealed import Writer
 from annotator.models import (
     UNDECIDED,
     CheckImage,
@@ -71,7 +71,7 @@ class Situation:
     tested_at: float
     miss_rate: float
     sample: int | None  # images the check labels; None: no sample can certify (certify.check_size)
-    unconfirmed: int | None  # the frame's positives still waiting for a second judgment; None: withheld
+    unconfirmed: int  # the frame's single-judgment positives waiting for an adjudicator's confirmation
 
     @property
     def found(self) -> int:
@@ -86,11 +86,12 @@ class Situation:
         }  # fmt: skip
 
 
-def situation(query: Query, request: CheckRequest, viewer: Writer = None) -> Situation:
+def situation(query: Query, request: CheckRequest) -> Situation:
     """What drawing `request` now would freeze and cost (reads only); BadCheck for a query with no labels or an
-    empty frame. `viewer`: who asks; a viewer with images to judge blind is not told what waits on others' votes."""
+    empty frame. Every figure is read off images nobody judges blind (confirmed positives have all their
+    judgments; a positive still waiting in an overlap sample is not counted), so it is the same for every viewer."""
     _has_labels(query)
-    return _situation(query, request, frame_of(query, request.frame), viewer)
+    return _situation(query, request, frame_of(query, request.frame))
 
 
 def _has_labels(query: Query) -> None:
@@ -101,19 +102,17 @@ def _has_labels(query: Query) -> None:
         )
 
 
-def _situation(query: Query, request: CheckRequest, frame: Frame, viewer: Writer) -> Situation:
+def _situation(query: Query, request: CheckRequest, frame: Frame) -> Situation:
     if not len(frame.ids):
         raise BadCheck("The frame holds no image: choose a deeper ranking, other taxa, or the collection.")
     if request.second_judgments:
-        positives = _in_frame(frame.ids, confirmed_positives(query))
+        positives = in_frame(frame.ids, confirmed_positives(query))
         population = np.setdiff1d(frame.ids, positives, assume_unique=True)
-        unconfirmed: int | None = len(_in_frame(frame.ids, _final_ids(query, [LabelValue.RELEVANT]))) - len(positives)
+        unconfirmed = len(unconfirmed_positives(query, frame.ids))
     else:  # single judgments trusted: the judged images are settled
-        judged = _in_frame(frame.ids, Judgment.objects.filter(query=query).values_list("image_id", flat=True))
-        positives = _in_frame(frame.ids, _final_ids(query, [LabelValue.RELEVANT]))
+        judged = in_frame(frame.ids, Judgment.objects.filter(query=query).values_list("image_id", flat=True))
+        positives = in_frame(frame.ids, _final_ids(query, [LabelValue.RELEVANT]))
         population, unconfirmed = np.setdiff1d(frame.ids, judged, assume_unique=True), 0
-    if viewer is not None and sealed_to(viewer, query=query):
-        unconfirmed = None  # which positives wait is read off votes this viewer may not see
     ordinal = query.completeness_checks.count() + 1
     confidence = certify.tested_at(request.confidence, ordinal)
     miss_rate = request.miss_rate if request.second_judgments else max(request.miss_rate, 0.0)
@@ -141,7 +140,18 @@ def confirmed_positives(query: Query) -> list[int]:
     return [i for i, decided_by in rows.items() if decided_by == Decision.ADJUDICATED or counts.get(i, 0) >= wanted]
 
 
-def _in_frame(frame: npt.NDArray[np.int64], ids: Any) -> npt.NDArray[np.int64]:
+def unconfirmed_positives(query: Query, frame: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The frame's positives that one judgment alone calls so, and that wait for an adjudicator's confirmation
+    (annotator.labels.selectors lists them): those still waiting for a blind second judgment in an overlap sample
+    are left out, so the count is the same for every viewer."""
+    single = Label.objects.filter(query=query, value=LabelValue.RELEVANT, decided_by=Decision.SINGLE)
+    ids = in_frame(frame, single.values_list("image_id", flat=True))
+    waiting = OverlapImage.objects.filter(query=query, image_id__in=ids.tolist()).values_list("image_id", flat=True)
+    return np.setdiff1d(ids, np.fromiter(waiting, dtype=np.int64))
+
+
+def in_frame(frame: npt.NDArray[np.int64], ids: Any) -> npt.NDArray[np.int64]:
+    """Those of `ids` in the (sorted) `frame`, sorted and unique."""
     found = np.fromiter(ids, dtype=np.int64)
     return np.unique(found[np.isin(found, frame)])
 
@@ -184,7 +194,7 @@ def draw(query: Query, request: CheckRequest, user: Writer) -> tuple[Completenes
             # The positives are read under the locks the label writes take (their final-label rows), so a write
             # that confirms or overturns one either lands before the draw reads it or waits for the draw.
             list(Label.objects.select_for_update().filter(query=query, value=LabelValue.RELEVANT).values("pk"))
-            found = _situation(query, request, frame, None)
+            found = _situation(query, request, frame)
             if found.sample is None:
                 raise BadCheck(_uncertifiable(found, request))
             # Fresh entropy, not a seed an annotator could replay: the sample must be as random to them as to the test.
@@ -201,16 +211,12 @@ def draw(query: Query, request: CheckRequest, user: Writer) -> tuple[Completenes
                 CheckImage(completeness_check=check, image_id=int(image_id), position=n)
                 for n, image_id in enumerate(sample)
             )
-            if request.second_judgments:
-                # Every sampled image gets its second look, whatever the first said; the frame's positives that have
-                # one judgment get theirs through the labeling grid, so the next check counts them as found.
-                unconfirmed = np.setdiff1d(_in_frame(frame.ids, _final_ids(query, [LabelValue.RELEVANT])), sample)
+            if request.second_judgments:  # every sampled image gets its second look, whatever the first said
                 OverlapImage.objects.bulk_create(
-                    [OverlapImage(query=query, image_id=int(i)) for i in np.union1d(sample, unconfirmed)],
-                    ignore_conflicts=True,
+                    [OverlapImage(query=query, image_id=int(i)) for i in sample], ignore_conflicts=True
                 )
             if not len(sample):  # the frame is all settled, or too small to hide the target: decided at once
-                _decide(check, progress(check))
+                decide(check, progress(check))
     except IntegrityError:  # another draw committed first (the one-open-check constraint)
         current = open_check(query)
         if current is None:
@@ -249,8 +255,13 @@ class Progress:
 
 def progress(check: CompletenessCheck) -> Progress:
     """How far `check`'s labeling has come, read from the judgments and final labels now (reads only)."""
-    query = check.query
     sample = list(check.images.order_by("position").values_list("image_id", flat=True))
+    return looks_at(check.query, sample, check.second_judgments)
+
+
+def looks_at(query: Query, sample: list[int], second_judgments: bool = True) -> Progress:
+    """The looks a check's `sample` of `query` has had (in the sample's order): which wait for a blind look, which
+    for an adjudicator, and the positives counted (reads only)."""
     counts = dict(
         Judgment.objects.filter(query=query, image_id__in=sample)
         .values("image_id")
@@ -263,14 +274,12 @@ def progress(check: CompletenessCheck) -> Progress:
             "image_id", "value", "decided_by"
         )
     }
-    wanted = max(2, query.judgments_wanted) if check.second_judgments else 1
+    wanted = max(2, query.judgments_wanted) if second_judgments else 1
     looked = [image_id for image_id in sample if counts.get(image_id, 0) >= wanted]
     adjudication, positives = [], 0
     for image_id in looked:
         value, decided_by = finals.get(image_id, ("", ""))
-        if value == UNDECIDED or (
-            check.second_judgments and value in SAMPLE_POSITIVE and decided_by != Decision.ADJUDICATED
-        ):
+        if value == UNDECIDED or (second_judgments and value in SAMPLE_POSITIVE and decided_by != Decision.ADJUDICATED):
             adjudication.append(image_id)
         elif value in SAMPLE_POSITIVE:
             positives += 1
@@ -293,32 +302,8 @@ def current(check: CompletenessCheck) -> Progress:
     return progress(check)
 
 
-def awaiting_confirmation(query_id: int, image_id: int) -> bool:
-    """Whether `image_id` is a sampled image of `query_id`'s open check that an adjudicator must confirm: all its
-    looks given, and its final label relevant or unsure without an adjudicator's decision."""
-    check = CompletenessCheck.objects.filter(query_id=query_id, status="checking", second_judgments=True).first()
-    return check is not None and image_id in progress(check).adjudication
-
-
-def decide_if_complete(query_id: int, image_ids: Any = None, **_: Any) -> None:
-    """Decide `query_id`'s open check if the write that just settled `image_ids` completed it: called in the
-    write's transaction (annotator.labels' `judgments_settled` signal), never on a read."""
-    check = CompletenessCheck.objects.filter(query_id=query_id, status=CompletenessCheck.Status.CHECKING).first()
-    if check is None:
-        return
-    if image_ids is not None and not check.images.filter(image_id__in=list(image_ids)).exists():
-        return
-    now = progress(check)
-    if now.complete:
-        _decide(check, now)
-
-
-def _decide(check: CompletenessCheck, now: Progress) -> None:
-    found_ids = unpack(check.found_ids)
-    found = len(_in_frame(found_ids, _final_ids(check.query, [LabelValue.RELEVANT])))
-    # The frame's positives confirmed since the draw, outside the sample: found, though the sample bounds them.
-    later = _in_frame(unpack(check.frame_ids), confirmed_positives(check.query))
-    outside = len(np.setdiff1d(np.setdiff1d(later, found_ids), np.asarray(now.order, dtype=np.int64)))
+def decide(check: CompletenessCheck, now: Progress) -> None:
+    found, outside = found_after(check.query, unpack(check.frame_ids), unpack(check.found_ids), now.order)
     claim = certify.claim(
         found, check.sampled_from, now.size, now.positives, check.target_recall, check.tested_at, check.miss_rate,
         confirmed_outside=min(outside, check.sampled_from - now.size),
@@ -335,16 +320,13 @@ def _decide(check: CompletenessCheck, now: Progress) -> None:
         check.save()
 
 
-def candidates(query: Query, viewer: Writer, k: int) -> list[int]:
-    """The images of `query`'s open check that still want a look and that `viewer` has not judged, in the sample's
-    random order. Whether an image wants a look depends on how many judged it, never on what they said, so the
-    order tells a blind judge nothing of the others' votes."""
-    check = open_check(query)
-    if check is None:
-        return []
-    now = progress(check)
-    wanting = set(now.second) | set(now.unjudged)
-    mine = Judgment.objects.filter(query=query, image_id__in=list(wanting))
-    mine = mine.filter(annotator=viewer) if viewer is not None else mine.filter(annotator__isnull=True)
-    judged = set(mine.values_list("image_id", flat=True))
-    return [image_id for image_id in now.order if image_id in wanting and image_id not in judged][:k]
+def found_after(
+    query: Query, frame: npt.NDArray[np.int64], found_ids: npt.NDArray[np.int64], sample: list[int]
+) -> tuple[int, int]:
+    """At a check's decision: (its confirmed positives at the draw still relevant, the frame's positives confirmed
+    since the draw outside the sample). The second are among the images the sample bounds (certify.claim's
+    `confirmed_outside`): found, though not known in advance."""
+    found = len(in_frame(found_ids, _final_ids(query, [LabelValue.RELEVANT])))
+    later = in_frame(frame, confirmed_positives(query))
+    outside = len(np.setdiff1d(np.setdiff1d(later, found_ids), np.asarray(sample, dtype=np.int64)))
+    return found, outside

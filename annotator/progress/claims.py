@@ -4,6 +4,7 @@ completeness.json all read report(); the side pane's form reads form_choices()."
 from typing import Any
 
 from annotator.models import CompletenessCheck, Query
+from annotator.progress.advice import advice
 from annotator.progress.check_requests import DEFAULT_DEPTH
 from annotator.progress.checks import Progress, current, latest, open_check
 from annotator.progress.frames import MAX_DEPTH
@@ -33,11 +34,11 @@ def form_choices(query: Query, page_taxa: str) -> dict[str, Any]:
 WITHHELD_FIELDS = ("found", "recall_lower_bound", "p_value", "estimated_positives")
 
 
-def report(query: Query, *, withheld: str = "") -> dict[str, Any]:
+def report(query: Query, *, withheld: str = "", aim: str = "query") -> dict[str, Any]:
     """The query's completeness as the API, the command and the export give it (one record). `withheld`: why the
     viewer may not read what the judgments of images they judge blind would tell (annotator.labels.visibility);
-    those figures are then None, and the record says why."""
-    shown = _report(query)
+    those figures are then None, and the record says why. `aim`: the claim the advice aims at (query, benchmark)."""
+    shown = {**_report(query), "advice": advice(query, aim)}
     if withheld and shown["sample"]:
         shown |= {name: None for name in WITHHELD_FIELDS}
         shown["sample"] = {**shown["sample"], "positives": None}

@@ -15,7 +15,6 @@ chosen for the query (`default_spec`) unless staff declare one, and every later 
 so that a re-check speaks of the same set. Declaring a frame replaces the frozen one; the claims say which.
 """
 
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from annotator.labels.sealed import Writer
-from annotator.models import CompletenessCheck, Judgment, Label, LabelValue, Query, QueryFrame
+from annotator.models import CompletenessCheck, Judgment, Label, LabelValue, Query, QueryFrame, pack_ids, unpack_ids
 from catalog.facade import UnknownTaxon, species_for_all
 from catalog.models import Image
 from search.facade import SearchUnavailable, rank
@@ -132,14 +131,8 @@ def _sorted(ids: Iterable[int]) -> npt.NDArray[np.int64]:
     return np.unique(np.fromiter(ids, dtype=np.int64))
 
 
-def pack(ids: npt.NDArray[np.int64]) -> bytes:
-    """Sorted unique ids, stored small: their first differences, zlib-compressed."""
-    return zlib.compress(np.diff(np.asarray(ids, dtype=np.int64), prepend=0).astype("<i8").tobytes(), 6)
-
-
-def unpack(blob: bytes | memoryview) -> npt.NDArray[np.int64]:
-    deltas = np.frombuffer(zlib.decompress(bytes(blob)), dtype="<i8")
-    return np.cumsum(deltas).astype(np.int64)
+# The frames' ids are packed as the models keep them; named here for the rooms that read frames.
+pack, unpack = pack_ids, unpack_ids
 
 
 def default_spec(query: Query) -> FrameSpec:

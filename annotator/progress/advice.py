@@ -1,0 +1,86 @@
+"""What a team does next for a query, in one word and one sentence: label, check, wait or done.
+
+Read off what everyone may see (so a blind judge reads the same advice as staff): the open checks' looks, the
+frame's positives waiting for an adjudicator's confirmation, the last check's outcome, and the yield of the last
+judgments outside any overlap sample (whose membership never depends on a vote). A team that follows it draws a
+check when the ranking looks dry and the frame's positives are confirmed, so few checks fail: a check sized to
+tolerate one positive certifies only once the frame hides few (evaluation/certification.py measures it).
+
+`aim`: "query" for the query's own claim; "benchmark" for the benchmark's, which tolerates misses across all
+queries, so a query is ready for it at a higher yield (reviewing stops sooner).
+"""
+
+from typing import Any
+
+from annotator.models import (
+    BenchmarkCheck,
+    BenchmarkImage,
+    CompletenessCheck,
+    Judgment,
+    LabelValue,
+    OverlapImage,
+    Query,
+)
+from annotator.progress import checks
+from annotator.progress.frames import unpack
+
+WINDOW = 200  # the last judgments the yield is read over
+DRY = {"query": 0.10, "benchmark": 0.25}  # at most this share of them relevant: the ranking looks dry
+AIMS = tuple(DRY)
+
+
+def advice(query: Query, aim: str = "query") -> dict[str, Any]:
+    """{"next": "label" | "check" | "wait" | "done", "reason": a sentence}."""
+    check = checks.latest(query)
+    if check is not None and check.status == CompletenessCheck.Status.CHECKING:
+        now = checks.progress(check)
+        if now.unjudged or now.second:
+            left = len(now.unjudged) + len(now.second)
+            return _said("label", f"Label the check's {left} looks left (ranking \u201ccompleteness check\u201d).")
+        return _said("wait", f"{len(now.adjudication)} of the check's images wait for an adjudicator.")
+    pooled = BenchmarkImage.objects.filter(query=query, benchmark__status=BenchmarkCheck.Status.CHECKING)
+    if pooled.exists():
+        return _said(
+            "label", "Label this query's pairs of the benchmark check (ranking \u201ccompleteness check\u201d)."
+        )
+    if aim == "query" and check is not None and check.status == CompletenessCheck.Status.CERTIFIED:
+        return _said("done", f"Done: check {check.ordinal} certified {check.target_recall:.0%} over the frame.")
+    if aim == "benchmark" and _certified_in_benchmark(query):
+        return _said("done", "Done: the latest benchmark check certified the claim over this query's frame.")
+    frame = query.frame.ids if hasattr(query, "frame") else None
+    if frame is not None:
+        waiting = len(checks.unconfirmed_positives(query, unpack(frame)))
+        if waiting:
+            return _said("wait", f"{waiting} positive{'s' if waiting != 1 else ''} of the frame wait for an "
+                         "adjudicator's confirmation (a claim counts only confirmed positives).")  # fmt: skip
+    recent = _recent(query)
+    if len(recent) < WINDOW:
+        return _said("label", f"Label down the ranking: {len(recent)} judgments so far, a check reads {WINDOW}.")
+    share = sum(value == LabelValue.RELEVANT for value in recent) / len(recent)
+    if share > DRY[aim]:
+        return _said("label", f"The last {WINDOW} judgments were {share:.0%} relevant: the ranking still yields.")
+    if aim == "query" and check is not None and check.status == CompletenessCheck.Status.NOT_CERTIFIED:
+        since = Judgment.objects.filter(query=query, created_at__gt=check.decided_at).count()
+        owed = check.images.count()
+        if since < owed:
+            return _said("label", f"The last check held positives: label {owed - since} more before checking again.")
+    what = "draw a check" if aim == "query" else "ready for the benchmark check"
+    return _said("check", f"The last {WINDOW} judgments were {share:.0%} relevant: the ranking looks dry; {what}.")
+
+
+def _said(step: str, reason: str) -> dict[str, Any]:
+    return {"next": step, "reason": reason}
+
+
+def _recent(query: Query) -> list[str]:
+    """The values of the query's last judgments, leaving out every image of an overlap sample."""
+    overlap = OverlapImage.objects.filter(query=query).values("image_id")
+    latest = Judgment.objects.filter(query=query).exclude(image_id__in=overlap).order_by("-created_at", "-pk")
+    return list(latest.values_list("value", flat=True)[:WINDOW])
+
+
+def _certified_in_benchmark(query: Query) -> bool:
+    latest = BenchmarkCheck.objects.order_by("-ordinal").first()
+    return bool(
+        latest and latest.status == BenchmarkCheck.Status.CERTIFIED and latest.strata.filter(query=query).exists()
+    )

@@ -1,0 +1,451 @@
+"""The benchmark's completeness claim: one random check over the union of many queries' frames.
+
+A per-query claim at 90% costs a sample that tolerates a tenth of the query's positives missing: for a query of
+46 positives, about 5, so a check sees most of a small frame. Over a benchmark the misses a claim tolerates grow
+with the whole benchmark, so one pooled check is cheap per query. Staff choose the queries (all, a split, or a
+list); each query's frame is its frozen frame (annotator.progress.frames), and a simple random sample is drawn
+from the union of the (query, image) pairs that are not confirmed positives. Each sampled pair is looked at
+twice, blind, and adjudicated where a look says relevant, through the query's normal "completeness check"
+ranking (annotator.progress.sampled), exactly as a query's own check. The claim (certify.claim over the pooled
+counts) is
+
+    micro-recall >= T with confidence 1 - alpha over these N queries' frames,
+
+micro-recall being every positive found in the frames over every positive in them; positives outside the frames
+are not bounded. Per query the same sample, restricted to its pairs, is a simple random sample of them given its
+size, so it gives an interval of that query's recall (certify.recall_interval): reported, never certified.
+Benchmark checks spend alpha as a query's checks do (certify.tested_at, by their ordinal). No peer or paper we
+found offers a benchmark-level completeness certificate; the statistics are Callaghan and Müller-Hansen's test
+(annotator.progress.certify) applied to the pooled frame.
+"""
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from annotator.labels.sealed import Writer
+from annotator.models import (
+    BenchmarkCheck,
+    BenchmarkImage,
+    BenchmarkQuery,
+    Label,
+    LabelValue,
+    OverlapImage,
+    Query,
+    pack_ids,
+    unpack_ids,
+)
+from annotator.progress import certify
+from annotator.progress.check_requests import MISS_RATE, SMALLEST, read_flag
+from annotator.progress.checks import Progress, confirmed_positives, found_after, in_frame, looks_at
+from annotator.progress.frames import BadCheck, Frame, frame_of, freeze
+
+MAX_QUERIES = 2000
+# The most positives a benchmark sample is sized to tolerate: a check sized to certify on none fails on the first
+# it meets, and a benchmark that reached its target still hides a few per hundred queries. A fifth of the misses
+# the target allows, at most this many (bench/RESULTS.md, the benchmark claim).
+MOST_TOLERATED = 20
+ROWS = 5000
+
+
+@dataclass(frozen=True)
+class BenchmarkRequest:
+    target: float
+    confidence: float
+    query_ids: tuple[int, ...] | None  # None: every query
+    split: str | None
+    miss_rate: float = MISS_RATE
+
+    @property
+    def scope(self) -> str:
+        if self.query_ids is not None:
+            return "queries " + ", ".join(map(str, self.query_ids))
+        return f"the {self.split} split" if self.split else "every query"
+
+
+def _share(data: dict[str, Any], name: str, default: float) -> float:
+    value = data.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise BadCheck(f'"{name}" must be a number between 0 and 1 (0.9 is 90%), not {value!r:.40}.')
+    if not SMALLEST <= value <= 1 - SMALLEST:
+        raise BadCheck(f'"{name}" must be between {SMALLEST} and {1 - SMALLEST} (0.9 is 90%), not {value!r:.40}.')
+    return float(value)
+
+
+def read_request(data: Any) -> BenchmarkRequest:
+    """{"target_recall": 0.9, "confidence": 0.95, "queries": [ids] | "split": "val"}; BadCheck saying what to fix."""
+    if not isinstance(data, dict):
+        raise BadCheck('Send a JSON object such as {"target_recall": 0.9, "confidence": 0.95, "split": "val"}.')
+    queries, split = data.get("queries"), data.get("split")
+    if queries is not None and split is not None:
+        raise BadCheck('Name the queries by "queries" or by "split", not both.')
+    ids: tuple[int, ...] | None = None
+    if queries is not None:
+        if not isinstance(queries, list) or not queries or len(queries) > MAX_QUERIES:
+            raise BadCheck(f'"queries" must be a list of 1 to {MAX_QUERIES:,} query ids.')
+        if not all(isinstance(i, int) and not isinstance(i, bool) and 0 < i < 2**63 for i in queries):
+            raise BadCheck('Each of "queries" must be a query id, a whole number such as 12.')
+        ids = tuple(sorted(set(queries)))
+    if split is not None:
+        splits = tuple(Query.Split.values)
+        if split not in splits:
+            raise BadCheck(f'"split" must be one of {", ".join(splits)}, not {split!r:.40}.')
+    read_flag(data, "dry_run", False)
+    return BenchmarkRequest(
+        target=_share(data, "target_recall", 0.9), confidence=_share(data, "confidence", 0.95),
+        query_ids=ids, split=split,
+    )  # fmt: skip
+
+
+def chosen(request: BenchmarkRequest) -> list[Query]:
+    """The queries a request names; BadCheck for unknown ids or an empty choice."""
+    queries = Query.objects.order_by("pk")
+    if request.query_ids is not None:
+        found = list(queries.filter(pk__in=request.query_ids))
+        unknown = sorted(set(request.query_ids) - {query.pk for query in found})
+        if unknown:
+            raise BadCheck(f"No query has the id {', '.join(map(str, unknown[:10]))}: check the list.")
+        return found
+    if request.split:
+        queries = queries.filter(split=request.split)
+    found = list(queries)
+    if not found:
+        raise BadCheck(f"No query is in {request.scope}: import or choose queries first.")
+    return found
+
+
+@dataclass(frozen=True)
+class Stratum:
+    query: Query
+    frame: Frame
+    positives: npt.NDArray[np.int64]
+    population: npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Situation:
+    strata: list[Stratum]
+    ordinal: int
+    tested_at: float
+    tolerate: int
+    sample: int | None
+
+    @property
+    def found(self) -> int:
+        return sum(len(stratum.positives) for stratum in self.strata)
+
+    @property
+    def sampled_from(self) -> int:
+        return sum(len(stratum.population) for stratum in self.strata)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "queries": len(self.strata), "frames_size": sum(len(s.frame.ids) for s in self.strata),
+            "found": self.found, "sampled_from": self.sampled_from, "check": self.ordinal,
+            "tested_at": self.tested_at, "sample": self.sample, "tolerates": self.tolerate,
+            "looks": 2 * (self.sample or 0), "miss_rate": MISS_RATE,
+        }  # fmt: skip
+
+
+def situation(request: BenchmarkRequest) -> Situation:
+    """What drawing `request` now would freeze and cost (reads only)."""
+    return _situation(request, [(query, frame_of(query)) for query in chosen(request)])
+
+
+def _situation(request: BenchmarkRequest, frames: list[tuple[Query, Frame]]) -> Situation:
+    strata = []
+    for query, frame in frames:
+        positives = in_frame(frame.ids, confirmed_positives(query))
+        strata.append(Stratum(query, frame, positives, np.setdiff1d(frame.ids, positives, assume_unique=True)))
+    ordinal = BenchmarkCheck.objects.count() + 1
+    confidence = certify.tested_at(request.confidence, ordinal)
+    found, population = sum(len(s.positives) for s in strata), sum(len(s.population) for s in strata)
+    if not population:
+        raise BadCheck("The frames hold no image that is not a confirmed positive: nothing to check.")
+    tolerate = max(0, min(MOST_TOLERATED, certify.missing_at_target(found, request.target) // 5))
+    sample = certify.check_size(found, population, request.target, confidence, request.miss_rate, tolerate)
+    return Situation(strata, ordinal, confidence, tolerate, sample)
+
+
+def open_check() -> BenchmarkCheck | None:
+    return BenchmarkCheck.objects.filter(status=BenchmarkCheck.Status.CHECKING).first()
+
+
+def latest() -> BenchmarkCheck | None:
+    return BenchmarkCheck.objects.order_by("-ordinal").first()
+
+
+def draw(request: BenchmarkRequest, user: Writer) -> tuple[BenchmarkCheck, bool]:
+    """Draw a benchmark check as `request` asks, or answer the open one: (check, drawn). Each query's frame is
+    frozen (where it was not), and the strata, their confirmed positives and the sample are kept in the check;
+    every sampled pair joins its query's overlap sample for its second look. BadCheck: nothing drawn."""
+    if (current := open_check()) is not None:
+        return current, False
+    frames = [(query, frame_of(query)) for query in chosen(request)]  # the rankings: outside the transaction
+    try:
+        with transaction.atomic():
+            if (current := open_check()) is not None:
+                return current, False
+            # The positives are read under the locks the label writes take (their final-label rows).
+            ids = [query.pk for query, _ in frames]
+            list(Label.objects.select_for_update().filter(query_id__in=ids, value=LabelValue.RELEVANT).values("pk"))
+            found = _situation(request, frames)
+            if found.sample is None:
+                raise BadCheck(
+                    f"No sample can certify {request.target:.0%} over these frames: confirm more positives first."
+                )
+            check = BenchmarkCheck.objects.create(
+                ordinal=found.ordinal, scope=request.scope, target_recall=request.target,
+                confidence=request.confidence, tested_at=found.tested_at, miss_rate=request.miss_rate,
+                sampled_from=found.sampled_from, found_at_draw=found.found, drawn_by=user,
+            )  # fmt: skip
+            _keep(check, found, user)
+            if not found.sample:
+                decide(check, progress(check))
+    except IntegrityError:  # another draw committed first (the one-open-check constraint)
+        current = open_check()
+        if current is None:
+            raise
+        return current, False
+    return check, True
+
+
+def _keep(check: BenchmarkCheck, found: Situation, user: Writer) -> None:
+    """The strata, and a simple random sample of the union of their populations (fresh entropy, as a query's check)."""
+    pairs_query = np.concatenate([np.full(len(s.population), i, dtype=np.int64) for i, s in enumerate(found.strata)])
+    pairs_image = np.concatenate([s.population for s in found.strata])
+    chosen_pairs = np.random.default_rng().permutation(len(pairs_image))[: found.sample]
+    for stratum in found.strata:
+        freeze(stratum.query, stratum.frame, user)
+    BenchmarkQuery.objects.bulk_create(
+        [
+            BenchmarkQuery(
+                benchmark=check,
+                query=s.query,
+                frame_kind=s.frame.spec.kind,
+                frame_depth=s.frame.spec.depth,
+                frame_size=len(s.frame.ids),
+                frame_ids=pack_ids(s.frame.ids),
+                found_ids=pack_ids(s.positives),
+                sampled_from=len(s.population),
+            )  # fmt: skip
+            for s in found.strata
+        ],
+        batch_size=ROWS,
+    )
+    rows = [
+        BenchmarkImage(
+            benchmark=check, query=found.strata[int(pairs_query[n])].query, image_id=int(pairs_image[n]), position=p
+        )
+        for p, n in enumerate(chosen_pairs)
+    ]
+    BenchmarkImage.objects.bulk_create(rows, batch_size=ROWS)
+    OverlapImage.objects.bulk_create(
+        [OverlapImage(query_id=row.query_id, image_id=row.image_id) for row in rows],
+        batch_size=ROWS,
+        ignore_conflicts=True,
+    )
+
+
+def _sample_of(check: BenchmarkCheck) -> dict[int, list[int]]:
+    """{query id: its sampled images in the sample's order}."""
+    by_query: dict[int, list[int]] = defaultdict(list)
+    for query_id, image_id in check.images.order_by("position").values_list("query_id", "image_id"):
+        by_query[query_id].append(image_id)
+    return dict(by_query)
+
+
+@dataclass
+class BenchmarkProgress:
+    per_query: dict[int, Progress] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return sum(p.size for p in self.per_query.values())
+
+    @property
+    def labeled(self) -> int:
+        return sum(p.labeled for p in self.per_query.values())
+
+    @property
+    def positives(self) -> int:
+        return sum(p.positives for p in self.per_query.values())
+
+    @property
+    def pending(self) -> int:
+        return sum(p.pending for p in self.per_query.values())
+
+    @property
+    def unjudged(self) -> int:
+        return sum(len(p.unjudged) for p in self.per_query.values())
+
+    @property
+    def complete(self) -> bool:
+        return all(p.complete for p in self.per_query.values())
+
+
+def progress(check: BenchmarkCheck) -> BenchmarkProgress:
+    """How far the check's labeling has come, per query (reads only)."""
+    sample = _sample_of(check)
+    queries = {query.pk: query for query in Query.objects.filter(pk__in=list(sample))}
+    return BenchmarkProgress({query_id: looks_at(queries[query_id], ids) for query_id, ids in sample.items()})
+
+
+@dataclass(frozen=True)
+class Wanting:
+    order: list[int]
+    wanting: set[int]
+
+
+def wanting(query: Query) -> Wanting:
+    """The open benchmark check's images of `query`, in the sample's order, and those still wanting a look."""
+    ids = list(
+        BenchmarkImage.objects.filter(query=query, benchmark__status=BenchmarkCheck.Status.CHECKING)
+        .order_by("position")
+        .values_list("image_id", flat=True)
+    )
+    if not ids:
+        return Wanting([], set())
+    now = looks_at(query, ids)
+    return Wanting(ids, set(now.second) | set(now.unjudged))
+
+
+def decide_if_complete(query_id: int, image_ids: Any = None) -> None:
+    """Decide the open benchmark check if the write that settled `image_ids` of `query_id` completed it."""
+    pairs = BenchmarkImage.objects.filter(query_id=query_id, benchmark__status=BenchmarkCheck.Status.CHECKING)
+    if image_ids is not None:
+        pairs = pairs.filter(image_id__in=list(image_ids))
+    first = pairs.select_related("benchmark").first()
+    if first is None:
+        return
+    now = progress(first.benchmark)
+    if now.complete:
+        decide(first.benchmark, now)
+
+
+def decide(check: BenchmarkCheck, now: BenchmarkProgress) -> None:
+    found = outside = 0
+    for stratum in check.strata.select_related("query"):
+        sample = now.per_query.get(stratum.query_id)
+        order = sample.order if sample else []
+        kept, later = found_after(stratum.query, unpack_ids(stratum.frame_ids), unpack_ids(stratum.found_ids), order)
+        found += kept
+        outside += min(later, stratum.sampled_from - len(order))
+    claim = certify.claim(
+        found, check.sampled_from, now.size, now.positives, check.target_recall, check.tested_at, check.miss_rate,
+        confirmed_outside=outside,
+    )  # fmt: skip
+    with transaction.atomic():
+        if not BenchmarkCheck.objects.select_for_update().filter(pk=check.pk, status="checking").exists():
+            return  # another write decided it first
+        check.status = BenchmarkCheck.Status.CERTIFIED if claim.certified else BenchmarkCheck.Status.NOT_CERTIFIED
+        check.found, check.positives = found + outside, now.positives
+        check.recall_lower_bound, check.p_value = claim.recall_lower_bound, claim.p_value
+        check.decided_at = timezone.now()
+        check.save()
+
+
+def claim_words(check: BenchmarkCheck, queries: int) -> str:
+    """The one sentence the benchmark claim is said in, everywhere (API, dashboard, release card, croissant.json)."""
+    percent, sure = f"{check.target_recall:.0%}", f"{check.confidence:.0%}"
+    scope = (
+        f"over the frames of {queries} queries ({check.scope}; benchmark check {check.ordinal}, tested at "
+        f"{check.tested_at:.2%}, assuming the looks lose at most {check.miss_rate:.1%} of sampled positives); "
+        "positives outside the frames: not bounded"
+    )
+    if check.status == BenchmarkCheck.Status.CERTIFIED:
+        return f"Micro-recall is at least {percent} with {sure} confidence {scope}."
+    if check.status == BenchmarkCheck.Status.NOT_CERTIFIED:
+        return f"Not certified: micro-recall at least {percent} with {sure} confidence could not be claimed {scope}."
+    return f"Checking whether micro-recall is at least {percent} with {sure} confidence {scope}."
+
+
+def report(check: BenchmarkCheck, *, withheld: str = "") -> dict[str, Any]:
+    """The benchmark claim as the API, the dashboard and the releases give it. `withheld`: why the viewer may not
+    read the sample's positives (they judge some of its pairs blind); those figures are then None."""
+    now = progress(check)
+    decided = check.status != BenchmarkCheck.Status.CHECKING
+    rows: list[dict[str, Any]] = []
+    for stratum in check.strata.select_related("query").order_by("query_id"):
+        sample = now.per_query.get(stratum.query_id)
+        size = sample.size if sample else 0
+        met = sample.positives if sample else 0
+        found = len(unpack_ids(stratum.found_ids))
+        low, high = certify.recall_interval(found, stratum.sampled_from, size, met, check.confidence, check.miss_rate)
+        rows.append(
+            {
+                "query": stratum.query_id,
+                "frame": {"kind": stratum.frame_kind, "depth": stratum.frame_depth, "size": stratum.frame_size},
+                "found": found,
+                "sample_size": size,
+                "positives_in_sample": met,
+                "recall": {"low": round(low, 4), "high": round(high, 4), "confidence": check.confidence},
+            }  # fmt: skip
+        )
+    shown: dict[str, Any] = {
+        "id": check.pk, "check": check.ordinal, "status": check.status, "scope": check.scope,
+        "target_recall": check.target_recall, "confidence": check.confidence, "tested_at": check.tested_at,
+        "miss_rate": check.miss_rate, "recall_lower_bound": check.recall_lower_bound if decided else None,
+        "found": check.found if decided else check.found_at_draw, "sampled_from": check.sampled_from,
+        "sample": {"size": now.size, "labeled": now.labeled, "positives": now.positives, "pending": now.pending},
+        "queries": rows, "claim": claim_words(check, len(rows)),
+        "queries_above_target": sum(1 for row in rows if row["recall"]["low"] >= check.target_recall),
+        "outside_frames": "positives outside the frames: not bounded",
+        "drawn_at": check.created_at.isoformat(),
+        "decided_at": check.decided_at.isoformat() if check.decided_at else None,
+        "advice": advice(check, rows, now),
+    }  # fmt: skip
+    if withheld:
+        shown["sample"]["positives"] = None
+        shown["queries"] = [{**row, "positives_in_sample": None, "recall": None} for row in rows]
+        shown["queries_above_target"] = None
+        shown["advice"] = {"label_more": None, "reason": withheld}
+        shown["withheld"] = withheld
+    return shown
+
+
+def advice(check: BenchmarkCheck, rows: list[dict[str, Any]], now: BenchmarkProgress) -> dict[str, Any]:
+    """Which queries to label more: those whose sample met positives, most missing first (the sample's estimate
+    of what each still hides), or whose recall interval lies under the target."""
+    if check.status == BenchmarkCheck.Status.CHECKING:
+        left = now.unjudged + now.pending
+        return {"label_more": [], "reason": f"The check is open: {left} of its looks and decisions are still to come."}
+    missing = {
+        row["query"]: row["positives_in_sample"] * (_stratum_size(check, row["query"]) / max(1, row["sample_size"]))
+        for row in rows
+    }
+    under = [row["query"] for row in rows if row["recall"]["high"] < check.target_recall]
+    more = sorted({q for q, m in missing.items() if m > 0} | set(under), key=lambda q: -missing.get(q, 0))
+    if check.status == BenchmarkCheck.Status.CERTIFIED:
+        return {"label_more": [], "reason": "Certified: nothing to label for this claim."}
+    named = ", ".join(map(str, more[:20])) or "none named by the sample"
+    return {
+        "label_more": more,
+        "reason": f"Label these queries further down their rankings, then draw again: {named}. "
+        "Their sampled pairs held positives the review had not confirmed.",
+    }
+
+
+def _stratum_size(check: BenchmarkCheck, query_id: int) -> int:
+    return next((s.sampled_from for s in check.strata.all() if s.query_id == query_id), 0)
+
+
+def frame_ids(query_id: int) -> list[int] | None:
+    """The image ids of `query_id`'s frame in the latest benchmark check; None where it holds no such query."""
+    check = latest()
+    if check is None:
+        return None
+    stratum = check.strata.filter(query_id=query_id).first()
+    return None if stratum is None else unpack_ids(stratum.frame_ids).tolist()
+
+
+def latest_report(query_ids: Any = None) -> dict[str, Any] | None:
+    """report() of the latest benchmark check (for a release: None where there is none)."""
+    check = latest()
+    return None if check is None else report(check)
