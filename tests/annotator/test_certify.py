@@ -220,3 +220,34 @@ def test_a_per_query_interval_from_a_pooled_sample_covers_its_recall_as_often_as
 def test_a_vanishing_target_is_refused_with_a_sentence_not_divided_by():
     with pytest.raises(ValueError, match="target must be a share"):
         certify.check_size(5, 100, 1e-300, 0.95)
+
+
+def test_the_benchmark_claim_over_two_frames_keeps_its_level_for_every_split_of_the_missing():
+    """A benchmark check draws one simple random sample from the union of two queries' frames: the pairs it meets in
+    each follow the multivariate hypergeometric law, each met positive lost by the looks with probability 0.25%.
+    For every way the missing positives split between the frames, the chance that the pooled claim certifies a
+    micro-recall under the target stays under the level (exact enumeration of the joint draw)."""
+    found, sizes, target = (30, 12), (300, 500), 0.9
+    confidence, bound, true_miss = certify.tested_at(0.95, 1), 0.005, looks_miss(0.05, 0.0)
+    total, unlabeled = sum(found), sum(sizes)
+    tolerate = max(0, min(20, certify.missing_at_target(total, target) // 5))
+    sample = certify.check_size(total, unlabeled, target, confidence, bound, tolerate)
+    certifies = [
+        certify.claim(total, unlabeled, sample, met, target, confidence, bound).certified for met in range(sample + 1)
+    ]
+    for first in range(0, 12):
+        for second in range(0, 12):
+            wrong = 0.0
+            for held_1 in range(0, first + 1):
+                for held_2 in range(0, second + 1):
+                    rest = sample - held_1 - held_2
+                    if rest < 0 or rest > unlabeled - first - second:
+                        continue
+                    draw = (
+                        math.comb(first, held_1) * math.comb(second, held_2)
+                        * math.comb(unlabeled - first - second, rest) / math.comb(unlabeled, sample)
+                    )  # fmt: skip
+                    for met in range(0, held_1 + held_2 + 1):
+                        if certifies[met] and (total + met) / (total + first + second) < target:
+                            wrong += draw * counted(met, held_1 + held_2, true_miss)
+            assert wrong <= 1 - confidence + 1e-12, (first, second, wrong)

@@ -1,0 +1,181 @@
+"""The benchmark claim end to end through the API (annotator.progress.benchmark): one pooled random check over two
+queries' frames, its pairs labeled through each query's check ranking with two blind looks and an adjudicator, the
+claim decided by the write that settles its last pair, per-query intervals, advice, and every refusal leaving
+the data as it was."""
+
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
+
+from annotator.labels import LabelChange, set_labels
+from annotator.models import BenchmarkCheck, BenchmarkImage, Label, OverlapImage, Query, QueryFrame
+from annotator.progress import certify
+from search.facade import search
+from tests.factories import database_snapshot
+
+pytestmark = pytest.mark.django_db
+URL = "/api/completeness/benchmark/"
+
+
+def api_for(user):
+    api = APIClient()
+    api.force_authenticate(user)
+    return api
+
+
+def label(user, query, image_ids, value):
+    answer = api_for(user).post(
+        f"/api/queries/{query.pk}/labels/",
+        {"labels": [{"image": image_id, "value": value} for image_id in image_ids]},
+        format="json",
+    )
+    assert answer.status_code == 200, answer.content
+
+
+def check_candidates(user, query, k=1000):
+    answer = api_for(user).get(f"/api/queries/{query.pk}/candidates/", {"strategy": "check", "k": k})
+    assert answer.status_code == 200, answer.content
+    return [row["image_id"] for row in answer.json()["results"]]
+
+
+@pytest.fixture
+def bench(labeling):
+    """Two queries labeled down their text rankings by Ann (top 20, every third relevant), Bob agreeing on her
+    positives (so they are confirmed), each with a frozen 40-deep frame."""
+    ann, admin = labeling["annotator"], labeling["admin"]
+    bob = User.objects.create_user("bob", password="pw-bob-1")
+    second = Query.objects.create(text="Flamingo feeding with its head upside down", split="val")
+    Query.objects.filter(pk=labeling["query"].pk).update(split="val")
+    queries = [Query.objects.get(pk=labeling["query"].pk), second]
+    for query in queries:
+        top = [hit.image_id for hit in search(text=query.text, k=20)]
+        changes = [LabelChange(i, "relevant" if n % 3 == 0 else "not_relevant") for n, i in enumerate(top)]
+        set_labels(query_id=query.pk, changes=changes, user=ann, source="keyboard")
+        relevant = list(Label.objects.filter(query=query, value="relevant").values_list("image_id", flat=True))
+        label(bob, query, relevant, "relevant")
+        frame = {"target_recall": 0.5, "frame": {"kind": "top", "depth": 40}, "dry_run": True}
+        assert api_for(admin).post(f"/api/queries/{query.pk}/completeness/", frame, format="json").status_code == 200
+    return {**labeling, "bob": bob, "queries": queries}
+
+
+def draw(bench, **body):
+    return api_for(bench["admin"]).post(URL, {"target_recall": 0.5, "confidence": 0.9, **body}, format="json")
+
+
+def test_a_dry_run_costs_the_pooled_check_and_draws_nothing(bench):
+    before = database_snapshot()
+    cost = draw(bench, dry_run=True).json()
+    assert cost["queries"] == 2 and cost["found"] == 14  # 7 confirmed positives a query
+    frames = sum(len(q.frame.ids) if hasattr(q, "frame") else 0 for q in bench["queries"])
+    assert frames == 0  # nothing frozen by a dry run: the defaults are computed, not kept
+    want = certify.check_size(14, cost["sampled_from"], 0.5, certify.tested_at(0.9, 1), 0.005, cost["tolerates"])
+    assert cost["sample"] == want and cost["looks"] == 2 * want
+    assert database_snapshot() == before
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"target_recall": 1e-300}, "target_recall"),
+        ({"target_recall": "0.9"}, "target_recall"),
+        ({"confidence": 1}, "confidence"),
+        ({"queries": []}, "queries"),
+        ({"queries": [1, "two"]}, "query id"),
+        ({"queries": [99999]}, "99999"),
+        ({"queries": [True]}, "query id"),
+        ({"queries": [2**70]}, "query id"),
+        ({"split": "train"}, "split"),
+        ({"split": "val", "queries": [1]}, "not both"),
+        ({"dry_run": "true"}, "dry_run"),
+        ({"split": "test"}, "No query is in the test split"),
+    ],
+)
+def test_bad_input_is_refused_with_a_sentence_and_nothing_drawn(bench, body, words):
+    before = database_snapshot()
+    answer = draw(bench, **body)
+    assert answer.status_code == 400, answer.content
+    assert words in answer.json()["detail"]
+    assert database_snapshot() == before
+
+
+def test_only_staff_draw_and_before_any_check_the_claim_is_404_with_a_sentence(bench):
+    answer = api_for(bench["annotator"]).post(URL, {"target_recall": 0.5}, format="json")
+    assert answer.status_code == 403 and "permission" in answer.json()["detail"]
+    missing = api_for(bench["annotator"]).get(URL)
+    assert missing.status_code == 404 and "No benchmark check yet" in missing.json()["detail"]
+    assert api_for(bench["annotator"]).get(URL + "frame/", {"query": "x"}).status_code == 400
+
+
+def test_the_pooled_check_is_labeled_through_each_querys_check_ranking_and_decided_by_the_last_write(bench):
+    ann, bob, admin = bench["annotator"], bench["bob"], bench["admin"]
+    first, second = bench["queries"]
+    drawn = draw(bench, split="val")
+    assert drawn.status_code == 201, drawn.content
+    shown = drawn.json()
+    assert shown["status"] == "checking" and {row["query"] for row in shown["queries"]} == {first.pk, second.pk}
+    assert "Checking whether micro-recall is at least 50% with 90% confidence over the frames of 2 queries" in (
+        shown["claim"]
+    )
+    check = BenchmarkCheck.objects.get()
+    pairs = list(check.images.order_by("position").values_list("query_id", "image_id"))
+    assert len(pairs) == shown["sample"]["size"] > 0
+    assert all(OverlapImage.objects.filter(query_id=q, image_id=i).exists() for q, i in pairs)  # two looks each
+    for query in (first, second):
+        frozen = QueryFrame.objects.get(query=query)
+        frame = api_for(ann).get(URL + "frame/", {"query": query.pk}).json()["image_ids"]
+        assert frozen.size == len(frame) and frozen.chosen  # each query's default frame, frozen by the draw
+        mine = [i for q, i in pairs if q == query.pk]
+        assert set(check_candidates(bob, query)) == set(mine)  # reached through the query's own check ranking
+    assert draw(bench).status_code == 200  # drawing again answers the open one
+    for user in (ann, bob):
+        for query in (first, second):
+            label(user, query, check_candidates(user, query), "not_relevant")
+    check.refresh_from_db()
+    assert check.status == "certified" and check.decided_at is not None  # decided by the last write
+    shown = api_for(ann).get(URL).json()
+    claim = certify.claim(14, check.sampled_from, len(pairs), 0, 0.5, check.tested_at, 0.005)
+    assert shown["recall_lower_bound"] == pytest.approx(claim.recall_lower_bound)
+    assert shown["claim"].startswith("Micro-recall is at least 50% with 90% confidence over the frames of 2 queries")
+    assert "positives outside the frames: not bounded" in shown["claim"]
+    for row in shown["queries"]:
+        assert row["found"] == 7 and row["positives_in_sample"] == 0
+        assert 0 < row["recall"]["low"] <= 1 == row["recall"]["high"]
+    assert shown["advice"]["label_more"] == []
+
+
+def test_a_positive_met_in_the_pooled_sample_is_adjudicated_and_names_its_query_to_label_more(bench):
+    ann, bob, admin = bench["annotator"], bench["bob"], bench["admin"]
+    first, second = bench["queries"]
+    draw(bench, split="val", target_recall=0.95)
+    check = BenchmarkCheck.objects.get()
+    met = BenchmarkImage.objects.filter(benchmark=check, query=second).order_by("position").first()
+    label(ann, second, [met.image_id], "relevant")
+    label(bob, second, [met.image_id], "relevant")
+    for user in (ann, bob):
+        for query in (first, second):
+            label(user, query, check_candidates(user, query), "not_relevant")
+    waiting = api_for(admin).get(f"/api/queries/{second.pk}/disagreements/", {"pending": 1}).json()
+    rows = waiting.get("results", waiting)
+    assert [(row["image"], row["reason"]) for row in rows] == [(met.image_id, "confirm")]
+    assert BenchmarkCheck.objects.get().status == "checking"  # an agreed positive waits for its adjudicator
+    decided = api_for(admin).post(
+        f"/api/queries/{second.pk}/adjudicate/", {"image": met.image_id, "value": "relevant"}, format="json"
+    )
+    assert decided.status_code == 200, decided.content
+    shown = api_for(admin).get(URL).json()
+    assert shown["sample"]["positives"] == 1
+    row = next(row for row in shown["queries"] if row["query"] == second.pk)
+    assert row["positives_in_sample"] == 1 and row["recall"]["low"] < 1
+    if shown["status"] == "not_certified":
+        assert shown["advice"]["label_more"][0] == second.pk and str(second.pk) in shown["advice"]["reason"]
+
+
+def test_a_blind_judge_reads_no_sampled_positive_and_the_same_order(bench):
+    ann, bob = bench["annotator"], bench["bob"]
+    first, _ = bench["queries"]
+    draw(bench, split="val")
+    before = check_candidates(bob, first)
+    label(ann, first, before[:3], "relevant")
+    assert check_candidates(bob, first) == before  # Ann's votes do not move Bob's order
+    shown = api_for(bob).get(URL).json()
+    assert shown["withheld"] and shown["sample"]["positives"] is None and shown["queries"][0]["recall"] is None
