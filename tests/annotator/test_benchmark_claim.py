@@ -107,7 +107,7 @@ def test_only_staff_draw_and_before_any_check_the_claim_is_404_with_a_sentence(b
 
 
 def test_the_pooled_check_is_labeled_through_each_querys_check_ranking_and_decided_by_the_last_write(bench):
-    ann, bob, admin = bench["annotator"], bench["bob"], bench["admin"]
+    ann, bob = bench["annotator"], bench["bob"]
     first, second = bench["queries"]
     drawn = draw(bench, split="val")
     assert drawn.status_code == 201, drawn.content
