@@ -14,9 +14,12 @@ from annotator.models import Query
 from annotator.progress.certify import check_size, claim, tested_at
 from annotator.progress.check_requests import MISS_RATE
 from annotator.progress.figures import recall_estimate
+from annotator.progress.frames import DEFAULT_DEPTH_STEP, DEFAULT_MIN_DEPTH
 from annotator.progress.stopping import DEPTH, cross_fitted
 
 __all__ = [
+    "DEFAULT_DEPTH_STEP",
+    "DEFAULT_MIN_DEPTH",
     "DEPTH",
     "MISS_RATE",
     "BadRelease",

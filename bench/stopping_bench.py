@@ -31,7 +31,7 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=0.05)
     parser.add_argument("--target", type=float, default=0.9)
     parser.add_argument("--confidence", type=float, default=0.95)
-    parser.add_argument("--depth", type=int, default=200)
+    parser.add_argument("--depth", type=int, default=0, help="frame depth; 0: the tool's default frame, frozen")
     parser.add_argument("--max-review", type=int, default=3000)
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args()

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import binomtest
 
-from annotator.facade import MISS_RATE, check_size, claim, tested_at
+from annotator.facade import DEFAULT_DEPTH_STEP, DEFAULT_MIN_DEPTH, MISS_RATE, check_size, claim, tested_at
 from search.facade import strategy_vector
 
 from .simulation import annotator_mistakes, world_estimator, world_ranker
@@ -79,6 +79,12 @@ class Team:
             return self.third[image_id]
         return False
 
+    def adjudicate(self, image_id: int) -> bool:
+        """A positive one judgment calls so, confirmed (or overturned) by the adjudicator, as the tool's queue does."""
+        if image_id not in self.third:
+            self.third[image_id] = self._says(2, image_id)
+        return self.third[image_id]
+
     def final(self, image_id: int) -> bool:
         if image_id in self.third:
             return self.third[image_id]
@@ -99,7 +105,8 @@ class Settings:
     noise: float = 0.05
     target: float = 0.9
     confidence: float = 0.95
-    depth: int = 200
+    depth: int = 0  # 0: the tool's default frame for the query (annotator.progress.frames.default_spec)
+    expert_noise: float = 0.0  # the adjudicator's share of mistakes
     batch: int = 50
     max_review: int = 3000
     estimate: bool = True
@@ -118,17 +125,23 @@ def _frame(world: World, query_id: int, team: Team, depth: int) -> np.ndarray:
     return np.unique(np.concatenate(ids))
 
 
+def default_depth(judged: int) -> int:
+    """The tool's default frame depth for a query with `judged` images judged (frames.default_spec)."""
+    depth = -(-2 * judged // DEFAULT_DEPTH_STEP) * DEFAULT_DEPTH_STEP
+    return max(DEFAULT_MIN_DEPTH, depth)
+
+
 def _check(
-    world: World, query_id: int, team: Team, ordinal: int, options: Settings, rng: np.random.Generator
-) -> dict[str, Any]:
-    """One completeness check as the tool draws and decides it (annotator.progress.checks): the frame's positives
-    confirmed first (a second blind look; the adjudicator where the two disagree) and counted found; a sample of
-    the rest sized to certify on one positive, every sampled image looked at twice, blind, and decided by the
+    world: World, query_id: int, team: Team, ordinal: int, options: Settings, rng: np.random.Generator,
+    frame: np.ndarray,
+) -> dict[str, Any]:  # fmt: skip
+    """One completeness check as the tool draws and decides it (annotator.progress.checks) over the query's frozen
+    `frame`: its single-judgment positives confirmed by the adjudicator first and counted found; a sample of the
+    rest sized to certify on one positive, every sampled image looked at twice, blind, and decided by the
     adjudicator wherever a look says relevant; the claim tested at the looks' miss-rate bound."""
-    frame = _frame(world, query_id, team, options.depth)
     for image_id in frame.tolist():
         if image_id in team.first and team.final(image_id):
-            team.confirm(image_id)
+            team.adjudicate(image_id)
     found_at_draw = [int(i) for i in frame if int(i) in team.first and team.final(int(i))]
     population = sorted(set(frame.tolist()) - set(found_at_draw))
     confidence = tested_at(options.confidence, ordinal)
@@ -155,7 +168,9 @@ def _check(
 def run(world: World, query_id: int, seed: int, options: Settings) -> dict[str, Any]:
     """One (query, seed): the labeling, and where each rule stopped with its true recall and labels spent."""
     truth = world.positives[query_id]
-    team = Team(truth, tuple(annotator_mistakes(options.noise, query_id, seed * 3 + who) for who in range(3)))
+    noises = (options.noise, options.noise, options.expert_noise)
+    team = Team(truth, tuple(annotator_mistakes(noise, query_id, seed * 3 + who) for who, noise in enumerate(noises)))
+    frame: np.ndarray | None = None  # frozen at the first check
     rank = world_ranker(world, query_id)
     estimate = world_estimator(world, query_id) if options.estimate else None
     rng = np.random.default_rng([seed, query_id])
@@ -182,7 +197,9 @@ def run(world: World, query_id: int, seed: int, options: Settings) -> dict[str, 
         last_review = len(order) >= options.max_review
         if "check" not in stops and (dry or last_review):
             checks += 1
-            result = _check(world, query_id, team, checks, options, rng)
+            if frame is None:
+                frame = _frame(world, query_id, team, options.depth or default_depth(len(team.first)))
+            result = _check(world, query_id, team, checks, options, rng, frame)
             # After a failed check, label on at least as many images as it sampled before checking again: a
             # check that meets positives says the ranking still holds some, and checking at once would pay again.
             next_check = len(order) + max(DRY_WINDOW, result["sample"])

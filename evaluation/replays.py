@@ -89,8 +89,8 @@ def certification_settings(options: dict[str, Any]) -> "certification.Settings":
         raise BadReplay("--target must be a share above 0 and below 1 for --completeness, e.g. 0.9.")
     if not 0 < options["confidence"] < 1:
         raise BadReplay("--confidence must be a share above 0 and below 1, e.g. 0.95.")
-    if not 1 <= options["depth"] <= 20_000:
-        raise BadReplay("--depth must be 1 to 20,000 images of each ranking.")
+    if not 0 <= options["depth"] <= 20_000:
+        raise BadReplay("--depth must be 0 (the tool's default frame) to 20,000 images of each ranking.")
     if not 1 <= options["seeds"] <= 1000:
         raise BadReplay("--seeds must be 1 to 1,000 worlds.")
     return certification.Settings(

@@ -64,7 +64,7 @@ def test_the_simulated_check_draws_what_the_tool_would():
     found = sum(1 for i in frame if i in team.first and team.final(i))
     population = len(frame) - found  # every image of the frame but its positives, judged or not
     options = certification.Settings(target=0.9, depth=300)
-    result = certification._check(world, 1, team, 2, options, np.random.default_rng(0))
+    result = certification._check(world, 1, team, 2, options, np.random.default_rng(0), np.asarray(frame))
     confidence = facade.tested_at(0.95, 2)
     size = facade.check_size(found, population, 0.9, confidence, facade.MISS_RATE, tolerate=1)
     assert result["sample"] == size
@@ -72,6 +72,11 @@ def test_the_simulated_check_draws_what_the_tool_would():
     decided = facade.claim(found, population, size, result["positives"], 0.9, confidence, facade.MISS_RATE)
     assert (result["certified"], result["bound"]) == (decided.certified, decided.recall_lower_bound)
     assert result["certified"] == (result["bound"] >= 0.9)
+
+
+def test_the_default_frame_is_twice_the_judged_depth_at_least_a_thousand_and_frozen():
+    assert certification.default_depth(0) == 1000 and certification.default_depth(499) == 1000
+    assert certification.default_depth(700) == 1500 and certification.default_depth(1234) == 2500
 
 
 def test_the_command_reports_each_rule_and_refuses_bad_settings(tmp_path, capsys):
@@ -87,7 +92,7 @@ def test_the_command_reports_each_rule_and_refuses_bad_settings(tmp_path, capsys
     for arguments, words in [
         (["--team-world", "--completeness", "--target", "1"], "below 1"),
         (["--synthetic", "--completeness"], "--team-world"),
-        (["--team-world", "--completeness", "--depth", "0"], "--depth"),
+        (["--team-world", "--completeness", "--depth", "-1"], "--depth"),
         (["--team-world", "--completeness", "--confidence", "1.5"], "--confidence"),
     ]:
         with pytest.raises(CommandError, match=words):

@@ -66,7 +66,9 @@ class Command(BaseCommand):
             "INQUIRE's run) against the truth, beside an oracle stop; --target is the recall to certify",
         )
         parser.add_argument("--confidence", type=float, default=0.95, help="--completeness: the claim's (0.95)")
-        parser.add_argument("--depth", type=int, default=200, help="--completeness: the frame's depth (200)")
+        parser.add_argument(
+            "--depth", type=int, default=0, help="--completeness: the frame's depth (0: the tool's default, frozen)"
+        )
         parser.add_argument("--seeds", type=int, default=1, help="--completeness: worlds, seeds --seed onward (1)")
         parser.add_argument("--json", type=Path, help="write the result as JSON")
         parser.add_argument("--plot", type=Path, help="write recall against labels spent as SVG")
