@@ -11,7 +11,7 @@ from annotator.labels.visibility import of as sight_of
 from annotator.methods import rerank
 from annotator.methods.registry import MODEL_METHODS
 from annotator.models import Query
-from annotator.progress.certify import check_size, claim, tested_at
+from annotator.progress.certify import check_size, claim, missing_at_target, tested_at
 from annotator.progress.check_requests import MISS_RATE
 from annotator.progress.figures import recall_estimate
 from annotator.progress.frames import DEFAULT_DEPTH_STEP, DEFAULT_MIN_DEPTH
@@ -28,6 +28,7 @@ __all__ = [
     "claim",
     "cross_fitted",
     "ground_truth_files",
+    "missing_at_target",
     "ranking_by",
     "recall_estimate",
     "sight_of",

@@ -593,6 +593,7 @@ class CompletenessCheck(models.Model):
         COLLECTION = "collection", "the whole collection"
         TAXA = "taxa", "the images of some taxa"
         TOP = "top", "the top of the text and learned rankings"
+        REVIEWED = "reviewed", "the images judged and the top of the text and learned rankings"
 
     class Status(models.TextChoices):
         CHECKING = "checking", "checking"

@@ -197,8 +197,10 @@ def run(world: World, query_id: int, seed: int, options: Settings) -> dict[str, 
         last_review = len(order) >= options.max_review
         if "check" not in stops and (dry or last_review):
             checks += 1
-            if frame is None:
+            if frame is None:  # the tool's default: the images judged and the rankings' tops
                 frame = _frame(world, query_id, team, options.depth or default_depth(len(team.first)))
+                if not options.depth:
+                    frame = np.union1d(frame, np.asarray(list(team.first), dtype=np.int64))
             result = _check(world, query_id, team, checks, options, rng, frame)
             # After a failed check, label on at least as many images as it sampled before checking again: a
             # check that meets positives says the ranking still holds some, and checking at once would pay again.

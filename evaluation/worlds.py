@@ -92,12 +92,14 @@ class _Builder:
     def text(self, concept: np.ndarray) -> np.ndarray:
         return unit(concept + self.text_cone)
 
-    def query(self, kind: str) -> tuple[np.ndarray, set[int]]:
-        """The text vector and the positives of one query of `kind`, its images placed."""
+    def query(self, kind: str, count: int | None = None) -> tuple[np.ndarray, set[int]]:
+        """The text vector and the positives of one query of `kind`, its images placed; `count` positives where
+        given, else the kind's own."""
         centre = unit(self.centres[self.rng.integers(len(self.centres))] + 0.5 * self.direction())
         behaviour = self.direction(centre)
         if kind in ("hard", "easy"):
-            hint, crowd, count = (0.15, 1500, int(self.rng.integers(30, 90))) if kind == "hard" else (1.0, 300, 40)
+            hint, crowd, own = (0.15, 1500, int(self.rng.integers(30, 90))) if kind == "hard" else (1.0, 300, 40)
+            count = count or own
             concept = unit(centre + hint * behaviour + 0.2 * self.direction())
             self.place(self.around(np.repeat([centre], crowd, axis=0), self.spread))
             positives = self.place(self.around(np.repeat([unit(centre + 0.4 * behaviour)], count, axis=0), self.spread))
@@ -110,10 +112,12 @@ class _Builder:
         if kind == "clusters":
             second = self.direction(centre, behaviour)
             means = [unit(centre + 0.5 * behaviour), unit(centre + 0.5 * second)]
-            rows = np.vstack([self.around(np.repeat([mean], 10, axis=0), self.spread) for mean in means])
+            half = (count or 20) // 2
+            sizes = (half, (count or 20) - half)
+            rows = np.vstack([self.around(np.repeat([m], n, axis=0), self.spread) for m, n in zip(means, sizes)])
         else:
-            count, separation = (5, 0.6) if kind == "tiny" else (40, 0.7)
-            rows = self.around(np.repeat([unit(centre + separation * behaviour)], count, axis=0), self.spread)
+            own, separation = (5, 0.6) if kind == "tiny" else (40, 0.7)
+            rows = self.around(np.repeat([unit(centre + separation * behaviour)], count or own, axis=0), self.spread)
         return self.text(concept), set(self.place(rows).tolist())
 
 
@@ -141,6 +145,31 @@ def team_world(
             hard[query_id], kind_of[query_id] = kind != "easy", kind
     vectors = unit(builder.vectors + builder.image_cone).astype(np.float32)
     return World(vectors, texts, positives, hard, kind_of)
+
+
+# The crowd each kind of query hides its positives in (Builder.query).
+CROWDS = {"hard": 1500, "easy": 300, "tiny": 300, "clusters": 400, "crowd": 1200}
+
+
+def inquire_world(
+    *, queries: int = 250, median_positives: float = 46, spread: float = 1.0, dim: int = 64, seed: int = 0
+) -> World:
+    """A benchmark shaped like INQUIRE's: `queries` queries of the five kinds in turn, each with a number of
+    positives drawn from a lognormal law of median `median_positives` (INQUIRE's median is 46; `spread` its
+    sigma), at least 1 and at most 1,500, each in its kind's crowd; the collection a quarter larger than what the
+    queries place, the rest photos of the species."""
+    rng = np.random.default_rng(seed)
+    counts = np.clip(np.round(rng.lognormal(np.log(median_positives), spread, size=queries)), 1, 1500).astype(int)
+    kinds = [KINDS[n % len(KINDS)] for n in range(queries)]
+    needed = sum(CROWDS[kind] + int(count) for kind, count in zip(kinds, counts))
+    builder = _Builder(int(needed * 1.25), dim, max(300, queries * 2), rng)
+    texts: dict[int, np.ndarray] = {}
+    positives: dict[int, set[int]] = {}
+    for query_id, (kind, count) in enumerate(zip(kinds, counts), start=1):
+        texts[query_id], positives[query_id] = builder.query(kind, int(count))
+    vectors = unit(builder.vectors + builder.image_cone).astype(np.float32)
+    kind_of = dict(enumerate(kinds, start=1))
+    return World(vectors, texts, positives, {q: k != "easy" for q, k in kind_of.items()}, kind_of)
 
 
 def synthetic_world(

@@ -115,6 +115,8 @@ def frame_words(check: CompletenessCheck) -> str:
     size = f"{check.frame_size:,} images"
     if check.frame_kind == CompletenessCheck.Frame.TOP:
         what = f"the top {check.frame_depth:,} of the text and learned rankings, together"
+    elif check.frame_kind == CompletenessCheck.Frame.REVIEWED:
+        what = f"the images judged and the top {check.frame_depth:,} of the text and learned rankings, together"
     elif check.frame_kind == CompletenessCheck.Frame.TAXA:
         what = "the images of " + ", ".join(str(taxon) for taxon in check.frame_taxa)
     else:

@@ -6,6 +6,8 @@ labels to meet 10 of them); over a declared frame it is cheap. So a claim names 
   collection  every image of the collection
   taxa        the images of some taxa, at any rank (the labeling page's species filter)
   top         the top `depth` images of the text ranking and of the learned (feedback) ranking at the draw, together
+  reviewed    the images judged so far and a `top` frame: a query's default, so that every positive the team found
+              is in it (a near-duplicate crowd can keep found positives out of both rankings' tops)
 
 The ids are kept packed in the check's row (sorted, delta-encoded, zlib): a frame of 5M contiguous ids takes a few
 kilobytes, and a `top` frame of 20,000 scattered ones about 40 KB.
@@ -36,7 +38,7 @@ MAX_TAXA = 50
 # The default frame: the top of the two rankings down to twice as deep as the team has judged, at least this deep.
 # A fixed depth fits no query: 5,000 buried a query of 5 positives in 9,800 images to check, 1,000 cut off a
 # query whose positives run past rank 1,000.
-DEFAULT_MIN_DEPTH = 1000
+DEFAULT_MIN_DEPTH = 500
 DEFAULT_DEPTH_STEP = 500
 
 
@@ -65,11 +67,11 @@ def read_frame(raw: Any) -> FrameSpec:
     kind = raw.get("kind")
     if kind not in KINDS:
         raise BadCheck(f'The frame\'s "kind" must be one of {", ".join(KINDS)}, not {_shown(kind)}.')
-    if kind == CompletenessCheck.Frame.TOP:
+    if kind in (CompletenessCheck.Frame.TOP, CompletenessCheck.Frame.REVIEWED):
         depth = raw.get("depth")
         if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
             raise BadCheck(
-                f'A "top" frame needs a "depth", a whole number from 1 to {MAX_DEPTH:,}, not {_shown(depth)}.'
+                f'A "{kind}" frame needs a "depth", a whole number from 1 to {MAX_DEPTH:,}, not {_shown(depth)}.'
             )
         return FrameSpec(kind, depth=depth)
     if kind == CompletenessCheck.Frame.TAXA:
@@ -99,7 +101,11 @@ def frame_image_ids(query: Query, spec: FrameSpec) -> npt.NDArray[np.int64]:
             raise BadCheck(str(error)) from None
         images = Image.objects.filter(taxon_id__in=list(species)).values_list("id", flat=True)
         return _sorted(images.iterator(chunk_size=SEARCH_PAGE))
-    return _top(query, spec.depth or 0)
+    top = _top(query, spec.depth or 0)
+    if spec.kind == CompletenessCheck.Frame.REVIEWED:
+        judged = Judgment.objects.filter(query=query).values_list("image_id", flat=True).distinct()
+        return np.union1d(top, _sorted(judged.iterator(chunk_size=SEARCH_PAGE)))
+    return top
 
 
 def _top(query: Query, depth: int) -> npt.NDArray[np.int64]:
@@ -136,11 +142,11 @@ pack, unpack = pack_ids, unpack_ids
 
 
 def default_spec(query: Query) -> FrameSpec:
-    """The frame chosen for a query that has none: the top of its rankings to twice the images judged so far
-    (rounded up to 500), at least 1,000 and at most MAX_DEPTH."""
+    """The frame chosen for a query that has none: the images judged so far and the top of its rankings to twice
+    the images judged (rounded up to 500), at least 1,000 and at most MAX_DEPTH."""
     judged = Judgment.objects.filter(query=query).values("image_id").distinct().count()
     depth = -(-2 * judged // DEFAULT_DEPTH_STEP) * DEFAULT_DEPTH_STEP
-    return FrameSpec(CompletenessCheck.Frame.TOP, depth=min(MAX_DEPTH, max(DEFAULT_MIN_DEPTH, depth)))
+    return FrameSpec(CompletenessCheck.Frame.REVIEWED, depth=min(MAX_DEPTH, max(DEFAULT_MIN_DEPTH, depth)))
 
 
 @dataclass(frozen=True)

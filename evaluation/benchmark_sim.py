@@ -1,0 +1,325 @@
+"""Completeness claims measured the way a team works, at a benchmark's scale: each query reviewed down its
+learned ranking until the advice says it is ready, then either a check per query (each query's own claim) or one
+pooled benchmark check over every query's frame (the benchmark's claim), with everything counted.
+
+The world is evaluation/worlds.py's `inquire_world` (or the team world's ten queries): clustered CLIP-shaped
+embeddings with a text-image gap and near-duplicate crowds, each query's positives lognormal in number (INQUIRE's
+median 46). Annotators are wrong on a `noise` share of the images, each on their own; the adjudicator on an
+`expert_noise` share. As the tool does (annotator.progress):
+
+  review      the learned ranking (search's feedback strategy, recomputed every 200 labels from the final labels)
+              in batches of 50, until the last 200 judgments are at most `dry` relevant (the advice's "check")
+  frame       the query's default frame, frozen at its first check: the top max(1,000, 2 x judged) of the text
+              and learned rankings, together
+  confirm     the frame's single-judgment positives go to the adjudicator, so only confirmed positives count
+  check       a simple random sample of the frame's other images (the union of every frame's, for the benchmark)
+              sized by certify.check_size, each image looked at twice, blind, and adjudicated where a look says
+              relevant; certify.claim at the looks' miss-rate bound, the k-th check at its share of alpha
+  not yet     the queries whose sampled images held positives (for a query's own check: that query) are labeled
+              further, at least as many labels as the check sampled and until the ranking looks dry again, and
+              the check drawn again over the same frames
+
+Per run: whether each claim was certified, whether it held (true recall over the frames: per query, or micro over
+all of them), the labels it cost (review, confirmations, looks, adjudications), beside an oracle that labels down
+the same trajectory and stops each query the moment its true recall reaches the target.
+"""
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import binomtest
+
+from annotator.facade import (
+    DEFAULT_DEPTH_STEP,
+    DEFAULT_MIN_DEPTH,
+    MISS_RATE,
+    check_size,
+    claim,
+    missing_at_target,
+    tested_at,
+)
+from search.facade import strategy_vector
+
+from .certification import Team
+from .simulation import annotator_mistakes
+from .worlds import World
+
+WINDOW = 200
+NEAR_DUPLICATE = 0.95  # search.strategies' near-duplicate cosine
+REFIT = 200  # labels between two refits of the learned ranking
+
+
+@dataclass
+class Settings:
+    noise: float = 0.05
+    expert_noise: float = 0.0
+    target: float = 0.9
+    confidence: float = 0.95
+    dry: float = 0.05  # the advice's confirmed yield for the benchmark's claim
+    batch: int = 50
+    max_review: int = 6000  # per query
+    max_checks: int = 6
+    tolerate_share: int = 10  # the benchmark sample tolerates the misses the target allows over this, at most 20
+
+
+@dataclass
+class QueryRun:
+    """One query's labeling: its team, the review's order, its learned ranking and its frozen frame."""
+
+    world: World
+    query_id: int
+    team: Team
+    order: list[int] = field(default_factory=list)
+    ranking: list[int] = field(default_factory=list)
+    oracle: int | None = None  # labels spent when true recall first reached the target
+    frame: np.ndarray | None = None
+
+    @property
+    def truth(self) -> set[int]:
+        return self.team.truth
+
+    def refit(self) -> None:
+        relevant = [i for i in self.team.first if self.team.final(i)]
+        not_relevant = [i for i in self.team.first if not self.team.final(i)]
+        text = self.world.texts[self.query_id]
+        vector = strategy_vector("feedback", text, self.world.vectors[relevant], self.world.vectors[not_relevant])
+        scores = self.world.vectors @ np.asarray(vector, dtype=np.float32)
+        depth = min(len(scores) - 1, len(self.team.first) + 8 * REFIT)
+        top = np.argpartition(-scores, depth)[: depth + 1]
+        top = np.asarray([int(i) for i in top[np.argsort(-scores[top])] if int(i) not in self.team.first])
+        if not_relevant and len(top):  # the page's batch rules pass over near-duplicates of images judged not relevant
+            recent = self.world.vectors[not_relevant[-REFIT:]]
+            alike = (self.world.vectors[top] @ recent.T).max(axis=1) >= NEAR_DUPLICATE
+            top = top[~alike]
+        self.ranking = top.tolist()
+
+    def label(self, count: int, target: float) -> None:
+        """Review `count` more images down the learned ranking (refitted every REFIT labels)."""
+        for _ in range(count):
+            if len(self.order) % REFIT == 0 or not self.ranking:
+                self.refit()
+            if not self.ranking:
+                return
+            image_id = self.ranking.pop(0)
+            if not self.team.judge(image_id) and self.ranking:  # the page's batches pass over its look-alikes
+                rest = np.asarray(self.ranking)
+                alike = self.world.vectors[rest] @ self.world.vectors[image_id] >= NEAR_DUPLICATE
+                self.ranking = rest[~alike].tolist()
+            self.order.append(image_id)
+            if self.oracle is None and self.found() >= target * len(self.truth):
+                self.oracle = len(self.order)  # an oracle labels each image once, and knows when to stop
+
+    def found(self, within: Iterable[int] | None = None) -> int:
+        return self.team.found(within)
+
+    def found_any(self) -> bool:
+        """The advice reads no ranking as dry before it has yielded a positive."""
+        return any(self.team.first.values())
+
+    def dry(self) -> float:
+        """The share of the last WINDOW judgments the adjudicator confirmed relevant (the advice reads final labels,
+        and the team confirms its positives as it goes: the confirmations are counted once, here or at the check)."""
+        recent = self.order[-WINDOW:]
+        return sum(self.team.adjudicate(i) for i in recent if self.team.first[i]) / max(1, len(recent))
+
+    def review(self, dry: float, options: Settings, least: int = WINDOW) -> None:
+        """Label until the last WINDOW judgments are at most `dry` relevant, at least `least` more."""
+        start = len(self.order)
+        while len(self.order) < options.max_review:
+            ready = len(self.order) - start >= least and len(self.order) >= WINDOW and self.found_any()
+            if ready and self.dry() <= dry:
+                return
+            before = len(self.order)
+            self.label(options.batch, options.target)
+            if len(self.order) == before:
+                return
+
+    def freeze(self) -> np.ndarray:
+        """The default frame (frames.default_spec): the images judged and the top of the text and learned rankings,
+        frozen once."""
+        if self.frame is None:
+            judged = len(self.team.first)
+            depth = max(DEFAULT_MIN_DEPTH, -(-2 * judged // DEFAULT_DEPTH_STEP) * DEFAULT_DEPTH_STEP)
+            relevant = [i for i in self.team.first if self.team.final(i)]
+            not_relevant = [i for i in self.team.first if not self.team.final(i)]
+            text = self.world.texts[self.query_id]
+            learned = strategy_vector("feedback", text, self.world.vectors[relevant], self.world.vectors[not_relevant])
+            ids = []
+            for vector in (text, learned):
+                scores = self.world.vectors @ np.asarray(vector, dtype=np.float32)
+                ids.append(np.argpartition(-scores, depth - 1)[:depth])
+            self.frame = np.unique(np.concatenate([*ids, np.asarray(list(self.team.first), dtype=np.int64)]))
+        return self.frame
+
+    def confirm(self) -> list[int]:
+        """The frame's positives, each confirmed by the adjudicator (once); those it keeps."""
+        frame = self.freeze().tolist()
+        for image_id in frame:
+            if image_id in self.team.first and self.team.final(image_id):
+                self.team.adjudicate(image_id)
+        return [i for i in frame if i in self.team.first and self.team.final(i)]
+
+    def true_positives_in_frame(self) -> int:
+        return len(self.truth.intersection(self.freeze().tolist()))
+
+
+def _looked(run: QueryRun, image_id: int) -> bool:
+    """A sampled image, looked at twice and adjudicated where a look says relevant: counted a positive?"""
+    return run.team.look_twice(image_id)
+
+
+def _start(world: World, seed: int, options: Settings) -> dict[int, QueryRun]:
+    runs = {}
+    for query_id in sorted(world.positives):
+        noises = (options.noise, options.noise, options.expert_noise)
+        mistaken = tuple(annotator_mistakes(n, query_id, seed * 3 + who) for who, n in enumerate(noises))
+        runs[query_id] = QueryRun(world, query_id, Team(world.positives[query_id], mistaken))
+    return runs
+
+
+def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any]:
+    """The benchmark's claim as a team reaches it: every query reviewed until dry at `options.dry`, then pooled
+    checks until one certifies (or `max_checks`)."""
+    runs = _start(world, seed, options)
+    for run in runs.values():
+        run.review(options.dry, options)
+    rng = np.random.default_rng([seed, 51])
+    checks, certified, lower = 0, False, None
+    while checks < options.max_checks and not certified:
+        checks += 1
+        strata = {}
+        for query_id, run in runs.items():
+            positives = run.confirm()
+            strata[query_id] = (positives, np.setdiff1d(run.freeze(), np.asarray(positives, dtype=np.int64)))
+        found = sum(len(p) for p, _ in strata.values())
+        population = sum(len(u) for _, u in strata.values())
+        confidence = tested_at(options.confidence, checks)
+        tolerate = max(0, min(20, missing_at_target(found, options.target) // options.tolerate_share))
+        size = check_size(found, population, options.target, confidence, MISS_RATE, tolerate) or 0
+        owner = np.concatenate([np.full(len(u), q) for q, (_, u) in strata.items()])
+        pairs = np.concatenate([u for _, u in strata.values()])
+        chosen = rng.permutation(len(pairs))[:size]
+        met: dict[int, int] = {}
+        for n in chosen:
+            query_id, image_id = int(owner[n]), int(pairs[n])
+            if _looked(runs[query_id], image_id):
+                met[query_id] = met.get(query_id, 0) + 1
+        said = claim(found, population, int(len(chosen)), sum(met.values()), options.target, confidence, MISS_RATE)
+        certified, lower = said.certified, said.recall_lower_bound
+        if not certified:  # label the queries whose sampled pairs held positives, then draw again
+            for query_id in sorted(met, key=lambda q: -met[q]):
+                run = runs[query_id]
+                run.review(options.dry, options, least=max(WINDOW, len(chosen) // max(1, len(met))))
+    in_frames = sum(run.true_positives_in_frame() for run in runs.values())
+    found_in_frames = sum(run.found(run.freeze().tolist()) for run in runs.values())
+    micro = found_in_frames / in_frames if in_frames else 1.0
+    spent = sum(run.team.spent for run in runs.values())
+    return {
+        "seed": seed, "queries": len(runs), "certified": certified, "checks": checks, "bound": lower,
+        "micro_recall": micro, "held": micro >= options.target - 1e-12, "labels": spent,
+        "review": sum(len(run.order) for run in runs.values()),
+        "oracle": sum(_oracle(run, options) for run in runs.values()),
+        "positives": sum(len(run.truth) for run in runs.values()), "in_frames": in_frames,
+    }  # fmt: skip
+
+
+def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.05) -> list[dict[str, Any]]:
+    """Each query's own claim as a team reaches it: reviewed until dry at `dry`, then its checks until one
+    certifies (or `max_checks`); one record per query."""
+    runs = _start(world, seed, options)
+    rng = np.random.default_rng([seed, 52])
+    records = []
+    for query_id, run in runs.items():
+        run.review(dry, options)
+        checks, certified = 0, False
+        while checks < options.max_checks and not certified and len(run.order) < options.max_review:
+            checks += 1
+            positives = run.confirm()
+            population = np.setdiff1d(run.freeze(), np.asarray(positives, dtype=np.int64))
+            confidence = tested_at(options.confidence, checks)
+            size = check_size(len(positives), len(population), options.target, confidence, MISS_RATE, tolerate=1)
+            if size is None:  # no sample can certify this frame now: label on
+                run.review(dry, options)
+                continue
+            sample = rng.permutation(population)[:size]
+            met = sum(1 for image_id in sample.tolist() if _looked(run, image_id))
+            said = claim(len(positives), len(population), len(sample), met, options.target, confidence, MISS_RATE)
+            certified = said.certified
+            if not certified:
+                run.review(dry, options, least=max(WINDOW, len(sample)))
+        in_frame = run.true_positives_in_frame()
+        recall = run.found(run.freeze().tolist()) / in_frame if in_frame else 1.0
+        spent = run.team.spent
+        records.append(
+            {
+                "query_id": query_id, "kind": world.kinds[query_id], "positives": len(run.truth),
+                "certified": certified, "checks": checks, "recall": recall,
+                "held": recall >= options.target - 1e-12, "labels": spent, "oracle": _oracle(run, options),
+            }  # fmt: skip
+        )
+    return records
+
+
+def _oracle(run: QueryRun, options: Settings) -> int:
+    """Labels an oracle spends on the query: down the same trajectory until true recall reaches the target (the
+    trajectory continued past the team's stop where it had not; call it after every other figure is read)."""
+    while run.oracle is None and len(run.order) < options.max_review * 2:
+        before = len(run.order)
+        run.label(options.batch, options.target)
+        if len(run.order) == before:
+            break
+    return run.oracle if run.oracle is not None else len(run.order)
+
+
+def summarize(benchmark: list[dict[str, Any]], queries: list[dict[str, Any]], target: float) -> dict[str, Any]:
+    """The benchmark claims over seeds and the per-query claims over (seed, query) runs, each with its held share and
+    its 95% Clopper-Pearson interval and the labels beside the summed oracle's."""
+
+    def share(held: int, total: int) -> dict[str, Any]:
+        if not total:
+            return {"held": 0, "of": 0}
+        interval = binomtest(held, total).proportion_ci(confidence_level=0.95, method="exact")
+        return {"held": held, "of": total, "share": round(held / total, 4),
+                "interval": [round(interval.low, 4), round(interval.high, 4)]}  # fmt: skip
+
+    certified = [r for r in benchmark if r["certified"]]
+    ratios = [r["labels"] / r["oracle"] for r in benchmark if r["oracle"]]
+    certified_queries = [r for r in queries if r["certified"]]
+    query_ratios = [
+        sum(r["labels"] for r in queries if r["seed"] == seed) / max(1, sum(r["oracle"] for r in queries if r["seed"] == seed))
+        for seed in sorted({r["seed"] for r in queries})
+    ]  # fmt: skip
+    return {
+        "target": target,
+        "benchmark": {
+            "seeds": len(benchmark), "certified": len(certified),
+            "held_when_certified": share(sum(r["held"] for r in certified), len(certified)),
+            "median_ratio_to_oracle": round(float(np.median(ratios)), 3) if ratios else None,
+            "median_checks": float(np.median([r["checks"] for r in benchmark])) if benchmark else None,
+            "median_micro_recall": round(float(np.median([r["micro_recall"] for r in benchmark])), 4) if benchmark else None,
+        },
+        "per_query": {
+            "runs": len(queries), "certified": len(certified_queries),
+            "false_claims": share(sum(not r["held"] for r in certified_queries), len(certified_queries)),
+            "median_ratio_to_oracle": round(float(np.median(query_ratios)), 3) if query_ratios else None,
+        },
+    }  # fmt: skip
+
+
+def simulate(
+    worlds: Iterable[tuple[int, World]], options: Settings, progress: Callable[[int, int], None] | None = None,
+    per_query: bool = True,
+) -> dict[str, Any]:  # fmt: skip
+    """Both claims over every (seed, world): the benchmark's once a seed, each query's own once a query."""
+    chosen = list(worlds)
+    benchmark, queries = [], []
+    for done, (seed, world) in enumerate(chosen, start=1):
+        benchmark.append(benchmark_claim(world, seed, options))
+        if per_query:
+            queries.extend({**record, "seed": seed} for record in per_query_claims(world, seed, options))
+        if progress:
+            progress(done, len(chosen))
+    return {**summarize(benchmark, queries, options.target), "settings": options.__dict__, "benchmark_runs": benchmark,
+            "query_runs": queries}  # fmt: skip
