@@ -175,7 +175,7 @@ def test_without_a_declared_frame_the_query_gets_a_default_frozen_once(team):
     confirm_positives(team)
     assert api_for(team["admin"]).post(team["url"], {"target_recall": 0.5}, format="json").status_code == 201
     frozen = QueryFrame.objects.get(query=team["query"])
-    assert frozen.chosen and frozen.kind == "top" and frozen.depth == 1000 and frozen.size == 120
+    assert frozen.chosen and frozen.kind == "reviewed" and frozen.depth == 500 and frozen.size == 120
 
 
 def the_check(query):

@@ -74,8 +74,8 @@ def test_the_simulated_check_draws_what_the_tool_would():
     assert result["certified"] == (result["bound"] >= 0.9)
 
 
-def test_the_default_frame_is_twice_the_judged_depth_at_least_a_thousand_and_frozen():
-    assert certification.default_depth(0) == 1000 and certification.default_depth(499) == 1000
+def test_the_default_frame_is_twice_the_judged_depth_at_least_five_hundred():
+    assert certification.default_depth(0) == 500 and certification.default_depth(249) == 500
     assert certification.default_depth(700) == 1500 and certification.default_depth(1234) == 2500
 
 
