@@ -27,6 +27,7 @@ urlpatterns = [
     path("queries/<int:query_id>/adjudicate", team.adjudicate, name="adjudicate"),
     path("dashboard/", progress.dashboard, name="dashboard"),
     path("dashboard/agreement/", team.agreement_page, name="agreement"),
+    path("dashboard/benchmark/draw", progress.draw_benchmark, name="draw-benchmark"),
     path("dashboard/map/", progress.collection_map, name="collection-map"),
     path("dashboard/map/points", progress.collection_map_points, name="collection-map-points"),
     path("dashboard/<int:query_id>/", progress.dashboard_query, name="dashboard-query"),

@@ -254,9 +254,15 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
         spent = run.team.spent
         records.append(
             {
-                "query_id": query_id, "kind": world.kinds[query_id], "positives": len(run.truth),
-                "certified": certified, "checks": checks, "recall": recall,
-                "held": recall >= options.target - 1e-12, "labels": spent, "oracle": _oracle(run, options),
+                "query_id": query_id,
+                "kind": world.kinds[query_id],
+                "positives": len(run.truth),
+                "certified": certified,
+                "checks": checks,
+                "recall": recall,
+                "held": recall >= options.target - 1e-12,
+                "labels": spent,
+                "oracle": _oracle(run, options),
             }  # fmt: skip
         )
     return records
@@ -287,10 +293,12 @@ def summarize(benchmark: list[dict[str, Any]], queries: list[dict[str, Any]], ta
     certified = [r for r in benchmark if r["certified"]]
     ratios = [r["labels"] / r["oracle"] for r in benchmark if r["oracle"]]
     certified_queries = [r for r in queries if r["certified"]]
+    by_seed: dict[int, list[dict[str, Any]]] = {}
+    for record in queries:
+        by_seed.setdefault(record["seed"], []).append(record)
     query_ratios = [
-        sum(r["labels"] for r in queries if r["seed"] == seed) / max(1, sum(r["oracle"] for r in queries if r["seed"] == seed))
-        for seed in sorted({r["seed"] for r in queries})
-    ]  # fmt: skip
+        sum(r["labels"] for r in rows) / max(1, sum(r["oracle"] for r in rows)) for rows in by_seed.values()
+    ]
     return {
         "target": target,
         "benchmark": {
@@ -298,7 +306,7 @@ def summarize(benchmark: list[dict[str, Any]], queries: list[dict[str, Any]], ta
             "held_when_certified": share(sum(r["held"] for r in certified), len(certified)),
             "median_ratio_to_oracle": round(float(np.median(ratios)), 3) if ratios else None,
             "median_checks": float(np.median([r["checks"] for r in benchmark])) if benchmark else None,
-            "median_micro_recall": round(float(np.median([r["micro_recall"] for r in benchmark])), 4) if benchmark else None,
+            "median_micro_recall": _median([r["micro_recall"] for r in benchmark]),
         },
         "per_query": {
             "runs": len(queries), "certified": len(certified_queries),
@@ -308,18 +316,23 @@ def summarize(benchmark: list[dict[str, Any]], queries: list[dict[str, Any]], ta
     }  # fmt: skip
 
 
+def _median(values: list[float]) -> float | None:
+    return round(float(np.median(values)), 4) if values else None
+
+
 def simulate(
     worlds: Iterable[tuple[int, World]], options: Settings, progress: Callable[[int, int], None] | None = None,
-    per_query: bool = True,
+    per_query: bool = True, total: int = 0,
 ) -> dict[str, Any]:  # fmt: skip
-    """Both claims over every (seed, world): the benchmark's once a seed, each query's own once a query."""
-    chosen = list(worlds)
-    benchmark, queries = [], []
-    for done, (seed, world) in enumerate(chosen, start=1):
+    """Both claims over every (seed, world) (`total` of them, for the progress): the benchmark's once a seed, each
+    query's own once a query."""
+    benchmark: list[dict[str, Any]] = []
+    queries: list[dict[str, Any]] = []
+    for done, (seed, world) in enumerate(worlds, start=1):  # one world at a time: 250 queries' take 65 MB each
         benchmark.append(benchmark_claim(world, seed, options))
         if per_query:
             queries.extend({**record, "seed": seed} for record in per_query_claims(world, seed, options))
         if progress:
-            progress(done, len(chosen))
+            progress(done, total)
     return {**summarize(benchmark, queries, options.target), "settings": options.__dict__, "benchmark_runs": benchmark,
             "query_runs": queries}  # fmt: skip

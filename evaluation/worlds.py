@@ -114,7 +114,9 @@ class _Builder:
             means = [unit(centre + 0.5 * behaviour), unit(centre + 0.5 * second)]
             half = (count or 20) // 2
             sizes = (half, (count or 20) - half)
-            rows = np.vstack([self.around(np.repeat([m], n, axis=0), self.spread) for m, n in zip(means, sizes)])
+            rows = np.vstack(
+                [self.around(np.repeat([m], n, axis=0), self.spread) for m, n in zip(means, sizes, strict=True)]
+            )
         else:
             own, separation = (5, 0.6) if kind == "tiny" else (40, 0.7)
             rows = self.around(np.repeat([unit(centre + separation * behaviour)], count or own, axis=0), self.spread)
@@ -161,11 +163,11 @@ def inquire_world(
     rng = np.random.default_rng(seed)
     counts = np.clip(np.round(rng.lognormal(np.log(median_positives), spread, size=queries)), 1, 1500).astype(int)
     kinds = [KINDS[n % len(KINDS)] for n in range(queries)]
-    needed = sum(CROWDS[kind] + int(count) for kind, count in zip(kinds, counts))
+    needed = sum(CROWDS[kind] + int(count) for kind, count in zip(kinds, counts, strict=True))
     builder = _Builder(int(needed * 1.25), dim, max(300, queries * 2), rng)
     texts: dict[int, np.ndarray] = {}
     positives: dict[int, set[int]] = {}
-    for query_id, (kind, count) in enumerate(zip(kinds, counts), start=1):
+    for query_id, (kind, count) in enumerate(zip(kinds, counts, strict=True), start=1):
         texts[query_id], positives[query_id] = builder.query(kind, int(count))
     vectors = unit(builder.vectors + builder.image_cone).astype(np.float32)
     kind_of = dict(enumerate(kinds, start=1))

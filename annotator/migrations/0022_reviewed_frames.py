@@ -4,25 +4,48 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotator', '0021_benchmark_checks'),
+        ("annotator", "0021_benchmark_checks"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='benchmarkquery',
-            name='frame_kind',
-            field=models.CharField(choices=[('collection', 'the whole collection'), ('taxa', 'the images of some taxa'), ('top', 'the top of the text and learned rankings'), ('reviewed', 'the images judged and the top of the text and learned rankings')], max_length=12),
+            model_name="benchmarkquery",
+            name="frame_kind",
+            field=models.CharField(
+                choices=[
+                    ("collection", "the whole collection"),
+                    ("taxa", "the images of some taxa"),
+                    ("top", "the top of the text and learned rankings"),
+                    ("reviewed", "the images judged and the top of the text and learned rankings"),
+                ],
+                max_length=12,
+            ),
         ),
         migrations.AlterField(
-            model_name='completenesscheck',
-            name='frame_kind',
-            field=models.CharField(choices=[('collection', 'the whole collection'), ('taxa', 'the images of some taxa'), ('top', 'the top of the text and learned rankings'), ('reviewed', 'the images judged and the top of the text and learned rankings')], max_length=12),
+            model_name="completenesscheck",
+            name="frame_kind",
+            field=models.CharField(
+                choices=[
+                    ("collection", "the whole collection"),
+                    ("taxa", "the images of some taxa"),
+                    ("top", "the top of the text and learned rankings"),
+                    ("reviewed", "the images judged and the top of the text and learned rankings"),
+                ],
+                max_length=12,
+            ),
         ),
         migrations.AlterField(
-            model_name='queryframe',
-            name='kind',
-            field=models.CharField(choices=[('collection', 'the whole collection'), ('taxa', 'the images of some taxa'), ('top', 'the top of the text and learned rankings'), ('reviewed', 'the images judged and the top of the text and learned rankings')], max_length=12),
+            model_name="queryframe",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("collection", "the whole collection"),
+                    ("taxa", "the images of some taxa"),
+                    ("top", "the top of the text and learned rankings"),
+                    ("reviewed", "the images judged and the top of the text and learned rankings"),
+                ],
+                max_length=12,
+            ),
         ),
     ]

@@ -12,12 +12,13 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotator import labels
+from annotator.api import benchmark as benchmark_api
 from annotator.forms import TrackingForm
 from annotator.inquire.exporters import EXPORTS
 from annotator.labeling import map as map_view
 from annotator.labels import visibility
 from annotator.models import Query
-from annotator.progress import check_requests, checks, claims, figures
+from annotator.progress import benchmark, check_requests, checks, claims, figures
 from annotator.progress.frames import BadCheck
 from annotator.team.panel import team_panel
 from common.http import SignedInRequest
@@ -53,8 +54,56 @@ def dashboard(request: SignedInRequest) -> HttpResponseBase:
             "params": request.GET,
             # The filters a column's sort link keeps (sorting once dropped them).
             "filters": urlencode({name: request.GET[name] for name in ("status", "split") if request.GET.get(name)}),
+            **_benchmark_panel(request),
         },
     )
+
+
+def _benchmark_panel(request: SignedInRequest, error: str = "") -> dict[str, object]:
+    """The dashboard's panel for the benchmark claim: the latest check as its report says it (figures withheld
+    from a viewer who judges some of its pairs blind), and the form staff draw one with."""
+    check = benchmark.latest()
+    shown = None
+    if check is not None:
+        sight = visibility.of(request)
+        withheld = next((w for q in check.strata.values_list("query_id", flat=True) if (w := sight.withheld(q))), "")
+        shown = benchmark.report(check, withheld=withheld)
+    return {"benchmark": shown, "benchmark_error": error, "may_draw": labels.may_manage(request.user)}
+
+
+@login_required
+@permission_required("annotator.view_label", raise_exception=True)
+@require_POST
+def draw_benchmark(request: SignedInRequest) -> HttpResponseBase:
+    """Draw the benchmark check the dashboard's form describes (staff); a refusal is shown in the panel, where the
+    button was pressed, with the dashboard as it was."""
+    if not labels.may_manage(request.user):
+        return _benchmark_refused(request, benchmark_api.DRAW_REFUSED, 403)
+    form = request.POST
+    data: dict[str, object] = {}
+    for name in ("target_recall", "confidence"):
+        try:
+            data[name] = float(form.get(name, ""))
+        except ValueError:
+            return _benchmark_refused(request, f'"{name}" must be a number such as 0.9.', 400)
+    if form.get("split"):
+        data["split"] = form["split"]
+    try:
+        _, drawn = benchmark.draw(benchmark.read_request(data), request.user)
+    except BadCheck as bad:
+        return _benchmark_refused(request, str(bad), 400)
+    if not drawn:
+        messages.info(request, "A benchmark check is open already: label its pairs (below) before drawing another.")
+    return redirect(reverse("dashboard") + "#benchmark")
+
+
+def _benchmark_refused(request: SignedInRequest, sentence: str, status: int) -> HttpResponse:
+    queries, totals = figures.dashboard(sight=visibility.of(request), sort="id", status="", split="")
+    shown = {
+        "queries": queries, "totals": totals, "run_goal": figures.RUN_GOAL, "statuses": Query.Status.choices,
+        "splits": Query.Split.choices, "params": {}, "filters": "", **_benchmark_panel(request, sentence),
+    }  # fmt: skip
+    return render(request, "annotator/dashboard.html", shown, status=status)
 
 
 @login_required

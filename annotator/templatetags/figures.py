@@ -26,3 +26,10 @@ def moment(value: datetime | None) -> str:
     own date rendering (the DATETIME_FORMAT through localization) was a third of the dashboard's rows at 250
     queries (bench/RESULTS.md, issue 41); this is strftime."""
     return "–" if value is None else timezone.localtime(value).strftime("%Y-%m-%d %H:%M")
+
+
+@register.filter
+def percent2(value: float | None) -> str:
+    """A confidence or a share as the claims print it: "99.75%" (two decimals, so a tested level is not rounded
+    into the stated one); "–" for none."""
+    return "–" if value is None else f"{100 * value:.2f}%"

@@ -113,8 +113,9 @@ def test_the_pooled_check_is_labeled_through_each_querys_check_ranking_and_decid
     assert drawn.status_code == 201, drawn.content
     shown = drawn.json()
     assert shown["status"] == "checking" and {row["query"] for row in shown["queries"]} == {first.pk, second.pk}
-    assert "Checking whether micro-recall is at least 50% with 90% confidence over the frames of 2 queries" in (
-        shown["claim"]
+    assert (
+        "Checking whether micro-recall is at least 50% with 90% confidence over the frames of 2 queries"
+        in (shown["claim"])
     )
     check = BenchmarkCheck.objects.get()
     pairs = list(check.images.order_by("position").values_list("query_id", "image_id"))

@@ -1,0 +1,68 @@
+"""Benchmark: what each completeness claim costs a team, and does it hold (issue 51)?
+
+Runs evaluation.benchmark_sim over `--seeds` INQUIRE-shaped worlds (`--queries` queries, positives lognormal with
+median `--median`) with annotators wrong on `--noise` of the images and an adjudicator on `--expert-noise`: per seed
+the benchmark's claim (one pooled check over every query's frame) and, unless `--no-per-query`, each query's own
+claim, both reached the way the tool advises, everything counted, beside an oracle that stops each query at the
+target. Prints the summary; the runs go to `--json`.
+
+  .venv/bin/python bench/completeness_bench.py --queries 10 --seeds 20
+  .venv/bin/python bench/completeness_bench.py --queries 250 --seeds 5 --no-per-query
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ["DJANGO_SETTINGS_MODULE"] = "quire.settings"
+os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret-0123456789-abcdefghijklmnopqrstuvwxyz")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=10)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--median", type=float, default=46)
+    parser.add_argument("--noise", type=float, default=0.05)
+    parser.add_argument("--expert-noise", type=float, default=0.0)
+    parser.add_argument("--target", type=float, default=0.9)
+    parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument("--no-per-query", action="store_true")
+    parser.add_argument("--json", type=Path)
+    arguments = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from evaluation import benchmark_sim, worlds
+
+    options = benchmark_sim.Settings(
+        noise=arguments.noise, expert_noise=arguments.expert_noise, target=arguments.target,
+        confidence=arguments.confidence,
+    )  # fmt: skip
+    started = time.perf_counter()
+
+    def chosen():
+        for seed in range(arguments.seeds):
+            yield seed, worlds.inquire_world(queries=arguments.queries, median_positives=arguments.median, seed=seed)
+
+    def progress(done: int, total: int) -> None:
+        print(f"\r{done}/{total} seeds, {time.perf_counter() - started:.0f} s", end="", file=sys.stderr, flush=True)
+
+    result = benchmark_sim.simulate(
+        chosen(), options, progress=progress, per_query=not arguments.no_per_query, total=arguments.seeds
+    )
+    print(file=sys.stderr)
+    print(f"{arguments.queries} queries x {arguments.seeds} seeds, {time.perf_counter() - started:.0f} s")
+    print(json.dumps({key: value for key, value in result.items() if not key.endswith("_runs")}, indent=2))
+    if arguments.json:
+        arguments.json.write_text(json.dumps(result, indent=2, default=float) + "\n")
+
+
+if __name__ == "__main__":
+    main()
