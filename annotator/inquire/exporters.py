@@ -223,5 +223,5 @@ def export_inquire(
     with atomic_path(out_dir / AGREEMENT_FILE) as partial:
         partial.write_text(json.dumps(report(query_ids), indent=2) + "\n", encoding="utf-8")
     with atomic_path(out_dir / COMPLETENESS_FILE) as partial:
-        partial.write_text(json.dumps(claims.reports(query_ids), indent=2) + "\n", encoding="utf-8")
+        partial.write_text(json.dumps(claims.completeness_file(query_ids), indent=2) + "\n", encoding="utf-8")
     return counts

@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 
 from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE
+from annotator.progress.claims import query_claims
 
 TODO_LICENSE = "TO DO (authors): the release's license (each image keeps its own: images.parquet)"
 
@@ -20,7 +21,9 @@ def facts(folder: Path, name: str, version: str) -> dict[str, Any]:
     per_image = Counter((row[0], row[1]) for row in _rows(folder / "inquire_judgments.csv"))
     queries = len(_rows(folder / "inquire_queries.csv"))
     agreement = json.loads((folder / AGREEMENT_FILE).read_text(encoding="utf-8")).get("overall") or {}
-    claims = json.loads((folder / COMPLETENESS_FILE).read_text(encoding="utf-8"))
+    completeness = json.loads((folder / COMPLETENESS_FILE).read_text(encoding="utf-8"))
+    claims = query_claims(completeness)
+    pooled = completeness.get("benchmark") if isinstance(completeness, dict) else None
     doubled = sum(1 for n in per_image.values() if n >= 2)
     most = max(per_image.values(), default=0)
     return {
@@ -41,7 +44,7 @@ def facts(folder: Path, name: str, version: str) -> dict[str, Any]:
             "ranked by similarity to the query text and by rankings learned from their labels."
         ),
         "annotation_protocol": _protocol(claims),
-        "annotation_analysis": _analysis(agreement, claims),
+        "annotation_analysis": _analysis(agreement, claims, pooled),
         "annotations_per_item": (
             f"1 to {most} judgments per image; {doubled} of {len(per_image)} judged images "
             f"({doubled / len(per_image):.0%}) have two or more (blind overlap samples, completeness checks)."
@@ -58,10 +61,12 @@ def facts(folder: Path, name: str, version: str) -> dict[str, Any]:
         ],
         "limitations": [
             "An image nobody judged is not in the qrels: metrics count it as not relevant.",
-            "Completeness claims hold over their frames only (the top of the rankings, or the taxa named).",
+            "Completeness claims hold over their frames only (the images judged and the top of the rankings, or the "
+            "taxa named): positives outside the frames are not bounded.",
             "Undecided labels (split votes with no adjudication) are graded not relevant.",
         ],
         "claims": claims,
+        "benchmark_claim": pooled["claim"] if pooled else None,
         "agreement": agreement,
         "labels": dict(labels),
     }
@@ -73,9 +78,11 @@ def _protocol(claims: list[dict[str, Any]]) -> list[str]:
         "time and lead time; the final label follows the query's rule (majority or unanimity), an adjudicator's "
         "decision overriding split votes.",
         "Blind overlap samples get a second annotator's judgment without seeing the first.",
-        "Stopping: a completeness check draws a random sample of the query's frame (its images but the positives), "
-        "every positive confirmed by a second blind judgment, and certifies recall >= a target with a stated "
-        f"confidence (hypergeometric test, Callaghan and Müller-Hansen 2020); {_certified(claims)}.",
+        "Stopping: a completeness check draws a random sample of the query's frame (its images but the confirmed "
+        "positives), every sampled image looked at twice, blind, and adjudicated where a look says relevant, and "
+        "certifies recall >= a target with a stated confidence over the frame (hypergeometric test, Callaghan and "
+        f"Müller-Hansen 2020); {_certified(claims)}. A benchmark check does the same over the union of many "
+        "queries' frames and certifies their micro-recall.",
     ]
 
 
@@ -84,8 +91,8 @@ def _certified(claims: list[dict[str, Any]]) -> str:
     return f"{len(certified)} of {len(claims)} queries carry a certified claim"
 
 
-def _analysis(agreement: dict[str, Any], claims: list[dict[str, Any]]) -> list[str]:
-    lines = []
+def _analysis(agreement: dict[str, Any], claims: list[dict[str, Any]], pooled: dict[str, Any] | None) -> list[str]:
+    lines = [f"Benchmark completeness: {pooled['claim']}" if pooled else "Benchmark completeness: no benchmark check."]
     if agreement.get("items"):
         alpha = agreement.get("krippendorff_alpha")
         shown = "undefined" if alpha is None else f"{alpha:.3f}"
@@ -97,13 +104,18 @@ def _analysis(agreement: dict[str, Any], claims: list[dict[str, Any]]) -> list[s
         lines.append("No image was judged twice: agreement cannot be measured.")
     for claim in claims:
         if claim["status"] == "certified":
-            frame = claim["frame"]
-            over = " ".join(str(part) for part in (frame["kind"], frame.get("depth")) if part)
-            lines.append(
-                f"Query {claim['query_id']}: recall >= {claim['target_recall']:.0%} with {claim['confidence']:.0%} "
-                f"confidence over {over} ({frame['size']} images)"
-            )
+            lines.append(f"Query {claim['query_id']}: {claim.get('claim') or _older(claim)}")
     return lines
+
+
+def _older(claim: dict[str, Any]) -> str:
+    """A certified claim as a completeness.json written before the claims' sentences words it."""
+    frame = claim["frame"]
+    over = " ".join(str(part) for part in (frame["kind"], frame.get("depth")) if part)
+    return (
+        f"recall >= {claim['target_recall']:.0%} with {claim['confidence']:.0%} confidence over {over} "
+        f"({frame['size']} images)"
+    )
 
 
 def _rows(path: Path) -> list[list[str]]:

@@ -38,6 +38,7 @@ from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE, expor
 from annotator.inquire.release_card import write_card
 from annotator.labels.sealed import Writer
 from annotator.models import Query, Release, ReleaseJob
+from annotator.progress.claims import query_claims
 from common import background
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -206,7 +207,7 @@ def _write_snapshot(
     _step(progress, 4)
     release_files.write_sums(folder, SUMS)
     _step(progress, 5)
-    claims = json.loads((folder / COMPLETENESS_FILE).read_text(encoding="utf-8"))
+    claims = query_claims(json.loads((folder / COMPLETENESS_FILE).read_text(encoding="utf-8")))
     return {
         "rows": rows,
         "queries": len(ids),
@@ -261,5 +262,5 @@ def _overall(release: Release) -> Any:
 
 
 def _claims(release: Release) -> dict[str, Any]:
-    claims = json.loads((Path(release.folder) / COMPLETENESS_FILE).read_text(encoding="utf-8"))
+    claims = query_claims(json.loads((Path(release.folder) / COMPLETENESS_FILE).read_text(encoding="utf-8")))
     return {str(c["query_id"]): {"status": c["status"], "bound": c["recall_lower_bound"]} for c in claims}

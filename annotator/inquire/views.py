@@ -55,7 +55,7 @@ def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
 # The figures export_inquire writes beside the CSVs: the agreement, and one completeness claim per query.
 JSON_FILES: dict[str, Callable[[list[int] | None], Any]] = {
     AGREEMENT_FILE: agreement.report,
-    COMPLETENESS_FILE: claims.reports,
+    COMPLETENESS_FILE: claims.completeness_file,
 }
 
 

@@ -4,6 +4,7 @@ completeness.json all read report(); the side pane's form reads form_choices()."
 from typing import Any
 
 from annotator.models import CompletenessCheck, Query
+from annotator.progress import benchmark
 from annotator.progress.advice import advice
 from annotator.progress.check_requests import DEFAULT_DEPTH
 from annotator.progress.checks import Progress, current, latest, open_check
@@ -50,11 +51,24 @@ NO_CHECK = "No check yet: when the query looks done, staff draw a random check o
 
 
 def reports(query_ids: Any = None) -> list[dict[str, Any]]:
-    """report() of every query (or of `query_ids`), by id: what completeness.json holds."""
+    """report() of every query (or of `query_ids`), by id."""
     queries = Query.objects.order_by("pk")
     if query_ids is not None:
         queries = queries.filter(pk__in=list(query_ids))
     return [report(query) for query in queries]
+
+
+def completeness_file(query_ids: Any = None) -> dict[str, Any]:
+    """What completeness.json holds: both kinds of claim, each query's and the benchmark's (the latest benchmark
+    check, or None)."""
+    latest = benchmark.latest()
+    return {"queries": reports(query_ids), "benchmark": None if latest is None else benchmark.report(latest)}
+
+
+def query_claims(data: Any) -> list[dict[str, Any]]:
+    """The per-query claims of a completeness.json, as written now ({"queries": [...]}) or by a release made
+    before the benchmark claim (a list)."""
+    return data if isinstance(data, list) else list(data.get("queries") or [])
 
 
 def _report(query: Query) -> dict[str, Any]:
@@ -63,7 +77,7 @@ def _report(query: Query) -> dict[str, Any]:
         return {
             "query_id": query.pk, "status": "no_check", "frame": None, "target_recall": None, "confidence": None,
             "method": METHOD, "sample": None, "recall_lower_bound": None, "estimated_positives": None,
-            "next": NO_CHECK,
+            "claim": None, "outside_frame": OUTSIDE, "next": NO_CHECK,
         }  # fmt: skip
     now = current(check)
     decided = check.status != CompletenessCheck.Status.CHECKING

@@ -180,3 +180,30 @@ def test_a_blind_judge_reads_no_sampled_positive_and_the_same_order(bench):
     assert check_candidates(bob, first) == before  # Ann's votes do not move Bob's order
     shown = api_for(bob).get(URL).json()
     assert shown["withheld"] and shown["sample"]["positives"] is None and shown["queries"][0]["recall"] is None
+
+
+def test_a_release_carries_the_benchmark_claim_in_its_card_croissant_and_completeness_json(bench, settings, tmp_path):
+    import json
+
+    from annotator.inquire import releases
+
+    settings.QUIRE_DATA_DIR = tmp_path / "data"
+    ann, bob = bench["annotator"], bench["bob"]
+    draw(bench, split="val")
+    for user in (ann, bob):
+        for query in bench["queries"]:
+            label(user, query, check_candidates(user, query), "not_relevant")
+    answer = api_for(ann).get(URL)
+    assert answer.status_code == 200, answer.content
+    claim = answer.json()["claim"]
+    assert claim.startswith("Micro-recall is at least 50%")
+    release = releases.create("v1")
+    folder = tmp_path / "data" / "releases" / "v1"
+    assert folder == type(folder)(release.folder)
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert f"Benchmark completeness: {claim}" in card
+    croissant = json.loads((folder / "croissant.json").read_text(encoding="utf-8"))
+    assert any(claim in line for line in croissant["rai:dataAnnotationAnalysis"])
+    both = json.loads((folder / "completeness.json").read_text(encoding="utf-8"))
+    assert both["benchmark"]["claim"] == claim and len(both["queries"]) == 2
+    assert all(row["claim"] is None and "not bounded" in row["outside_frame"] for row in both["queries"])

@@ -341,8 +341,10 @@ def test_the_command_prints_each_claim_draws_one_and_refuses_with_a_reason(team,
 
     call_command("export_inquire", str(tmp_path / "out"))
     exported = json.loads((tmp_path / "out" / "completeness.json").read_text())
-    assert [row["query_id"] for row in exported] == [query.pk] and exported[0]["status"] == "checking"
-    assert exported[0]["frame"]["size"] == check.frame_size and exported[0]["sample"]["size"] == check.images.count()
+    rows = exported["queries"]
+    assert [row["query_id"] for row in rows] == [query.pk] and rows[0]["status"] == "checking"
+    assert rows[0]["frame"]["size"] == check.frame_size and rows[0]["sample"]["size"] == check.images.count()
+    assert exported["benchmark"] is None  # both kinds of claim: no benchmark check yet
     team["admin"].refresh_from_db()
     client = APIClient()
     client.force_login(team["admin"])
