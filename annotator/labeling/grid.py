@@ -207,7 +207,7 @@ WITHIN_SEARCH_RANKINGS_ONLY = (
 RANKINGS = (
     {name: STRATEGY_REGISTRY[name].description for name in PAGE_STRATEGIES}
     | MODEL_RANKINGS
-    | {CHECK: "Completeness check: its random sample, second looks first"}
+    | {CHECK: "Completeness check: its random sample, for a blind look"}
 )
 # The page's rankings that rank from example images (an uploaded one, or an image to rank "like").
 EXAMPLE_RANKINGS = tuple(name for name in PAGE_STRATEGIES if STRATEGY_REGISTRY[name].needs_examples)

@@ -24,7 +24,10 @@ def form_choices(query: Query, page_taxa: str) -> dict[str, Any]:
         "open_check": open_check(query),
         "targets": ("0.8", "0.9", "0.95"),
         "confidences": ("0.9", "0.95", "0.99"),
-        "frame_kinds": [(kind, CompletenessCheck.Frame(kind).label) for kind in ("top", "taxa", "collection")],
+        "frame_kinds": [
+            ("", "the query's frame (frozen at its first check)"),
+            *[(kind, CompletenessCheck.Frame(kind).label) for kind in ("top", "taxa", "collection")],
+        ],
         "default_depth": DEFAULT_DEPTH,
         "max_depth": MAX_DEPTH,
         "page_taxa": page_taxa,

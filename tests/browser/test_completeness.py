@@ -6,7 +6,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from annotator.labels import LabelChange, set_labels
-from annotator.models import CompletenessCheck, Label
+from annotator.models import CompletenessCheck, Judgment
 from annotator.progress import certify, check_requests, checks
 from search.facade import search
 from tests.browser.pages import log_in
@@ -27,6 +27,7 @@ def test_a_check_drawn_from_the_side_pane_labeled_with_the_keys_certifies(page, 
     expect(page.locator("#completeness-status")).to_have_text("no check yet")
     form = page.locator("#check-form")
     form.locator('select[name="target_recall"]').select_option("0.8")
+    form.locator('select[name="kind"]').select_option("top")
     page.fill("#check-depth", "50")
     page.locator("#check-depth").dispatch_event("change")
     cost = page.locator("#check-cost-labels")
@@ -34,37 +35,45 @@ def test_a_check_drawn_from_the_side_pane_labeled_with_the_keys_certifies(page, 
     frame = {"kind": "top", "depth": 50}
     asked = check_requests.read_request({"target_recall": 0.8, "confidence": 0.95, "frame": frame})
     expect(cost).to_have_text(str(checks.situation(query, asked).sample), timeout=10_000)
-    expect(page.locator("#check-cost")).to_contain_text("labels (more if it meets positives)")
+    expect(page.locator("#check-cost")).to_contain_text("images looked at twice (more if it meets positives)")
     page.screenshot(path=str(artifacts / "completeness-cost.png"), full_page=False)
     wanted = int(cost.inner_text())
     page.click("#draw-check")
 
     page.wait_for_url("**ranking=check")
     check = CompletenessCheck.objects.get(query=query)
-    sample = list(check.images.values_list("image_id", flat=True))
+    sample = list(check.images.order_by("position").values_list("image_id", flat=True))
     assert len(sample) == wanted > 0
-    assert wanted == certify.check_size(check.found_at_draw, check.sampled_from, 0.8, 0.975)
+    tested = certify.tested_at(0.95, 1)
+    assert wanted == certify.check_size(check.found_at_draw, check.sampled_from, 0.8, tested, 0.005, tolerate=1)
     expect(page.locator("#completeness-status")).to_have_text("checking")
     expect(page.locator(".tile")).to_have_count(len(sample))
-    # Ann's negatives drawn into the sample come first (a second look, blind: the boss sees them unlabeled), then
-    # the images nobody judged, in the sample's random order.
-    judged = set(Label.objects.filter(query=query, image_id__in=sample).values_list("image_id", flat=True))
-    expected = sorted(judged) + [image_id for image_id in sample if image_id not in judged]
-    assert [int(i) for i in page.locator(".tile").evaluate_all("ts => ts.map(t => t.dataset.imageId)")] == expected
+    # The sample in its random order, whatever anyone said of its images (Ann's negatives drawn into it too): each
+    # gets two blind looks, and the boss's is one of them; every tile shows unlabeled.
+    assert [int(i) for i in page.locator(".tile").evaluate_all("ts => ts.map(t => t.dataset.imageId)")] == sample
     assert set(page.locator(".tile").evaluate_all("ts => ts.map(t => t.dataset.label)")) == {""}
     page.screenshot(path=str(artifacts / "completeness-check-grid.png"), full_page=False)
     for _ in sample:
         page.keyboard.press("0")
         page.keyboard.press("ArrowRight")
     expect(page.locator("#save-status")).to_have_text("All changes saved")
-    assert set(Label.objects.filter(query=query, image_id__in=sample).values_list("value", flat=True)) == {
-        "not_relevant"
-    }
-    expect(page.locator("#completeness-status")).to_have_text("certified", timeout=15_000)  # no reload
+    assert Judgment.objects.filter(query=query, image_id__in=sample, annotator__username="boss").count() == len(sample)
+    expect(page.locator("#completeness-progress")).to_contain_text("waiting", timeout=15_000)  # second looks to come
+    # Bob's second looks, from his own page: the write that gives the last one decides the check.
+    looked = set(Judgment.objects.filter(query=query, image_id__in=sample).exclude(annotator__username="boss")
+                 .values_list("image_id", flat=True))  # fmt: skip
+    rest = [LabelChange(image_id, "not_relevant") for image_id in sample if image_id not in looked]
+    set_labels(query_id=query.pk, changes=rest, user=bob, source="keyboard")
     check.refresh_from_db()
     assert check.status == "certified" and check.positives == 0 and check.recall_lower_bound >= 0.8
-    expect(page.locator("#completeness-claim")).to_contain_text("Recall ≥ 80% with 95% confidence")
+    page.reload()
+    expect(page.locator("#completeness-status")).to_have_text("certified")
+    expect(page.locator("#completeness-claim")).to_contain_text(
+        "Recall is at least 80% with 95% confidence over the frame"
+    )
+    expect(page.locator("#completeness-claim")).to_contain_text("positives outside the frame: not bounded")
     expect(page.locator("#completeness-frame")).to_contain_text(f"({check.frame_size} images)")
+    expect(page.locator("#completeness-bound")).to_contain_text(f"at {100 * tested:.2f}% confidence")
     expect(page.locator("#completeness-estimate")).to_contain_text("Positives in the frame")
     page.locator("#completeness-box").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "completeness-certified.png"), full_page=False)
