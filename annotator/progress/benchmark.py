@@ -401,8 +401,8 @@ def report(check: BenchmarkCheck, *, withheld: str = "") -> dict[str, Any]:
         "decided_at": check.decided_at.isoformat() if check.decided_at else None,
         "advice": advice(check, rows, now),
     }  # fmt: skip
-    if withheld:
-        shown["sample"]["positives"] = None
+    if withheld:  # nor how many looks were given: it would tell who has judged what the viewer judges blind
+        shown["sample"] = {"size": now.size, "labeled": None, "positives": None, "pending": None}
         shown["queries"] = [{**row, "positives_in_sample": None, "recall": None} for row in rows]
         shown["queries_above_target"] = None
         shown["advice"] = {"label_more": None, "reason": withheld}

@@ -42,12 +42,18 @@ def report(query: Query, *, withheld: str = "", aim: str = "query") -> dict[str,
     """The query's completeness as the API, the command and the export give it (one record). `withheld`: why the
     viewer may not read what the judgments of images they judge blind would tell (annotator.labels.visibility);
     those figures are then None, and the record says why. `aim`: the claim the advice aims at (query, benchmark)."""
-    shown = {**_report(query), "advice": advice(query, aim)}
-    if withheld and shown["sample"]:
-        shown |= {name: None for name in WITHHELD_FIELDS}
-        shown["sample"] = {**shown["sample"], "positives": None}
+    if withheld:  # not even how many looks were given: it would tell who has judged what the viewer judges blind
+        shown = {**_report(query), "advice": {"next": "label", "reason": withheld}}
+        if shown["sample"]:
+            shown |= {name: None for name in WITHHELD_FIELDS}
+            shown["sample"] = {"size": shown["sample"]["size"], "labeled": None, "positives": None, "pending": None}
+            shown["next"] = BLIND_NEXT if shown["status"] == "checking" else shown["next"]
         shown["withheld"] = withheld
-    return shown
+        return shown
+    return {**_report(query), "advice": advice(query, aim)}
+
+
+BLIND_NEXT = "Checking: label the check's images you have not judged (ranking “completeness check”)."
 
 
 NO_CHECK = "No check yet: when the query looks done, staff draw a random check of its frame (side pane or API)."

@@ -194,8 +194,11 @@ def test_every_sampled_image_gets_two_blind_looks_and_the_write_that_ends_the_ch
     mine = set(Judgment.objects.filter(query=query, annotator=ann).values_list("image_id", flat=True))
     assert check_candidates(ann, query) == [i for i in sample if i not in mine]  # the sample's order
     label(ann, query, check_candidates(ann, query), "not_relevant")
-    shown = api_for(ann).get(team["url"]).json()
-    assert shown["status"] == "checking" and "second annotator" in shown["next"]
+    shown = api_for(ann).get(team["url"]).json()  # Ann waits for Bob's looks: not even their count is hers to read
+    assert shown["status"] == "checking" and shown["withheld"] and shown["sample"]["pending"] is None
+    assert "you have not judged" in shown["next"]
+    staff = api_for(team["admin"]).get(team["url"]).json()
+    assert "second annotator" in staff["next"] and staff["sample"]["pending"] == len(sample)
     assert check_candidates(bob, query) == sample  # every sampled image, Ann's old negatives too
     assert not sealed.seen_by(query, bob, sample)  # blind: Bob sees them unlabeled
     label(bob, query, sample[:-1], "not_relevant")

@@ -221,3 +221,51 @@ def test_every_route_is_walked():
     for route, view in every_route():
         path = concrete(route, ids)
         assert "<" not in path and "(?P" not in path, f"{route} ({view}) is not walked: {path}"
+
+
+def test_a_blind_judge_learns_nothing_through_the_checks(sealed):
+    """Issue 51: a query's open check and an open benchmark check, their samples judged by Ann in each world; Bob
+    (staff without adjudication, so his dry runs are a staff blind judge's) reads the check ranking's order, the
+    counts, the claims, the advice and both dry runs, and they are the same byte for byte whatever Ann said."""
+    from annotator.models import BenchmarkImage, CompletenessCheck
+    from annotator.progress import benchmark, check_requests, checks
+
+    query, client, ann = sealed["query"], sealed["client"], sealed["ann"]
+    asked = check_requests.read_request({"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}})
+    checks.draw(query, asked, None)
+    benchmark.draw(benchmark.read_request({"target_recall": 0.5, "confidence": 0.9}), None)
+    drawn = set(CompletenessCheck.objects.get().images.values_list("image_id", flat=True))
+    drawn |= set(BenchmarkImage.objects.values_list("image_id", flat=True))
+    mine = set(Judgment.objects.filter(query=query, annotator=sealed["bob"]).values_list("image_id", flat=True))
+    hidden = sorted(drawn - mine - set(sealed["seen"]))[:40]
+    assert len(hidden) >= 20
+    dry = {"dry_run": True, "target_recall": 0.5, "confidence": 0.9}
+    requests = [
+        ("GET", f"/api/queries/{query.pk}/candidates/?strategy=check&k=500", None),
+        ("GET", f"/queries/{query.pk}/?ranking=check&size=200", None),
+        ("GET", f"/queries/{query.pk}/figures", None),
+        ("GET", f"/api/queries/{query.pk}/completeness/", None),
+        ("GET", f"/api/queries/{query.pk}/completeness/?claim=benchmark", None),
+        ("GET", "/api/completeness/benchmark/", None),
+        ("GET", "/dashboard/", None),
+        ("GET", f"/dashboard/{query.pk}/", None),
+        ("GET", "/", None),
+        ("POST", f"/api/queries/{query.pk}/completeness/", {**dry, "frame": {"kind": "collection"}}),
+        ("POST", "/api/completeness/benchmark/", dry),
+    ]
+    walked = {}
+    for world in WORLDS:
+        with transaction.atomic():
+            judge_sealed(world, query, ann, hidden)
+            walked[world] = answers_of(client, requests)
+            transaction.set_rollback(True)
+    first, *others = WORLDS
+    for world in others:
+        for key, answer in walked[first].items():
+            assert answer == walked[world][key], (
+                f"{key[0]} {key[1]} answers differently when ann judged {world!r}:\n"
+                + difference(answer, walked[world][key])
+            )
+    answered = walked[first]
+    assert all(status == 200 for status, _ in answered.values()), {k: v[0] for k, v in answered.items()}
+    assert b'"image_id"' in answered["GET", f"/api/queries/{query.pk}/candidates/?strategy=check&k=500"][1]
