@@ -194,7 +194,8 @@ def draw(request: BenchmarkRequest, user: Writer) -> tuple[BenchmarkCheck, bool]
                 return current, False
             # The positives are read under the locks the label writes take (their final-label rows).
             ids = [query.pk for query, _ in frames]
-            list(Label.objects.select_for_update().filter(query_id__in=ids, value=LabelValue.RELEVANT).values("pk"))
+            positives = Label.objects.select_for_update().filter(query_id__in=ids, value=LabelValue.RELEVANT)
+            list(positives.order_by("query_id", "image_id").values("pk"))  # in the writers' order
             found = _situation(request, frames)
             if found.sample is None:
                 raise BadCheck(

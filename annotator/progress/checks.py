@@ -188,12 +188,15 @@ def draw(query: Query, request: CheckRequest, user: Writer) -> tuple[Completenes
     frame = frame_of(query, request.frame)  # the rankings are read outside the transaction: seconds on a large frame
     try:
         with transaction.atomic():
-            Query.objects.select_for_update().filter(pk=query.pk).get()  # two admins drawing at once: one check
+            # Two admins drawing at once: one check. NO KEY UPDATE, so that label writes, whose rows' foreign keys
+            # take KEY SHARE on the query row, are not blocked by it while they hold rows the draw waits for.
+            Query.objects.select_for_update(no_key=True).filter(pk=query.pk).get()
             if (current := open_check(query)) is not None:
                 return current, False
             # The positives are read under the locks the label writes take (their final-label rows), so a write
             # that confirms or overturns one either lands before the draw reads it or waits for the draw.
-            list(Label.objects.select_for_update().filter(query=query, value=LabelValue.RELEVANT).values("pk"))
+            positives = Label.objects.select_for_update().filter(query=query, value=LabelValue.RELEVANT)
+            list(positives.order_by("image_id").values("pk"))  # in the writers' order (labels.writes._hold)
             found = _situation(query, request, frame)
             if found.sample is None:
                 raise BadCheck(_uncertifiable(found, request))
