@@ -336,3 +336,23 @@ def simulate(
             progress(done, total)
     return {**summarize(benchmark, queries, options.target), "settings": options.__dict__, "benchmark_runs": benchmark,
             "query_runs": queries}  # fmt: skip
+
+
+def format_summary(result: dict[str, Any]) -> str:
+    """The two claims' figures as the command prints them."""
+    target = round(100 * result["target"])
+    pooled, each = result["benchmark"], result["per_query"]
+    held = pooled["held_when_certified"]
+    lines = [
+        f"benchmark claim (micro-recall >= {target}%): {pooled['certified']}/{pooled['seeds']} seeds certified, "
+        f"{held.get('held', 0)} of {held.get('of', 0)} held; median {pooled['median_checks']} checks, median "
+        f"micro-recall {pooled['median_micro_recall']}, {pooled['median_ratio_to_oracle']}x the summed oracle labels",
+    ]
+    if each["runs"]:
+        wrong = each["false_claims"]
+        lines.append(
+            f"per-query claims (recall >= {target}%): {each['certified']}/{each['runs']} certified, {wrong['held']} "
+            f"false ({wrong.get('share', 0):.3f}, 95% CI {wrong.get('interval', ['-', '-'])[0]}-"
+            f"{wrong.get('interval', ['-', '-'])[1]}), {each['median_ratio_to_oracle']}x the summed oracle labels"
+        )
+    return "\n".join(lines)

@@ -2,13 +2,13 @@
 truth and its rankers (the team world, the synthetic world, or qrels over the real collection), and the
 medians table it prints. The command is a thin shell over these and evaluation.simulation."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from annotator.facade import recall_estimate
 from annotator.models import Query
-from evaluation import certification, simulation, worlds
+from evaluation import benchmark_sim, certification, simulation, worlds
 from evaluation.inputs import InputError, read_qrels
 from search.facade import LABEL_ONLY_STRATEGIES, next_batch
 
@@ -209,3 +209,26 @@ def format_medians(result: dict[str, Any]) -> str:
                 f"{row['missed']:>7} {'' if error is None else f'{error:.2f}':>11}"
             )
     return "\n".join(lines)
+
+
+def claims_settings(options: dict[str, Any]) -> "benchmark_sim.Settings":
+    """The claims' simulation settings (--completeness --claims QUERIES); BadReplay naming one out of range."""
+    if not options["team_world"]:
+        raise BadReplay("--completeness runs on the team world: add --team-world.")
+    if not 1 <= options["claims"] <= 2000:
+        raise BadReplay("--claims must be 1 to 2,000 queries.")
+    if not 0 < options["target"] < 1 or not 0 < options["confidence"] < 1:
+        raise BadReplay("--target and --confidence must be shares above 0 and below 1, e.g. 0.9 and 0.95.")
+    if not 1 <= options["seeds"] <= 1000:
+        raise BadReplay("--seeds must be 1 to 1,000 worlds.")
+    if not 0 <= options["noise"] < 0.5:
+        raise BadReplay("--noise must be a share from 0 up to 0.5, e.g. 0.05.")
+    return benchmark_sim.Settings(
+        noise=options["noise"], target=options["target"], confidence=options["confidence"], batch=options["batch"]
+    )
+
+
+def seeded_inquire_worlds(options: dict[str, Any]) -> Iterator[tuple[int, worlds.World]]:
+    """(seed, INQUIRE-shaped world of --claims queries) for --seeds seeds from --seed on, one at a time."""
+    for seed in range(options["seed"], options["seed"] + options["seeds"]):
+        yield seed, worlds.inquire_world(queries=options["claims"], seed=seed)

@@ -97,3 +97,36 @@ def test_the_command_reports_each_rule_and_refuses_bad_settings(tmp_path, capsys
     ]:
         with pytest.raises(CommandError, match=words):
             call_command("simulate_labeling", *arguments)
+
+
+def test_the_command_measures_both_claims_the_way_a_team_reaches_them(tmp_path, capsys):
+    """`--claims QUERIES`: the benchmark's claim and each query's, over INQUIRE-shaped worlds, each held against
+    the truth and its labels beside the summed oracle's."""
+    out = tmp_path / "claims.json"
+    call_command(
+        "simulate_labeling", "--team-world", "--completeness", "--claims", "5", "--target", "0.8",
+        "--noise", "0.05", "--json", str(out),
+    )  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "benchmark claim (micro-recall >= 80%)" in printed and "per-query claims (recall >= 80%)" in printed
+    result = json.loads(out.read_text())
+    run = result["benchmark_runs"][0]
+    assert run["queries"] == 5 and run["labels"] >= run["review"] > 0 and run["oracle"] > 0
+    if run["certified"]:
+        assert run["bound"] >= 0.8
+    assert len(result["query_runs"]) == 5
+    for record in result["query_runs"]:
+        assert record["labels"] > 0 and (not record["certified"] or record["checks"] >= 1)
+    with pytest.raises(CommandError, match="--claims"):
+        call_command("simulate_labeling", "--team-world", "--completeness", "--claims", "0")
+
+
+def test_an_inquire_world_has_lognormal_positives_in_the_five_kinds():
+    world = worlds.inquire_world(queries=40, seed=3)
+    counts = sorted(len(positives) for positives in world.positives.values())
+    assert len(world.positives) == 40 and set(world.kinds.values()) == set(worlds.KINDS)
+    assert 25 <= counts[len(counts) // 2] <= 80  # median about 46
+    assert counts[0] >= 1 and counts[-1] > 2 * counts[len(counts) // 2]  # a long tail
+    assert all(len(p) == len(set(p)) for p in world.positives.values())
+    every = [i for p in world.positives.values() for i in p]
+    assert len(every) == len(set(every))  # no image is a positive of two queries

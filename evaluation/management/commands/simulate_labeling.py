@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.cli import progress_bar
 from common.files import write_atomically
-from evaluation import certification, plots, replays, simulation
+from evaluation import benchmark_sim, certification, plots, replays, simulation
 from evaluation.models import SavedSimulation
 from evaluation.worlds import KINDS
 from search.facade import SearchUnavailable
@@ -70,6 +70,14 @@ class Command(BaseCommand):
             "--depth", type=int, default=0, help="--completeness: the frame's depth (0: the tool's default, frozen)"
         )
         parser.add_argument("--seeds", type=int, default=1, help="--completeness: worlds, seeds --seed onward (1)")
+        parser.add_argument(
+            "--claims",
+            type=int,
+            metavar="QUERIES",
+            help="with --completeness: measure both claims, each query's and the benchmark's, the way a team reaches "
+            "them (the advice, the default frame, an expert adjudicator) over INQUIRE-shaped worlds of QUERIES "
+            "queries (positives lognormal, median 46): 10, or INQUIRE's 250",
+        )
         parser.add_argument("--json", type=Path, help="write the result as JSON")
         parser.add_argument("--plot", type=Path, help="write recall against labels spent as SVG")
         parser.add_argument("--name", help="the name on the evaluation pages (default: from the source)")
@@ -111,7 +119,11 @@ class Command(BaseCommand):
             self.stdout.write(f"Saved as simulation {saved.pk} (Evaluation pages).")
 
     def _completeness(self, options: dict[str, Any]) -> None:
-        """The stopping rules against the truth (evaluation.certification), over --seeds team worlds."""
+        """The stopping rules against the truth (evaluation.certification), over --seeds team worlds; with --claims,
+        both completeness claims (evaluation.benchmark_sim)."""
+        if options["claims"] is not None:
+            self._claims(options)
+            return
         try:
             settings = replays.certification_settings(options)
             with progress_bar("Simulating", "runs") as progress:
@@ -121,3 +133,15 @@ class Command(BaseCommand):
         self.stdout.write(certification.format_summary(result))
         if options["json"]:
             write_atomically(options["json"], json.dumps(result, indent=1).encode())
+
+    def _claims(self, options: dict[str, Any]) -> None:
+        try:
+            settings = replays.claims_settings(options)
+        except replays.BadReplay as error:
+            raise CommandError(str(error)) from None
+        chosen = replays.seeded_inquire_worlds(options)
+        with progress_bar("Simulating", "seeds") as progress:
+            result = benchmark_sim.simulate(chosen, settings, progress=progress, total=options["seeds"])
+        self.stdout.write(benchmark_sim.format_summary(result))
+        if options["json"]:
+            write_atomically(options["json"], json.dumps(result, indent=1, default=float).encode())
