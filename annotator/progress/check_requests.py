@@ -18,6 +18,8 @@ DEFAULT_DEPTH = 1000
 # time), and the adjudicator who decides every image a look called relevant or unsure is taken to err at most
 # as often again. Declared in every claim beside its confidence.
 MISS_RATE = 0.005
+# With second judgments off (a team of one), each sampled image has one look: the bound is one annotator's mistakes.
+ONE_LOOK_MISS_RATE = 0.05
 SMALLEST = 1e-6
 
 

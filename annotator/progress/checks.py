@@ -13,12 +13,13 @@ decides every sampled image that a look called relevant or unsure: two annotator
 images at 5% mistakes each) neither fail a check nor pass into the next one's `found`. A true positive of the
 sample is lost only when both looks miss it or the adjudicator does; the test (annotator.progress.certify) assumes
 that happens to at most `miss_rate` of them and says so. Where staff turn second judgments off, single judgments
-are trusted, the judged images are settled, and only the unjudged are sampled.
+are trusted, the judged images are settled, only the unjudged are sampled, and the test assumes one look's
+mistakes (ONE_LOOK_MISS_RATE).
 
 The sample is sized to certify the target when it counts at most one positive (or none, where one cannot), tested
 at the share of alpha its ordinal gets (certify.tested_at: 0.9 alpha first, the rest halving after). The check is
-decided when the write that settles its last sampled image commits (decide_if_complete, connected to
-annotator.labels' `judgments_settled` signal): reading a claim never writes one.
+decided by the write that settles its last sampled image (annotator.progress.sampled.decide_if_complete, connected
+to annotator.labels' `judgments_settled` signal): reading a claim never writes one.
 
 Blind judges see nothing through a check: its candidates come in the sample's random order, and whether an image
 waits for a look depends on how many judged it, never on what they said.
@@ -46,7 +47,7 @@ from annotator.models import (
     Query,
 )
 from annotator.progress import certify
-from annotator.progress.check_requests import CheckRequest
+from annotator.progress.check_requests import ONE_LOOK_MISS_RATE, CheckRequest
 from annotator.progress.frames import BadCheck, Frame, frame_of, freeze, pack, unpack
 
 # The values that count as a positive in the sample: unsure counts, so that doubt never helps a claim.
@@ -81,7 +82,7 @@ class Situation:
         return {
             "frame": self.frame.as_json(), "frame_size": len(self.frame.ids), "found": self.found,
             "sampled_from": len(self.population), "check": self.ordinal, "tested_at": self.tested_at,
-            "miss_rate": self.miss_rate, "sample": self.sample, "second_judgments": self.unconfirmed,
+            "miss_rate": self.miss_rate, "sample": self.sample, "unconfirmed": self.unconfirmed,
             "looks": 2 * (self.sample or 0),
         }  # fmt: skip
 
@@ -115,7 +116,7 @@ def _situation(query: Query, request: CheckRequest, frame: Frame) -> Situation:
         population, unconfirmed = np.setdiff1d(frame.ids, judged, assume_unique=True), 0
     ordinal = query.completeness_checks.count() + 1
     confidence = certify.tested_at(request.confidence, ordinal)
-    miss_rate = request.miss_rate if request.second_judgments else max(request.miss_rate, 0.0)
+    miss_rate = request.miss_rate if request.second_judgments else max(request.miss_rate, ONE_LOOK_MISS_RATE)
     sample = certify.check_size(
         len(positives), len(population), request.target, confidence, miss_rate, tolerate=TOLERATE
     )  # fmt: skip

@@ -128,13 +128,13 @@ def test_a_dry_run_sizes_on_confirmed_positives_and_draws_nothing(team):
     body = {"target_recall": 0.8, "confidence": 0.95, "frame": {"kind": "collection"}, "dry_run": True}
     cost = api_for(team["admin"]).post(team["url"], body, format="json").json()
     # Ann's 7 clicks are not confirmed: none is counted found, and all 7 wait for a second judgment.
-    assert cost["frame_size"] == 120 and cost["found"] == 0 and cost["second_judgments"] == 7
+    assert cost["frame_size"] == 120 and cost["found"] == 0 and cost["unconfirmed"] == 7
     assert cost["sampled_from"] == 120
     assert cost["sample"] == certify.check_size(0, 120, 0.8, certify.tested_at(0.95, 1), 0.005, tolerate=1)
     assert database_snapshot() == before
     confirm_positives(team)
     cost = api_for(team["admin"]).post(team["url"], body, format="json").json()
-    assert cost["found"] == 7 and cost["second_judgments"] == 0 and cost["sampled_from"] == 113
+    assert cost["found"] == 7 and cost["unconfirmed"] == 0 and cost["sampled_from"] == 113
     assert cost["sample"] == certify.check_size(7, 113, 0.8, 0.955, 0.005, tolerate=1)
     assert cost["looks"] == 2 * cost["sample"] and cost["tested_at"] == pytest.approx(0.955)
 
