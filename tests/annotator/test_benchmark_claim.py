@@ -5,37 +5,16 @@ the data as it was."""
 
 import pytest
 from django.contrib.auth.models import User
-from rest_framework.test import APIClient
 
 from annotator.labels import LabelChange, set_labels
 from annotator.models import BenchmarkCheck, BenchmarkImage, Label, OverlapImage, Query, QueryFrame
 from annotator.progress import certify
 from search.facade import search
+from tests.annotator.claims_api import api_for, check_candidates, label
 from tests.factories import database_snapshot
 
 pytestmark = pytest.mark.django_db
 URL = "/api/completeness/benchmark/"
-
-
-def api_for(user):
-    api = APIClient()
-    api.force_authenticate(user)
-    return api
-
-
-def label(user, query, image_ids, value):
-    answer = api_for(user).post(
-        f"/api/queries/{query.pk}/labels/",
-        {"labels": [{"image": image_id, "value": value} for image_id in image_ids]},
-        format="json",
-    )
-    assert answer.status_code == 200, answer.content
-
-
-def check_candidates(user, query, k=1000):
-    answer = api_for(user).get(f"/api/queries/{query.pk}/candidates/", {"strategy": "check", "k": k})
-    assert answer.status_code == 200, answer.content
-    return [row["image_id"] for row in answer.json()["results"]]
 
 
 @pytest.fixture

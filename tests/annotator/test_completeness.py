@@ -11,15 +11,10 @@ from annotator.models import CompletenessCheck, Judgment, Label, OverlapImage, Q
 from annotator.progress import certify, checks
 from annotator.progress.frames import pack, unpack
 from search.facade import rank, search
+from tests.annotator.claims_api import api_for, check_candidates, label
 from tests.factories import database_snapshot
 
 pytestmark = pytest.mark.django_db
-
-
-def api_for(user):
-    api = APIClient()
-    api.force_authenticate(user)
-    return api
 
 
 @pytest.fixture
@@ -38,25 +33,10 @@ def draw(team, body=None):
     return api_for(team["admin"]).post(team["url"], body, format="json")
 
 
-def label(user, query, image_ids, value):
-    answer = api_for(user).post(
-        f"/api/queries/{query.pk}/labels/",
-        {"labels": [{"image": image_id, "value": value} for image_id in image_ids]},
-        format="json",
-    )
-    assert answer.status_code == 200, answer.content
-
-
 def adjudicate(user, query, image_id, value):
     return api_for(user).post(
         f"/api/queries/{query.pk}/adjudicate/", {"image": image_id, "value": value}, format="json"
     )
-
-
-def check_candidates(user, query, k=500):
-    answer = api_for(user).get(f"/api/queries/{query.pk}/candidates/", {"strategy": "check", "k": k})
-    assert answer.status_code == 200, answer.content
-    return [row["image_id"] for row in answer.json()["results"]]
 
 
 def test_no_check_yet_says_so_and_what_to_do(team):
