@@ -186,3 +186,38 @@ def test_a_release_carries_the_benchmark_claim_in_its_card_croissant_and_complet
     both = json.loads((folder / "completeness.json").read_text(encoding="utf-8"))
     assert both["benchmark"]["claim"] == claim and len(both["queries"]) == 2
     assert all(row["claim"] is None and "not bounded" in row["outside_frame"] for row in both["queries"])
+
+
+def test_no_get_writes_a_table_while_the_benchmark_check_is_open(bench, client):
+    """Reads are reads: the benchmark's routes, the dashboard and the queries' pages answer an open benchmark check
+    without writing (the next write that settles a pair decides it)."""
+    from django.db import connection
+
+    from tests.annotator.test_completeness import Writes
+
+    ann, bob = bench["annotator"], bench["bob"]
+    first, second = bench["queries"]
+    draw(bench, split="val")
+    for user in (ann, bob):
+        for query in (first, second):
+            label(user, query, check_candidates(user, query)[:-1] if user is bob else check_candidates(user, query),
+                  "not_relevant")  # fmt: skip
+    client.force_login(bench["admin"])
+    routes = [
+        URL, URL + f"frame/?query={first.pk}", "/dashboard/", f"/dashboard/{second.pk}/", "/",
+        f"/api/queries/{second.pk}/completeness/?claim=benchmark",
+        f"/api/queries/{first.pk}/candidates/?strategy=check", f"/queries/{first.pk}/?ranking=check",
+        "/exports/completeness.json",
+    ]  # fmt: skip
+    writes = Writes()
+    with connection.execute_wrapper(writes):
+        for route in routes:
+            answer = client.get(route)
+            assert answer.status_code == 200, (route, answer.status_code)
+            if hasattr(answer, "streaming_content"):
+                b"".join(answer.streaming_content)
+    assert writes.seen == [], writes.seen
+    assert BenchmarkCheck.objects.get().status == "checking"
+    for query in (first, second):
+        label(bob, query, check_candidates(bob, query), "not_relevant")
+    assert BenchmarkCheck.objects.get().status == "certified"
