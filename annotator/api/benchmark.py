@@ -32,7 +32,7 @@ class BenchmarkCheckViewSet(viewsets.ViewSet):
         "sample and an interval of its recall (reported, not certified), and which queries to label more. Figures "
         "read off sealed judgments are withheld from a viewer who judges some sampled pairs blind.",
     )
-    def list(self, request: Request) -> Response:
+    def list(self, request: Request, format: str | None = None) -> Response:  # format: the router's .json suffix
         check = benchmark.latest()
         if check is None:
             raise NotFound(NO_CHECK)
@@ -45,7 +45,7 @@ class BenchmarkCheckViewSet(viewsets.ViewSet):
         'or "queries": [ids], or "split": "val"; "dry_run": true answers its cost and draws nothing. 201 when '
         "drawn, 200 with the open check.",
     )
-    def create(self, request: Request) -> Response:
+    def create(self, request: Request, format: str | None = None) -> Response:
         if not request.user.has_perm(labels.MANAGE_QUERIES):
             raise PermissionDenied(DRAW_REFUSED)
         try:
@@ -63,7 +63,7 @@ class BenchmarkCheckViewSet(viewsets.ViewSet):
         description='That query\'s frame in the latest benchmark check: {"image_ids": [...]}.',
     )
     @action(detail=False, methods=["get"])
-    def frame(self, request: Request) -> Response:
+    def frame(self, request: Request, format: str | None = None) -> Response:
         query_id = strict_id(request.query_params.get("query"))
         if query_id is None:
             raise ValidationError({"detail": '"query" must be a query id, a whole number such as 12.'})

@@ -126,6 +126,12 @@ class DisagreementSerializer(serializers.Serializer):
     judgments = JudgmentOfSerializer(many=True)
     final = serializers.CharField(help_text="the final label: undecided until an adjudicator decides a tie")
     decided_by = serializers.CharField()
+    reason = serializers.ChoiceField(
+        choices=["disagreement", "confirm"],
+        help_text="disagreement: the judgments differ; confirm: a positive a completeness claim counts only once an "
+        "adjudicator confirms it (a check's sampled image its looks agree on, or a single-judgment positive of a "
+        "frozen frame)",
+    )
 
 
 class DisagreementsSerializer(serializers.Serializer):

@@ -98,6 +98,7 @@ def test_disagreements_and_adjudication(team):
                 "judgments": [{"annotator": "ann", "value": "relevant"}, {"annotator": "bob", "value": "not_relevant"}],
                 "final": "undecided",
                 "decided_by": "undecided",
+                "reason": "disagreement",
             }
         ]
     }
