@@ -311,7 +311,9 @@ def test_the_command_prints_each_claim_draws_one_and_refuses_with_a_reason(team,
         with pytest.raises(CommandError, match=words):
             call_command("completeness", *arguments)
     assert database_snapshot() == before
-    call_command("completeness", "--draw", "--query", str(query.pk), "--target", "0.5", "--depth", "40")
+    call_command(
+        "completeness", "--draw", "--query", str(query.pk), "--target", "0.5", "--frame", "top", "--depth", "40"
+    )
     captured = capsys.readouterr()
     check = CompletenessCheck.objects.get()
     assert f"Drew check 1 of query {query.pk}: {check.images.count()} images" in captured.err

@@ -22,11 +22,13 @@ class Command(BaseCommand):
         parser.add_argument("--draw", action="store_true", help="draw a check of the one --query given")
         parser.add_argument("--target", type=float, default=0.9, help="--draw: the recall to certify (0.9)")
         parser.add_argument("--confidence", type=float, default=0.95, help="--draw: its confidence (0.95)")
-        parser.add_argument("--frame", choices=KINDS, default="top", help="--draw: the frame's kind (top)")
+        parser.add_argument(
+            "--frame", choices=KINDS, help="--draw: declare a frame of this kind (default: the query's frame, frozen)"
+        )
         parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help="--draw, top: ranks per ranking")
         parser.add_argument("--taxon", action="append", default=[], help="--draw, taxa: a taxon (repeatable)")
         parser.add_argument(
-            "--single-judgments", action="store_true", help="--draw: no second blind judgment of the positives"
+            "--single-judgments", action="store_true", help="--draw: one look at each sampled image (a team of one)"
         )
 
     def handle(self, query_ids: list[int] | None, **options: Any) -> None:
@@ -43,16 +45,15 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(records, indent=2) if options["json"] else _table(records))
 
     def _draw(self, query: Query, options: dict[str, Any]) -> None:
-        frame: dict[str, Any] = {"kind": options["frame"], "depth": options["depth"], "taxa": options["taxon"]}
+        asking: dict[str, Any] = {
+            "target_recall": options["target"],
+            "confidence": options["confidence"],
+            "second_judgments": not options["single_judgments"],
+        }
+        if options["frame"]:
+            asking["frame"] = {"kind": options["frame"], "depth": options["depth"], "taxa": options["taxon"]}
         try:
-            asked = check_requests.read_request(
-                {
-                    "target_recall": options["target"],
-                    "confidence": options["confidence"],
-                    "frame": frame,
-                    "second_judgments": not options["single_judgments"],
-                }
-            )
+            asked = check_requests.read_request(asking)
             check, drawn = checks.draw(query, asked, None)
         except BadCheck as bad:
             raise CommandError(str(bad)) from None
