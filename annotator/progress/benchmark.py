@@ -378,7 +378,12 @@ def report(check: BenchmarkCheck, *, withheld: str = "") -> dict[str, Any]:
         size = sample.size if sample else 0
         met = sample.positives if sample else 0
         found = len(unpack_ids(stratum.found_ids))
-        low, high = certify.recall_interval(found, stratum.sampled_from, size, met, check.confidence, check.miss_rate)
+        recall = None  # an interval needs the whole sample looked at: reported once the check is decided
+        if decided:
+            low, high = certify.recall_interval(
+                found, stratum.sampled_from, size, met, check.confidence, check.miss_rate
+            )
+            recall = {"low": round(low, 4), "high": round(high, 4), "confidence": check.confidence}
         rows.append(
             {
                 "query": stratum.query_id,
@@ -386,8 +391,8 @@ def report(check: BenchmarkCheck, *, withheld: str = "") -> dict[str, Any]:
                 "found": found,
                 "sample_size": size,
                 "positives_in_sample": met,
-                "recall": {"low": round(low, 4), "high": round(high, 4), "confidence": check.confidence},
-            }  # fmt: skip
+                "recall": recall,
+            }
         )
     shown: dict[str, Any] = {
         "id": check.pk, "check": check.ordinal, "status": check.status, "scope": check.scope,
@@ -396,7 +401,9 @@ def report(check: BenchmarkCheck, *, withheld: str = "") -> dict[str, Any]:
         "found": check.found if decided else check.found_at_draw, "sampled_from": check.sampled_from,
         "sample": {"size": now.size, "labeled": now.labeled, "positives": now.positives, "pending": now.pending},
         "queries": rows, "claim": claim_words(check, len(rows)),
-        "queries_above_target": sum(1 for row in rows if row["recall"]["low"] >= check.target_recall),
+        "queries_above_target": (
+            sum(1 for row in rows if row["recall"]["low"] >= check.target_recall) if decided else None
+        ),
         "outside_frames": "positives outside the frames: not bounded",
         "drawn_at": check.created_at.isoformat(),
         "decided_at": check.decided_at.isoformat() if check.decided_at else None,
@@ -415,8 +422,11 @@ def advice(check: BenchmarkCheck, rows: list[dict[str, Any]], now: BenchmarkProg
     """Which queries to label more: those whose sample met positives, most missing first (the sample's estimate
     of what each still hides), or whose recall interval lies under the target."""
     if check.status == BenchmarkCheck.Status.CHECKING:
-        left = now.unjudged + now.pending
-        return {"label_more": [], "reason": f"The check is open: {left} of its looks and decisions are still to come."}
+        return {
+            "label_more": [],
+            "reason": f"The check is open: {now.unjudged} of its {now.size} pairs wait for their first look and "
+            f"{now.pending} for a second look or an adjudicator (ranking \u201ccompleteness check\u201d).",
+        }
     missing = {
         row["query"]: row["positives_in_sample"] * (_stratum_size(check, row["query"]) / max(1, row["sample_size"]))
         for row in rows
