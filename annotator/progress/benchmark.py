@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from django.db import IntegrityError, transaction
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotator.labels.sealed import Writer
@@ -34,6 +36,7 @@ from annotator.models import (
     BenchmarkCheck,
     BenchmarkImage,
     BenchmarkQuery,
+    Judgment,
     Label,
     LabelValue,
     OverlapImage,
@@ -325,9 +328,24 @@ def decide_if_complete(query_id: int, image_ids: Any = None) -> None:
     first = pairs.select_related("benchmark").first()
     if first is None:
         return
+    if _some_pair_wants_a_look(first.benchmark):  # one query, not a progress of every stratum, on most writes
+        return
     now = progress(first.benchmark)
     if now.complete:
         decide(first.benchmark, now)
+
+
+def _some_pair_wants_a_look(check: BenchmarkCheck) -> bool:
+    """Whether a sampled pair has fewer than two judgments (the decision waits for it), in one query."""
+    looks = (
+        Judgment.objects.filter(query=OuterRef("query"), image=OuterRef("image"))
+        .order_by()
+        .values("query")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    pairs = check.images.annotate(looks=Coalesce(Subquery(looks), 0))
+    return pairs.filter(looks__lt=2).exists()
 
 
 def decide(check: BenchmarkCheck, now: BenchmarkProgress) -> None:
@@ -391,6 +409,7 @@ def report(check: BenchmarkCheck, *, withheld: str = "") -> dict[str, Any]:
                 "found": found,
                 "sample_size": size,
                 "positives_in_sample": met,
+                "sampled_from": stratum.sampled_from,
                 "recall": recall,
             }
         )
@@ -428,8 +447,7 @@ def advice(check: BenchmarkCheck, rows: list[dict[str, Any]], now: BenchmarkProg
             f"{now.pending} for a second look or an adjudicator (ranking \u201ccompleteness check\u201d).",
         }
     missing = {
-        row["query"]: row["positives_in_sample"] * (_stratum_size(check, row["query"]) / max(1, row["sample_size"]))
-        for row in rows
+        row["query"]: row["positives_in_sample"] * row["sampled_from"] / max(1, row["sample_size"]) for row in rows
     }
     under = [row["query"] for row in rows if row["recall"]["high"] < check.target_recall]
     more = sorted({q for q, m in missing.items() if m > 0} | set(under), key=lambda q: -missing.get(q, 0))
@@ -443,10 +461,6 @@ def advice(check: BenchmarkCheck, rows: list[dict[str, Any]], now: BenchmarkProg
     }
 
 
-def _stratum_size(check: BenchmarkCheck, query_id: int) -> int:
-    return next((s.sampled_from for s in check.strata.all() if s.query_id == query_id), 0)
-
-
 def frame_ids(query_id: int) -> list[int] | None:
     """The image ids of `query_id`'s frame in the latest benchmark check; None where it holds no such query."""
     check = latest()
@@ -454,9 +468,3 @@ def frame_ids(query_id: int) -> list[int] | None:
         return None
     stratum = check.strata.filter(query_id=query_id).first()
     return None if stratum is None else unpack_ids(stratum.frame_ids).tolist()
-
-
-def latest_report(query_ids: Any = None) -> dict[str, Any] | None:
-    """report() of the latest benchmark check (for a release: None where there is none)."""
-    check = latest()
-    return None if check is None else report(check)
