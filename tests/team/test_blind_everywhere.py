@@ -132,6 +132,17 @@ def answers_of(client: Client, requests: list[tuple[str, str, dict | None]]) -> 
     return answers
 
 
+def same_in_every_world(walked: dict[str, dict]) -> None:
+    """Every request answered byte for byte the same in every world (each world's answers beside the first's)."""
+    first, *others = WORLDS
+    for world in others:
+        for key, answer in walked[first].items():
+            assert answer == walked[world][key], (
+                f"{key[0]} {key[1]} answers differently when ann judged {world!r}:\n"
+                + difference(answer, walked[world][key])
+            )
+
+
 def difference(first: tuple[int, bytes], second: tuple[int, bytes]) -> str:
     """The first lines where two answers differ, to read in the failure."""
     if first[0] != second[0]:
@@ -192,16 +203,10 @@ def test_a_blind_annotator_learns_nothing_on_any_route(sealed):
             requests += [("GET", path, None) for path in reads] + writes
             walked[world] = answers_of(client, requests)
             transaction.set_rollback(True)
-    first, *others = WORLDS
-    assert len(walked[first]) >= len(routes)
-    for world in others:
-        for key, answer in walked[first].items():
-            assert answer == walked[world][key], (
-                f"{key[0]} {key[1]} answers differently when ann judged {world!r}:\n"
-                + difference(answer, walked[world][key])
-            )
+    assert len(walked[WORLDS[0]]) >= len(routes)
+    same_in_every_world(walked)
     # The walk did reach the pages: the grid and the API answered, and the exports were refused with a reason.
-    answered = walked[first]
+    answered = walked[WORLDS[0]]
     assert answered["GET", f"/queries/{query.pk}/"][0] == 200
     page = answered["GET", f"/queries/{query.pk}/"][1].decode()
     # Bob's counts are his tiles: ann's 20 images outside the sample (13 relevant), his unsure, and his own
@@ -259,13 +264,7 @@ def test_a_blind_judge_learns_nothing_through_the_checks(sealed):
             judge_sealed(world, query, ann, hidden)
             walked[world] = answers_of(client, requests)
             transaction.set_rollback(True)
-    first, *others = WORLDS
-    for world in others:
-        for key, answer in walked[first].items():
-            assert answer == walked[world][key], (
-                f"{key[0]} {key[1]} answers differently when ann judged {world!r}:\n"
-                + difference(answer, walked[world][key])
-            )
-    answered = walked[first]
+    same_in_every_world(walked)
+    answered = walked[WORLDS[0]]
     assert all(status == 200 for status, _ in answered.values()), {k: v[0] for k, v in answered.items()}
     assert b'"image_id"' in answered["GET", f"/api/queries/{query.pk}/candidates/?strategy=check&k=500"][1]
