@@ -61,7 +61,7 @@ class Settings:
     batch: int = 50
     max_review: int = 6000  # per query
     max_checks: int = 6
-    tolerate_share: int = 10  # the benchmark sample tolerates the misses the target allows over this, at most 20
+    tolerate_share: int = 10  # as the tool's benchmark.TOLERATE_SHARE: a tenth of the misses the target allows, <= 20
 
 
 @dataclass
