@@ -32,8 +32,6 @@ import numpy as np
 from scipy.stats import binomtest
 
 from annotator.facade import (
-    DEFAULT_DEPTH_STEP,
-    DEFAULT_MIN_DEPTH,
     MISS_RATE,
     check_size,
     claim,
@@ -42,7 +40,7 @@ from annotator.facade import (
 )
 from search.facade import strategy_vector
 
-from .certification import Team
+from .certification import Team, default_frame
 from .simulation import annotator_mistakes
 from .worlds import World
 
@@ -140,17 +138,7 @@ class QueryRun:
         """The default frame (frames.default_spec): the images judged and the top of the text and learned rankings,
         frozen once."""
         if self.frame is None:
-            judged = len(self.team.first)
-            depth = max(DEFAULT_MIN_DEPTH, -(-2 * judged // DEFAULT_DEPTH_STEP) * DEFAULT_DEPTH_STEP)
-            relevant = [i for i in self.team.first if self.team.final(i)]
-            not_relevant = [i for i in self.team.first if not self.team.final(i)]
-            text = self.world.texts[self.query_id]
-            learned = strategy_vector("feedback", text, self.world.vectors[relevant], self.world.vectors[not_relevant])
-            ids = []
-            for vector in (text, learned):
-                scores = self.world.vectors @ np.asarray(vector, dtype=np.float32)
-                ids.append(np.argpartition(-scores, depth - 1)[:depth])
-            self.frame = np.unique(np.concatenate([*ids, np.asarray(list(self.team.first), dtype=np.int64)]))
+            self.frame = default_frame(self.world, self.query_id, self.team)
         return self.frame
 
     def confirm(self) -> list[int]:

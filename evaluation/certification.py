@@ -131,6 +131,13 @@ def default_depth(judged: int) -> int:
     return max(DEFAULT_MIN_DEPTH, depth)
 
 
+def default_frame(world: World, query_id: int, team: Team) -> np.ndarray:
+    """The tool's default frame (frames.default_spec, kind `reviewed`): the images judged and the top
+    default_depth(judged) of the text and learned rankings."""
+    top = _frame(world, query_id, team, default_depth(len(team.first)))
+    return np.union1d(top, np.asarray(list(team.first), dtype=np.int64))
+
+
 def _check(
     world: World, query_id: int, team: Team, ordinal: int, options: Settings, rng: np.random.Generator,
     frame: np.ndarray,
@@ -197,10 +204,12 @@ def run(world: World, query_id: int, seed: int, options: Settings) -> dict[str, 
         last_review = len(order) >= options.max_review
         if "check" not in stops and (dry or last_review):
             checks += 1
-            if frame is None:  # the tool's default: the images judged and the rankings' tops
-                frame = _frame(world, query_id, team, options.depth or default_depth(len(team.first)))
-                if not options.depth:
-                    frame = np.union1d(frame, np.asarray(list(team.first), dtype=np.int64))
+            if frame is None:  # frozen at the first check: the tool's default, or the depth asked for
+                frame = (
+                    _frame(world, query_id, team, options.depth)
+                    if options.depth
+                    else default_frame(world, query_id, team)
+                )
             result = _check(world, query_id, team, checks, options, rng, frame)
             # After a failed check, label on at least as many images as it sampled before checking again: a
             # check that meets positives says the ranking still holds some, and checking at once would pay again.
