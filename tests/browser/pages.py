@@ -1,9 +1,11 @@
 """What the browser tests do on Quire's pages (helpers; the fixtures are in conftest.py)."""
 
+from urllib.parse import quote
+
 
 def log_in(page, live_server, user="ann", password="pw-ann-1", next_url="/"):
     """Log in through the real form and land on `next_url`."""
-    page.goto(f"{live_server.url}/accounts/login/?next={next_url}")
+    page.goto(f"{live_server.url}/accounts/login/?next={quote(next_url)}")
     page.fill('input[name="username"]', user)
     page.fill('input[name="password"]', password)
     page.click('button[type="submit"], input[type="submit"]')

@@ -56,13 +56,14 @@ def test_a_benchmark_check_drawn_from_the_dashboard_labeled_from_two_queries_pag
     # Ann labels each query's pairs from its page, in the check ranking, with the keys.
     page.context.clear_cookies()
     for query in (first, second):
-        url = f"/queries/{query.pk}/?ranking=check"
+        url = f"/queries/{query.pk}/?ranking=check&size=200"  # one page holds the query's whole share
         if query is first:
             log_in(page, live_server, "ann", "pw-ann-1", url)
         else:
             page.goto(f"{live_server.url}{url}")
         mine = set(Judgment.objects.filter(query=query, annotator=ann).values_list("image_id", flat=True))
         wanted = [image_id for image_id in pairs[query.pk] if image_id not in mine]
+        assert len(wanted) <= 200, "the pooled sample's share of one query fits one page of 200"
         expect(page.locator(".tile")).to_have_count(len(wanted))
         shown = [int(i) for i in page.locator(".tile").evaluate_all("ts => ts.map(t => t.dataset.imageId)")]
         assert shown == wanted  # the pooled sample's order
