@@ -18,8 +18,9 @@ from collections.abc import Callable
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import resolve_url
+from django.views.csrf import csrf_failure as django_csrf_failure
 
 FRAGMENT_HEADER = "X-Quire-Refusal"
 SESSION_ENDED = "Your session ended: log in again (nothing on this page was lost)."
@@ -56,8 +57,9 @@ class HtmxRefusals:
         if response.status_code < 400 or response.get(FRAGMENT_HEADER) == "fragment":
             return response
         refused = _sentence(response.status_code, sentence_of(response))
-        if response.has_header("Retry-After"):
-            refused["Retry-After"] = response["Retry-After"]
+        for kept in ("Retry-After", "X-Login-Url"):
+            if response.has_header(kept):
+                refused[kept] = response[kept]
         return refused
 
 
@@ -107,3 +109,21 @@ def _login_url(request: HttpRequest) -> str:
     current = urlsplit(request.headers.get("HX-Current-URL", ""))
     back = current.path + (f"?{current.query}" if current.query else "") if current.path else request.path
     return f"{resolve_url(settings.LOGIN_URL)}?{urlencode({'next': back})}"
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """Django's CSRF_FAILURE_VIEW. Where the browser lost every cookie (its "clear site data"), the CSRF check
+    fails before any login check could say what happened: a request without a signed-in user is told its
+    session ended (401, where to log in in `X-Login-Url` and, for the page's fetch() calls, in JSON as
+    json_login_required answers), so the labeling page keeps its labels waiting and links to the login. A
+    signed-in user's stale token gets Django's own page (HtmxRefusals turns it into a sentence for htmx)."""
+    if getattr(request, "user", None) is not None and request.user.is_authenticated:
+        return django_csrf_failure(request, reason)
+    login_url = _login_url(request)
+    if "application/json" in request.headers.get("Accept", ""):
+        ended: HttpResponse = JsonResponse({"error": "Your session ended: log in again.", "login_url": login_url},
+                                           status=401)  # fmt: skip
+    else:
+        ended = _sentence(401, SESSION_ENDED)
+    ended["X-Login-Url"] = login_url
+    return ended

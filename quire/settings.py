@@ -272,6 +272,8 @@ if proxy_header := os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip():
         )
     SECURE_PROXY_SSL_HEADER = (name.strip(), value.strip())
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+# A browser that lost every cookie is told its session ended, not that a token failed (common/refusals.py).
+CSRF_FAILURE_VIEW = "common.refusals.csrf_failure"
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"

@@ -75,6 +75,23 @@ def test_a_stale_csrf_token_says_reload(labeling):
     assert "out of date" in response.content.decode()
 
 
+def test_a_browser_that_lost_every_cookie_is_told_its_session_ended(labeling):
+    """No session and no CSRF cookie (the browser's "clear site data"): the CSRF check fails first, and says what
+    happened, to the page's fetch() (JSON, as json_login_required answers) and to htmx (a sentence); nothing stored."""
+    client = Client(enforce_csrf_checks=True)
+    query = labeling["query"]
+    body = {"labels": [{"image": 1, "value": "relevant"}]}
+    saved = client.post(reverse("save-label", args=[query.pk]), body, content_type="application/json",
+                        HTTP_ACCEPT="application/json")  # fmt: skip
+    assert saved.status_code == 401
+    assert saved.json()["error"] == "Your session ended: log in again."
+    assert saved.json()["login_url"].startswith("/accounts/login/?next=")
+    htmx = client.post(reverse("start-rerank", args=[query.pk]), {"method": "yesno"}, **HTMX)
+    assert htmx.status_code == 401 and htmx.content.decode() == refusals.SESSION_ENDED
+    assert htmx["X-Login-Url"] == "/accounts/login/?next=%2Fqueries%2F1%2F%3Franking%3Dtext"
+    assert not query.judgments.exists()
+
+
 def test_sentences_are_kept_short_and_json_errors_read():
     from django.http import HttpResponse, JsonResponse
 

@@ -48,7 +48,7 @@ from annotator.models import (
 )
 from annotator.progress import certify
 from annotator.progress.check_requests import ONE_LOOK_MISS_RATE, CheckRequest
-from annotator.progress.frames import BadCheck, Frame, frame_of, freeze, pack, unpack
+from annotator.progress.frames import BadCheck, Frame, NothingToCheckYet, frame_of, freeze, pack, unpack
 
 # The values that count as a positive in the sample: unsure counts, so that doubt never helps a claim.
 SAMPLE_POSITIVE = (LabelValue.RELEVANT, LabelValue.UNSURE)
@@ -97,7 +97,7 @@ def situation(query: Query, request: CheckRequest) -> Situation:
 
 def _has_labels(query: Query) -> None:
     if not Judgment.objects.filter(query=query).exists():
-        raise BadCheck(
+        raise NothingToCheckYet(
             f"Query {query.pk} has no labels yet: label down its ranking first; "
             "a check tells when to stop, not where to start."
         )

@@ -46,6 +46,11 @@ class BadCheck(ValueError):
     """A completeness check that cannot be drawn as asked; the text says what to change. Nothing is drawn."""
 
 
+class NothingToCheckYet(BadCheck):
+    """The query is not ready for a check (no labels yet): a state to describe, not a request to refuse, where
+    a page only asks what a check would cost."""
+
+
 @dataclass(frozen=True)
 class FrameSpec:
     kind: str

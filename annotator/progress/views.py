@@ -19,7 +19,7 @@ from annotator.labeling import map as map_view
 from annotator.labels import visibility
 from annotator.models import Query
 from annotator.progress import benchmark, check_requests, checks, claims, figures
-from annotator.progress.frames import BadCheck
+from annotator.progress.frames import BadCheck, NothingToCheckYet
 from annotator.team.panel import team_panel
 from common.http import SignedInRequest
 from common.refusals import drawn_for_target
@@ -162,12 +162,16 @@ def check_cost(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     if not labels.may_manage(request.user):
         raise PermissionDenied("Drawing a completeness check needs the permission to change queries.")
     try:
-        cost = checks.situation(query, check_requests.read_form(request.GET))
+        asked = check_requests.read_form(request.GET)
+        cost = checks.situation(query, asked)
+    except NothingToCheckYet as not_yet:  # a state the pane describes (200), not a refused request
+        return render(request, "annotator/_check_cost.html", {"query": query, "not_yet": str(not_yet)})
     except BadCheck as bad:
         return drawn_for_target(
             render(request, "annotator/_check_cost.html", {"query": query, "error": str(bad)}, status=400)
         )
-    return render(request, "annotator/_check_cost.html", {"query": query, "cost": cost})
+    shown = {"query": query, "cost": cost, "two_looks": asked.second_judgments}
+    return render(request, "annotator/_check_cost.html", shown)
 
 
 @login_required

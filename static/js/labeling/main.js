@@ -405,7 +405,7 @@ function start(page) {
     actions[action]();
   }
 
-  document.addEventListener("keydown", (event) => {
+  function onKey(event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     for (const overlay of [help, lightbox]) {
       if (!overlay.hidden) {
@@ -428,16 +428,21 @@ function start(page) {
       event.preventDefault();
       run(action, event.shiftKey);
     }
-  });
+  }
 
+  function onTileClick(tile, { shiftKey, altKey }) {
+    const index = grid.indexOf.get(tile);
+    if (index === undefined) return;
+    if (shiftKey) return grid.select(index, { scroll: false, extend: true });
+    grid.select(index, { scroll: false });
+    if (altKey) return; // look at it in the side pane, without labeling it
+    label([tile], toggled(tile), "click");
+  }
+
+  document.addEventListener("keydown", onKey);
   grid.element.addEventListener("click", (event) => {
     const tile = event.target.closest(".tile");
-    if (!tile) return;
-    const index = grid.indexOf.get(tile);
-    if (event.shiftKey) return grid.select(index, { scroll: false, extend: true });
-    grid.select(index, { scroll: false });
-    if (event.altKey) return; // look at it in the side pane, without labeling it
-    label([tile], toggled(tile), "click");
+    if (tile) onTileClick(tile, event);
   });
   submitButton.addEventListener("click", submitShown);
   detail.addEventListener("click", (event) => {
@@ -512,4 +517,19 @@ function start(page) {
   if (queue.size) queue.flush();
   if (grid.tiles.length) grid.select(0, { scroll: false });
   refresh();
+  playEarlyInput();
+
+  // What was pressed and clicked before this module ran (early-input.js), in order, through the same handlers.
+  function playEarlyInput() {
+    const early = window.quireEarlyInput ? window.quireEarlyInput.take() : [];
+    for (const input of early) {
+      if (input.kind === "key") {
+        // early-input.js kept only keys meant for the grid (none typed into a control)
+        onKey({ ...input, target: document.body, preventDefault() {} });
+      } else {
+        const tile = grid.tileOf(input.imageId);
+        if (tile) onTileClick(tile, input);
+      }
+    }
+  }
 }
