@@ -66,6 +66,11 @@ class VectorBackend(Protocol):
         """The vectors and taxa of `image_ids` (int64), in their order, of those that have one."""
         ...
 
+    def sample(self, n: int) -> np.ndarray:
+        """Up to `n` of the collection's vectors (float32 rows), for statistics of the whole
+        (search/lookalikes.py): a random sample where the backend can draw one."""
+        ...
+
     def close(self) -> None:
         """Let go of what it holds (a connection); the engine calls it when it forgets the backend."""
         ...
@@ -109,6 +114,11 @@ class FaissVectors:
         rows = rows[found]
         embeddings = self.searcher.embeddings
         return Fetched(np.asarray(embeddings.vectors[rows]), embeddings.taxon_ids[rows], found)
+
+    def sample(self, n: int) -> np.ndarray:
+        vectors = self.searcher.embeddings.vectors
+        rows = np.random.default_rng(0).choice(len(vectors), size=min(n, len(vectors)), replace=False)
+        return np.asarray(vectors[np.sort(rows)], dtype=np.float32)
 
     def close(self) -> None:
         pass  # the memory maps go with the last reference

@@ -35,9 +35,11 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-# Cosine similarity above which two images are near-duplicates: bursts, crops and re-uploads of one photo
-# sit above 0.95 under CLIP, photos of one species at about 0.6 to 0.9.
-NEAR_DUPLICATE = 0.95
+from . import lookalikes
+
+# Cosine similarity above which two images are near-duplicates, by default: the collection's own rule is
+# search/lookalikes.py's (the engine passes it as `threshold`).
+NEAR_DUPLICATE = lookalikes.NEAR_DUPLICATE
 PROBE_SHARE = 0.1
 WINDOW = 100
 # Candidates examined per image of the batch before looking deeper (x4 each time, up to MAX_DEPTH).
@@ -181,6 +183,7 @@ def compose(
     relevant: np.ndarray,
     not_relevant: np.ndarray,
     recent: Sequence[tuple[int, bool]],
+    threshold: float = NEAR_DUPLICATE,
 ) -> list[Pick]:
     """The next `k` images to label: the learned ranking's and the text order's (stacked_picks) (the same
     stack rule), interleaved in the shares learned_share sets. `exclude`: the labeled images and any others
@@ -188,14 +191,16 @@ def compose(
     annotator's last answers on this query, (image id, relevant), oldest first.
     With no text (a ranking from examples only) the batch is the learned ranking's alone."""
     if text is None:
-        return stacked_picks(collection, learned, k, exclude, relevant, not_relevant)
+        return stacked_picks(collection, learned, k, exclude, relevant, not_relevant, threshold=threshold)
     text = text.astype(np.float32)
     text_order = collection.top(text, k * DEPTH_PER_PICK, exclude)  # one search: the frontier and the probes
     if not text_order:
         return []
     if float(learned @ text) >= (1 - 1e-6) * float(np.linalg.norm(learned) * np.linalg.norm(text)):
         # Nothing learned yet (no labels, no examples): the two rankings are one, the text order.
-        return stacked_picks(collection, text, k, exclude, relevant, not_relevant, TEXT, first=text_order)
+        return stacked_picks(
+            collection, text, k, exclude, relevant, not_relevant, TEXT, threshold=threshold, first=text_order
+        )
     # The text order's frontier: the score of its best unlabeled image. Every labeled image above it is
     # where the text order alone would have been by now; those below, the learned ranking's own finds.
     frontier = float(collection.vectors(text_order[:1])[0] @ text)
@@ -214,12 +219,13 @@ def compose(
     if other.wanted > lead.wanted:
         lead, other = other, lead
     first = stacked_picks(
-        collection, lead.vector, lead.wanted, exclude, relevant, not_relevant, lead.source, first=lead.searched
+        collection, lead.vector, lead.wanted, exclude, relevant, not_relevant, lead.source, threshold,
+        first=lead.searched,
     )  # fmt: skip
     taken = {pick.image_id for pick in first} | {image_id for pick in first for image_id in pick.stack}
     searched = None if other.searched is None else [i for i in other.searched if i not in taken]
     second = stacked_picks(
-        collection, other.vector, k, exclude | taken, relevant, not_relevant, other.source, first=searched
+        collection, other.vector, k, exclude | taken, relevant, not_relevant, other.source, threshold, first=searched
     )
     batch = interleave(first, second[: other.wanted])
     return batch + second[other.wanted : other.wanted + k - len(batch)]  # the first ran out: the second fills

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from django.conf import settings
 
-from . import batches, strategies
+from . import batches, lookalikes, strategies
 from . import index as faiss_index
 from .backends import FaissVectors, VectorBackend
 from .exceptions import NoIndex, SearchError, SearchUnavailable
@@ -50,9 +50,17 @@ class _Loaded:
     # Text orders remembered between searches, forgotten with the index they ranked; None for a live
     # backend, whose rows change under it (an image added elsewhere must be in the next ranking).
     text_orders: TextOrders | None = field(init=False)
+    # When two of its images are look-alikes (search/lookalikes.py), read from a sample once per index loaded.
+    _lookalikes: lookalikes.LookAlikeRule | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.text_orders = None if self.backend.live else TextOrders()
+
+    @property
+    def lookalikes(self) -> lookalikes.LookAlikeRule:
+        if self._lookalikes is None:
+            self._lookalikes = lookalikes.calibrate(self.backend.sample(lookalikes.SAMPLE))
+        return self._lookalikes
 
 
 logger = logging.getLogger(__name__)
@@ -350,6 +358,7 @@ def next_batch(request: RankingRequest, *, recent: Sequence[tuple[int, bool]] = 
         relevant=inputs.relevant if learned else _vectors_of(loaded, request.relevant_ids),
         not_relevant=inputs.not_relevant if learned else _vectors_of(loaded, request.not_relevant_ids),
         recent=[(image_id, answer) for image_id, answer in recent if image_id in with_vector],
+        threshold=loaded.lookalikes.threshold,
     )  # fmt: skip
     if not picks:
         return []
@@ -360,6 +369,11 @@ def next_batch(request: RankingRequest, *, recent: Sequence[tuple[int, bool]] = 
         Hit(pick.image_id, float(score), int(taxon), source=pick.source, stack=tuple(pick.stack))
         for pick, score, taxon in zip(picks, scores, taxa_of, strict=True)
     ]
+
+
+def lookalike_rule(spec: ClipSpec | None = None) -> lookalikes.LookAlikeRule:
+    """When two images of the collection are look-alikes, for its model (search/lookalikes.py)."""
+    return _get((spec or configured_spec()).name).lookalikes
 
 
 def _with_vectors(loaded: _Loaded, image_ids: Iterable[int]) -> list[int]:

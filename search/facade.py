@@ -25,6 +25,7 @@ from .batches import WINDOW as RECENT_ANSWERS
 from .batches import compose as compose_batch
 from .exceptions import NoMap, SearchError, SearchNotReady, SearchUnavailable
 from .layout import Layout
+from .lookalikes import LookAlikeRule
 from .polygon import BadPolygon, Polygon
 from .request import RankingRequest
 from .results import Hit
@@ -63,6 +64,8 @@ __all__ = [
     "rank",
     "next_batch",
     "compose_batch",
+    "lookalike_rule",
+    "LookAlikeRule",
     "RECENT_ANSWERS",
     "RankingRequest",
     "LABEL_ONLY_STRATEGIES",
@@ -196,6 +199,14 @@ def next_batch(
         spec=spec,
     )
     return engine_next_batch(request, recent=list(recent), k=k)
+
+
+def lookalike_rule(spec: ClipSpec | None = None) -> "LookAlikeRule":
+    """When two images of the collection are look-alikes for its model: the cosine at which a candidate stacks
+    behind a better one, or stacks off with the sentence why (search/lookalikes.py). Raises SearchUnavailable."""
+    from .engine import lookalike_rule as engine_rule  # FAISS and the store: only when something is searched
+
+    return engine_rule(spec)
 
 
 def strategy_vector(

@@ -429,6 +429,13 @@ class MilvusVectors:
         taxa = np.fromiter((row["taxon_id"] for row in kept), dtype=np.int64, count=len(kept))
         return Fetched(vectors.astype(np.float16), taxa, found)
 
+    def sample(self, n: int) -> np.ndarray:
+        # The first n rows the server returns, not a random draw (Milvus has none): the look-alike rule reads
+        # typical neighbours only, which any large enough slice of the collection shows.
+        rows = self._call(self.client.query, self.name, filter="", output_fields=["vector"], limit=n,
+                          consistency_level=BOUNDED)  # fmt: skip
+        return np.asarray([row["vector"] for row in rows], dtype=np.float32).reshape(-1, self.dim)
+
     def _call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """`method` with QUIRE_MILVUS_TIMEOUT: a server that stops answering fails the request with a sentence,
         it does not hold a web worker's thread."""

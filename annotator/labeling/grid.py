@@ -32,6 +32,7 @@ from search.facade import (
     SearchError,
     SearchUnavailable,
     configured_spec,
+    lookalike_rule,
     next_batch,
     rank,
     score_images,
@@ -473,3 +474,13 @@ def _page_of(
         for tile in tiles:
             tile.why = why.get(tile.image.pk) or None
     return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(left) > limit else None)
+
+
+def stacks_off() -> str:
+    """Why look-alike stacks are off for this collection's model (search/lookalikes.py), or "" where they stack
+    (or where nothing can be searched yet: the page says that already)."""
+    try:
+        rule = lookalike_rule()
+    except SearchUnavailable:
+        return ""
+    return "" if rule.stacks else rule.reason

@@ -143,6 +143,8 @@ def label_page(request: SignedInRequest, query_id: int) -> HttpResponseBase:
             "rankings": grid.RANKINGS,
             "ranking_name": grid.RANKINGS.get(state.ranking, state.ranking),
             "rerank_every": settings.QUIRE_RERANK_EVERY,
+            "stacks_off": grid.stacks_off() if state.ranking != "text" else "",
+            "stack_ask_above": STACK_ASK_ABOVE,
             "submit_limit": MAX_IMAGES_PER_SUBMIT,
             "upload_form": ExampleUploadForm(),
             **model_box(query, sight),
@@ -229,6 +231,9 @@ PAGE_SOURCES = (LabelSource.CLICK, LabelSource.KEYBOARD)
 # One Submit is one transaction: 10,500 images held one for 5.2 s (issue 37). Four of the largest pages; the
 # page submits the first this many of what it shows and says to press again for the rest.
 MAX_IMAGES_PER_SUBMIT = 4 * max(grid.PAGE_SIZES)
+# A label key on a stack of more look-alikes than this asks for the key again first (static/js/labeling/main.js):
+# one key must not label a crowd by surprise.
+STACK_ASK_ABOVE = 20
 
 
 @json_login_required

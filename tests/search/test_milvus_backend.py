@@ -14,7 +14,7 @@ import pytest
 
 from bench import realistic
 from search import index as search_index
-from search import milvus
+from search import lookalikes, milvus
 from search.backends import FaissVectors
 from search.exceptions import NoIndex, SearchError, StoreMismatch, VectorDatabaseUnavailable
 from search.store import Embeddings
@@ -127,6 +127,20 @@ def test_fetch_gives_the_stores_numbers_in_the_order_asked(world, both):
     assert backend.fetch(np.empty(0, dtype=np.int64)).vectors.shape == (0, DIM)
 
 
+def test_a_sample_of_the_collection_reads_the_same_look_alike_rule_on_both(world, both):
+    """search/lookalikes.py reads a sample of each backend's vectors: rows of the store, and on these CLIP-shaped
+    vectors both samples say the same: the fixed near-duplicate cosine."""
+    embeddings, _ = world
+    flat, backend = both
+    stored = {row.tobytes() for row in embeddings.vectors.astype(np.float32)}
+    for sampled in (flat.sample(500), backend.sample(500)):
+        assert sampled.shape == (500, DIM) and sampled.dtype == np.float32
+        assert len({row.tobytes() for row in sampled}) == 500 and all(row.tobytes() in stored for row in sampled)
+        rule = lookalikes.calibrate(sampled)
+        assert rule.stacks and rule.threshold == lookalikes.NEAR_DUPLICATE
+    assert len(flat.sample(COUNT * 2)) == COUNT  # never more than there is
+
+
 def test_adds_and_deletes_are_in_the_next_search_of_an_open_collection(world, uri):
     embeddings, world_ = world
     first = Embeddings(embeddings.vectors[:4000], embeddings.image_ids[:4000], embeddings.taxon_ids[:4000])
@@ -180,7 +194,7 @@ KILLED_LOAD = """
 import sys, django
 django.setup()
 import numpy as np
-from search import milvus
+from search import lookalikes, milvus
 from search.store import Embeddings
 data = np.load(sys.argv[1])
 embeddings = Embeddings(data["vectors"], data["image_ids"], data["taxon_ids"])

@@ -30,11 +30,15 @@ function start(page) {
   let reranking = false;
   let lookingSince = performance.now(); // when the selected image was shown: its lead time starts here
   const undo = []; // batches [{id, before}], newest last; a Submit or a range is one batch
+  // A key on a stack of more than STACK_ASK_ABOVE look-alikes labels nothing the first time: it says how many
+  // images the key would label and waits for the same key again on the same image (moving away forgets it).
+  const STACK_ASK_ABOVE = Number(page.dataset.stackAskAbove || 20);
+  let armed = null; // {id, value}: the stack the next identical key labels
 
   let map = null; // the map panel (map-panel.js), wired once the grid exists
   const grid = new Grid(document.getElementById("grid"), {
     onSelect: (tile, moved) => {
-      if (moved) lookingSince = performance.now();
+      if (moved) { lookingSince = performance.now(); armed = null; }
       showDetail(tile);
       map?.mark(tile.dataset.imageId);
     },
@@ -84,6 +88,14 @@ function start(page) {
 
   function label(targets, value, source) {
     if (locked) return say("This query is locked by staff: labels cannot change.", "error");
+    const big = targets.length === 1 && stackOf(targets[0]).length > STACK_ASK_ABOVE ? targets[0] : null;
+    if (big && !(armed && armed.id === big.dataset.imageId && armed.value === value)) {
+      armed = { id: big.dataset.imageId, value };
+      const n = stackOf(big).length;
+      return say(`${n} look-alikes wait behind this image: press the same key again to label all ${n + 1} ` +
+        `${(NAMES[value] || value).toLowerCase()}, or e to see them first.`, "error");
+    }
+    armed = null;
     const batch = [];
     const leadTime = Math.round(performance.now() - lookingSince);
     lookingSince = performance.now();
