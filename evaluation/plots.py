@@ -5,17 +5,25 @@ from typing import Any
 
 
 def bars(values: dict[str, float], *, width: int = 560, bar_height: int = 18) -> str:
-    """Horizontal bars of AP x100 per group."""
+    """Horizontal bars of AP x100 per group. The labels' column is as wide as the longest label needs (at about
+    7 px a character in 12 px type), up to half the plot; a label longer than that ends in "…" and its bar's
+    tooltip (SVG <title>) holds it whole."""
     rows = list(values.items())
     height = bar_height * len(rows) + 10
+    fits = max((len(label) for label, _ in rows), default=0)
+    label_width = min(width // 2, 7 * fits + 10)
+    most_chars = (label_width - 10) // 7
+    bar_space = width - label_width - 45  # room for the figure after the longest bar
     parts = [f'<svg class="plot" width="{width}" height="{height}" role="img" aria-label="AP by group">']
     for index, (label, value) in enumerate(rows):
         y = 5 + index * bar_height
-        length = max(1, (width - 230) * value)
+        length = max(1, bar_space * value)
+        shown = label if len(label) <= most_chars else label[: most_chars - 1] + "…"
         parts.append(
-            f'<text x="0" y="{y + 13}" font-size="12">{escape(label[:28])}</text>'
-            f'<rect x="190" y="{y + 2}" width="{length:.1f}" height="{bar_height - 5}" fill="#1a9b4b"/>'
-            f'<text x="{195 + length:.1f}" y="{y + 13}" font-size="12">{100 * value:.1f}</text>'
+            f"<g><title>{escape(label)}: AP {100 * value:.1f}</title>"
+            f'<text x="0" y="{y + 13}" font-size="12">{escape(shown)}</text>'
+            f'<rect x="{label_width}" y="{y + 2}" width="{length:.1f}" height="{bar_height - 5}" fill="#1a9b4b"/>'
+            f'<text x="{label_width + 5 + length:.1f}" y="{y + 13}" font-size="12">{100 * value:.1f}</text></g>'
         )
     parts.append("</svg>")
     return "".join(parts)

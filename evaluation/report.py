@@ -187,8 +187,6 @@ def _queries(truth: GroundTruth, run: Run, protocol: str) -> tuple[list[Any], li
         warnings.append(
             f"{len(unknown)} queries of the run are not in the ground truth and were ignored: {unknown[:10]}"
         )
-    if missing := [q for q in query_ids if q not in run.ranked]:
-        warnings.append(f"{len(missing)} queries have no entries in the run and score 0: {missing[:10]}")
     return query_ids, warnings
 
 
@@ -220,6 +218,10 @@ def _coverage_warnings(
 ) -> list[str]:
     """Warnings about what the scores cannot see: queries with no positive, unjudged top images."""
     warnings = []
+    # One sentence per query: a query with no relevant image is undefined whether or not the run ranks it; only a
+    # query that has positives and is missing from the run scores 0.
+    if missing := [row["query_id"] for row in rows if not row.get("no_positives") and row["retrieved"] == 0]:
+        warnings.append(f"{len(missing)} queries have no entries in the run and score 0: {missing[:10]}")
     if empty := [row["query_id"] for row in rows if row.get("no_positives")]:
         warnings.append(
             f"{len(empty)} queries have no relevant image: their metrics are undefined and left out of the "
@@ -280,20 +282,37 @@ def format_table(report: Report, group_by: Iterable[str] = ()) -> str:
         return f"{100 * value:6.1f}" if name in measures.PERCENT_METRICS else f"{value:6.3f}"
 
     header = " ".join(f"{name:>9}" for name in report.metrics)
+    scored = len(report.scored())
+    unscored = len(report.per_query) - scored
+    against = f" against {report.ground_truth}" if report.ground_truth else ""
     lines = [
-        f"{report.protocol} @ {report.k_label}: {len(report.per_query)} queries, run {report.run} "
+        f"{report.protocol} @ {report.k_label}: {scored} queries scored"
+        + (f" ({unscored} more have no relevant image)" if unscored else "")
+        + f", run {report.run}{against} "
         f"(macro average over queries; AP, nDCG x100; AP normaliser {report.normaliser}; tied scores: "
         f"{'averaged, as scikit-learn and INQUIRE' if report.ties == 'average' else 'in the run order'})"
     ]
-    lines.append(f"{'':24} {header}")
+    groups = report.groups(group_by)
+    named = {
+        column: {
+            ("mean of the groups" if value == "mean_of_groups" else value)
+            + (f" ({scores['queries']})" if "queries" in scores else ""): scores
+            for value, scores in table.items()
+        }
+        for column, table in groups.items()
+    }
+    # The first column as wide as its longest label (a group's whole name: "Defensive and Survival Behavior (12)").
+    wide = max([24, *(len(label) + 1 for table in named.values() for label in table)])
+    lines.append(f"{'':{wide}} {header}")
     overall = report.overall()
-    lines.append(f"{'overall':24} " + " ".join(f"{cell(n, overall[n]['mean']):>9}" for n in report.metrics))
-    lines.append(f"{'  ± standard error':24} " + " ".join(f"{cell(n, overall[n]['se']):>9}" for n in report.metrics))
-    for column, table in report.groups(group_by).items():
+    lines.append(f"{'overall':{wide}} " + " ".join(f"{cell(n, overall[n]['mean']):>9}" for n in report.metrics))
+    lines.append(
+        f"{'  ± standard error':{wide}} " + " ".join(f"{cell(n, overall[n]['se']):>9}" for n in report.metrics)
+    )
+    for column, table in named.items():
         lines.append(f"\nby {column}:")
-        for value, scores in table.items():
-            label = f"{value[:18]} ({scores['queries']})" if "queries" in scores else value
-            lines.append(f"{label:24} " + " ".join(f"{cell(n, scores[n]):>9}" for n in report.metrics))
+        for label, scores in table.items():
+            lines.append(f"{label:{wide}} " + " ".join(f"{cell(n, scores[n]):>9}" for n in report.metrics))
     for warning in report.warnings:
         lines.append(f"warning: {warning}")
     return "\n".join(lines)

@@ -231,12 +231,19 @@ def compare(
     for query_id, items in sorted(by_query.items()):
         base = items[baseline].labels_to(target)
         row: dict[str, Any] = {"query_id": query_id, "kind": (kinds or {}).get(query_id, ""), baseline: base}
+        row[f"{baseline}_missed"] = base is None
+        base_spent = base or len(items[baseline].found)  # a baseline that never got there: its whole budget
         for name, item in items.items():
             if name != baseline:
                 spent = item.labels_to(target)
                 row[name] = spent
                 row[f"{name}_missed"] = spent is None
-                row[f"{name}_ratio"] = round((spent or len(item.found)) / base, 3) if base else None
+                # Both never got there: no ratio. One did: a bound, which `{name}_bound` names (">=" when the
+                # strategy missed, "<=" when the baseline did); neither: the ratio itself.
+                both_missed = spent is None and base is None
+                ratio = (spent or len(item.found)) / base_spent if base_spent and not both_missed else None
+                row[f"{name}_ratio"] = None if ratio is None else round(ratio, 3)
+                row[f"{name}_bound"] = "" if ratio is None else ">=" if spent is None else "<=" if base is None else ""
         row["worst_ratio"] = max((row[f"{name}_ratio"] or 0 for name in items if name != baseline), default=None)
         rows.append(row)
     return sorted(rows, key=lambda row: -(row["worst_ratio"] or 0))

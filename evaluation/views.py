@@ -167,6 +167,7 @@ def simulation(request: SignedInRequest, simulation_id: int) -> HttpResponseBase
             "strategies": strategies,
             "baseline": strategies[0],
             "others": strategies[1:],
+            "has_kinds": any(row.get("kind") for row in result["versus"]),
             "target_key": target,
             "plot": plots.recall_curves(result["curves"]),
         },

@@ -3,6 +3,7 @@ DatasetCardData (license, task categories, and one config per Parquet file, whic
 its sections follow the card template, filled from the project (release_facts), with what only the authors can say
 marked TO DO."""
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,35 +27,49 @@ def write_card(folder: Path, facts: dict[str, Any], rows: dict[str, int]) -> Non
         ],
     ).to_yaml()
     labels = facts["labels"]
+    # Blocks are separated by a blank line; the lines of one table or one list are not (in GitHub's Markdown, which
+    # the Hugging Face hub renders, a blank line ends a table).
     sections = [
         f"# {facts['name']}",
         facts["description"],
         "## Uses",
-        *[f"- {use}" for use in facts["use_cases"]],
+        _lines(f"- {use}" for use in facts["use_cases"]),
         "## Dataset structure",
-        "| file | rows | what |",
-        "| --- | ---: | --- |",
-        *[f"| `{name}` | {rows.get(name, '')} | {what} |" for name, what in _FILES],
+        _lines(
+            ["| file | rows | what |", "| --- | ---: | --- |"]
+            + [f"| `{name}` | {rows.get(name, '')} | {what} |" for name, what in _FILES]
+        ),
         "`croissant.json` describes the same files (Croissant 1.0 with its Responsible-AI fields); "
         "`sha256sum -c SHA256SUMS` checks every file.",
         "## Curation",
         facts["data_collection"],
         "## Annotations",
-        *[f"- {step}" for step in facts["annotation_protocol"]],
-        f"- Judgments per image: {facts['annotations_per_item']}",
-        f"- Final labels: {', '.join(f'{value} {n}' for value, n in sorted(labels.items())) or 'none'}.",
+        _lines(
+            [f"- {step}" for step in facts["annotation_protocol"]]
+            + [
+                f"- Judgments per image: {facts['annotations_per_item']}",
+                f"- Final labels: {', '.join(f'{value} {n}' for value, n in sorted(labels.items())) or 'none'}.",
+            ]
+        ),
         "### Agreement and completeness",
-        *[f"- {line}" for line in facts["annotation_analysis"]],
+        _lines(f"- {line}" for line in facts["annotation_analysis"]),
         "## Limitations",
-        *[f"- {line}" for line in facts["limitations"]],
+        _lines(f"- {line}" for line in facts["limitations"]),
         "## To do before publishing (authors)",
-        f"- License: {facts['license'].removeprefix(TODO)}",
-        *[f"- {field.replace('_', ' ')}: {text}" for field, text in TODO_FIELDS.items()],
-        "- Citation: how to cite this release.",
+        _lines(
+            [f"- License: {facts['license'].removeprefix(TODO)}"]
+            + [f"- {field.replace('_', ' ')}: {text}" for field, text in TODO_FIELDS.items()]
+            + ["- Citation: how to cite this release."]
+        ),
         "## Citation",
         "TO DO (authors).",
     ]
     (folder / "README.md").write_text(f"---\n{header}\n---\n\n" + "\n\n".join(sections) + "\n", encoding="utf-8")
+
+
+def _lines(lines: Iterable[str]) -> str:
+    """One block of consecutive lines: a table or a list."""
+    return "\n".join(lines)
 
 
 _FILES = [

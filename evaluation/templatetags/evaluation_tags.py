@@ -42,6 +42,12 @@ def ratio_of(row: dict[str, Any], strategy: str) -> float | None:
 
 
 @register.filter
+def bound_of(row: dict[str, Any], strategy: str) -> str:
+    """ "≥ " or "≤ " before a simulation row's ratio that is a bound (one of the two never reached the target)."""
+    return {">=": "≥ ", "<=": "≤ "}.get(row.get(f"{strategy}_bound", ""), "")
+
+
+@register.filter
 def missed_by(row: dict[str, Any], strategy: str) -> bool:
     """Whether `strategy` never reached the target on this simulation row (its ratio is then a lower bound)."""
     return bool(row.get(f"{strategy}_missed"))

@@ -4,6 +4,7 @@ SHA256SUMS; listing, showing and diffing them; every refusal leaving nothing beh
 import csv
 import errno
 import hashlib
+import io
 import json
 import subprocess
 import sys
@@ -14,8 +15,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from markdown_it import MarkdownIt
 
-from annotator.inquire import release_files, releases
+from annotator.inquire import release_card, release_files, releases
 from annotator.inquire.exporters import export_inquire
 from annotator.labels import LabelChange, adjudicate, set_labels
 from annotator.models import Label, Query, Release, ReleaseJob
@@ -112,7 +114,15 @@ def test_the_command_creates_lists_shows_and_diffs(project, capsys, tmp_path):
     call_command("release", "show", "v1", "--json")
     assert '"intact": true' in capsys.readouterr().out
     call_command("release", "diff", "v1", "v2")
-    assert f"queries added: [{project['empty'].pk}]" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"queries added: [{project['empty'].pk}]" in out
+    assert "{" not in out and "'" not in out  # figures side by side, not Python's dict reprs
+    agreement = out.split("agreement, overall:\n")[1].split("\n\n")[0].splitlines()
+    assert agreement[0].split() == ["figure", "v1", "v2"]
+    widths = {len(line) for line in agreement}
+    assert len(widths) == 1, "aligned columns: every line as wide"
+    claims = out.split("completeness claims:\n")[1].splitlines()
+    assert claims[0].split() == ["query", "v1", "v2"] and f"query {project['query'].pk}" in claims[1]
 
 
 @pytest.mark.parametrize(
@@ -173,6 +183,9 @@ def test_scoring_against_a_release_equals_scoring_against_its_qrels_file(project
     _, against_database = scored()  # the database moved on since the release: Bob found one more positive
     assert against_release == against_file != against_database
     assert "release v1" in json.dumps(release_report)  # the figure names the qrels it used
+    printed = io.StringIO()
+    call_command("evaluate", "--release", "v1", "--run", str(run), stdout=printed)
+    assert "against release v1" in printed.getvalue().splitlines()[0]  # and so does the printed report
     (folder / "qrels.txt").write_text("tampered\n")
     with pytest.raises(CommandError, match="changed on disk"):
         call_command("evaluate", "--release", "v1", "--run", str(run))
@@ -217,6 +230,15 @@ def test_the_croissant_file_passes_the_validators_checks_and_the_card_and_parque
     card = DatasetCard.load(folder / "README.md")
     assert card.data.license == "other" and [c["config_name"] for c in card.data.configs][0] == "qrels"
     assert "## Annotations" in card.text and "TO DO" in card.text
+    # The file table is one table as the hub's GitHub-flavoured Markdown reads it: a row per file, under its header.
+    tokens = MarkdownIt("commonmark").enable("table").parse(card.text)
+    assert sum(token.type == "table_open" for token in tokens) == 1
+    body = [token.type for token in tokens].index("tbody_open"), [token.type for token in tokens].index("tbody_close")
+    cells = [token.content for token in tokens[body[0] : body[1]] if token.type == "inline"]
+    table = [cells[n : n + 3] for n in range(0, len(cells), 3)]
+    assert [row[0] for row in table] == [f"`{name}`" for name, _ in release_card._FILES]
+    assert dict((row[0], row[1]) for row in table)["`qrels.parquet`"] == str(len(labels))
+    assert sum(token.type == "bullet_list_open" for token in tokens) == 5  # each list one list
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     for config, csv_name in [("qrels", "inquire_labels.csv"), ("judgments", "inquire_judgments.csv")]:
         loaded = datasets.load_dataset(

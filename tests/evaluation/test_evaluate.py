@@ -6,7 +6,7 @@ from django.core.management import CommandError, call_command
 
 from evaluation import metrics as m
 from evaluation.inputs import InputError, read_qrels, read_run
-from evaluation.report import evaluate, two_stage
+from evaluation.report import evaluate, format_table, two_stage
 
 QUERIES = (
     ",query_id,query_text,supercategory,category,iconic_group\n"
@@ -48,6 +48,22 @@ def test_trec_and_csv_runs_give_the_same_report(files):
     assert trec.overall()["ap"]["mean"] == pytest.approx(expected_ap())
     assert [row["R"] for row in trec.per_query] == [2, 1, 3]
     assert "1 queries have no entries in the run and score 0: [3]" in trec.warnings[0]
+
+
+def test_a_query_without_positives_gets_one_sentence_and_the_header_counts_what_is_scored(files, tmp_path):
+    """Query 4 has no relevant image and is missing from the run: it is undefined (left out of the means), not also
+    "scores 0"; the header counts the queries scored, as the web report does, and names the ground truth."""
+    (tmp_path / "queries.csv").write_text(
+        (files / "queries.csv").read_text() + "3,4,a query nobody found,Context,Habitat,Plants\n"
+    )
+    truth = read_qrels(files / "qrels.csv", tmp_path / "queries.csv")
+    report = evaluate(truth, read_run(files / "run.trec"), k=5)
+    assert report.warnings[0] == "1 queries have no entries in the run and score 0: [3]"
+    assert sum("[4]" in warning for warning in report.warnings) == 1
+    assert any(w.startswith("1 queries have no relevant image") and w.endswith("[4]") for w in report.warnings)
+    header = format_table(report).splitlines()[0]
+    assert header.startswith("fullrank @ 5: 3 queries scored (1 more have no relevant image), run ")
+    assert f"against {files / 'qrels.csv'}" in header
 
 
 def test_ties_follow_the_rank_column_then_the_file_order(tmp_path, files):

@@ -77,6 +77,45 @@ def test_the_per_query_page_says_which_strategy_never_got_there(client, tmp_path
     page = client.get(f"/evaluation/simulations/{saved.pk}/").content.decode()
     assert "<strong>never</strong>" in page and "≥ 10.0" in page
     assert page.index("Per query, worst first") < page.index("Medians and worst cases")
+    assert "<th>kind</th>" not in page  # no kinds in this world: no empty column
+    assert "relevant when the ground truth, test, says so" in page
+
+
+def test_the_baseline_missing_its_target_is_never_too_and_the_ratios_are_bounds_or_none(client):
+    """Query 1: only feedback finds its positives; query 2: only the text order; query 3: neither. Every cell says
+    what happened: "never" for either strategy, "≤" where only the baseline missed, "≥" where only the strategy
+    did, no ratio where both did; no "≥ –"."""
+
+    def rank(strategy, relevant, not_relevant, exclude, k, recent=()):
+        finds = {("text", 2), ("feedback", 1)}
+        order = [1, 2, *range(3, 50)] if (strategy, ranking_query[0]) in finds else list(range(3, 50))
+        return [image for image in order if image not in set(exclude)][:k]
+
+    ranking_query = [0]
+
+    def for_query(query_id):
+        def ranked(*arguments, **keywords):
+            ranking_query[0] = query_id
+            return rank(*arguments, **keywords)
+
+        return ranked
+
+    truth = {1: {1, 2}, 2: {1, 2}, 3: {60, 61}}
+    rankings = {q: (for_query(q), None) for q in truth}
+    result = simulation.simulate(truth, rankings, ["text", "feedback"], batch=5, max_labels=20)
+    rows = {row["query_id"]: row for row in result["versus"]}
+    assert rows[1]["text_missed"] and not rows[1]["feedback_missed"]
+    assert rows[1]["feedback_ratio"] == pytest.approx(2 / 20) and rows[1]["feedback_bound"] == "<="  # 2 of a budget
+    assert rows[2]["feedback_missed"] and rows[2]["feedback_bound"] == ">=" and rows[2]["feedback_ratio"] == 10.0
+    assert rows[3]["text_missed"] and rows[3]["feedback_missed"] and rows[3]["feedback_ratio"] is None
+    saved = SavedSimulation.objects.create(name="bounds", ground_truth="test", result=result)
+    staff = User.objects.create_user("researcher", password="pw")
+    staff.user_permissions.add(Permission.objects.get(codename="evaluate_runs"))
+    client.force_login(staff)
+    page = client.get(f"/evaluation/simulations/{saved.pk}/").content.decode()
+    table = page.split('id="per-query"')[1].split("</table>")[0]
+    assert "≥ –" not in table and "≤ 0.1" in table and "≥ 10.0" in table
+    assert table.count("<strong>never</strong>") == 4  # text on 1 and 3, feedback on 2 and 3
 
 
 @pytest.mark.parametrize(

@@ -95,7 +95,54 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"  query {row['query_id']} image {row['image_id']}: {row['before'] or '-'} -> {row['after'] or '-'}"
             )
-        for name, figures in found["agreement"].items():
-            self.stdout.write(f"agreement in {name}: {figures}")
-        for name, claims in found["completeness"].items():
-            self.stdout.write(f"completeness in {name}: {claims}")
+        names = [found["from"], found["to"]]
+        agreement = [_flat(found["agreement"][name] or {}) for name in names]
+        self.stdout.write("\nagreement, overall:")
+        self.stdout.write(_columns(["figure", *names], _rows(agreement)))
+        completeness = [
+            {f"query {query}": _claim(claim) for query, claim in found["completeness"][name].items()} for name in names
+        ]
+        self.stdout.write("\ncompleteness claims:")
+        self.stdout.write(_columns(["query", *names], _rows(completeness)))
+
+
+def _flat(figures: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested figures as one level, "a.b" for b inside a."""
+    flat: dict[str, Any] = {}
+    for key, value in figures.items():
+        if isinstance(value, dict):
+            flat |= _flat(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _claim(claim: dict[str, Any]) -> str:
+    bound = claim.get("bound")
+    return claim["status"] + ("" if bound is None else f", recall >= {bound:.3f}")
+
+
+def _rows(sides: list[dict[str, Any]]) -> list[list[str]]:
+    """One row per key of either side (in first-seen order), each side's value or "-"."""
+    keys = list(dict.fromkeys(key for side in sides for key in side))
+    return [[key, *(_cell(side.get(key)) for side in sides)] for key in keys]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _columns(header: list[str], rows: list[list[str]]) -> str:
+    """An aligned table: the first column left, the others right (figures line up by their last digit)."""
+    if not rows:
+        return "  (none in either release)"
+    table = [header, *rows]
+    widths = [max(len(row[n]) for row in table) for n in range(len(header))]
+    return "\n".join(
+        "  " + "  ".join(cell.ljust(w) if n == 0 else cell.rjust(w) for n, (cell, w) in enumerate(zip(row, widths)))
+        for row in table
+    )
