@@ -119,7 +119,7 @@ def _flat(figures: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def _claim(claim: dict[str, Any]) -> str:
     bound = claim.get("bound")
-    return claim["status"] + ("" if bound is None else f", recall >= {bound:.3f}")
+    return str(claim["status"]) + ("" if bound is None else f", recall >= {bound:.3f}")
 
 
 def _rows(sides: list[dict[str, Any]]) -> list[list[str]]:
@@ -143,6 +143,6 @@ def _columns(header: list[str], rows: list[list[str]]) -> str:
     table = [header, *rows]
     widths = [max(len(row[n]) for row in table) for n in range(len(header))]
     return "\n".join(
-        "  " + "  ".join(cell.ljust(w) if n == 0 else cell.rjust(w) for n, (cell, w) in enumerate(zip(row, widths)))
+        "  " + "  ".join(c.ljust(w) if n == 0 else c.rjust(w) for n, (c, w) in enumerate(zip(row, widths, strict=True)))
         for row in table
     )
