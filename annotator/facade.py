@@ -29,11 +29,17 @@ __all__ = [
     "cross_fitted",
     "ground_truth_files",
     "missing_at_target",
+    "model_of",
     "ranking_by",
     "recall_estimate",
     "sight_of",
     "tested_at",
 ]
+
+
+def model_of(method: str) -> str:
+    """The configured model that answers a model method; ModelUnavailable where none is (annotator.methods.rerank)."""
+    return rerank.model_of(method)
 
 
 def ranking_by(query: Query, method: str, *, top: int, depth: int) -> list[tuple[int, float]]:

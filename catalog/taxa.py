@@ -52,8 +52,13 @@ def _suggestion(name: str) -> str:
     ):
         known.update(field for field in fields if field)
     lowered = {item.lower(): item for item in known}
-    close = [lowered[item] for item in difflib.get_close_matches(name.lower(), lowered, n=3, cutoff=0.6)]
-    return f" Did you mean {', '.join(repr(item) for item in close)}?" if close else ""
+    typed = name.lower()
+    # The start of a name ("flam" for the flamingos) first: names one of whose words begins with it; then
+    # misspellings, by difflib's similarity.
+    begun = sorted(item for low, item in lowered.items() if any(word.startswith(typed) for word in low.split()))
+    close = begun[:3] or [lowered[item] for item in difflib.get_close_matches(typed, lowered, n=3, cutoff=0.6)]
+    more = f" (and {len(begun) - 3} more: type more of the name)" if len(begun) > 3 else ""
+    return f" Did you mean {', '.join(repr(item) for item in close)}{more}?" if close else ""
 
 
 @dataclass(frozen=True)

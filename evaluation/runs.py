@@ -3,7 +3,7 @@ one of the model-based systems on top of it (two-stage: the CLIP top N reranked,
 
 from collections.abc import Callable
 
-from annotator.facade import MODEL_METHODS, ranking_by
+from annotator.facade import MODEL_METHODS, model_of, ranking_by
 from annotator.models import Query
 from search.facade import search
 
@@ -38,6 +38,7 @@ def run_from_method(
     Raises ModelUnavailable, SearchUnavailable, or ValueError naming queries Quire does not have."""
     if method == "clip":
         return run_from_model(truth, depth=depth)
+    model_of(method)  # no model configured for it: say so now, before any query is searched
     queries = Query.objects.in_bulk(truth.query_ids())
     if missing := [q for q in truth.query_ids() if q not in queries]:
         raise ValueError(

@@ -136,7 +136,7 @@ def start_job(query: Query, *, user: User | None = None, top: int = DEFAULT_TOP,
     is configured; ValueError for a method MODEL_METHODS does not have."""
     if method not in MODEL_METHODS:
         raise ValueError(f"method is one of {', '.join(MODEL_METHODS)}, not {method!r}")
-    model = _MODEL_NAMES.get(method, lambda: configured_scorer().name)()
+    model = model_of(method)
     job = RerankJob.objects.create(query=query, method=method, model=model, top=top, started_by=user)
     transaction.on_commit(lambda: _send(job.pk))
     return job
@@ -318,6 +318,12 @@ def latest_prelabels(query: Query) -> dict[int, PreLabel]:
     """{image id: PreLabel} from the query's last finished judge panel."""
     job = query.rerank_jobs.filter(method="judges", status=RerankJob.Status.DONE).first()
     return {} if job is None else {p.image_id: p for p in job.prelabels.all()}
+
+
+def model_of(method: str) -> str:
+    """The configured model that answers `method` (a name, for the job's record); ModelUnavailable, with what to
+    set, where none is: callers ask before they spend anything on a method that cannot run."""
+    return _MODEL_NAMES.get(method, lambda: configured_scorer().name)()
 
 
 def ranking_by(query: Query, method: str, *, top: int, depth: int) -> list[tuple[int, float]]:

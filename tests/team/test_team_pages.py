@@ -1,5 +1,6 @@
 """The adjudication queue, the agreement page, the dashboard's team panel and `manage.py overlap`."""
 
+import re
 from io import StringIO
 
 import pytest
@@ -56,6 +57,19 @@ def test_the_queue_shows_each_judgment_and_takes_a_decision(split):
     assert "Image 1000: final label not relevant." in response.content.decode()
     assert "No disagreement waits for a decision." in response.content.decode()
     assert Label.objects.get(image_id=1000).decided_by == "adjudicated"
+
+
+def test_every_link_in_an_adjudicators_breadcrumbs_opens_for_them(split):
+    """An adjudicator who may not read the dashboards (only adjudicate_labels) is led back to the queries and the
+    labeling page, not to dashboards that answer 403."""
+    expert = User.objects.create_user("expert", password="pw")
+    expert.user_permissions.add(Permission.objects.get(codename="adjudicate_labels"))
+    for user in (expert, User.objects.create_superuser("boss", "b@example.org", "pw")):
+        client = logged_in(user)
+        page = client.get("/queries/7/adjudicate").content.decode()
+        crumbs = page.split('<p class="crumbs">')[1].split("</p>")[0]
+        links = re.findall(r'href="([^"]+)"', crumbs)
+        assert len(links) == 2 and all(client.get(link).status_code == 200 for link in links), (user, links)
 
 
 @pytest.mark.parametrize(

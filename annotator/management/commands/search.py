@@ -17,7 +17,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("text", nargs="?", help="what the images should show")
-        parser.add_argument("--image", type=int, help="rank by similarity to this image of the collection instead")
+        parser.add_argument(
+            "--image", type=int, help="rank by similarity to this image of the collection instead (it is left out)"
+        )
         parser.add_argument(
             "--taxon",
             action="append",
@@ -50,9 +52,10 @@ class Command(BaseCommand):
             self.stderr.write(self.style.WARNING(f"{spec.name} has random weights: this ranking is meaningless."))
         try:
             taxon_ids = species_for_all(taxon) if taxon else None
-            excluded = None
+            # The image asked about is not its own look-alike: "images like 879" starts with another image.
+            excluded: list[int] = [image] if image is not None else []
             if exclude_labeled is not None:
-                excluded = Label.objects.filter(query_id=exclude_labeled).values_list("image_id", flat=True)
+                excluded += Label.objects.filter(query_id=exclude_labeled).values_list("image_id", flat=True)
             hits = search(
                 text=text,
                 image_id=image,
