@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management.utils import get_random_secret_key
 from django.db import transaction
 from PIL import Image as PILImage
 from PIL import ImageDraw
 
 from annotator.models import Query
+from annotator.team.overlap import draw_sample
 from catalog.facade import import_inat
 from common.files import write_atomically
 from search.facade import ClipSpec
@@ -288,6 +290,55 @@ def _ensure_user(username: str, password: str, *, staff: bool) -> bool:
     else:
         User.objects.create_user(username, f"{username}@example.org", password)
     return True
+
+
+@dataclass(frozen=True)
+class TeamMember:
+    username: str
+    role: str  # what they do, as the demo prints it
+    permissions: tuple[str, ...]  # "app.codename"
+    staff: bool = False
+
+
+# A labeling team to try (`./dev demo --team`), each with the permissions the role needs and no more: an annotator
+# needs none at all.
+TEAM_PASSWORD = "quire-demo"
+TEAM = (
+    TeamMember("annotator", "annotator: labels; blind to the other annotator's votes on the overlap sample", ()),
+    TeamMember("annotator2", "annotator: the second, blind look at the overlap sample", ()),
+    TeamMember(
+        "adjudicator", "adjudicator: decides where the two disagree (a query's page, then adjudication)",
+        ("annotator.adjudicate_labels",),
+    ),
+    TeamMember(
+        "lead",
+        "staff: the dashboard, completeness checks, releases, the evaluation app; sees every vote (adjudicates)",
+        # adjudicate_labels too: staff who do not adjudicate are blind judges, and every label is sealed to them
+        # while an overlap sample waits (annotator/labels/visibility.py).
+        ("annotator.view_label", "annotator.change_query", "annotator.export_labels", "annotator.view_release",
+         "annotator.add_release", "annotator.adjudicate_labels", "evaluation.evaluate_runs"),
+        staff=True,
+    ),
+)  # fmt: skip
+OVERLAP_TOP = 30  # the demo team's overlap sample: every image down to this rank of each query's text ranking
+
+
+def build_team() -> int:
+    """The demo team's users (made once; an existing user is given its role's permissions again) and an overlap
+    sample over the top OVERLAP_TOP of each query (search must work: the demo's index is built). Returns the number
+    of images added to overlap samples."""
+    User = get_user_model()
+    with transaction.atomic():
+        for member in TEAM:
+            user = User.objects.filter(username=member.username).first()
+            if user is None:
+                user = User.objects.create_user(member.username, f"{member.username}@example.org", TEAM_PASSWORD)
+            if member.staff and not user.is_staff:
+                User.objects.filter(pk=user.pk).update(is_staff=True)
+            for permission in member.permissions:
+                app_label, codename = permission.split(".")
+                user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    return sum(draw_sample(query, top=OVERLAP_TOP, wanted=2) for query in Query.objects.order_by("id"))
 
 
 def write_collection(images_root: Path, metadata: Path, count: int, seed: int) -> None:

@@ -91,8 +91,17 @@ def test_the_demo_then_search_embed_and_runserver_as_separate_processes(tmp_path
     assert by_milvus.returncode == 0, by_milvus.stderr
     assert by_milvus.stdout == found.stdout  # FAISS flat's ranking
 
-    again = manage(data, "demo", "--no-serve", "--images", "60")  # a second run reuses everything
+    # A second run reuses everything; --team adds a team to try, --addrport is where it says it serves.
+    again = manage(data, "demo", "--no-serve", "--images", "60", "--team", "--addrport", "9123")
     assert again.returncode == 0, again.stderr
+    assert "  adjudicator  adjudicator: decides where the two disagree" in again.stdout
+    assert (
+        "Serve it with `./dev demo --addrport 9123`" in again.stdout
+        and "http://127.0.0.1:9123/queries/" in again.stdout
+    )
+    assert "8000" not in again.stdout
+    refused = manage(data, "demo", "--no-serve", "--addrport", "localhost:http")
+    assert refused.returncode == 1 and "--addrport is a port (9000) or HOST:PORT" in refused.stderr
 
     port = free_port()
     server = subprocess.Popen(

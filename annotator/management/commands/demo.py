@@ -2,7 +2,7 @@ import os
 import sys
 from typing import Any
 
-from django.core.management.base import CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 # The demo never reaches the network: without this the model hub client retries for
 # a minute before saying the weights are not here. It must be set before it is imported.
@@ -12,9 +12,29 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.core.management.base import BaseCommand  # noqa: E402
 
-from annotator.demo import DEMO_ADMIN, DEMO_ANNOTATOR, build_demo, remember_settings  # noqa: E402
+from annotator.demo import (  # noqa: E402
+    DEMO_ADMIN,
+    DEMO_ANNOTATOR,
+    OVERLAP_TOP,
+    TEAM,
+    TEAM_PASSWORD,
+    build_demo,
+    build_team,
+    remember_settings,
+)
 from annotator.models import Query  # noqa: E402
 from search.facade import WARM_UP_AT_START, configured_spec, has_index, prepare_demo_model  # noqa: E402
+
+DEFAULT_ADDRPORT = "127.0.0.1:8000"
+
+
+def served_at(addrport: str) -> str:
+    """HOST:PORT as the demo serves it (runserver's forms: "9000" or "0.0.0.0:9000"); CommandError saying what to
+    write for anything else, before anything is built."""
+    host, _, port = addrport.rpartition(":")
+    if not port.isascii() or not port.isdigit() or not 1 <= int(port) <= 65535 or (":" in addrport and not host):
+        raise CommandError(f"--addrport is a port (9000) or HOST:PORT (127.0.0.1:9000), not {addrport!r:.60}.")
+    return f"{host or '127.0.0.1'}:{int(port)}"
 
 
 class Command(BaseCommand):
@@ -26,9 +46,21 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--no-serve", action="store_true", help="build everything and exit")
         parser.add_argument("--images", type=int, default=3000, help="size of a newly generated collection")
-        parser.add_argument("--addrport", default="127.0.0.1:8000")
+        parser.add_argument(
+            "--addrport",
+            default=DEFAULT_ADDRPORT,
+            metavar="[HOST:]PORT",
+            help="where to serve the demo (default 127.0.0.1:8000; 9000 for another port on this machine)",
+        )
+        parser.add_argument(
+            "--team",
+            action="store_true",
+            help="also make a labeling team to try (two annotators, an adjudicator, a staff lead; password "
+            f"{TEAM_PASSWORD}) and an overlap sample of each query's top {OVERLAP_TOP} for the two annotators",
+        )
 
-    def handle(self, no_serve: bool, images: int, addrport: str, **options: Any) -> None:
+    def handle(self, no_serve: bool, images: int, addrport: str, team: bool, **options: Any) -> None:
+        address = served_at(addrport)
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write(f"Building the demo under {settings.QUIRE_DATA_DIR} ...")
         result = build_demo(settings.QUIRE_DATA_DIR, images=images)
@@ -52,12 +84,22 @@ class Command(BaseCommand):
         call_command("map_layout", model=spec.name, stdout=self.stdout)  # places only images new since the last
         self.stdout.write(f"Admin login:     {DEMO_ADMIN[0]} / {DEMO_ADMIN[1]}")
         self.stdout.write(f"Annotator login: {DEMO_ANNOTATOR[0]} / {DEMO_ANNOTATOR[1]}")
-        first = Query.objects.order_by("id").first()
-        start = f"http://{addrport}/queries/{first.pk}/" if first else f"http://{addrport}/"
-        if no_serve:
+        if team:
+            added = build_team()
+            self.stdout.write(f"The team (password {TEAM_PASSWORD} for each):")
+            for member in TEAM:
+                self.stdout.write(f"  {member.username:<12} {member.role}")
             self.stdout.write(
-                f"The demo is ready. Serve it with `./dev demo` (or `.venv/bin/python manage.py runserver`) and "
-                f"open {start}; run any command against it from this folder, e.g. "
+                f"Overlap sample: the top {OVERLAP_TOP} of each query's text ranking gets both annotators' blind "
+                f"judgments ({added} images added now)."
+            )
+        first = Query.objects.order_by("id").first()
+        start = f"http://{address}/queries/{first.pk}/" if first else f"http://{address}/"
+        if no_serve:
+            again = "./dev demo" + ("" if addrport == DEFAULT_ADDRPORT else f" --addrport {addrport}")
+            self.stdout.write(
+                f"The demo is ready. Serve it with `{again}` (or `.venv/bin/python manage.py runserver {address}`) "
+                f"and open {start}; run any command against it from this folder, e.g. "
                 '`.venv/bin/python manage.py search "flamingo standing on one leg"`.'
             )
             return
@@ -67,4 +109,4 @@ class Command(BaseCommand):
         manage = str(settings.BASE_DIR / "manage.py")
         # It loads the index and the text encoder as it starts (search/apps.py), not on the first search.
         environment = os.environ | {WARM_UP_AT_START: "1"}
-        os.execve(sys.executable, [sys.executable, manage, "runserver", addrport, "--noreload"], environment)
+        os.execve(sys.executable, [sys.executable, manage, "runserver", address, "--noreload"], environment)
