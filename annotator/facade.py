@@ -7,6 +7,7 @@ model is asked (tests/test_architecture.py checks that a command starts without 
 """
 
 from annotator.inquire.releases import BadRelease, ground_truth_files
+from annotator.inquire.releases import names as release_names
 from annotator.labels.visibility import of as sight_of
 from annotator.methods import rerank
 from annotator.methods.registry import MODEL_METHODS
@@ -32,6 +33,7 @@ __all__ = [
     "model_of",
     "ranking_by",
     "recall_estimate",
+    "release_names",
     "sight_of",
     "tested_at",
 ]

@@ -18,6 +18,10 @@ class EvaluateForm(forms.Form):
         required=False, help_text="INQUIRE annotations or Quire labels CSV. Empty: the labels in Quire."
     )
     queries = forms.FileField(required=False, help_text="INQUIRE queries CSV (groups the tables by its columns).")
+    release = forms.ChoiceField(
+        required=False,
+        help_text="Score against a release's labels and queries (manage.py release): the report names it.",
+    )
     protocol = forms.ChoiceField(choices=[("fullrank", "full-rank"), ("rerank", "rerank (fixed candidates)")])
     k = forms.IntegerField(
         min_value=1,
@@ -33,8 +37,15 @@ class EvaluateForm(forms.Form):
         help_text="average: tied scores as scikit-learn (INQUIRE's numbers); run-order: the file's order.",
     )
 
+    def __init__(self, *args: Any, releases: list[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices = [("", "the labels in Quire now")] + [(name, f"release {name}") for name in releases or []]
+        self.fields["release"].choices = choices  # type: ignore[attr-defined]
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        if data.get("release") and data.get("qrels"):
+            self.add_error("release", "Score against a release or an uploaded qrels file, not both.")
         for name in ("run", "qrels", "queries"):
             upload = data.get(name)
             if upload and upload.size > MAX_UPLOAD_BYTES:

@@ -72,6 +72,8 @@ class Scoring(models.Model):
     qrels_name = models.CharField(max_length=255, blank=True)
     queries = models.FileField(upload_to="scorings/%Y/%m/", blank=True)
     queries_name = models.CharField(max_length=255, blank=True)
+    # A release of Quire's (manage.py release) whose qrels and queries the run is scored against, by name.
+    release = models.CharField(max_length=100, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     error = models.TextField(blank=True, help_text="Why scoring failed, naming the file and line to fix.")
     report = models.OneToOneField(SavedReport, null=True, blank=True, on_delete=models.SET_NULL)

@@ -67,6 +67,7 @@ def _queued(data: dict[str, Any], user: User | AnonymousUser | None, fields: dic
         k=data.get("k"),
         normaliser=data.get("normaliser") or "",
         ties=data.get("ties") or "average",
+        release=data.get("release") or "",
         uploaded_by=user if user and user.is_authenticated else None,
         **fields,
     )
@@ -135,7 +136,9 @@ def _evaluate(scoring: Scoring) -> tuple[Report, GroundTruth]:
                 paths[role] = Path(scratch) / role / getattr(scoring, f"{role}_name")
                 paths[role].symlink_to(Path(stored.path).resolve())
         try:
-            if "qrels" in paths:
+            if scoring.release:
+                truth = _release_truth(scoring.release, paths.get("queries"))
+            elif "qrels" in paths:
                 truth = read_qrels(paths["qrels"], paths.get("queries"))
             elif scoring.protocol == "rerank":
                 queries = read_queries(paths["queries"]) if "queries" in paths else {}
@@ -159,6 +162,20 @@ def _evaluate(scoring: Scoring) -> tuple[Report, GroundTruth]:
                 message = message.replace(f"{scratch}/{role}/", "")
             raise ValueError(message) from None
     return report, truth
+
+
+def _release_truth(name: str, queries: Path | None) -> GroundTruth:
+    """A release's labels and queries (an uploaded queries file, where given, groups the tables instead); ValueError
+    for a release gone or changed on disk."""
+    from annotator.facade import BadRelease, ground_truth_files  # the labeling app: only when a release is named
+
+    try:
+        labels, release_queries = ground_truth_files(name)
+    except BadRelease as bad:
+        raise ValueError(str(bad)) from None
+    truth = read_qrels(labels, queries or release_queries)
+    truth.source = f"release {name}"
+    return truth
 
 
 def _save(scoring: Scoring, report: Report, truth: GroundTruth) -> None:

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
-from annotator.facade import sight_of
+from annotator.facade import release_names, sight_of
 from common import background
 from common.api_params import strict_id
 from common.http import SignedInRequest, View
@@ -41,7 +41,7 @@ def labels_visible(view: View) -> View:
 @permission_required("evaluation.evaluate_runs", raise_exception=True)
 @labels_visible
 def index(request: SignedInRequest) -> HttpResponseBase:
-    form = EvaluateForm(request.POST or None, request.FILES or None)
+    form = EvaluateForm(request.POST or None, request.FILES or None, releases=release_names())
     if request.method == "POST" and form.is_valid():
         # Scoring a large run takes minutes: answer 202 with the status page, which polls until done.
         try:

@@ -92,6 +92,11 @@ def ground_truth_files(name: str) -> tuple[Path, Path]:
     return folder / "inquire_labels.csv", folder / "inquire_queries.csv"
 
 
+def names() -> list[str]:
+    """The releases' names, newest first (what a page offers to score against)."""
+    return list(Release.objects.order_by("-created_at", "-pk").values_list("name", flat=True))
+
+
 def selected_queries(query_ids: Iterable[int] | None, splits: Iterable[str] | None) -> list[int]:
     """The ids of the queries a release holds: those given, those of the splits given, else every query."""
     queries = Query.objects.order_by("pk")

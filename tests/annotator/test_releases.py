@@ -195,6 +195,43 @@ def test_scoring_against_a_release_equals_scoring_against_its_qrels_file(project
         call_command("evaluate", "--release", "v1", "--qrels", str(folder / "inquire_labels.csv"), "--run", str(run))
 
 
+@pytest.mark.django_db(transaction=True)  # the scoring runs in a background thread, on its own connection
+def test_the_evaluation_page_scores_an_upload_against_a_release_as_the_command_does(project, tmp_path, client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from common import background
+    from evaluation.models import SavedReport, Scoring
+
+    query = project["query"]
+    releases.create("v1")
+    ranked = [hit.image_id for hit in search(text=query.text, k=30)][::-1]
+    run = "query_id,image_id,score\n" + "".join(f"{query.pk},{i},{30 - n}\n" for n, i in enumerate(ranked))
+    (tmp_path / "run.csv").write_text(run)
+    set_labels(query_id=query.pk, changes=[LabelChange(ranked[0], "relevant")], user=project["bob"], source="api")
+    out = tmp_path / "command.json"
+    call_command("evaluate", "--release", "v1", "--run", str(tmp_path / "run.csv"), "--json", str(out))
+    by_command = json.loads(out.read_text())
+
+    client.force_login(project["admin"])
+    form = client.get("/evaluation/").content.decode()
+    assert '<option value="v1">release v1</option>' in form
+    answer = client.post("/evaluation/", {"name": "reversed", "protocol": "fullrank", "release": "v1",
+                                          "run": SimpleUploadedFile("run.csv", run.encode())})  # fmt: skip
+    assert answer.status_code == 202
+    background.wait_for_all(timeout=120)
+    saved = SavedReport.objects.get(run__name="reversed")
+    assert saved.ground_truth == "release v1"
+    assert saved.result["overall"] == by_command["overall"]  # the release's labels, not the database's newer ones
+    assert "release v1" in client.get(f"/evaluation/reports/{saved.pk}/").content.decode()
+    both = client.post("/evaluation/", {"name": "x", "protocol": "fullrank", "release": "v1",
+                                        "run": SimpleUploadedFile("run.csv", run.encode()),
+                                        "qrels": SimpleUploadedFile("q.csv", b"query_id,image_id\n1,1\n")})  # fmt: skip
+    assert both.status_code == 400 and "a release or an uploaded qrels file, not both" in both.content.decode()
+    unknown = client.post("/evaluation/", {"name": "y", "protocol": "fullrank", "release": "v9",
+                                           "run": SimpleUploadedFile("run.csv", run.encode())})  # fmt: skip
+    assert unknown.status_code == 400 and Scoring.objects.count() == 1
+
+
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # rdflib's, inside mlcroissant's JSON-LD parser
 def test_the_croissant_file_passes_the_validators_checks_and_the_card_and_parquet_load(project, tmp_path, monkeypatch):
     """NeurIPS' validator: the JSON parses, mlcroissant loads it, and every RecordSet's records are generated; the
