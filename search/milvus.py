@@ -180,9 +180,17 @@ def _let_go(uri: str) -> None:
         lite_file.let_go(uri)
 
 
-def _client(timeout: float) -> MilvusClient:
+# Milvus Lite's server is started by this process when it opens the file (pymilvus waits for its socket within the
+# connect timeout): on a loaded machine that start took over 10 s, and the file "could not be reached". A Lite file is
+# never a remote server that may be down, so its first connection waits up to this long.
+LITE_START_SECONDS = 60.0
+
+
+def _client(timeout: float, *, lite_start: bool = True) -> MilvusClient:
     uri = settings.QUIRE_MILVUS_URI
     taken = lite_file.hold(uri, where())  # a Lite file: this process's alone, and Milvus Lite's
+    if lite_start and lite_file.is_lite(uri):  # the health check keeps its own, short, limit
+        timeout = max(timeout, LITE_START_SECONDS)
     try:
         return MilvusClient(uri=uri, token=settings.QUIRE_MILVUS_TOKEN, timeout=timeout)
     except Exception:
@@ -203,7 +211,7 @@ def connect() -> MilvusClient:
 def problem(timeout: float) -> str | None:
     """The class of the error met asking the database for its collections within `timeout` seconds, or None."""
     try:
-        client = _client(timeout)
+        client = _client(timeout, lite_start=False)
         try:
             client.list_collections(timeout=timeout)
         finally:

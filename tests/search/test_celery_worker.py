@@ -28,7 +28,10 @@ from tests.factories import make_collection
 # The worker process shares the test database, which must be PostgreSQL (a file, not SQLite's memory).
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgresql, pytest.mark.slow]
 
-REDIS_URL = os.environ.get("QUIRE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+# A database of its own per test worker (pytest-xdist's gw0, gw1, ...: 15, 14, ...): a Celery worker started by one
+# must never take a task another worker's test queued, against the other's test database.
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+REDIS_URL = os.environ.get("QUIRE_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{15 - _WORKER % 16}")
 REQUIRED = os.environ.get("QUIRE_REQUIRE_SERVICES") == "1"
 
 
