@@ -23,13 +23,9 @@ def pytest_collection_modifyitems(config, items):
     from django.conf import settings
 
     for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        if PROCESS_FIXTURES & fixtures:
+        if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-        if fixtures & {"milvus_server", "milvus_server_uri"}:
-            # One Milvus server for the whole run: under `./dev test`'s workers (pytest-xdist, --dist loadgroup)
-            # every test that needs it goes to one worker, which starts it once.
-            item.add_marker(pytest.mark.xdist_group("milvus-server"))
+
     if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
         return
     skip = pytest.mark.skip(reason="needs PostgreSQL: set DATABASE_URL (as .ci/run does)")

@@ -5,10 +5,13 @@ Checks: not_a_server_error, response_schema_conformance, content_type_conformanc
 schema does not list, such as 403 for a missing CSRF token, are allowed: they are answers, not failures.)
 """
 
+from io import StringIO
+
 import pytest
 import schemathesis
 from django.contrib.auth.models import User
 from django.core.handlers.wsgi import WSGIHandler
+from django.core.management import call_command
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from django.utils.crypto import get_random_string
@@ -18,8 +21,6 @@ from schemathesis.specs.openapi.checks import content_type_conformance, response
 
 from annotator.api.tokens import new_token
 from annotator.models import Query
-from catalog.importers import import_inat
-from tests.factories import inat_document
 
 pytestmark = pytest.mark.django_db
 
@@ -39,9 +40,13 @@ def wsgi_app():
 
 
 @pytest.fixture
-def api_schema(client, write_json):
-    import_inat(write_json(inat_document(images=5)))
-    Query.objects.create(id=1, text="Black Skimmer performing skimming")
+def api_schema(client, labeling):
+    """The API over a collection that can be searched and mapped (labeling: 120 embedded images; its map computed
+    here), in the test's own data folder: every route answers from state this test made, whichever tests ran
+    before it in this process (under ./dev test's workers the order changes)."""
+    call_command("map_layout", stdout=StringIO())
+    if not Query.objects.filter(id=1).exists():
+        Query.objects.create(id=1, text="Flamingo feeding with its head upside down")
     user = User.objects.create_user("fuzzer", password="pw-fuzzer-1")
     client.force_login(user)
     document = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
