@@ -44,6 +44,7 @@ def test_a_bad_upload_is_refused_beside_its_form(page, live_server, labeling, mo
     page.wait_for_timeout(500)
     expect(page.locator(".tile")).to_have_count(50)  # the page is still there
     assert not QueryExample.objects.exists()
+    note.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / f"bad-upload-{mode}.png"), full_page=False)
 
 
