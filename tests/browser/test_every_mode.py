@@ -1,8 +1,8 @@
-"""Issue 52 in a real Chromium, with DEBUG off (production) and on (the demo): what a newcomer meets first. Before
-it, in DEBUG, django-htmx's debug script wrote any 4xx htmx answer over the whole document (staff saw a blank page
-on every query with no labels, a bad upload blanked the labeling page); keys pressed before the page's modules
-were wired were dropped under "All changes saved"; a browser that cleared every cookie was told "403; retrying…"
-for good."""
+"""Issue 52 in a real Chromium, with DEBUG off (production) and on (the demo): what a newcomer meets first (the bad
+upload here replaces test_refusals.py's, in both modes). Before it, in DEBUG, django-htmx's debug script wrote any
+4xx htmx answer over the whole document (staff saw a blank page on every query with no labels, a bad upload blanked
+the labeling page); keys pressed before the page's modules were wired were dropped under "All changes saved"; a
+browser that cleared every cookie was told "403; retrying…" for good."""
 
 import pytest
 from playwright.sync_api import expect

@@ -5,7 +5,7 @@ visible without a model, and "Load more" after the session ended put the login p
 import pytest
 from playwright.sync_api import expect
 
-from annotator.models import Query, QueryExample
+from annotator.models import Query
 from tests.browser.pages import log_in, post_form
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -64,16 +64,3 @@ def test_load_more_after_the_session_ended_says_so_and_adds_no_tile(page, contex
     assert page.locator(".tile").count() == tiles
     assert page.locator("#grid input[name=password]").count() == 0  # no login page in the grid
     page.screenshot(path=str(artifacts / "refused-session-ended.png"))
-
-
-def test_an_example_that_is_not_an_image_is_refused_beside_the_form(page, live_server, labeling, tmp_path):
-    log_in(page, live_server, next_url=f"/queries/{labeling['query'].pk}/")
-    not_an_image = tmp_path / "notes.jpg"
-    not_an_image.write_text("these are my notes, not a photo")
-    page.set_input_files('#upload-example input[type="file"]', str(not_an_image))
-    page.click('#upload-example button[type="submit"]')
-    note = page.locator("#upload-example + .refusal")
-    expect(note).to_be_visible()
-    assert "image" in note.inner_text().lower()
-    expect(page.locator(".tile")).to_have_count(50)  # the page is still there
-    assert not QueryExample.objects.exists()
