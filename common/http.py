@@ -37,12 +37,16 @@ def json_login_required(view: View) -> View:
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not request.user.is_authenticated:
-            return JsonResponse(
-                {"error": "Your session ended: log in again.", "login_url": settings.LOGIN_URL}, status=401
-            )
+            return session_ended_json(settings.LOGIN_URL)
         return view(request, *args, **kwargs)
 
     return wrapper
+
+
+def session_ended_json(login_url: str) -> JsonResponse:
+    """What the page's fetch() calls are told when no one is signed in any more (401): the sentence, and where to
+    log in. The labeling page keeps its labels waiting on it (static/js/labeling/save-queue.js)."""
+    return JsonResponse({"error": "Your session ended: log in again.", "login_url": login_url}, status=401)
 
 
 def sandboxed(response: HttpResponseBase) -> HttpResponseBase:

@@ -18,9 +18,11 @@ from collections.abc import Callable
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import resolve_url
 from django.views.csrf import csrf_failure as django_csrf_failure
+
+from common.http import session_ended_json
 
 FRAGMENT_HEADER = "X-Quire-Refusal"
 SESSION_ENDED = "Your session ended: log in again (nothing on this page was lost)."
@@ -120,10 +122,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     if getattr(request, "user", None) is not None and request.user.is_authenticated:
         return django_csrf_failure(request, reason)
     login_url = _login_url(request)
-    if "application/json" in request.headers.get("Accept", ""):
-        ended: HttpResponse = JsonResponse({"error": "Your session ended: log in again.", "login_url": login_url},
-                                           status=401)  # fmt: skip
-    else:
-        ended = _sentence(401, SESSION_ENDED)
+    wants_json = "application/json" in request.headers.get("Accept", "")
+    ended: HttpResponse = session_ended_json(login_url) if wants_json else _sentence(401, SESSION_ENDED)
     ended["X-Login-Url"] = login_url
     return ended
