@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from annotator import labels
-from annotator.forms import ExampleInlineForm
+from annotator.labeling.forms import ExampleInlineForm
 from annotator.labels import selectors, visibility
 from annotator.labels.selectors import CountedQuery
 from annotator.models import (

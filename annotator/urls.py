@@ -4,6 +4,7 @@ from annotator import views
 from annotator.inquire import release_views
 from annotator.inquire import views as inquire
 from annotator.labeling import views as labeling
+from annotator.map import views as maps
 from annotator.methods import views as methods
 from annotator.progress import views as progress
 from annotator.team import views as team
@@ -28,8 +29,8 @@ urlpatterns = [
     path("dashboard/", progress.dashboard, name="dashboard"),
     path("dashboard/agreement/", team.agreement_page, name="agreement"),
     path("dashboard/benchmark/draw", progress.draw_benchmark, name="draw-benchmark"),
-    path("dashboard/map/", progress.collection_map, name="collection-map"),
-    path("dashboard/map/points", progress.collection_map_points, name="collection-map-points"),
+    path("dashboard/map/", maps.collection_map, name="collection-map"),
+    path("dashboard/map/points", maps.collection_map_points, name="collection-map-points"),
     path("dashboard/<int:query_id>/", progress.dashboard_query, name="dashboard-query"),
     path("exports/", inquire.download_export_choice, name="download-export-choice"),
     path("releases/", release_views.releases_page, name="releases"),

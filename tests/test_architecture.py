@@ -175,7 +175,7 @@ def test_a_command_that_runs_no_model_imports_no_model_library(tmp_path):
         "import os, sys, django; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'quire.settings'); django.setup();"
         "from django.urls import get_resolver; get_resolver().url_patterns;"
         "import annotator.views, annotator.labeling.views, annotator.progress.views, annotator.team.views,"
-        "annotator.methods.views, annotator.inquire.views, annotator.api.views, evaluation.views;"
+        "annotator.methods.views, annotator.inquire.views, annotator.api.views, annotator.map.views, evaluation.views;"
         "print(sorted(m for m in ('torch', 'open_clip', 'sklearn', 'openai') if m in sys.modules))"
     )
     env = {**os.environ, "DEBUG": "1", "QUIRE_DATA_DIR": str(tmp_path)}
@@ -185,10 +185,26 @@ def test_a_command_that_runs_no_model_imports_no_model_library(tmp_path):
 
 
 # annotator's rooms (sub-packages, one sub-domain each) and the modules its top level keeps: what the app shares
-# (models, forms, admin, the door, URLs, tasks, the demo's data) and the pages of no room (home, API token).
-ROOMS = ("labels", "labeling", "team", "progress", "methods", "inquire", "api")
+# (models, the door, URLs, tasks, the demo's data, the admin) and the pages of no room (home and its form, API token).
+ROOMS = ("labels", "labeling", "map", "team", "progress", "methods", "inquire", "api")
 SHARED = {"__init__", "admin", "apps", "demo", "facade", "forms", "models", "tasks", "urls", "views"}
 WRITE_ROOM_MAY_IMPORT = ("annotator.models", "annotator.labels")
+# The house's order (docs/architecture.md states the same table). A room's domain modules import only the rooms
+# named here, so the domain is one-way: labels at the bottom (every write goes through it), the rankings' methods,
+# the team's figures, progress (frames, checks, claims), then what builds on them: the labeling page's grid, the map,
+# the benchmark's releases. Pages (PAGES: views, forms, the side pane) and the API room are a layer above every
+# room's domain: they may import any of it, and nothing below them imports them.
+ROOM_MAY_IMPORT = {
+    "labels": set(),
+    "methods": {"labels"},
+    "team": {"labels", "methods"},
+    "progress": {"labels"},
+    "labeling": {"labels", "methods", "progress"},
+    "map": {"labels", "labeling"},
+    "inquire": {"labels", "team", "progress"},
+    "api": set(ROOMS) - {"api"},  # a layer of pages
+}
+PAGES = {"views", "release_views", "pane", "forms", "urls", "admin"}
 
 
 def room_of(module: str) -> str | None:
@@ -202,8 +218,19 @@ def is_views(module: str) -> bool:
     return room_of(module) is not None and parts[2] == "views"
 
 
+def is_page(module: str) -> bool:
+    """A page module (PAGES) of a room or of annotator's top level, or any module of the API room."""
+    parts = module.split(".")
+    if parts[0] != "annotator" or len(parts) < 2:
+        return False
+    if room_of(module):
+        return parts[1] == "api" or parts[2] in PAGES
+    return parts[1] in PAGES
+
+
 def room_violations(root: Path = ROOT) -> list[str]:
-    """Every import inside annotator/ against the rooms' rule, and every module annotator/ keeps outside a room."""
+    """Every import inside annotator/ against the rooms' rules and order, and every module annotator/ keeps outside
+    a room."""
     wrong = []
     app = root / "annotator"
     for path in sources("annotator", root):
@@ -213,33 +240,61 @@ def room_violations(root: Path = ROOT) -> list[str]:
             wrong.append(f"{relative} is outside the rooms: move it into one of {', '.join(ROOMS)}")
         if inside in ("management", "templatetags"):
             continue
+        name = module_name(path, root)
         for line, module in imports_of(path, root):
             if not module.startswith("annotator."):
                 continue
             where = f"{relative}:{line} imports {module}"
+            target = room_of(module)
             if inside == "labels" and not module.startswith(WRITE_ROOM_MAY_IMPORT):
                 wrong.append(f"{where}: the write room imports only annotator.models and itself")
-            elif inside in ROOMS and is_views(module) and room_of(module) != inside:
+            elif inside in ROOMS and is_views(module) and target != inside:
                 wrong.append(f"{where}: a room never imports another room's views")
-            elif path == app / "models.py" and room_of(module):
+            elif path == app / "models.py" and target:
                 wrong.append(f"{where}: the models import no room")
+            elif inside in ROOMS and not is_page(name) and is_page(module):
+                wrong.append(f"{where}: a room's domain never imports a page or the API")
+            elif inside in ROOMS and not is_page(name) and target not in (None, inside, *ROOM_MAY_IMPORT[inside]):
+                below = ", ".join(sorted(ROOM_MAY_IMPORT[inside])) or "no other room"
+                wrong.append(f"{where}: {inside}/ imports only {below} (the order in docs/architecture.md)")
     return wrong
 
 
 def test_annotator_rooms_keep_their_rule():
     wrong = room_violations()
-    assert not wrong, "annotator's rooms (ARCHITECTURE.md):\n" + "\n".join(wrong)
+    assert not wrong, "annotator's rooms (docs/architecture.md):\n" + "\n".join(wrong)
+
+
+def test_the_room_order_is_one_way():
+    """The table itself has no circle: following what a room may import never leads back to it."""
+    for room in ROOM_MAY_IMPORT:
+        if room == "api":
+            continue
+        seen, todo = set(), list(ROOM_MAY_IMPORT[room])
+        while todo:
+            other = todo.pop()
+            assert other != room, f"{room} may import itself through {sorted(seen)}"
+            if other not in seen:
+                seen.add(other)
+                todo += ROOM_MAY_IMPORT[other]
 
 
 def test_the_room_checker_sees_planted_violations(tmp_path):
     app = tmp_path / "annotator"
-    for room in ("labels", "team", "progress"):
+    for room in ("labels", "team", "progress", "inquire"):
         (app / room).mkdir(parents=True)
         (app / room / "__init__.py").write_text("")
     (app / "models.py").write_text("from annotator.labels import final\n")
     (app / "labels" / "final.py").write_text("from annotator.models import Label\nfrom . import tallies\n")
     (app / "labels" / "tallies.py").write_text("def f():\n    from annotator.team import agreement\n")
     (app / "progress" / "views.py").write_text("from annotator.team.views import adjudicate\n")
+    (app / "progress" / "checks.py").write_text(
+        "from annotator.labels import sealed\nfrom annotator.inquire.releases import cut\n"
+        "def f():\n    from annotator.progress.views import page\n"
+    )
+    (app / "inquire" / "releases.py").write_text(
+        "from annotator.progress import claims\nfrom annotator.team import x\n"
+    )
     (app / "team" / "views.py").write_text("from annotator.labels import visibility\nfrom .agreement import x\n")
     (app / "overlap.py").write_text("")
     assert room_violations(tmp_path) == [
@@ -248,6 +303,14 @@ def test_the_room_checker_sees_planted_violations(tmp_path):
         "and itself",
         "annotator/models.py:1 imports annotator.labels.final: the models import no room",
         "annotator/overlap.py is outside the rooms: move it into one of " + ", ".join(ROOMS),
+        "annotator/progress/checks.py:2 imports annotator.inquire.releases: progress/ imports only labels (the order "
+        "in docs/architecture.md)",
+        "annotator/progress/checks.py:2 imports annotator.inquire.releases.cut: progress/ imports only labels (the "
+        "order in docs/architecture.md)",
+        "annotator/progress/checks.py:4 imports annotator.progress.views: a room's domain never imports a page or "
+        "the API",
+        "annotator/progress/checks.py:4 imports annotator.progress.views.page: a room's domain never imports a page "
+        "or the API",
         "annotator/progress/views.py:1 imports annotator.team.views: a room never imports another room's views",
         "annotator/progress/views.py:1 imports annotator.team.views.adjudicate: a room never imports another room's "
         "views",
@@ -350,9 +413,10 @@ def module_name(path: Path, root: Path = ROOT) -> str:
     return name.removesuffix(".__init__")
 
 
-def circles(packages: tuple[str, ...] = PROJECT, root: Path = ROOT) -> list[tuple[str, str]]:
-    """Pairs of the project's modules that import each other, at the top or in a function (a package and its own
-    modules aside: Python imports a package before its modules, so a door that re-exports them is no circle)."""
+def arrows_between(packages: tuple[str, ...] = PROJECT, root: Path = ROOT) -> dict[str, set[str]]:
+    """Each of the project's modules and the project modules it imports, at the top or in a function (a package and
+    its own modules aside: Python imports a package before its modules, so a door that re-exports them is no
+    circle)."""
     paths = {module_name(path, root): path for package in packages if (root / package).is_dir()
              for path in sources(package, root)}  # fmt: skip
     arrows: dict[str, set[str]] = {name: set() for name in paths}
@@ -360,15 +424,60 @@ def circles(packages: tuple[str, ...] = PROJECT, root: Path = ROOT) -> list[tupl
         for _, module in imports_of(path, root):
             while module and module not in paths:
                 module = module.rpartition(".")[0]
-            if module and module != name:
+            related = module.startswith(name + ".") or name.startswith(module + ".")
+            if module and module != name and not related:
                 arrows[name].add(module)
-    related = lambda a, b: b.startswith(a + ".") or a.startswith(b + ".")  # noqa: E731 - a package and its own
-    return sorted({tuple(sorted((a, b))) for a in arrows for b in arrows[a] if a in arrows[b] and not related(a, b)})
+    return arrows
 
 
-def test_no_two_modules_import_each_other():
+def circles(packages: tuple[str, ...] = PROJECT, root: Path = ROOT) -> list[tuple[str, ...]]:
+    """The circles of imports among the project's modules, of any length: each strongly connected group of two or
+    more modules (every one reaches every other through imports), its members sorted. Tarjan's algorithm
+    (Tarjan 1972, "Depth-first search and linear graph algorithms"), iterative so no recursion limit applies."""
+    arrows = arrows_between(packages, root)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[tuple[str, ...]] = []
+    for start in sorted(arrows):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(arrows[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, following = work[-1]
+            step = next(following, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    work.append((step, iter(sorted(arrows[step]))))
+                elif step in on_stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(tuple(sorted(group)))
+    return sorted(found)
+
+
+def test_no_modules_import_each_other_in_a_circle():
     """Issue 38 found five two-file circles (tasks modules and what they run, search's apps and facade, lmm's
-    panel and scoring), each hidden by an import inside a function."""
+    panel and scoring), each hidden by an import inside a function; a circle of three hides as well."""
     assert circles() == []
 
 
@@ -377,3 +486,13 @@ def test_the_circle_checker_sees_one(tmp_path):
     (tmp_path / "lmm" / "panel.py").write_text("from .scoring import score\n")
     (tmp_path / "lmm" / "scoring.py").write_text("def f():\n    from .panel import PROMPTS  # hidden\n")
     assert circles(("lmm",), tmp_path) == [("lmm.panel", "lmm.scoring")]
+
+
+def test_the_circle_checker_sees_three_modules_in_a_circle(tmp_path):
+    (tmp_path / "search").mkdir()
+    (tmp_path / "search" / "__init__.py").write_text("from .a import x  # a package and its own: no circle\n")
+    (tmp_path / "search" / "a.py").write_text("from .b import y\n")
+    (tmp_path / "search" / "b.py").write_text("import search.c\n")
+    (tmp_path / "search" / "c.py").write_text("def f():\n    from search.a import x  # hidden\n")
+    (tmp_path / "search" / "d.py").write_text("from .a import x\n")  # into the circle, not part of it
+    assert circles(("search",), tmp_path) == [("search.a", "search.b", "search.c")]

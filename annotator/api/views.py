@@ -27,9 +27,9 @@ from annotator.api.serializers import (
     QuerySerializer,
 )
 from annotator.labeling import grid
-from annotator.labeling import map as map_view
 from annotator.labels import selectors, visibility
 from annotator.labels.changes import MAX_LABELS_PER_API_BATCH, BadChanges, read_changes
+from annotator.map import points as map_view
 from annotator.models import Label, LabelSource, LabelValue, Query
 from annotator.progress import check_requests, checks, claims, sampled
 from annotator.progress.advice import AIMS

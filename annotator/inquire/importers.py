@@ -30,7 +30,6 @@ from common.values import (
 
 QUERY_COLUMNS = ["query_id", "query_text", "supercategory", "category", "iconic_group"]
 ANNOTATION_COLUMNS = ["query_id", "image_id", "image_path"]
-QUERY_FIELDS = ["text", "supercategory", "category", "iconic_group", "split", "csv_index"]
 
 
 @dataclass

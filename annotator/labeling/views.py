@@ -26,15 +26,16 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh
 
 from annotator import labels
-from annotator.forms import ExampleUploadForm, LabelingSearchForm, SearchState, TrackingForm
 from annotator.labeling import examples, grid
-from annotator.labeling import map as map_view
+from annotator.labeling.forms import ExampleUploadForm, LabelingSearchForm, SearchState
 from annotator.labels import visibility
 from annotator.labels.changes import MAX_LABELS_PER_SAVE, BadChanges, read_changes, read_image_ids
 from annotator.labels.sealed import seen_by
+from annotator.map import points as map_view
 from annotator.methods.pane import model_box
 from annotator.models import LabelSource, LabelValue, Query, QueryExample
 from annotator.progress import claims, figures
+from annotator.progress.forms import TrackingForm
 from common.api_params import BadJson, parse_json, strict_id
 from common.database import retry_once_if_dropped
 from common.formats import RASTER_TYPES

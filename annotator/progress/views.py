@@ -13,17 +13,15 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotator import labels
 from annotator.api import benchmark as benchmark_api
-from annotator.forms import TrackingForm
 from annotator.inquire.exporters import EXPORTS
-from annotator.labeling import map as map_view
 from annotator.labels import visibility
 from annotator.models import Query
 from annotator.progress import benchmark, check_requests, checks, claims, figures
+from annotator.progress.forms import TrackingForm
 from annotator.progress.frames import BadCheck, NothingToCheckYet
 from annotator.team.panel import team_panel
 from common.http import SignedInRequest
 from common.refusals import drawn_for_target
-from search.facade import SearchUnavailable
 
 _MARK = 2**31 - 1  # an id no row has: reversed once, then replaced by each row's
 
@@ -195,25 +193,3 @@ def _check_refused(request: SignedInRequest, query: Query, sentence: str, status
 
 
 DRAW_REFUSED = "Drawing a completeness check needs the permission to change queries: ask staff."
-
-
-@login_required
-@permission_required("annotator.view_label", raise_exception=True)
-@require_GET
-def collection_map(request: SignedInRequest) -> HttpResponseBase:
-    """The map of the whole collection for staff: where the labeled and the relevant images of every query lie."""
-    return render(request, "annotator/collection_map.html", {})
-
-
-@login_required
-@permission_required("annotator.view_label", raise_exception=True)
-@require_GET
-def collection_map_points(request: SignedInRequest) -> HttpResponseBase:
-    """collection_map's points (annotator.labeling.map.collection_binary); 503 with a sentence before a map."""
-    try:
-        body = map_view.collection_binary(visibility.of(request))
-    except SearchUnavailable as error:
-        return HttpResponse(str(error), status=503, content_type="text/plain; charset=utf-8")
-    response = HttpResponse(body, content_type="application/octet-stream")
-    response["Cache-Control"] = "private, no-store"
-    return response

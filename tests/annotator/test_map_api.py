@@ -8,8 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from annotator.labeling import map as map_view
 from annotator.labels import LabelChange, set_labels
+from annotator.map import points as map_view
 from search import layout
 from search.facade import score_images, search
 from search.models import JobStatus, MapLayout

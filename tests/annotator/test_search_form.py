@@ -3,7 +3,7 @@
 import pytest
 from django.http import QueryDict
 
-from annotator.forms import MAX_LIKE, LabelingSearchForm
+from annotator.labeling.forms import MAX_LIKE, LabelingSearchForm
 from annotator.models import Query
 
 pytestmark = pytest.mark.django_db

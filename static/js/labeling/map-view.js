@@ -20,7 +20,7 @@ export const CODES = { relevant: 1, not_relevant: 2, unsure: 3, undecided: 4, ""
 const SETTLE_MS = 150;
 const MARGIN = 2; // the texture covers this many views across: a pan shows cached points, not emptiness
 
-// The binary form of GET /api/queries/{id}/map/binary/ (annotator/labeling/map.py) as typed arrays.
+// The binary form of GET /api/queries/{id}/map/binary/ (annotator/map/points.py) as typed arrays.
 export function readMap(buffer) {
   const view = new DataView(buffer);
   const count = view.getUint32(8, true);

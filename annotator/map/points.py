@@ -28,7 +28,6 @@ from search.facade import (
 
 # A label as one byte in the page's binary form; 0 is unlabeled.
 LABEL_CODES = {LabelValue.RELEVANT: 1, LabelValue.NOT_RELEVANT: 2, LabelValue.UNSURE: 3, UNDECIDED: 4}
-LABEL_NAMES = {code: str(name) for name, code in LABEL_CODES.items()}
 # The binary form: a little-endian header, then columns (the page reads them as typed arrays without parsing).
 BINARY_MAGIC = b"QMAP1\0\0\0"
 BINARY_HEADER = struct.Struct("<8sII")  # magic, count, version length; then the version (ASCII), padded to 8
