@@ -1,9 +1,9 @@
 """After the demo, every documented command works as its own process with no extra environment.
 
-The README's promise, run for real: `./dev demo --no-serve`, then `search`, `embed`, the Milvus backend's
-`build_index` and `search`, and `runserver` as separate processes from the project root. Only QUIRE_DATA_DIR
-is set (to keep the test's data apart from ./var), and QUIRE_VECTOR_BACKEND and QUIRE_MILVUS_URI where the
-README sets them; DEBUG, SECRET_KEY, the model settings and HF_HUB_OFFLINE are not.
+The guides' promise (README, docs/operations.md), run for real: `./dev demo --no-serve`, then `search`, `embed`,
+the Milvus backend's `build_index` and `search`, and `runserver` as separate processes from the project root.
+Only QUIRE_DATA_DIR is set (to keep the test's data apart from ./var), and QUIRE_VECTOR_BACKEND and
+QUIRE_MILVUS_URI where the guides set them; DEBUG, SECRET_KEY, the model settings and HF_HUB_OFFLINE are not.
 """
 
 import os
@@ -78,11 +78,11 @@ def test_the_demo_then_search_embed_and_runserver_as_separate_processes(tmp_path
     assert "Nothing to embed" in embedded.stdout
 
     assert "Fitted a new map: 60 images" in built.stdout  # the demo computed its map
-    mapped = manage(data, "map_layout")  # the README's command, after the demo: nothing new to place
+    mapped = manage(data, "map_layout")  # the operations guide's command, after the demo: nothing new to place
     assert mapped.returncode == 0, mapped.stderr
     assert "Placed 0 new images on the map: 60 images" in mapped.stdout
 
-    # The README's Milvus lines: load the demo's store into a Milvus Lite file, then search it.
+    # The operations guide's Milvus lines: load the demo's store into a Milvus Lite file, then search it.
     on_milvus = {"QUIRE_VECTOR_BACKEND": "milvus", "QUIRE_MILVUS_URI": str(data / "vectors.db")}
     loaded = manage(data, "build_index", "--backend", "milvus", **on_milvus)
     assert loaded.returncode == 0, loaded.stderr
