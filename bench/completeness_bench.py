@@ -8,6 +8,7 @@ target. Prints the summary; the runs go to `--json`.
 
   .venv/bin/python bench/completeness_bench.py --queries 10 --seeds 20
   .venv/bin/python bench/completeness_bench.py --queries 250 --seeds 5 --no-per-query
+  .venv/bin/python bench/completeness_bench.py --queries 10 --seeds 20 --no-per-query --extend 1.5
 """
 
 import argparse
@@ -33,6 +34,9 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=0.9)
     parser.add_argument("--confidence", type=float, default=0.95)
     parser.add_argument("--no-per-query", action="store_true")
+    parser.add_argument(
+        "--extend", type=float, default=0.0, help="grow a failed benchmark check by this factor (nested samples)"
+    )
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args()
 
@@ -43,7 +47,7 @@ def main() -> None:
 
     options = benchmark_sim.Settings(
         noise=arguments.noise, expert_noise=arguments.expert_noise, target=arguments.target,
-        confidence=arguments.confidence,
+        confidence=arguments.confidence, extend=arguments.extend,
     )  # fmt: skip
     started = time.perf_counter()
 

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotator import facade  # its tested_at, imported bare, would be collected as a test
-from evaluation import certification, worlds
+from evaluation import benchmark_sim, certification, worlds
 
 
 def test_a_positive_counts_when_the_second_judgment_agrees_or_the_adjudicator_says_so():
@@ -130,3 +130,20 @@ def test_an_inquire_world_has_lognormal_positives_in_the_five_kinds():
     assert all(len(p) == len(set(p)) for p in world.positives.values())
     every = [i for p in world.positives.values() for i in p]
     assert len(every) == len(set(every))  # no image is a positive of two queries
+
+
+def test_nested_benchmark_checks_fix_their_sizes_in_advance_and_look_at_each_pair_once():
+    """Settings.extend: the k-th check labels a prefix of one random order, sizes fixed at the first draw (so each
+    check's bound holds at its share of alpha whatever the earlier ones met), and a pair sampled by an earlier
+    check is not paid for again."""
+    nested = benchmark_sim.NestedChecks(
+        found=10, owner=np.zeros(100), pairs=np.arange(100), order=np.arange(100), first=30, growth=1.5
+    )
+    assert [nested.size(k) for k in (1, 2, 3, 4)] == [30, 45, 68, 100]
+    world = worlds.inquire_world(queries=5, median_positives=20, seed=1)
+    for extend in (0.0, 1.5):
+        run = benchmark_sim.benchmark_claim(world, 1, benchmark_sim.Settings(target=0.8, extend=extend))
+        assert run["checks"] >= 1 and run["sampled"] >= 1
+        # every sampled pair costs at least one look beyond the review's, and no pair is paid for twice
+        assert run["labels"] >= run["review"] + run["sampled"]
+        assert run["frame_oracle"] > 0 and run["least_check"] <= run["sampled"]
