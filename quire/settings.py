@@ -33,18 +33,9 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from quire.env import env_bool, env_float, env_int, env_list
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def env_bool(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None or value.strip() == "":
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def env_list(name: str, default: str) -> list[str]:
-    return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
 QUIRE_DATA_DIR = Path(os.environ.get("QUIRE_DATA_DIR", BASE_DIR / "var")).resolve()
@@ -107,18 +98,18 @@ if QUIRE_VECTOR_BACKEND not in ("faiss", "milvus"):
 QUIRE_MILVUS_URI = os.environ.get("QUIRE_MILVUS_URI", "") or str(QUIRE_DATA_DIR / "vectors.db")
 QUIRE_MILVUS_TOKEN = os.environ.get("QUIRE_MILVUS_TOKEN", "")
 QUIRE_MILVUS_INDEX = os.environ.get("QUIRE_MILVUS_INDEX", "FLAT").strip().upper()
-QUIRE_MILVUS_TIMEOUT = float(os.environ.get("QUIRE_MILVUS_TIMEOUT", "10"))
+QUIRE_MILVUS_TIMEOUT = env_float("QUIRE_MILVUS_TIMEOUT", 10, least=0.1)
 # Images roots may only lie inside these folders (comma-separated); empty: wherever the operator's
 # import commands put them. Staff cannot add roots in the admin either way.
 QUIRE_IMAGE_ROOTS = env_list("QUIRE_IMAGE_ROOTS", "")
 # Embedding jobs: images per Celery task, per forward pass, and decoding threads per worker.
-QUIRE_EMBED_CHUNK_SIZE = int(os.environ.get("QUIRE_EMBED_CHUNK_SIZE", "5000"))
-QUIRE_EMBED_BATCH_SIZE = int(os.environ.get("QUIRE_EMBED_BATCH_SIZE", "64"))
+QUIRE_EMBED_CHUNK_SIZE = env_int("QUIRE_EMBED_CHUNK_SIZE", 5000, least=1)
+QUIRE_EMBED_BATCH_SIZE = env_int("QUIRE_EMBED_BATCH_SIZE", 64, least=1)
 # One decoding thread per core (at most 8): on 2 cores, 2 threads kept 93% of the bare forward pass, 4 kept 91%.
-QUIRE_EMBED_LOADER_THREADS = int(os.environ.get("QUIRE_EMBED_LOADER_THREADS", str(min(8, os.cpu_count() or 1))))
+QUIRE_EMBED_LOADER_THREADS = env_int("QUIRE_EMBED_LOADER_THREADS", min(8, os.cpu_count() or 1), least=1)
 # The map of the collection (search/layout.py): t-SNE runs on a random sample of this many images, the rest are
 # placed beside their nearest sample images (20,000: about a minute on 2 cores, bench/map_layout_bench.py).
-QUIRE_MAP_SAMPLE = int(os.environ.get("QUIRE_MAP_SAMPLE", "20000"))
+QUIRE_MAP_SAMPLE = env_int("QUIRE_MAP_SAMPLE", 20000, least=1)
 
 INSTALLED_APPS = [
     "django.contrib.admin.apps.SimpleAdminConfig",  # admin.autodiscover() runs in quire/urls.py
@@ -171,11 +162,11 @@ AUTHENTICATION_BACKENDS = [
 # Login attempts: 10 failures lock out that user name at that address for 15 minutes (others at the same
 # address, a lab's NAT, still log in). quire/signin.py limits each address before any password is hashed:
 # 20 attempts a minute, and 100 failures within the cool-off.
-AXES_FAILURE_LIMIT = int(os.environ.get("QUIRE_LOGIN_FAILURE_LIMIT", "10"))
-AXES_COOLOFF_TIME = datetime.timedelta(minutes=int(os.environ.get("QUIRE_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_FAILURE_LIMIT = env_int("QUIRE_LOGIN_FAILURE_LIMIT", 10, least=1)
+AXES_COOLOFF_TIME = datetime.timedelta(minutes=env_int("QUIRE_LOGIN_COOLOFF_MINUTES", 15, least=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
-QUIRE_LOGIN_ATTEMPTS_PER_MINUTE = int(os.environ.get("QUIRE_LOGIN_ATTEMPTS_PER_MINUTE", "20"))
-QUIRE_LOGIN_ADDRESS_FAILURE_LIMIT = int(os.environ.get("QUIRE_LOGIN_ADDRESS_FAILURE_LIMIT", "100"))
+QUIRE_LOGIN_ATTEMPTS_PER_MINUTE = env_int("QUIRE_LOGIN_ATTEMPTS_PER_MINUTE", 20, least=1)
+QUIRE_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("QUIRE_LOGIN_ADDRESS_FAILURE_LIMIT", 100, least=1)
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
@@ -204,7 +195,7 @@ DATABASES = {
     # An empty DATABASE_URL means unset, as for every other variable here.
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{QUIRE_DATA_DIR / 'quire.sqlite3'}",
-        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, least=0),
         # A kept connection is checked before a request reuses it: after a PostgreSQL restart the first query
         # of every worker would otherwise fail on a dead socket.
         conn_health_checks=True,
@@ -261,7 +252,7 @@ MEDIA_ROOT = QUIRE_DATA_DIR / "media"  # uploaded evaluation runs
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
-SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0" if DEBUG else str(365 * 24 * 3600)))
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 365 * 24 * 3600, least=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
 if proxy_header := os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip():
@@ -372,7 +363,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # it back after this many seconds: longer than the longest chunk (5,000 ViT-H/14 images on a CPU take
 # about 40 minutes), or a slow chunk would run twice. The reaper below recovers dead chunks sooner.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": int(os.environ.get("QUIRE_TASK_VISIBILITY_TIMEOUT", "10800")),
+    "visibility_timeout": env_int("QUIRE_TASK_VISIBILITY_TIMEOUT", 10800, least=1),
     "socket_connect_timeout": 2,
 }
 # A job is queued from a web request: with Redis away, give up within seconds and say so (503) rather than
@@ -396,9 +387,9 @@ QUIRE_LMM_MODEL = os.environ.get("QUIRE_LMM_MODEL", "")
 QUIRE_LMM_API_KEY = os.environ.get("QUIRE_LMM_API_KEY", "")
 # The yes/no prompt, {query} standing for the query text ("\n" for a new line); empty: INQUIRE's (lmm/prompts.py).
 QUIRE_LMM_PROMPT = os.environ.get("QUIRE_LMM_PROMPT", "").replace("\\n", "\n")
-QUIRE_LMM_TIMEOUT = float(os.environ.get("QUIRE_LMM_TIMEOUT", "60"))
-QUIRE_LMM_MAX_RETRIES = int(os.environ.get("QUIRE_LMM_MAX_RETRIES", "3"))
-QUIRE_LMM_CONCURRENCY = int(os.environ.get("QUIRE_LMM_CONCURRENCY", "4"))
+QUIRE_LMM_TIMEOUT = env_float("QUIRE_LMM_TIMEOUT", 60, least=0.1)
+QUIRE_LMM_MAX_RETRIES = env_int("QUIRE_LMM_MAX_RETRIES", 3, least=0)
+QUIRE_LMM_CONCURRENCY = env_int("QUIRE_LMM_CONCURRENCY", 4, least=1)
 # The judge panel (pre-labels): a JSON list of {"model": ..., "prompt": ...}; empty: five phrasings, one model.
 try:
     QUIRE_JUDGES = json.loads(os.environ.get("QUIRE_JUDGES", "") or "[]")
@@ -416,18 +407,18 @@ QUIRE_IMAGE_MODEL = os.environ.get("QUIRE_IMAGE_MODEL", "")
 QUIRE_IMAGE_MODEL_API_KEY = os.environ.get("QUIRE_IMAGE_MODEL_API_KEY") or QUIRE_LMM_API_KEY
 QUIRE_IMAGE_SIZE = os.environ.get("QUIRE_IMAGE_SIZE", "512x512")
 # The labeling page re-ranks the unlabeled images below the view after this many labels (a ranking that learns).
-QUIRE_RERANK_EVERY = int(os.environ.get("QUIRE_RERANK_EVERY", "25"))
+QUIRE_RERANK_EVERY = env_int("QUIRE_RERANK_EVERY", 25, least=1)
 # An uploaded example image is refused above this size.
-QUIRE_MAX_EXAMPLE_BYTES = int(os.environ.get("QUIRE_MAX_EXAMPLE_BYTES", str(20 * 1024 * 1024)))
+QUIRE_MAX_EXAMPLE_BYTES = env_int("QUIRE_MAX_EXAMPLE_BYTES", 20 * 1024 * 1024, least=1)
 # ...and above this much memory once decoded (a 50-megapixel photo takes 200 MB; a small file can hold far more).
-QUIRE_MAX_EXAMPLE_DECODED_BYTES = int(os.environ.get("QUIRE_MAX_EXAMPLE_DECODED_BYTES", str(256 * 1024 * 1024)))
+QUIRE_MAX_EXAMPLE_DECODED_BYTES = env_int("QUIRE_MAX_EXAMPLE_DECODED_BYTES", 256 * 1024 * 1024, least=1)
 # A running chunk with no heartbeat for this long (a batch takes seconds) is taken as dead and queued again.
-QUIRE_CHUNK_STALE_SECONDS = int(os.environ.get("QUIRE_CHUNK_STALE_SECONDS", "600"))
+QUIRE_CHUNK_STALE_SECONDS = env_int("QUIRE_CHUNK_STALE_SECONDS", 600, least=1)
 # A running model job (rerank, judge panel, VisRet) with no heartbeat for this long is taken as dead and queued
 # again (each answer stamps it; one model call takes seconds, a slow one a minute or two).
-QUIRE_JOB_STALE_SECONDS = int(os.environ.get("QUIRE_JOB_STALE_SECONDS", "300"))
+QUIRE_JOB_STALE_SECONDS = env_int("QUIRE_JOB_STALE_SECONDS", 300, least=1)
 # `embed` gives up following a job that made no progress for this long with no worker alive.
-QUIRE_EMBED_STALL_SECONDS = int(os.environ.get("QUIRE_EMBED_STALL_SECONDS", "120"))
+QUIRE_EMBED_STALL_SECONDS = env_int("QUIRE_EMBED_STALL_SECONDS", 120, least=1)
 # Three queues: "celery" (index builds, scoring uploaded runs, the reaper), "embed" (CLIP embedding chunks)
 # and "models" (vision-language model calls). A plain `celery -A quire worker` consumes all three; with a
 # GPU machine, it runs `celery -A quire worker -Q embed,models` and the CPU workers `-Q celery`.

@@ -119,9 +119,42 @@ def test_every_setting_is_in_the_deployment_env_example():
 
     root = Path(__file__).resolve().parents[1]
     source = (root / "quire" / "settings.py").read_text()
-    read = set(re.findall(r'(?:os\.environ\.get|env_or_file|env_bool|env_list)\("([A-Z_]+)"', source))
+    read = set(re.findall(r'(?:os\.environ\.get|env_or_file|env_bool|env_list|env_int|env_float)\("([A-Z_]+)"', source))
     example = (root / "docker" / ".env.example").read_text()
     listed = set(re.findall(r"^#? ?([A-Z_]+)=", example, flags=re.MULTILINE))
     # Set by docker/compose.yml itself, or by the image.
     by_compose = {"DATABASE_URL", "CELERY_BROKER_URL", "QUIRE_DATA_DIR", "QUIRE_STATIC_ROOT"}
     assert len(read) > 40 and read - listed - by_compose == set()
+
+
+def test_a_setting_of_the_wrong_type_stops_start_up_with_one_sentence(tmp_path):
+    """A typo in a number or a switch names the variable and what it must be (quire/env.py), as manage.py prints it."""
+    common = {"QUIRE_DATA_DIR": str(tmp_path), "DEBUG": "1"}
+    for variable, value, said in [
+        ("QUIRE_EMBED_BATCH_SIZE", "64x", "QUIRE_EMBED_BATCH_SIZE is '64x': set it to a whole number of 1 or more."),
+        ("QUIRE_EMBED_BATCH_SIZE", "0", "QUIRE_EMBED_BATCH_SIZE is '0': set it to a whole number of 1 or more."),
+        ("QUIRE_LMM_TIMEOUT", "nan", "QUIRE_LMM_TIMEOUT is 'nan': set it to a number of 0.1 or more."),
+        ("QUIRE_MAP_SAMPLE", "²", "QUIRE_MAP_SAMPLE is '²': set it to a whole number of 1 or more."),
+        ("DEBUG", "maybe", "DEBUG is 'maybe': set it to 1 or 0 (true/false, yes/no, on/off)."),
+    ]:
+        code, output = settings_of(**{**common, variable: value})
+        assert code != 0 and said in output, (variable, value, output)
+    code, output = settings_of(HTTPS, **{**common, "SECURE_HSTS_SECONDS": " 60 "})
+    assert code == 0, output
+
+
+def test_the_typed_readers_read_what_they_should(monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from quire.env import env_bool, env_float, env_int
+
+    monkeypatch.setenv("Q_INT", "12")
+    monkeypatch.setenv("Q_FLOAT", "2.5")
+    monkeypatch.setenv("Q_OFF", "Off")
+    monkeypatch.setenv("Q_BLANK", "  ")
+    assert env_int("Q_INT", 1, least=1, most=12) == 12 and env_float("Q_FLOAT", 1.0, least=0) == 2.5
+    assert env_bool("Q_OFF", True) is False and env_bool("Q_BLANK", True) is True and env_int("Q_UNSET", 7) == 7
+    with pytest.raises(ImproperlyConfigured, match="from 1 to 11"):
+        env_int("Q_INT", 1, least=1, most=11)
+    with pytest.raises(ImproperlyConfigured, match="a whole number"):
+        env_int("Q_FLOAT", 1)
