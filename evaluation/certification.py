@@ -174,49 +174,77 @@ def _check(
 
 def run(world: World, query_id: int, seed: int, options: Settings) -> dict[str, Any]:
     """One (query, seed): the labeling, and where each rule stopped with its true recall and labels spent."""
-    truth = world.positives[query_id]
     noises = (options.noise, options.noise, options.expert_noise)
-    team = Team(truth, tuple(annotator_mistakes(noise, query_id, seed * 3 + who) for who, noise in enumerate(noises)))
-    frame: np.ndarray | None = None  # frozen at the first check
-    rank = world_ranker(world, query_id)
-    estimate = world_estimator(world, query_id) if options.estimate else None
-    rng = np.random.default_rng([seed, query_id])
-    order: list[int] = []  # the review's labels in order
-    stops: dict[str, Any] = {}
-    checks, next_check = 0, DRY_WINDOW
-    while len(order) < options.max_review and not _all_stopped(stops, options):
+    mistaken = tuple(annotator_mistakes(noise, query_id, seed * 3 + who) for who, noise in enumerate(noises))
+    labeling = _Labeling(world, query_id, Team(world.positives[query_id], mistaken), options, seed)
+    while len(labeling.order) < options.max_review and not _all_stopped(labeling.stops, options):
+        labeling.label_a_batch()
+        labeling.watch_the_rules()
+        labeling.check_when_dry()
+    truth = world.positives[query_id]
+    return {"query_id": query_id, "seed": seed, "kind": world.kinds[query_id], "positives": len(truth),
+            "stops": labeling.stops}  # fmt: skip
+
+
+class _Labeling:
+    """One query's labeling as `run` drives it: the review's order, each rule's stop, and the checks."""
+
+    def __init__(self, world: World, query_id: int, team: Team, options: Settings, seed: int) -> None:
+        self.world, self.query_id, self.team, self.options = world, query_id, team, options
+        self.rank = world_ranker(world, query_id)
+        self.estimate = world_estimator(world, query_id) if options.estimate else None
+        self.rng = np.random.default_rng([seed, query_id])
+        self.order: list[int] = []  # the review's labels in order
+        self.stops: dict[str, Any] = {}
+        self.frame: np.ndarray | None = None  # frozen at the first check
+        self.checks, self.next_check = 0, DRY_WINDOW
+
+    def label_a_batch(self) -> None:
+        """The next batch down the learned ranking (the labeling page's batch rules), each judged once."""
+        team = self.team
         relevant = [i for i in team.first if team.final(i)]
         not_relevant = [i for i in team.first if not team.final(i)]
-        recent = [(i, team.first[i]) for i in order[-20:]]
-        for image_id in rank("feedback", relevant, not_relevant, list(team.first), options.batch, recent=recent):
+        recent = [(i, team.first[i]) for i in self.order[-20:]]
+        batch = self.rank("feedback", relevant, not_relevant, list(team.first), self.options.batch, recent=recent)
+        for image_id in batch:
             team.judge(image_id)
-            order.append(image_id)
-        recall = team.found() / len(truth)
-        if "oracle" not in stops and recall >= options.target:
-            stops["oracle"] = {"labels": team.spent, "recall": recall}
-        if "inquire" not in stops and _run_of_not_relevant(team, order) >= INQUIRE_RUN:
-            stops["inquire"] = {"labels": team.spent, "recall": recall}
-        if estimate is not None and "estimate" not in stops:
-            said = estimate([i for i in team.first if team.final(i)], [i for i in team.first if not team.final(i)])
-            if said is not None and said >= options.target:
-                stops["estimate"] = {"labels": team.spent, "recall": recall}
-        dry = len(order) >= next_check and _yield(team, order) <= DRY_YIELD
-        last_review = len(order) >= options.max_review
-        if "check" not in stops and (dry or last_review):
-            checks += 1
-            if frame is None:  # frozen at the first check: the tool's default, or the depth asked for
-                frame = (
-                    _frame(world, query_id, team, options.depth)
-                    if options.depth
-                    else default_frame(world, query_id, team)
-                )
-            result = _check(world, query_id, team, checks, options, rng, frame)
-            # After a failed check, label on at least as many images as it sampled before checking again: a
-            # check that meets positives says the ranking still holds some, and checking at once would pay again.
-            next_check = len(order) + max(DRY_WINDOW, result["sample"])
-            if result["certified"]:
-                stops["check"] = {"labels": team.spent, "recall": result["frame_recall"], "checks": checks, **result}
-    return {"query_id": query_id, "seed": seed, "kind": world.kinds[query_id], "positives": len(truth), "stops": stops}
+            self.order.append(image_id)
+
+    def watch_the_rules(self) -> None:
+        """Stop the oracle, INQUIRE's run and the old estimate where each first says the target is reached."""
+        team, stops = self.team, self.stops
+        recall = team.found() / len(team.truth)
+        stop = {"labels": team.spent, "recall": recall}
+        if "oracle" not in stops and recall >= self.options.target:
+            stops["oracle"] = dict(stop)
+        if "inquire" not in stops and _run_of_not_relevant(team, self.order) >= INQUIRE_RUN:
+            stops["inquire"] = dict(stop)
+        if self.estimate is not None and "estimate" not in stops:
+            said = self.estimate([i for i in team.first if team.final(i)], [i for i in team.first if not team.final(i)])
+            if said is not None and said >= self.options.target:
+                stops["estimate"] = dict(stop)
+
+    def check_when_dry(self) -> None:
+        """Draw a check when the ranking looks dry (or the review is over), over the frame frozen at the first."""
+        dry = len(self.order) >= self.next_check and _yield(self.team, self.order) <= DRY_YIELD
+        if "check" in self.stops or not (dry or len(self.order) >= self.options.max_review):
+            return
+        self.checks += 1
+        if self.frame is None:  # frozen at the first check: the tool's default, or the depth asked for
+            depth = self.options.depth
+            team = self.team
+            self.frame = (
+                _frame(self.world, self.query_id, team, depth)
+                if depth
+                else default_frame(self.world, self.query_id, team)
+            )
+        result = _check(self.world, self.query_id, self.team, self.checks, self.options, self.rng, self.frame)
+        # After a failed check, label on at least as many images as it sampled before checking again: a check that
+        # meets positives says the ranking still holds some, and checking at once would pay again.
+        self.next_check = len(self.order) + max(DRY_WINDOW, result["sample"])
+        if result["certified"]:
+            self.stops["check"] = {"labels": self.team.spent, "recall": result["frame_recall"], "checks": self.checks,
+                                   **result}  # fmt: skip
 
 
 def _all_stopped(stops: dict[str, Any], options: Settings) -> bool:

@@ -73,21 +73,29 @@ def read_frame(raw: Any) -> FrameSpec:
     if kind not in KINDS:
         raise BadCheck(f'The frame\'s "kind" must be one of {", ".join(KINDS)}, not {_shown(kind)}.')
     if kind in (CompletenessCheck.Frame.TOP, CompletenessCheck.Frame.REVIEWED):
-        depth = raw.get("depth")
-        if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
-            raise BadCheck(
-                f'A "{kind}" frame needs a "depth", a whole number from 1 to {MAX_DEPTH:,}, not {_shown(depth)}.'
-            )
-        return FrameSpec(kind, depth=depth)
+        return FrameSpec(kind, depth=_read_depth(kind, raw.get("depth")))
     if kind == CompletenessCheck.Frame.TAXA:
-        taxa = raw.get("taxa")
-        if not isinstance(taxa, list) or not taxa or len(taxa) > MAX_TAXA:
-            raise BadCheck(f'A "taxa" frame needs "taxa": a list of 1 to {MAX_TAXA} taxon names or ids.')
-        names = [str(name).strip() for name in taxa if isinstance(name, str | int) and not isinstance(name, bool)]
-        if len(names) != len(taxa) or not all(names) or any("\x00" in name for name in names):
-            raise BadCheck('Each of the frame\'s "taxa" must be a taxon name or id, such as "Aves" or 3.')
-        return FrameSpec(kind, taxa=tuple(dict.fromkeys(names)))
+        return FrameSpec(kind, taxa=_read_taxa(raw.get("taxa")))
     return FrameSpec(kind)
+
+
+def _read_depth(kind: str, depth: Any) -> int:
+    """A ranked frame's depth: a whole number from 1 to MAX_DEPTH (a JSON true is not 1)."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
+        raise BadCheck(
+            f'A "{kind}" frame needs a "depth", a whole number from 1 to {MAX_DEPTH:,}, not {_shown(depth)}.'
+        )
+    return depth
+
+
+def _read_taxa(taxa: Any) -> tuple[str, ...]:
+    """A taxa frame's names or ids, 1 to MAX_TAXA of them, each once, in the order given."""
+    if not isinstance(taxa, list) or not taxa or len(taxa) > MAX_TAXA:
+        raise BadCheck(f'A "taxa" frame needs "taxa": a list of 1 to {MAX_TAXA} taxon names or ids.')
+    names = [str(name).strip() for name in taxa if isinstance(name, str | int) and not isinstance(name, bool)]
+    if len(names) != len(taxa) or not all(names) or any("\x00" in name for name in names):
+        raise BadCheck('Each of the frame\'s "taxa" must be a taxon name or id, such as "Aves" or 3.')
+    return tuple(dict.fromkeys(names))
 
 
 def _shown(value: Any) -> str:
