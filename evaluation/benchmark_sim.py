@@ -61,6 +61,7 @@ class Settings:
     max_review: int = 6000  # per query
     max_checks: int = 6
     tolerate_share: int = 10  # as the tool's benchmark.TOLERATE_SHARE: a tenth of the misses the target allows, <= 20
+    window: int = WINDOW  # the judgments the advice's yield is read over
     extend: float = 0.0  # > 1: a failed benchmark check is extended (nested samples, `extended_claim`), not redrawn
 
 
@@ -118,18 +119,21 @@ class QueryRun:
         """The advice reads no ranking as dry before it has yielded a positive."""
         return any(self.team.first.values())
 
-    def dry(self) -> float:
+    def dry(self, window: int = WINDOW) -> float:
         """The share of the last WINDOW judgments the adjudicator confirmed relevant (the advice reads final labels,
         and the team confirms its positives as it goes: the confirmations are counted once, here or at the check)."""
-        recent = self.order[-WINDOW:]
+        recent = self.order[-window:]
         return sum(self.team.adjudicate(i) for i in recent if self.team.first[i]) / max(1, len(recent))
 
-    def review(self, dry: float, options: Settings, least: int = WINDOW) -> None:
-        """Label until the last WINDOW judgments are at most `dry` relevant, at least `least` more."""
+    def review(self, dry: float, options: Settings, least: int | None = None) -> None:
+        """Label until the last `options.window` judgments are at most `dry` relevant, at least `least` more (a
+        window's worth by default)."""
+        window = options.window
+        least = window if least is None else least
         start = len(self.order)
         while len(self.order) < options.max_review:
-            ready = len(self.order) - start >= least and len(self.order) >= WINDOW and self.found_any()
-            if ready and self.dry() <= dry:
+            ready = len(self.order) - start >= least and len(self.order) >= window and self.found_any()
+            if ready and self.dry(window) <= dry:
                 return
             before = len(self.order)
             self.label(options.batch, options.target)
@@ -252,7 +256,7 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
         if not certified:  # label the queries whose newly sampled pairs held positives, then check again
             for query_id in sorted(new, key=lambda q: -new[q]):
                 run = runs[query_id]
-                run.review(options.dry, options, least=max(WINDOW, len(chosen) // max(1, len(new))))
+                run.review(options.dry, options, least=max(options.window, len(chosen) // max(1, len(new))))
     in_frames = sum(run.true_positives_in_frame() for run in runs.values())
     found_in_frames = sum(run.found(run.freeze().tolist()) for run in runs.values())
     micro = found_in_frames / in_frames if in_frames else 1.0
@@ -297,7 +301,7 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
             said = claim(len(positives), len(population), len(sample), met, options.target, confidence, MISS_RATE)
             certified = said.certified
             if not certified:
-                run.review(dry, options, least=max(WINDOW, len(sample)))
+                run.review(dry, options, least=max(options.window, len(sample)))
         in_frame = run.true_positives_in_frame()
         recall = run.found(run.freeze().tolist()) / in_frame if in_frame else 1.0
         spent = run.team.spent
