@@ -2,26 +2,34 @@
 // queue (save-queue.js, remembered in localStorage so that a reload or a login keeps it) until the server
 // has stored it. The status line is computed from that queue alone: it never says "saved" while a label
 // is not stored. This module wires the parts: the grid (grid.js), the keys (keymap.js), the search form
-// (filters.js) and the side pane.
+// (filters.js) and the side pane (side-pane.js).
 
 import { wireSearchForm } from "./filters.js";
 import { Grid } from "./grid.js";
 import { actionFor } from "./keymap.js";
 import { wireMap } from "./map-panel.js";
 import { SaveQueue, describe, isUnsaved } from "./save-queue.js";
-import { NAMES, escape, plural, stackNote, why } from "./text.js";
+import { SidePane } from "./side-pane.js";
+import { NAMES, escape, plural } from "./text.js";
 
 const page = document.getElementById("label-page");
 if (page) start(page);
 
 function start(page) {
   const detail = document.getElementById("detail");
+  const pane = new SidePane({
+    detail,
+    counts: document.getElementById("query-counts"),
+    labeledBox: document.getElementById("labeled-down-to"),
+    figures: () => document.getElementById("side-figures"),
+    reload: (element) => htmx.ajax("GET", element.dataset.url, { target: element, swap: "outerHTML" }),
+    delayMs: 1500, // the side pane's figures are asked for again this long after the last save
+  });
   const status = document.getElementById("save-status");
   const help = document.getElementById("help");
   const lightbox = document.getElementById("lightbox");
   const submitButton = document.getElementById("submit");
   const locked = page.dataset.locked === "1";
-  const FIGURES_AFTER_MS = 1500; // the side pane's figures are asked for again this long after the last save
   // A ranking that learns (feedback, image, fusion) re-ranks the unlabeled tiles below the view after
   // this many labels, once they are stored (the server ranks from stored labels only).
   const adaptive = page.dataset.ranking !== "text";
@@ -59,7 +67,7 @@ function start(page) {
     post: postLabels,
     storage: safeStorage(),
     key: `quire:pending:${page.dataset.queryId}`,
-    onSaved: (answer, stored) => { showCounts(answer.counts); refreshFigures(); map?.recolour(stored); },
+    onSaved: (answer, stored) => { pane.showCounts(answer.counts); pane.figuresLater(); map?.recolour(stored); },
     onChange: refresh,
     onIdle: maybeRerank,
   });
@@ -72,16 +80,7 @@ function start(page) {
   }
 
   function showDetail(tile) {
-    const d = tile.dataset;
-    const row = (name, value) => (value ? `<dt>${name}</dt><dd>${escape(value)}</dd>` : "");
-    const state = queue.get(d.imageId);
-    const note = state ? ` <span class="muted">(${state.state === "refused" ? "not saved" : "saving"})</span>` : "";
-    detail.innerHTML = `<img src="${d.full}" alt="image ${escape(d.imageId)}">
-      <p class="label-name label-${d.label || "none"}">${NAMES[d.label] ?? ""}${note}</p>
-      <dl>${row("Species", d.common)}${row("Scientific name", d.scientific)}${row("Observed", d.date)}
-      ${row("Place", d.place)}${row("License", d.license)}${row("Rights holder", d.rights)}
-      ${row("Rank", d.rank)}${row("Score", d.score)}${row("Image id", d.imageId)}</dl>${why(d.why)}${stackNote(stackOf(tile).length)}
-      <p class="muted">f: the whole image · <button type="button" class="link" data-action="like" title="l">More like this</button></p>`;
+    pane.show(tile.dataset, queue.get(tile.dataset.imageId), stackOf(tile).length);
   }
 
   // --- labeling -------------------------------------------------------------------------------
@@ -218,23 +217,6 @@ function start(page) {
       .finally(() => (reranking = false));
   }
 
-  // The side pane's not-relevant run and completeness claim follow the labels: asked for again once saving
-  // has paused for a moment (not on every key).
-  let figuresTimer = null;
-  function refreshFigures() {
-    clearTimeout(figuresTimer);
-    figuresTimer = setTimeout(() => {
-      const figures = document.getElementById("side-figures");
-      if (figures) htmx.ajax("GET", figures.dataset.url, { target: figures, swap: "outerHTML" });
-    }, FIGURES_AFTER_MS);
-  }
-
-  function showCounts(counts) {
-    if (!counts) return;
-    document.getElementById("query-counts").textContent =
-      `${counts.labeled} labeled, ${counts.relevant} relevant, ${counts.unsure} unsure`;
-  }
-
   function say(text, kind) {
     status.textContent = text;
     status.className = kind;
@@ -264,14 +246,8 @@ function start(page) {
   }
 
   function updateLabeledDownTo() {
-    // Ranks 1..N all labeled, from the tiles shown; the server's figure counts when they go deeper.
-    const box = document.getElementById("labeled-down-to");
-    const tiles = grid.tiles;
-    if (adaptive || !box || !tiles.length || tiles[0].dataset.rank !== "1") return; // text ranking's ranks only
-    const firstUnlabeled = tiles.find((t) => !t.dataset.label);
-    const shown = firstUnlabeled ? Number(firstUnlabeled.dataset.rank) - 1 : Number(tiles[tiles.length - 1].dataset.rank);
-    const server = Number(page.dataset.labeledDownTo || 0);
-    box.textContent = String(firstUnlabeled ? shown : Math.max(shown, server));
+    const tiles = grid.tiles.map((tile) => ({ rank: tile.dataset.rank, label: tile.dataset.label }));
+    pane.showLabeledDownTo(tiles, page.dataset.labeledDownTo, adaptive);
   }
 
   // --- Submit, load more, zoom ------------------------------------------------------------------
@@ -311,7 +287,7 @@ function start(page) {
     }
     map?.recolour(batch.map(({ id }) => [id, "not_relevant"]));
     if (batch.length) undo.push(batch);
-    showCounts(answer.counts);
+    pane.showCounts(answer.counts);
     refresh();
     if (grid.current()) showDetail(grid.current());
     const rest = all.length - unlabeled.length;
@@ -336,7 +312,7 @@ function start(page) {
     for (const id of written) { const tile = grid.tileOf(id); if (tile) apply(tile, "not_relevant"); }
     if (batch.length) undo.push(batch);
     map?.recolour(written.map((id) => [id, "not_relevant"]));
-    showCounts(answer.counts);
+    pane.showCounts(answer.counts);
     refresh();
     return `${plural(written.length, "image")} of the selection marked not relevant (z undoes it).`;
   }
