@@ -820,6 +820,13 @@ class ReleaseJob(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [
+            # One release of a name in the making at a time, whatever the path (two pages, a page and a command):
+            # the second is refused up front instead of doing all the work and failing at the rename.
+            models.UniqueConstraint(
+                fields=["name"], condition=models.Q(status__in=["queued", "running"]), name="one_release_job_per_name"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"release job {self.pk} ({self.name}): {self.status}"

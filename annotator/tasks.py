@@ -47,3 +47,9 @@ def refresh_agreement(query_id: int) -> int:
 def create_release(job_id: int) -> str:
     """A release made in the background, its steps shown on the releases page (annotator.inquire.releases.run_job)."""
     return releases.run_job(job_id).status
+
+
+@shared_task(name="annotator.reap_release_jobs")
+def reap_release_jobs() -> list[int]:
+    """Celery beat's reaper for releases whose worker stopped (annotator.inquire.releases.reap_jobs)."""
+    return releases.reap_jobs()

@@ -427,9 +427,15 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 QUIRE_CELERY_APP = "quire.celery.app"
 QUIRE_TASK_QUEUES = ("celery", "embed", "models")  # made kombu Queues in quire/celery.py (kombu: 86 ms to import)
 CELERY_TASK_ROUTES = {"annotator.rerank": {"queue": "models"}, "search.embed_chunk": {"queue": "embed"}}
+# How often beat's reapers look for jobs whose worker stopped: the longest a dead worker's release or map layout
+# waits to be failed or taken up again (docs/operations.md).
+QUIRE_REAP_SECONDS = env_int("QUIRE_REAP_SECONDS", 60, least=1)
 CELERY_BEAT_SCHEDULE = {
     "requeue-stale-chunks": {"task": "search.requeue_stale_chunks", "schedule": 60.0},
     "requeue-stale-rerank-jobs": {"task": "annotator.requeue_stale_rerank_jobs", "schedule": 60.0},
+    # Jobs whose worker stopped (common.held): a release fails with a sentence, a map layout resumes.
+    "reap-release-jobs": {"task": "annotator.reap_release_jobs", "schedule": float(QUIRE_REAP_SECONDS)},
+    "reap-map-layouts": {"task": "search.reap_map_layouts", "schedule": float(QUIRE_REAP_SECONDS)},
 }
 
 LOGGING = {

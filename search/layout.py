@@ -20,6 +20,7 @@ Stored beside the embeddings, per model (QUIRE_DATA_DIR/maps/<model>/):
 """
 
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -208,27 +209,31 @@ def compute(
         raise FileNotFoundError(f"No embeddings for {model_name} yet: run `manage.py embed` first.")
     here = folder(model_name)
     here.mkdir(parents=True, exist_ok=True)
-    if refit:
-        for stale in [here / "fit.npz", here / "layout.npz", *here.glob("part-*.npz")]:
-            stale.unlink(missing_ok=True)
+    # A refit works in here/next/ and replaces the map in use only once the new one is saved: every map route and
+    # lasso keeps reading the old layout.npz meanwhile. next/ existing means a refit is under way (or was cut short:
+    # it resumes from what next/ holds).
+    work = here / NEXT if refit or (here / NEXT).exists() else here
+    work.mkdir(exist_ok=True)
+    if work != here and (work / "layout.npz").exists():  # cut short while switching: finish the switch
+        return _switch(here, work, Outcome("fitted", 0, len(load_from(work / "layout.npz")), 0))
     mode = "updated"
-    if not (here / "fit.npz").exists():
-        for stale in [here / "layout.npz", *here.glob("part-*.npz")]:  # another fit's positions do not mix in
+    if not (work / "fit.npz").exists():
+        for stale in [work / "layout.npz", *work.glob("part-*.npz")]:  # another fit's positions do not mix in
             stale.unlink(missing_ok=True)
         fitted = fit(embeddings.vectors, embeddings.image_ids, sample=settings.QUIRE_MAP_SAMPLE)
-        _save(here / "fit.npz", **fitted.__dict__)
+        _save(work / "fit.npz", **fitted.__dict__)
         if fitted_now:
             fitted_now()
         mode = "fitted"
-    fitted = _read_fit(here / "fit.npz")
-    placed_ids, placed_xy = _placed_so_far(here)
+    fitted = _read_fit(work / "fit.npz")
+    placed_ids, placed_xy = _placed_so_far(work)
     done_ids = np.concatenate(placed_ids)
     store_ids = embeddings.image_ids
     todo_rows = np.flatnonzero(~np.isin(store_ids, done_ids))
     # The sample keeps its fitted positions; only the others are placed.
     sample_found = np.isin(fitted.sample_ids, store_ids) & ~np.isin(fitted.sample_ids, done_ids)
     if sample_found.any():
-        _save(here / "part-sample.npz", image_ids=fitted.sample_ids[sample_found], xy=fitted.sample_xy[sample_found])
+        _save(work / "part-sample.npz", image_ids=fitted.sample_ids[sample_found], xy=fitted.sample_xy[sample_found])
         placed_ids.append(fitted.sample_ids[sample_found])
         placed_xy.append(fitted.sample_xy[sample_found])
         todo_rows = todo_rows[~np.isin(store_ids[todo_rows], fitted.sample_ids)]
@@ -237,17 +242,39 @@ def compute(
         rows = todo_rows[start : start + PLACE_CHUNK]
         xy = place(fitted, embeddings.vectors[rows])
         ids = store_ids[rows].astype(np.int64)
-        _save(here / f"part-{time.time_ns():020d}.npz", image_ids=ids, xy=xy)
+        _save(work / f"part-{time.time_ns():020d}.npz", image_ids=ids, xy=xy)
         placed_ids.append(ids)
         placed_xy.append(xy)
         if progress:
             progress(min(start + PLACE_CHUNK, total), total)
 
     ids, xy, removed = _merged(np.concatenate(placed_ids), np.concatenate(placed_xy), store_ids)
-    _save(here / "layout.npz", image_ids=ids, xy=xy, regions=regions_of(xy))
-    for part in here.glob("part-*.npz"):
+    _save(work / "layout.npz", image_ids=ids, xy=xy, regions=regions_of(xy))
+    for part in work.glob("part-*.npz"):
         part.unlink()
-    return Outcome(mode, total + int(sample_found.sum()), len(ids), removed)
+    outcome = Outcome(mode, total + int(sample_found.sum()), len(ids), removed)
+    return outcome if work == here else _switch(here, work, outcome)
+
+
+NEXT = "next"  # the folder a refit works in until its map replaces the one in use
+
+
+def load_from(path: Path) -> np.ndarray:
+    with np.load(path) as stored:
+        ids: np.ndarray = stored["image_ids"]
+        return ids
+
+
+def _switch(here: Path, work: Path, outcome: Outcome) -> Outcome:
+    """The refit's map into use: its fit, then its layout (what readers read), each replaced in one step; then the
+    old map's leftovers and the work folder go. Repeatable: a switch cut short is finished by the next run."""
+    if (work / "fit.npz").exists():
+        os.replace(work / "fit.npz", here / "fit.npz")
+    os.replace(work / "layout.npz", here / "layout.npz")
+    for stale in here.glob("part-*.npz"):  # an update of the old fit cut short: its positions are the old map's
+        stale.unlink()
+    shutil.rmtree(work, ignore_errors=True)
+    return outcome
 
 
 def _placed_so_far(here: Path) -> tuple[list[np.ndarray], list[np.ndarray]]:

@@ -1,20 +1,24 @@
 """Map layouts as jobs: what the `map_layout` command, the Celery task and the admin's button call.
 
 A layout runs in a worker when there is a broker (in this process without one, or with run_here), and keeps its
-progress in its MapLayout row for the admin and the command's bar. It may run twice (a worker killed half-way,
-the job sent again): search.layout resumes from the chunks already placed.
+progress in its MapLayout row for the admin and the command's bar. The worker holds the job while it runs
+(common.held); beat's reaper (`reap`, every minute) sends again a running job that no live worker holds, and it
+resumes from the chunks already placed (search.layout), up to MAX_ATTEMPTS workers, then fails with a sentence.
+The map in use is replaced when the new one is saved, never removed before (search.layout's refit folder).
 """
 
 from django.conf import settings
 from django.utils import timezone
 
-from common import background
+from common import background, held
 
 from . import layout
 from .models import JobStatus, MapLayout
 from .spec import configured_spec
 
 UNFINISHED = (JobStatus.QUEUED, JobStatus.RUNNING)
+JOB_KIND = "map_layout"  # common.held's key
+MAX_ATTEMPTS = 3  # workers that may take a layout up before it fails: one killed by its own size would loop
 
 
 def start_map_layout(
@@ -39,32 +43,56 @@ def start_map_layout(
 
 
 def run_map_layout(job_id: int, *, progress: layout.Progress | None = None) -> MapLayout:
-    job = MapLayout.objects.get(pk=job_id)
-    MapLayout.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, started_at=timezone.now(), error="")
-
-    def report(done: int, total: int) -> None:
-        MapLayout.objects.filter(pk=job.pk).update(done=done, total=total)
-        if progress:
-            progress(done, total)
-
-    def fitted_now() -> None:  # a refit resumed after a crash keeps the fit it made
-        MapLayout.objects.filter(pk=job.pk).update(refit=False, mode="fitted")
-
-    try:
-        outcome = layout.compute(job.model_name, refit=job.refit, progress=report, fitted_now=fitted_now)
-    except Exception as error:
+    with held.holding(JOB_KIND, job_id):
+        job = MapLayout.objects.get(pk=job_id)
+        if job.status in (JobStatus.DONE, JobStatus.FAILED):  # a message delivered twice
+            return job
         MapLayout.objects.filter(pk=job.pk).update(
-            status=JobStatus.FAILED, error=str(error), finished_at=timezone.now()
+            status=JobStatus.RUNNING, started_at=timezone.now(), error="", attempts=job.attempts + 1
         )
-        raise
-    refitted = MapLayout.objects.filter(pk=job.pk, mode="fitted").exists()  # by this job, before a crash maybe
-    MapLayout.objects.filter(pk=job.pk).update(
-        status=JobStatus.DONE,
-        mode="fitted" if refitted else outcome.mode,
-        done=outcome.placed,
-        total=outcome.placed,
-        points=outcome.points,
-        finished_at=timezone.now(),
-    )
+
+        def report(done: int, total: int) -> None:
+            MapLayout.objects.filter(pk=job.pk).update(done=done, total=total)
+            if progress:
+                progress(done, total)
+
+        def fitted_now() -> None:  # a refit resumed after a crash keeps the fit it made
+            MapLayout.objects.filter(pk=job.pk).update(refit=False, mode="fitted")
+
+        try:
+            outcome = layout.compute(job.model_name, refit=job.refit, progress=report, fitted_now=fitted_now)
+        except Exception as error:
+            MapLayout.objects.filter(pk=job.pk).update(
+                status=JobStatus.FAILED, error=str(error), finished_at=timezone.now()
+            )
+            raise
+        refitted = MapLayout.objects.filter(pk=job.pk, mode="fitted").exists()  # by this job, before a crash maybe
+        MapLayout.objects.filter(pk=job.pk).update(
+            status=JobStatus.DONE,
+            mode="fitted" if refitted else outcome.mode,
+            done=outcome.placed,
+            total=outcome.placed,
+            points=outcome.points,
+            finished_at=timezone.now(),
+        )
     job.refresh_from_db()
     return job
+
+
+def reap() -> list[int]:
+    """Beat's reaper: each running layout that no live worker holds is sent again (it resumes), or fails with a
+    sentence after MAX_ATTEMPTS workers took it up. The ids it handled."""
+    handled = []
+    for job in MapLayout.objects.filter(status=JobStatus.RUNNING):
+        if held.is_held(JOB_KIND, job.pk):
+            continue
+        if job.attempts >= MAX_ATTEMPTS:
+            MapLayout.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+                status=JobStatus.FAILED, finished_at=timezone.now(),
+                error=f"Its worker stopped {job.attempts} times before the map was saved (killed, or out of memory): "
+                "the map in use is unchanged. Look at the worker's log, then compute it again.",
+            )  # fmt: skip
+        elif MapLayout.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(status=JobStatus.QUEUED):
+            background.send("search.map_layout", job.pk)
+        handled.append(job.pk)
+    return handled

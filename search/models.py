@@ -122,6 +122,7 @@ class MapLayout(JobRecord):
     done = models.PositiveIntegerField(default=0, help_text="Images placed so far.")
     total = models.PositiveIntegerField(default=0, help_text="Images this run places.")
     points = models.PositiveIntegerField(default=0, help_text="Images on the map when it finished.")
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Workers that took it up (search.map_jobs).")
 
     def __str__(self) -> str:
         return f"map layout {self.pk} ({self.model_name})"

@@ -44,3 +44,9 @@ def build_index(build_id: int) -> dict[str, int | str]:
 def map_layout(job_id: int) -> dict[str, int | str]:
     job = map_jobs.run_map_layout(job_id)
     return {"map_layout": job_id, "mode": job.mode, "points": job.points}
+
+
+@shared_task(name="search.reap_map_layouts")
+def reap_map_layouts() -> list[int]:
+    """Celery beat's reaper for map layouts whose worker stopped (search.map_jobs.reap): sent again to resume."""
+    return map_jobs.reap()

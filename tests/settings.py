@@ -26,3 +26,33 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     # A file, not the in-memory default: concurrency tests then meet SQLite as the demo does
     # (WAL, busy timeout, immediate transactions), not its shared-cache table locks.
     DATABASES["default"]["TEST"] = {"NAME": str(Path(QUIRE_DATA_DIR) / "test.sqlite3")}  # noqa: F405
+
+
+# QUIRE_TEST_SLOW_STEPS=S (a Celery worker a fault test starts): each release step and each chunk of a map layout
+# takes S seconds longer, so the test can kill the worker, its database or its broker half-way. Patched in the
+# worker when its first task starts (Django is set up by then); the project's code has no hook for it.
+_SLOW_STEPS = float(os.environ.get("QUIRE_TEST_SLOW_STEPS", "0") or 0)
+if _SLOW_STEPS:
+    from celery.signals import task_prerun
+
+    @task_prerun.connect(weak=False)  # type: ignore[untyped-decorator]  # celery's signals are untyped
+    def _slow_steps(**_: object) -> None:
+        import time
+
+        from annotator.inquire import releases
+        from search import layout
+
+        if getattr(releases, "_slowed_for_tests", False):
+            return
+        step, place = releases._step, layout.place
+
+        def slow_step(progress, done):  # type: ignore[no-untyped-def]
+            time.sleep(_SLOW_STEPS)
+            step(progress, done)
+
+        def slow_place(fitted, vectors):  # type: ignore[no-untyped-def]
+            time.sleep(_SLOW_STEPS)
+            return place(fitted, vectors)
+
+        releases._step, layout.place = slow_step, slow_place
+        releases._slowed_for_tests = True  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from annotator.inquire import release_files, releases
 from annotator.labels import visibility
 from annotator.models import Query, Release, ReleaseJob
+from common import background
 from common.background import QueueUnavailable
 from common.http import SignedInRequest
 
@@ -21,6 +22,7 @@ CREATE = "annotator.add_release"
 # The files the page links, in the order a reader wants them (every file of SHA256SUMS can be downloaded).
 FILES = ("README.md", "croissant.json", "qrels.txt", "qrels.parquet", "inquire_annotations.csv", "SHA256SUMS")
 VIEW = "annotator.view_release"
+REAPER = "annotator.reap_release_jobs"  # annotator/tasks.py: releases.reap_jobs
 
 
 @login_required
@@ -50,6 +52,8 @@ def releases_page(request: SignedInRequest) -> HttpResponseBase:
         except releases.BadRelease as bad:
             return render(request, "annotator/releases.html", {**shown, "error": str(bad)}, status=404)
     running = any(job.status in (ReleaseJob.Status.QUEUED, ReleaseJob.Status.RUNNING) for job in shown["jobs"])
+    if running and background.embedded():  # no beat without a broker: the page's polls send its reaper (a job)
+        background.submit_when_polled(REAPER, key="reap-release-jobs")
     return render(request, "annotator/releases.html", {**shown, "diff": compared, "running": running})
 
 

@@ -15,8 +15,16 @@ behind, and no record of one. Later labels, adjudications and deletes change the
   croissant.json                                  Croissant 1.0 with its Responsible-AI fields (croissant.py)
   README.md                                       a Hugging Face dataset card (release_card.py)
   SHA256SUMS                                      `sha256sum -c SHA256SUMS` checks every file
+
+A release made from the page is a ReleaseJob run by a worker (`run_job`), which holds the job while it works
+(common.held: a PostgreSQL advisory lock that ends with the worker's session). Whatever stops the worker (kill -9,
+a lost machine, a database restart), beat's reaper (`reap_jobs`, every minute) finds the job held by nobody,
+marks it failed with a sentence and removes its hidden folder; the job's steps are stamped from a second session,
+so the page moves while the snapshot's transaction is still open. One job per name is in the making at a time
+(a partial unique index), and a taken name is refused before any work.
 """
 
+import contextlib
 import csv
 import hashlib
 import json
@@ -29,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.utils.timezone import now
+from django.db import DatabaseError, IntegrityError, connection, connections, transaction
+from django.utils.timezone import localtime, now
 
 from annotator.inquire import release_facts, release_files
 from annotator.inquire.croissant import write_croissant
@@ -39,11 +47,17 @@ from annotator.inquire.release_card import write_card
 from annotator.labels.sealed import Writer
 from annotator.models import Query, Release, ReleaseJob
 from annotator.progress.claims import query_claims
-from common import background
+from common import background, held
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 SUMS = "SHA256SUMS"
 STEPS = ("the INQUIRE files", "qrels", "Parquet", "Croissant and the card", "checksums")
+JOB_KIND = "release"  # common.held's key for a ReleaseJob
+UNFINISHED = (ReleaseJob.Status.QUEUED, ReleaseJob.Status.RUNNING)
+STOPPED = (
+    "Its worker stopped before the release was written (the worker process ended, or its database connection did): "
+    "nothing was kept. Make it again."
+)
 
 
 class BadRelease(ValueError):
@@ -65,12 +79,32 @@ def check_name(name: str) -> str:
     return name
 
 
-def _free_name(name: str) -> str:
-    """`name` if it can name a new release: well formed, and no release (record or folder) has it yet."""
+def _free_name(name: str, job_id: int | None = None) -> str:
+    """`name` if it can name a new release: well formed, no release has it, and no other job is making one of it
+    (`job_id`: the job asking, itself in the making)."""
     name = check_name(name)
-    if Release.objects.filter(name=name).exists() or (releases_dir() / name).exists():
-        raise BadRelease(f"A release named {name} exists already: a release never changes; name the new one anew.")
+    if made := Release.objects.filter(name=name).select_related("created_by").first():
+        raise BadRelease(
+            f"A release named {name} exists (made by {_who(made.created_by)} at {_when(made.created_at)}): a release "
+            "never changes; name the new one anew."
+        )
+    making = ReleaseJob.objects.filter(name=name, status__in=UNFINISHED).exclude(pk=job_id or 0).first()
+    if making is not None:
+        raise BadRelease(
+            f"A release named {name} is being made (started by {_who(making.started_by)} at "
+            f"{_when(making.created_at)}): wait for it on the releases page, or name this one anew."
+        )
+    if (releases_dir() / name).exists():
+        raise BadRelease(f"A release named {name} exists (its folder, without a record: ask an operator).")
     return name
+
+
+def _who(user: Any) -> str:
+    return user.get_username() if user is not None else "a command"
+
+
+def _when(moment: Any) -> str:
+    return localtime(moment).strftime("%Y-%m-%d %H:%M")
 
 
 def get(name: str) -> Release:
@@ -123,10 +157,12 @@ def create(
     notes: str = "",
     user: Writer = None,
     progress: Callable[[int, int], None] | None = None,
+    job_id: int | None = None,
 ) -> Release:
     """Freeze the selected queries as the release `name` (module doc). BadRelease, with nothing left behind, for a
-    bad or taken name, an empty selection, or a disk that cannot take the files."""
-    name = _free_name(name)
+    bad or taken name, an empty selection, or a disk that cannot take the files. `job_id`: the ReleaseJob making
+    it (its own name is not taken by itself)."""
+    name = _free_name(name, job_id)
     final = releases_dir() / name
     if "\x00" in notes:
         raise BadRelease("The notes hold a NUL byte: give them as plain text.")
@@ -139,7 +175,10 @@ def create(
         os.rename(partial, final)  # one step: the release is there whole, or not at all
     except OSError as error:
         shutil.rmtree(partial, ignore_errors=True)
-        raise BadRelease(f"Could not write the release into {releases_dir()}: {error.strerror or error}.") from None
+        if final.exists():  # another process renamed its folder into place first
+            raise BadRelease(f"A release named {name} exists already: name the new one anew.") from None
+        # Never the server's paths: the operating system's reason alone (a full disk, no permission).
+        raise BadRelease(f"Could not write the release's files: {error.strerror or type(error).__name__}.") from None
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
@@ -159,36 +198,103 @@ RELEASE_TASK = "annotator.create_release"
 
 def start_job(name: str, *, query_ids: list[int], splits: list[str], notes: str, user: Writer) -> ReleaseJob:
     """Check what can be checked at once (the name, the selection), then queue the release's making: the page
-    answers at once and shows the job's steps. BadRelease, with no job, for what create() would refuse first."""
+    answers at once and shows the job's steps. BadRelease, with no job, for what create() would refuse first;
+    QueueUnavailable, with the job marked failed and saying so, when the broker cannot take it."""
     name = _free_name(name)
     selected_queries(query_ids, splits)
-    job = ReleaseJob.objects.create(name=name, query_ids=query_ids, splits=splits, notes=notes, started_by=user)
-    background.submit_on_commit(RELEASE_TASK, job.pk)
+    try:
+        with transaction.atomic():
+            job = ReleaseJob.objects.create(name=name, query_ids=query_ids, splits=splits, notes=notes, started_by=user)
+    except IntegrityError:  # another request queued one of this name since the check above
+        _free_name(name)
+        raise
+    transaction.on_commit(lambda: _send(job))
     return job
+
+
+def _send(job: ReleaseJob) -> None:
+    try:
+        background.submit(RELEASE_TASK, job.pk)
+    except background.QueueUnavailable as error:
+        ReleaseJob.objects.filter(pk=job.pk, status=ReleaseJob.Status.QUEUED).update(
+            status=ReleaseJob.Status.FAILED, error=f"Not started: {error}", finished_at=now()
+        )
+        raise
 
 
 def run_job(job_id: int) -> ReleaseJob:
-    """Make the release a ReleaseJob asks for, its steps stamped on the job as they pass. A job whose release exists
-    already (a worker that ran it twice) is simply done."""
-    job = ReleaseJob.objects.get(pk=job_id)
-    if job.status in (ReleaseJob.Status.DONE, ReleaseJob.Status.FAILED):
-        return job
-    ReleaseJob.objects.filter(pk=job.pk).update(status=ReleaseJob.Status.RUNNING, total=len(STEPS))
-
-    def progress(done: int, total: int) -> None:
-        ReleaseJob.objects.filter(pk=job.pk).update(done=done, total=total)
-
-    try:
-        release = create(
-            job.name, query_ids=job.query_ids or None, splits=job.splits or None, notes=job.notes,
-            user=job.started_by, progress=progress,
-        )  # fmt: skip
-    except BadRelease as bad:
-        ReleaseJob.objects.filter(pk=job.pk).update(status=ReleaseJob.Status.FAILED, error=str(bad), finished_at=now())
-    else:
-        ReleaseJob.objects.filter(pk=job.pk).update(status=ReleaseJob.Status.DONE, release=release, finished_at=now())
+    """Make the release a ReleaseJob asks for, holding the job while it works (the module doc), its steps stamped
+    as they pass. A job already finished (a message delivered twice) is left as it is; a second delivery of a
+    running one waits for the first to let go, then finds it finished."""
+    with held.holding(JOB_KIND, job_id):
+        job = ReleaseJob.objects.get(pk=job_id)
+        if job.status in (ReleaseJob.Status.DONE, ReleaseJob.Status.FAILED):
+            return job
+        ReleaseJob.objects.filter(pk=job.pk).update(status=ReleaseJob.Status.RUNNING, total=len(STEPS))
+        try:
+            release = create(
+                job.name, query_ids=job.query_ids or None, splits=job.splits or None, notes=job.notes,
+                user=job.started_by, progress=lambda done, total: _stamp(job.pk, done, total), job_id=job.pk,
+            )  # fmt: skip
+        except BadRelease as bad:
+            _finish(job.pk, ReleaseJob.Status.FAILED, error=str(bad))
+        except DatabaseError:
+            # The database went away under the snapshot: nothing was kept (create() removed the folder). Said now
+            # if the database answers again, else by the reaper once it does.
+            _finish(job.pk, ReleaseJob.Status.FAILED, error=f"The database stopped answering. {STOPPED}")
+            raise
+        except Exception as error:
+            _finish(job.pk, ReleaseJob.Status.FAILED, error=f"{type(error).__name__}: {str(error)[:300]}. {STOPPED}")
+            raise
+        else:
+            _finish(job.pk, ReleaseJob.Status.DONE, release=release, done=len(STEPS))
     job.refresh_from_db()
     return job
+
+
+def _finish(job_id: int, status: str, **fields: Any) -> None:
+    with contextlib.suppress(DatabaseError):  # the database is away: the reaper says it once it answers
+        ReleaseJob.objects.filter(pk=job_id, status=ReleaseJob.Status.RUNNING).update(
+            status=status, finished_at=now(), **fields
+        )
+
+
+def _stamp(job_id: int, done: int, total: int) -> None:
+    """A step of the job, seen by the page at once: from a second session where this one is inside the snapshot's
+    transaction (whose writes nobody else sees until it ends)."""
+    if not (connection.in_atomic_block and connection.vendor == "postgresql"):
+        ReleaseJob.objects.filter(pk=job_id).update(done=done, total=total)
+        return
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {ReleaseJob._meta.db_table} SET done = %s, total = %s WHERE id = %s",  # noqa: S608 (a model's table)
+                [done, total, job_id],
+            )
+    finally:
+        other.close()
+
+
+def reap_jobs() -> list[int]:
+    """Beat's reaper (every minute): each running job that no live worker holds is marked failed with STOPPED and its
+    hidden folder removed. The ids it failed."""
+    reaped = []
+    for job in ReleaseJob.objects.filter(status=ReleaseJob.Status.RUNNING):
+        if held.is_held(JOB_KIND, job.pk):
+            continue
+        if ReleaseJob.objects.filter(pk=job.pk, status=ReleaseJob.Status.RUNNING).update(
+            status=ReleaseJob.Status.FAILED, error=STOPPED, finished_at=now()
+        ):
+            remove_partial(job.name)
+            reaped.append(job.pk)
+    return reaped
+
+
+def remove_partial(name: str) -> None:
+    """The hidden folders of a release of `name` that was never renamed into place."""
+    for partial in releases_dir().glob(f".{name}.partial-*"):
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def _write_snapshot(

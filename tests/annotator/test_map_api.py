@@ -287,10 +287,15 @@ def test_map_scores_are_the_rankings_scores_in_the_maps_order(mapped):
     assert api.get(f"/api/queries/{query.pk}/map/scores/?strategy=bogus").status_code == 400
 
 
-def test_a_refit_resumed_after_a_crash_keeps_the_fit_it_made(mapped, monkeypatch):
+class _Killed(BaseException):
+    """A worker killed mid-run: no handler of the job's own runs (kill -9 runs none)."""
+
+
+def test_a_refit_killed_half_way_keeps_the_map_in_use_and_the_reaper_resumes_it(mapped, monkeypatch):
     from search import map_jobs  # noqa: PLC0415  (only this test runs the job function itself)
 
     model = configured_spec().name
+    before = layout.load(model)
     job = MapLayout.objects.create(model_name=model, refit=True)
     monkeypatch.setattr(layout, "PLACE_CHUNK", 20)
     real_place = layout.place
@@ -299,16 +304,34 @@ def test_a_refit_resumed_after_a_crash_keeps_the_fit_it_made(mapped, monkeypatch
     def place_then_die(fitted, vectors):
         calls.append(1)
         if len(calls) == 2:
-            raise RuntimeError("the worker was killed")
+            raise _Killed
         return real_place(fitted, vectors)
 
     monkeypatch.setattr(layout, "place", place_then_die)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(_Killed):
         map_jobs.run_map_layout(job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING and job.refit is False  # the fit is made: the job resumes, not refits
+    # The map in use is the old one, whole, all along: every route reads it while the refit works beside it.
+    during = layout.load(model)
+    assert during.version == before.version and np.array_equal(during.image_ids, before.image_ids)
+    new_fit = layout.folder(model) / layout.NEXT / "fit.npz"
+    made = new_fit.stat().st_mtime_ns
+    assert mapped["api"].get(f"/api/queries/{mapped['query'].pk}/map/binary/").status_code == 200
+
+    assert map_jobs.reap() == [job.pk]  # nobody holds it: sent again (run here, with no broker), and it resumes
+    job.refresh_from_db()
     fit_file = layout.folder(model) / "fit.npz"
-    made = fit_file.stat().st_mtime_ns
-    job.refresh_from_db()
-    assert job.refit is False  # the fit is made: sent again, the job resumes instead of fitting anew
-    map_jobs.run_map_layout(job.pk)
-    job.refresh_from_db()
     assert fit_file.stat().st_mtime_ns == made and (job.status, job.mode, job.points) == (JobStatus.DONE, "fitted", 120)
+    assert job.attempts == 2 and not (layout.folder(model) / layout.NEXT).exists()
+    assert layout.load(model).version != before.version
+    assert map_jobs.reap() == []
+
+
+def test_a_layout_that_keeps_killing_its_worker_fails_with_a_sentence(mapped):
+    from search import map_jobs  # noqa: PLC0415  (only this test runs the job function itself)
+
+    job = MapLayout.objects.create(model_name=configured_spec().name, status=JobStatus.RUNNING, attempts=3)
+    assert map_jobs.reap() == [job.pk]
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and "stopped 3 times" in job.error and "unchanged" in job.error

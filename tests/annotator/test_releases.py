@@ -148,15 +148,16 @@ def test_bad_input_says_what_to_fix_and_leaves_nothing(project, tmp_path, argume
 
 def test_a_name_taken_and_a_disk_that_fills_are_refused_with_nothing_half_written(project, tmp_path, monkeypatch):
     releases.create("v1")
-    with pytest.raises(releases.BadRelease, match="exists already"):
+    with pytest.raises(releases.BadRelease, match=r"A release named v1 exists \(made by a command at 20\d\d-"):
         releases.create("v1")
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(release_files, "write_parquet", full)
-    with pytest.raises(releases.BadRelease, match="No space left on device"):
+    with pytest.raises(releases.BadRelease, match="No space left on device") as refused:
         releases.create("v2")
+    assert str(tmp_path) not in str(refused.value)  # never the server's paths
     assert list(Release.objects.values_list("name", flat=True)) == ["v1"]
     assert sorted(path.name for path in (tmp_path / "data" / "releases").iterdir()) == ["v1"]
 
@@ -312,7 +313,7 @@ def test_the_releases_page_makes_one_in_the_background_lists_it_serves_its_files
     releases.create("v2")
     compared = client.get("/releases/", {"from": "v1", "to": "v2"}).content.decode()
     assert 'id="release-diff"' in compared and "<strong>1</strong> final labels changed" in compared
-    for bad, words in [({"name": "v1"}, "exists already"), ({"name": "../x"}, "names a folder"),
+    for bad, words in [({"name": "v1"}, "exists (made by boss at "), ({"name": "../x"}, "names a folder"),
                        ({"name": "v3", "queries": "1; DROP"}, "query ids separated by commas"),
                        ({"name": "v3", "split": "other"}, "no query")]:  # fmt: skip
         refused = client.post("/releases/", bad)
@@ -349,3 +350,90 @@ def test_a_release_of_the_demo_passes_the_validators_checks(settings, tmp_path, 
     for name in ("queries", "qrels", "images"):
         assert sum(1 for _ in dataset.records(name)) == pq.read_table(folder / f"{name}.parquet").num_rows, name
     assert pq.read_table(folder / "qrels.parquet").num_rows == 30
+
+
+class _Killed(BaseException):
+    """A worker killed mid-run: no handler of the job's own runs (kill -9 runs none)."""
+
+
+def test_a_second_release_of_a_name_is_refused_up_front_while_the_first_is_made(
+    project, monkeypatch, django_capture_on_commit_callbacks
+):
+    from common import background
+
+    sent = []
+    monkeypatch.setattr(background, "submit", lambda task, *args: sent.append(args))
+    with django_capture_on_commit_callbacks(execute=True):
+        first = releases.start_job("v1", query_ids=[], splits=[], notes="", user=project["admin"])
+    with pytest.raises(releases.BadRelease, match=r"A release named v1 is being made \(started by boss at "):
+        releases.start_job("v1", query_ids=[], splits=[], notes="", user=project["bob"])
+    assert ReleaseJob.objects.count() == 1 and sent == [(first.pk,)]
+    # The database refuses it too, whatever path skips the check (a second page racing the first).
+    from django.db import IntegrityError, transaction
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ReleaseJob.objects.create(name="v1")
+
+
+def test_a_release_the_broker_cannot_take_says_so_and_is_not_left_queued(
+    project, monkeypatch, django_capture_on_commit_callbacks
+):
+    from common import background
+
+    def away(task, *args):
+        raise background.QueueUnavailable("The job was not started: the queue (Redis) did not answer.")
+
+    monkeypatch.setattr(background, "submit", away)
+    with pytest.raises(background.QueueUnavailable), django_capture_on_commit_callbacks(execute=True):
+        releases.start_job("v1", query_ids=[], splits=[], notes="", user=project["admin"])
+    job = ReleaseJob.objects.get()
+    assert job.status == "failed" and job.error.startswith("Not started: The job was not started")
+    monkeypatch.undo()
+    assert releases.start_job("v1", query_ids=[], splits=[], notes="", user=project["admin"]).status == "queued"
+
+
+def test_a_release_whose_worker_is_killed_is_failed_by_the_reaper_with_nothing_left(
+    project, tmp_path, monkeypatch, django_capture_on_commit_callbacks
+):
+    from common import background
+
+    monkeypatch.setattr(background, "submit", lambda task, *args: None)
+    job = releases.start_job("v1", query_ids=[], splits=[], notes="", user=project["admin"])
+    steps = []
+
+    def killed_at_step_three(progress, done):
+        steps.append(done)
+        if done == 3:
+            raise _Killed
+
+    monkeypatch.setattr(releases, "_step", killed_at_step_three)
+    monkeypatch.setattr(releases.shutil, "rmtree", lambda *a, **k: None)  # kill -9 cleans nothing up
+    with pytest.raises(_Killed):
+        releases.run_job(job.pk)
+    monkeypatch.undo()
+    job.refresh_from_db()
+    folder = tmp_path / "data" / "releases"
+    assert job.status == "running" and steps == [1, 2, 3] and [p.name for p in folder.iterdir()][0].startswith(".v1.")
+
+    assert releases.reap_jobs() == [job.pk]
+    job.refresh_from_db()
+    assert job.status == "failed" and job.error == releases.STOPPED and job.finished_at is not None
+    assert list(folder.iterdir()) == [] and not Release.objects.exists()
+    assert releases.reap_jobs() == []
+    # The name is free again, and the page's next release is made whole.
+    monkeypatch.setattr(background, "submit", lambda task, *args: releases.run_job(*args))
+    with django_capture_on_commit_callbacks(execute=True):
+        again = releases.start_job("v1", query_ids=[], splits=[], notes="", user=project["admin"])
+    again.refresh_from_db()
+    assert again.status == "done" and again.release.name == "v1"
+
+
+def test_the_reaper_leaves_a_job_a_live_worker_holds(project):
+    from common import held
+
+    job = ReleaseJob.objects.create(name="v1", status="running")
+    with held.holding(releases.JOB_KIND, job.pk):
+        assert releases.reap_jobs() == []
+    job.refresh_from_db()
+    assert job.status == "running"
+    assert releases.reap_jobs() == [job.pk]

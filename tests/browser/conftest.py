@@ -41,3 +41,7 @@ def artifacts() -> Path:
     """Where browser tests leave screenshots and downloads for people to look at."""
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+# A real Celery worker and beat for the browser tests that run a job on one (test_release_worker_killed.py).
+from tests.search.test_celery_worker import beat, broker, sending_to_broker, start_worker  # noqa: E402, F401

@@ -42,4 +42,4 @@ def test_staff_make_a_release_and_compare_two(page, live_server, labeling, artif
     assert list(Release.objects.order_by("name").values_list("name", flat=True)) == ["v1.0", "v1.1"]
     page.fill('input[name="name"]', "v1.0")
     page.click("#release-form button[type=submit]")
-    expect(page.locator("#release-error")).to_contain_text("exists already")
+    expect(page.locator("#release-error")).to_contain_text("A release named v1.0 exists (made by boss at ")

@@ -60,3 +60,8 @@ def own_redis():
     server.start()
     yield server
     server.stop()
+
+
+# The real Celery worker's fixtures (a Redis database per test process, a worker started and stopped by PID), for
+# the fault tests that run jobs on one (test_jobs_end.py).
+from tests.search.test_celery_worker import beat, broker, sending_to_broker, start_worker  # noqa: E402, F401

@@ -100,18 +100,40 @@ def stop(process):
             process.wait()
 
 
-def _start_worker(broker, tiny_settings, log_path, pool, extra_env, queues):
+def _environment(broker, tiny_settings):
+    """What a worker or beat started by a test runs with: the test database, the test's broker and data."""
     db = connection.settings_dict
-    env = {
+    return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
         "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}",
         "CELERY_BROKER_URL": broker,
         "QUIRE_DATA_DIR": str(tiny_settings.QUIRE_DATA_DIR),
         "QUIRE_CLIP_PRETRAINED": tiny_settings.QUIRE_CLIP_PRETRAINED,
-        "QUIRE_EMBED_BATCH_SIZE": "4",
-        **extra_env,
     }
+
+
+REAP_SECONDS = 2  # beat's reapers in the tests that start it (QUIRE_REAP_SECONDS: 60 in a deployment)
+
+
+@pytest.fixture
+def beat(broker, tiny_settings, tmp_path):
+    """`celery -A quire beat`, its reapers every REAP_SECONDS; stopped by its PID at the end."""
+    env = {**_environment(broker, tiny_settings), "QUIRE_REAP_SECONDS": str(REAP_SECONDS)}
+    log = (tmp_path / "beat.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "quire", "beat", "--loglevel", "info",
+         "--schedule", str(tmp_path / f"beat-{uuid.uuid4().hex[:6]}")],
+        cwd=Path(__file__).resolve().parents[2], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    process.log_path = tmp_path / "beat.log"
+    yield process
+    stop(process)
+    log.close()
+
+
+def _start_worker(broker, tiny_settings, log_path, pool, extra_env, queues):
+    env = {**_environment(broker, tiny_settings), "QUIRE_EMBED_BATCH_SIZE": "4", **extra_env}
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [

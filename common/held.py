@@ -1,0 +1,61 @@
+"""Which background jobs a live worker holds: the one test that tells a job whose worker died from a slow one.
+
+A worker running a job holds it for the whole run (`holding`). On PostgreSQL that is a session-level advisory lock
+(pg_advisory_lock): the server frees it the moment the worker's connection ends, whether the worker finished, was
+killed with -9, lost its machine, or lost the database itself (a restart ends every session). So a reaper that can
+take the lock (`is_held` is False) knows the job's worker is gone, at once, with no heartbeat to tune and no
+timeout to wait out. Without PostgreSQL (the embedded demo: one process, its background thread) the process keeps
+the set of jobs its thread runs; a job that process does not hold was cut short by a restart.
+
+Keys are (kind, job id): the kind's CRC-32 as the lock's first 32-bit half, the id as the second.
+"""
+
+import threading
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import connection
+
+_held: set[tuple[str, int]] = set()
+_lock = threading.Lock()
+
+
+def _key(kind: str, job_id: int) -> tuple[int, int]:
+    return zlib.crc32(kind.encode()) & 0x7FFFFFFF, int(job_id)
+
+
+@contextmanager
+def holding(kind: str, job_id: int) -> Iterator[None]:
+    """Hold the job while its work runs (re-entrant in one session, as PostgreSQL's advisory locks are)."""
+    with _lock:
+        _held.add((kind, job_id))
+    postgres = connection.vendor == "postgresql"
+    try:
+        if postgres:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_lock(%s, %s)", _key(kind, job_id))
+        yield
+    finally:
+        with _lock:
+            _held.discard((kind, job_id))
+        if postgres:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s, %s)", _key(kind, job_id))
+            except Exception:  # the connection itself is gone: so is its lock  # noqa: BLE001, S110
+                pass
+
+
+def is_held(kind: str, job_id: int) -> bool:
+    """Whether a live worker holds the job. Call it from a session that holds no job (a reaper's task)."""
+    if (kind, job_id) in _held:
+        return True
+    if connection.vendor != "postgresql":
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", _key(kind, job_id))
+        free = cursor.fetchone()[0]
+        if free:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", _key(kind, job_id))
+    return not free
