@@ -10,6 +10,10 @@ import os
 import time
 from typing import Any
 
+# The longest request line gunicorn accepts (its most; its default is 4,094): a lasso of search.polygon's
+# MAX_VERTICES travels in the address of a GET (within=), about 4,700 bytes at nine decimals.
+limit_request_line = 8190
+
 
 def post_worker_init(worker: Any) -> None:  # a gunicorn Worker
     if os.environ.get("QUIRE_WARM_UP", "1") != "0":

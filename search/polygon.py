@@ -13,8 +13,13 @@ import numpy as np
 Row: TypeAlias = np.ndarray  # one number per pair of edges (crosses_itself)
 
 MIN_VERTICES = 3
-MAX_VERTICES = 1000  # a hand-drawn lasso simplified by the page has a few hundred; the check below is O(n^2)
-MAX_TEXT = 40_000  # characters of the parameter: MAX_VERTICES pairs of numbers with room to spare
+# A lasso travels in a GET's address (within=), and gunicorn refuses a request line over limit_request_line
+# (quire/gunicorn_hooks.py sets its most, 8,190 bytes) with its own 414 page. 150 vertices at nine decimals,
+# their commas percent-encoded, take about 4,700 bytes: they fit with the rest of the address. The page simplifies a
+# hand-drawn lasso to 100 (static/js/labeling/map-view.js); tests/search/test_gunicorn_lasso.py sends 150 through
+# gunicorn.
+MAX_VERTICES = 150
+MAX_TEXT = 40_000  # characters of the parameter: refused with a sentence where a server lets a longer one through
 
 
 class BadPolygon(ValueError):

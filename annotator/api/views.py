@@ -93,7 +93,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
             OpenApiParameter(
                 "within",
                 OpenApiTypes.STR,
-                description="a polygon on the map, x1,y1,x2,y2,x3,y3,... (3 to 1,000 vertices, edges not crossing), "
+                description="a polygon on the map, x1,y1,x2,y2,x3,y3,... (3 to 150 vertices, edges not crossing), "
                 "in the map's coordinates (GET .../map/): only images inside it or on its edge, in the strategy's "
                 "order",
             ),

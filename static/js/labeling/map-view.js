@@ -460,7 +460,7 @@ export class PointMap {
       this.#drawOverlay();
       if (screen.length < 3) return this.onSelection(null, "Draw around the points: a selection needs an area.");
       // Rounded as the address will carry it (two decimals of a map 200 wide), and checked as rounded. At most 100
-      // vertices: with the rest of the address it stays well under gunicorn's 4,094-byte request line.
+      // vertices (the server takes 150, search/polygon.py): with the rest of the address, well inside a request line.
       const polygon = screen.map(([x, y]) => this.toMap(x, y).map((v) => Math.round(v * 100) / 100));
       if (crossesItself(polygon)) {
         return this.onSelection(null, "The lasso crosses itself: draw a loop whose edges do not cross.");
