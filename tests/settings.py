@@ -28,9 +28,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {"NAME": str(Path(QUIRE_DATA_DIR) / "test.sqlite3")}  # noqa: F405
 
 
-# QUIRE_TEST_SLOW_STEPS=S (a Celery worker a fault test starts): each release step and each chunk of a map layout
-# takes S seconds longer, so the test can kill the worker, its database or its broker half-way. Patched in the
-# worker when its first task starts (Django is set up by then); the project's code has no hook for it.
+# QUIRE_TEST_SLOW_STEPS=S (a Celery worker a fault test starts): each release step, each chunk of a map layout and
+# each refresh of the completeness figures takes S seconds longer, so the test can kill the worker, its database or
+# its broker half-way. Patched in the worker when its first task starts (Django is set up by then); the project's
+# code has no hook for it.
 _SLOW_STEPS = float(os.environ.get("QUIRE_TEST_SLOW_STEPS", "0") or 0)
 if _SLOW_STEPS:
     from celery.signals import task_prerun
@@ -40,11 +41,12 @@ if _SLOW_STEPS:
         import time
 
         from annotator.inquire import releases
+        from annotator.progress import figures
         from search import layout
 
         if getattr(releases, "_slowed_for_tests", False):
             return
-        step, place = releases._step, layout.place
+        step, place, refresh = releases._step, layout.place, figures.refresh
 
         def slow_step(progress, done):  # type: ignore[no-untyped-def]
             time.sleep(_SLOW_STEPS)
@@ -54,5 +56,9 @@ if _SLOW_STEPS:
             time.sleep(_SLOW_STEPS)
             return place(fitted, vectors)
 
-        releases._step, layout.place = slow_step, slow_place
+        def slow_refresh(query_ids):  # type: ignore[no-untyped-def]
+            time.sleep(_SLOW_STEPS)
+            refresh(query_ids)
+
+        releases._step, layout.place, figures.refresh = slow_step, slow_place, slow_refresh
         releases._slowed_for_tests = True  # type: ignore[attr-defined]

@@ -180,3 +180,30 @@ def test_a_map_refit_whose_worker_is_killed_serves_the_old_map_throughout_and_re
     print(f"map refit: worker killed, resumed and done {done_after:.1f} s later, {len(answers)} map reads")
     assert set(answers) == {200}, answers  # the map answered all along: never a 503 "no map yet"
     assert layout.load(model).version != before and not (layout.folder(model) / layout.NEXT).exists()
+
+
+def test_the_completeness_figures_come_once_their_killed_workers_job_is_sent_again(
+    labeled, broker, sending_to_broker, start_worker, client, settings, monkeypatch
+):
+    """The dashboard's completeness figures (annotator.refresh_progress) have no job row: the page says
+    "computing…" and sends their job again when a later visit still finds none (common.background.RESEND_SECONDS;
+    1 s here, 60 deployed). Web and worker share the cache, as a deployment's do through Redis."""
+    from common import background
+
+    shared = {"BACKEND": "quire.cache.ForgivingRedisCache", "LOCATION": broker, "KEY_PREFIX": "quire"}
+    settings.CACHES = {"default": shared}  # what CACHE_URL makes of it in the worker
+    monkeypatch.setattr(background, "RESEND_SECONDS", 1)
+    worker = start_worker(**SLOW, CACHE_URL=broker)
+    client.force_login(labeled["admin"])
+    assert "computing…" in client.get("/dashboard/").content.decode()
+    wait_for(lambda: "annotator.refresh_progress" in worker.log_path.read_text(), worker, "the figures' job taken")
+    kill(worker)
+    killed = time.monotonic()
+    again = start_worker(CACHE_URL=broker)
+
+    def shown() -> bool:
+        time.sleep(1.2)  # past RESEND_SECONDS: this visit sends the job again if the figures are still missing
+        return "computing…" not in client.get("/dashboard/").content.decode()
+
+    wait_for(shown, again, "the completeness figures after their worker was killed", timeout=120)
+    print(f"completeness figures: worker killed, shown {time.monotonic() - killed:.1f} s later")
