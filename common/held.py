@@ -12,11 +12,16 @@ Keys are (kind, job id): the kind's CRC-32 as the lock's first 32-bit half, the 
 
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from django.db import connection
+from django.utils import timezone
 
+from common import background
+
+Job = TypeVar("Job", bound=Any)  # a job's row: anything with a pk
 _held: set[tuple[str, int]] = set()
 _lock = threading.Lock()
 
@@ -59,3 +64,26 @@ def is_held(kind: str, job_id: int) -> bool:
         if free:
             cursor.execute("SELECT pg_advisory_unlock(%s, %s)", _key(kind, job_id))
     return not free
+
+
+def orphans(kind: str, running: Iterable[Job]) -> Iterator[Job]:
+    """The jobs among `running` (rows marked running) that no live worker holds: their worker stopped. A reaper
+    then changes each with a conditional UPDATE (still running?), so two reapers never both act on one."""
+    for job in running:
+        if not is_held(kind, job.pk):
+            yield job
+
+
+def requeue_or_fail(kind: str, running: Any, most: int, task: str, *, failed: str) -> list[int]:
+    """A reaper for jobs that resume (a map layout, an index build): each of `running` (a queryset of rows with
+    status, attempts, error and finished_at) that no live worker holds is queued again and sent as `task`, or,
+    once `most` workers took it up, marked failed with `failed` (formatted with its attempts). The ids handled."""
+    handled = []
+    for job in orphans(kind, running):
+        still = running.model.objects.filter(pk=job.pk, status="running")
+        if job.attempts >= most:
+            still.update(status="failed", finished_at=timezone.now(), error=failed.format(attempts=job.attempts))
+        elif still.update(status="queued"):
+            background.send(task, job.pk)
+        handled.append(job.pk)
+    return handled

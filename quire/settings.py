@@ -433,9 +433,10 @@ QUIRE_REAP_SECONDS = env_int("QUIRE_REAP_SECONDS", 60, least=1)
 CELERY_BEAT_SCHEDULE = {
     "requeue-stale-chunks": {"task": "search.requeue_stale_chunks", "schedule": 60.0},
     "requeue-stale-rerank-jobs": {"task": "annotator.requeue_stale_rerank_jobs", "schedule": 60.0},
-    # Jobs whose worker stopped (common.held): a release fails with a sentence, a map layout resumes.
+    # Jobs whose worker stopped (common.held): a release fails with a sentence, a map layout or an index build is
+    # sent again.
     "reap-release-jobs": {"task": "annotator.reap_release_jobs", "schedule": float(QUIRE_REAP_SECONDS)},
-    "reap-map-layouts": {"task": "search.reap_map_layouts", "schedule": float(QUIRE_REAP_SECONDS)},
+    "reap-search-jobs": {"task": "search.reap_jobs", "schedule": float(QUIRE_REAP_SECONDS)},
 }
 
 LOGGING = {

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from catalog.facade import NotServable, contained_path
 from catalog.models import Image
-from common import background
+from common import background, held
 
 from .exceptions import NoIndex, StoreMismatch, WeightsUnavailable
 from .models import ChunkStatus, EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
@@ -337,9 +337,36 @@ def start_index_build(
     return build
 
 
+BUILD_KIND = "index_build"  # common.held's key: the worker holds the build while it runs
+MAX_BUILD_ATTEMPTS = 3  # workers that may take a build up before it fails (one killed by its own size would loop)
+
+
 def run_index_build(build_id: int, *, progress: Progress | None = None) -> IndexBuild:
-    build = IndexBuild.objects.get(pk=build_id)
-    IndexBuild.objects.filter(pk=build.pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
+    """Build as IndexBuild `build_id` asks, held by this worker while it runs: a worker killed half-way leaves it
+    to beat's reaper (`reap_index_builds`), which sends it again (an index is swapped in whole, so a build starts
+    over), then fails it with a sentence after MAX_BUILD_ATTEMPTS workers."""
+    with held.holding(BUILD_KIND, build_id):
+        build = IndexBuild.objects.get(pk=build_id)
+        if build.status in (JobStatus.DONE, JobStatus.FAILED):  # a message delivered twice
+            return build
+        IndexBuild.objects.filter(pk=build.pk).update(
+            status=JobStatus.RUNNING, started_at=timezone.now(), attempts=build.attempts + 1
+        )
+        _build(build, progress)
+    build.refresh_from_db()
+    return build
+
+
+def reap_index_builds() -> list[int]:
+    """Beat's reaper for index builds whose worker stopped (run_index_build)."""
+    return held.requeue_or_fail(
+        BUILD_KIND, IndexBuild.objects.filter(status=JobStatus.RUNNING), MAX_BUILD_ATTEMPTS, "search.build_index",
+        failed="Its worker stopped {attempts} times before the index was saved (killed, or out of memory): the index "
+        "in use is unchanged. Look at the worker's log, then build it again.",
+    )  # fmt: skip
+
+
+def _build(build: IndexBuild, progress: Progress | None) -> None:
     try:
         embeddings = EmbeddingStore.existing(store_root(), build.model_name).load()
         if len(embeddings) == 0:
@@ -356,8 +383,6 @@ def run_index_build(build_id: int, *, progress: Progress | None = None) -> Index
     IndexBuild.objects.filter(pk=build.pk).update(
         status=JobStatus.DONE, built_kind=kind[:16], mode=mode[:40], vectors=vectors, finished_at=timezone.now()
     )
-    build.refresh_from_db()
-    return build
 
 
 def _build_faiss_index(build: IndexBuild, embeddings: Embeddings) -> tuple[str, str, int]:

@@ -82,17 +82,8 @@ def run_map_layout(job_id: int, *, progress: layout.Progress | None = None) -> M
 def reap() -> list[int]:
     """Beat's reaper: each running layout that no live worker holds is sent again (it resumes), or fails with a
     sentence after MAX_ATTEMPTS workers took it up. The ids it handled."""
-    handled = []
-    for job in MapLayout.objects.filter(status=JobStatus.RUNNING):
-        if held.is_held(JOB_KIND, job.pk):
-            continue
-        if job.attempts >= MAX_ATTEMPTS:
-            MapLayout.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
-                status=JobStatus.FAILED, finished_at=timezone.now(),
-                error=f"Its worker stopped {job.attempts} times before the map was saved (killed, or out of memory): "
-                "the map in use is unchanged. Look at the worker's log, then compute it again.",
-            )  # fmt: skip
-        elif MapLayout.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(status=JobStatus.QUEUED):
-            background.send("search.map_layout", job.pk)
-        handled.append(job.pk)
-    return handled
+    return held.requeue_or_fail(
+        JOB_KIND, MapLayout.objects.filter(status=JobStatus.RUNNING), MAX_ATTEMPTS, "search.map_layout",
+        failed="Its worker stopped {attempts} times before the map was saved (killed, or out of memory): the map in "
+        "use is unchanged. Look at the worker's log, then compute it again.",
+    )  # fmt: skip

@@ -135,6 +135,7 @@ class IndexBuild(JobRecord):
     )
     built_kind = models.CharField(max_length=16, blank=True)
     rebuild = models.BooleanField(default=False, help_text="Retrain even if the index could be updated in place.")
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Workers that took it up (search.jobs).")
     mode = models.CharField(
         max_length=120,
         blank=True,

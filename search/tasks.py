@@ -46,7 +46,8 @@ def map_layout(job_id: int) -> dict[str, int | str]:
     return {"map_layout": job_id, "mode": job.mode, "points": job.points}
 
 
-@shared_task(name="search.reap_map_layouts")
-def reap_map_layouts() -> list[int]:
-    """Celery beat's reaper for map layouts whose worker stopped (search.map_jobs.reap): sent again to resume."""
-    return map_jobs.reap()
+@shared_task(name="search.reap_jobs")
+def reap_jobs() -> dict[str, list[int]]:
+    """Celery beat's reaper for map layouts and index builds whose worker stopped: sent again (a layout resumes, a
+    build starts over), or failed after three workers (search.map_jobs.reap, search.jobs.reap_index_builds)."""
+    return {"map_layouts": map_jobs.reap(), "index_builds": jobs.reap_index_builds()}
