@@ -407,3 +407,17 @@ def test_no_get_writes_a_table_while_a_check_is_open_or_complete(team, client):
     assert CompletenessCheck.objects.get(pk=check.pk).status == "checking"
     label(bob, query, last, "not_relevant")
     assert CompletenessCheck.objects.get(pk=check.pk).status == "certified"
+
+
+@pytest.mark.parametrize("depth", ["²", "5e3", "-1", "0", "9" * 30])
+def test_the_side_panes_forms_refuse_a_depth_that_is_no_whole_number_and_draw_nothing(team, client, depth):
+    """The cost and draw forms read the depth as the page sends it (a string): "²" is a digit to str.isdigit, not to
+    int(); each is refused with the sentence where the button was pressed, and nothing is drawn."""
+    query = team["query"]
+    client.force_login(team["admin"])
+    asked = {"kind": "top", "depth": depth, "target_recall": "0.9", "confidence": "0.95"}
+    cost = client.get(f"/queries/{query.pk}/completeness/cost", asked)
+    assert cost.status_code == 400 and "whole number from 1 to" in cost.content.decode()
+    drawn = client.post(f"/queries/{query.pk}/completeness/draw", asked, HTTP_HX_REQUEST="true")
+    assert drawn.status_code == 400 and "whole number from 1 to" in drawn.content.decode()
+    assert not CompletenessCheck.objects.exists()
