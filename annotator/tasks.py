@@ -7,7 +7,7 @@ from annotator.inquire import releases
 from annotator.labeling import examples
 from annotator.methods import rerank as reranking
 from annotator.progress import figures
-from annotator.team import panel
+from annotator.team import costs, panel
 
 
 @shared_task(name="annotator.rerank")
@@ -53,3 +53,11 @@ def create_release(job_id: int) -> str:
 def reap_release_jobs() -> list[int]:
     """Celery beat's reaper for releases whose worker stopped (annotator.inquire.releases.reap_jobs)."""
     return releases.reap_jobs()
+
+
+@shared_task(name="annotator.team_report")
+def team_report(query_id: int | None) -> int | None:
+    """The team's cost and quality figures (of one query, or every query), computed and cached
+    (annotator.team.costs.refresh)."""
+    costs.refresh(query_id)
+    return query_id

@@ -10,6 +10,7 @@ from rest_framework.routers import APIRootView as RootView
 from rest_framework.routers import DefaultRouter
 
 from annotator.api.benchmark import BenchmarkCheckViewSet
+from annotator.api.team import TeamViewSet
 from annotator.api.views import LabelViewSet, QueryViewSet
 from catalog.api import ImageViewSet, TaxonViewSet
 
@@ -36,3 +37,4 @@ router.register("taxa", TaxonViewSet, basename="taxon")
 router.register("images", ImageViewSet, basename="image")
 router.register("labels", LabelViewSet, basename="label")
 router.register("completeness/benchmark", BenchmarkCheckViewSet, basename="benchmark-check")
+router.register("team", TeamViewSet, basename="team")

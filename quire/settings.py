@@ -427,6 +427,8 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 QUIRE_CELERY_APP = "quire.celery.app"
 QUIRE_TASK_QUEUES = ("celery", "embed", "models")  # made kombu Queues in quire/celery.py (kombu: 86 ms to import)
 CELERY_TASK_ROUTES = {"annotator.rerank": {"queue": "models"}, "search.embed_chunk": {"queue": "embed"}}
+# A lead time over this many seconds is a break, not work: the team report counts it as this (annotator.team.costs).
+QUIRE_IDLE_CAP_SECONDS = env_int("QUIRE_IDLE_CAP_SECONDS", 60, least=1)
 # How often beat's reapers look for jobs whose worker stopped: the longest a dead worker's release or map layout
 # waits to be failed or taken up again (docs/operations.md).
 QUIRE_REAP_SECONDS = env_int("QUIRE_REAP_SECONDS", 60, least=1)

@@ -280,9 +280,7 @@ def reap_jobs() -> list[int]:
     """Beat's reaper (every minute): each running job that no live worker holds is marked failed with STOPPED and its
     hidden folder removed. The ids it failed."""
     reaped = []
-    for job in ReleaseJob.objects.filter(status=ReleaseJob.Status.RUNNING):
-        if held.is_held(JOB_KIND, job.pk):
-            continue
+    for job in held.orphans(JOB_KIND, ReleaseJob.objects.filter(status=ReleaseJob.Status.RUNNING)):
         if ReleaseJob.objects.filter(pk=job.pk, status=ReleaseJob.Status.RUNNING).update(
             status=ReleaseJob.Status.FAILED, error=STOPPED, finished_at=now()
         ):

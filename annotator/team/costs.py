@@ -1,0 +1,209 @@
+"""What a benchmark cost, and how good each annotator is: time, labels and quality per annotator and per query.
+
+Time, honestly counted. The labeling page sends, with each single label, how long the annotator looked at the image
+before deciding (`lead_time_ms`, kept on the label's event). A lead time over the idle cap (QUIRE_IDLE_CAP_SECONDS,
+60 s by default) is a coffee break, not work: it counts as the cap. *Active seconds* are the capped lead times
+summed; *seconds per label* their median (and mean) over the labels that carry one.
+
+Actions and labels are counted apart. A label key on one image is one action and one label; a range (Shift), a
+look-alike stack, a Submit or an API batch labels many images at once and sends no lead time: its labels, written
+by one annotator in one query with one source within ACTION_GAP of each other, are one action. Imports and the
+judge panel's pre-labels are nobody's work (no annotator); adjudications are the adjudicator's (reported as such).
+
+Quality, from what the team already does (annotator.team.agreement, the same figures the agreement page shows):
+agreement with the final label where it rests on more than the annotator's own vote; first-pass acceptance (the
+share of their votes the final label kept); *overturned*, their votes an adjudicator decided the other way, and its
+rate over their votes on adjudicated images; Cohen's kappa (scikit-learn) of their votes against adjudicated gold
+where at least KAPPA_LEAST such images exist; Dawid-Skene's estimated accuracy (crowd-kit). Each figure is null
+where it is undefined, and `items` says how many images the agreement rests on.
+
+`report` reads every judgment and event of the queries asked: it runs outside requests (annotator.tasks.team_report,
+cached until the judgments change: `cached_report`), as the team's agreement figures do.
+"""
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Count, Max
+
+from annotator.models import Decision, Judgment, Label, LabelEvent, LabelSource, LabelValue
+from annotator.team import agreement
+from common import background
+
+ACTION_GAP = 1.0  # seconds: labels without a lead time this close together are one action (a range, a Submit)
+KAPPA_LEAST = 10  # adjudicated images an annotator's kappa against gold needs
+WORK = (LabelSource.CLICK, LabelSource.KEYBOARD, LabelSource.SUBMIT, LabelSource.API, LabelSource.ADMIN)
+REPORT_TASK = "annotator.team_report"  # annotator/tasks.py: computes and caches the report (refresh below)
+DAY = 24 * 3600
+
+
+@dataclass
+class _Tally:
+    """One annotator's or one query's work: capped lead times, actions, labels."""
+
+    leads: list[float] = field(default_factory=list)  # capped, in seconds
+    actions: int = 0
+    labels: int = 0
+    positives: int = 0  # an annotator's: their relevant votes the final label keeps; a query's: its final positives
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "labels": self.labels,
+            "actions": self.actions,
+            "active_seconds": round(sum(self.leads), 3),
+            "seconds_per_label": round(statistics.median(self.leads), 3) if self.leads else None,
+            "mean_seconds_per_label": round(statistics.fmean(self.leads), 3) if self.leads else None,
+            "timed_labels": len(self.leads),
+            "positives": self.positives,
+            "labels_per_positive": round(self.labels / self.positives, 3) if self.positives else None,
+        }
+
+
+def idle_cap() -> float:
+    return float(settings.QUIRE_IDLE_CAP_SECONDS)
+
+
+def report(
+    query_ids: Iterable[int] | None = None, *, since: datetime | None = None, dawid_skene: bool = True
+) -> dict[str, Any]:
+    """{"annotators": [a row per annotator], "queries": [a row per query], "idle_cap_seconds", "since"}: the
+    figures of the module doc over the judgments of `query_ids` (default every query), the time figures over the
+    events since `since` (default all)."""
+    cap = idle_cap()
+    judgments = Judgment.objects.filter(annotator__isnull=False)
+    events = LabelEvent.objects.filter(annotator__isnull=False, source__in=WORK)
+    finals = Label.objects.all()
+    if query_ids is not None:
+        ids = list(query_ids)
+        judgments = judgments.filter(query_id__in=ids)
+        events = events.filter(query_id__in=ids)
+        finals = finals.filter(query_id__in=ids)
+    if since is not None:
+        events = events.filter(created_at__gte=since)
+    final = {
+        (query_id, image_id): (value, decided_by)
+        for query_id, image_id, value, decided_by in finals.values_list("query_id", "image_id", "value", "decided_by")
+    }
+    rows = list(
+        judgments.values_list("query_id", "image_id", "annotator__username", "value").iterator(chunk_size=20_000)
+    )
+    people: dict[str, _Tally] = defaultdict(_Tally)
+    queries: dict[int, _Tally] = defaultdict(_Tally)
+    for query_id, image_id, name, value in rows:
+        people[name].labels += 1
+        queries[query_id].labels += 1
+        if value == LabelValue.RELEVANT and final.get((query_id, image_id), ("", ""))[0] == LabelValue.RELEVANT:
+            people[name].positives += 1
+    for (query_id, _), (value, _) in final.items():
+        queries[query_id].positives += value == LabelValue.RELEVANT
+    _count_work(events, cap, people, queries)
+    quality = _quality([((q, i), name, value) for q, i, name, value in rows], final, dawid_skene)
+    annotators = [
+        {"annotator": name, **people[name].figures(), **quality.get(name, _NO_QUALITY)} for name in sorted(people)
+    ]
+    by_query = [{"query": query_id, **queries[query_id].figures()} for query_id in sorted(queries)]
+    return {"annotators": annotators, "queries": by_query, "idle_cap_seconds": cap,
+            "since": since.isoformat() if since else None}  # fmt: skip
+
+
+def _count_work(events: Any, cap: float, people: dict[str, _Tally], queries: dict[int, _Tally]) -> None:
+    """Lead times (capped) and actions from the work events, in the order they were written."""
+    open_batch: dict[tuple[str, int, str], float] = {}  # (annotator, query, source) -> when its last label came
+    ordered = events.order_by("created_at", "id").values_list(
+        "annotator__username", "query_id", "source", "lead_time_ms", "created_at"
+    )
+    for name, query_id, source, lead_ms, created_at in ordered.iterator(chunk_size=20_000):
+        if lead_ms is not None:  # one decision on one image
+            seconds = min(lead_ms / 1000, cap)
+            people[name].leads.append(seconds)
+            queries[query_id].leads.append(seconds)
+            people[name].actions += 1
+            queries[query_id].actions += 1
+            continue
+        key, moment = (name, query_id, source), created_at.timestamp()
+        last = open_batch.get(key)
+        if last is None or moment - last > ACTION_GAP:  # a new range, stack, Submit or API batch
+            people[name].actions += 1
+            queries[query_id].actions += 1
+        open_batch[key] = moment
+
+
+_NO_QUALITY: dict[str, Any] = {
+    "agreement_with_final": None, "items": 0, "first_pass_acceptance": None, "overturned": 0, "overturn_rate": None,
+    "kappa_vs_gold": None, "gold_items": 0, "accuracy_dawid_skene": None,
+}  # fmt: skip
+
+
+def _quality(
+    rows: list[tuple[tuple[int, int], str, str]], final: dict[tuple[int, int], tuple[str, str]], dawid_skene: bool
+) -> dict[str, dict[str, Any]]:
+    """Per annotator: the quality figures of the module doc."""
+    with_final = agreement.with_final(rows, final)
+    accuracy = (agreement.dawid_skene(agreement.votes_of(rows)) or {}) if dawid_skene else {}
+    kept: dict[str, list[bool]] = defaultdict(list)
+    gold: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
+    for item, name, value in rows:
+        final_value, decided_by = final.get(item, ("", ""))
+        if value not in agreement.VOTES or final_value not in agreement.VOTES:
+            continue
+        kept[name].append(value == final_value)
+        if decided_by == Decision.ADJUDICATED:
+            gold[name][0].append(value)
+            gold[name][1].append(final_value)
+    figures = {}
+    for name in sorted({name for _, name, _ in rows}):
+        theirs, truth = gold[name]
+        overturned = sum(a != b for a, b in zip(theirs, truth, strict=True))
+        figures[name] = {
+            "agreement_with_final": with_final.get(name, {}).get("agreement_with_final"),
+            "items": with_final.get(name, {}).get("items", 0),
+            "first_pass_acceptance": round(sum(kept[name]) / len(kept[name]), 4) if kept[name] else None,
+            "overturned": overturned,
+            "overturn_rate": round(overturned / len(theirs), 4) if theirs else None,
+            "kappa_vs_gold": _kappa(theirs, truth),
+            "gold_items": len(theirs),
+            "accuracy_dawid_skene": accuracy.get(name),
+        }
+    return figures
+
+
+def _kappa(theirs: list[str], truth: list[str]) -> float | None:
+    """Cohen's kappa of an annotator's votes against adjudicated gold (scikit-learn's); None under KAPPA_LEAST
+    images, or where it is undefined (one value on both sides)."""
+    if len(theirs) < KAPPA_LEAST or len(set(theirs) | set(truth)) < 2:
+        return None
+    from sklearn.metrics import cohen_kappa_score  # scikit-learn: 2.8 s to import, only where a report is computed
+
+    value = float(cohen_kappa_score(theirs, truth, labels=list(agreement.VOTES)))
+    return None if value != value else round(value, 4)  # NaN: undefined
+
+
+def cached_report(query_id: int | None = None) -> dict[str, Any] | None:
+    """The report of one query or of every query as cached, or None (and its job sent: the page asks again)
+    while it is computed. The cache key changes with the judgments and the events."""
+    key = _key(query_id)
+    found = cache.get(key)
+    if found is None:
+        background.submit_when_polled(REPORT_TASK, query_id, key=key)
+    return found  # type: ignore[no-any-return]
+
+
+def refresh(query_id: int | None) -> None:
+    """Compute and cache the report of `query_id` (None: every query): the background half of cached_report."""
+    computed = report(None if query_id is None else [query_id])
+    cache.set(_key(query_id), computed, timeout=DAY)
+
+
+def _key(query_id: int | None) -> str:
+    judgments = Judgment.objects.all() if query_id is None else Judgment.objects.filter(query_id=query_id)
+    events = LabelEvent.objects.all() if query_id is None else LabelEvent.objects.filter(query_id=query_id)
+    judged = judgments.aggregate(count=Count("id"), last=Max("updated_at"))
+    last_event = events.aggregate(last=Max("id"))["last"]
+    last = judged["last"].timestamp() if judged["last"] else None
+    return f"quire:team-report:{query_id or 'all'}:{judged['count']}:{last}:{last_event}:{idle_cap()}"

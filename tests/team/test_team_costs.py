@@ -1,0 +1,169 @@
+"""The team's cost and quality report (annotator.team.costs) on a scripted team whose every figure is known: three
+annotators with set lead times (one a 30-minute break), one wrong on known images, one labeling a range, and an
+adjudicator deciding where two disagree."""
+
+import json
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from rest_framework.test import APIClient
+from sklearn.metrics import cohen_kappa_score
+
+from annotator.labels import LabelChange, adjudicate, set_labels
+from annotator.team import costs
+from search.facade import search
+
+pytestmark = pytest.mark.django_db
+R, N = "relevant", "not_relevant"
+
+
+@pytest.fixture
+def scripted(labeling):
+    """Images 0-19 of the ranking judged by ann (always right, 2 s each, one 30-minute break) and bob (4 s each,
+    wrong on images 0 and 9); cy labels images 20-24 as one range (no lead times) and image 25 in 3 s; judge
+    decides images 0 and 9. The truth: images 0-4 relevant."""
+    query = labeling["query"]
+    images = [hit.image_id for hit in search(text=query.text, k=26)]
+    truth = {image: (R if n < 5 else N) for n, image in enumerate(images)}
+    people = {name: User.objects.create_user(name, password="pw") for name in ("bob", "cy", "judge")}
+    people["judge"].user_permissions.add(Permission.objects.get(codename="adjudicate_labels"))
+    people = {"ann": labeling["annotator"], **{name: User.objects.get(pk=user.pk) for name, user in people.items()}}
+
+    def judge(name, changes, source="keyboard"):
+        set_labels(query_id=query.pk, changes=changes, user=people[name], source=source)
+
+    for n, image in enumerate(images[:20]):
+        judge("ann", [LabelChange(image, truth[image], 30 * 60 * 1000 if n == 7 else 2000)])
+        wrong = {R: N, N: R}[truth[image]] if n in (0, 9) else truth[image]
+        judge("bob", [LabelChange(image, wrong, 4000)], source="click")
+    judge("cy", [LabelChange(image, N) for image in images[20:25]])  # a range: Shift and a key, no lead times
+    judge("cy", [LabelChange(images[25], N, 3000)])
+    for image in (images[0], images[9]):
+        adjudicate(query_id=query.pk, image_id=image, value=truth[image], user=people["judge"])
+    return {**labeling, "people": people, "images": images, "truth": truth}
+
+
+def rows_by(figures, key):
+    return {row[key]: row for row in figures}
+
+
+def test_every_figure_is_what_the_script_knows(scripted):
+    report = costs.report()
+    people = rows_by(report["annotators"], "annotator")
+    assert set(people) == {"ann", "bob", "cy"}  # the adjudicator gave no judgment of their own
+    ann, bob, cy = people["ann"], people["bob"], people["cy"]
+    # Time: ann's break counts as the cap (60 s), not 30 minutes.
+    assert (ann["labels"], ann["actions"], ann["active_seconds"], ann["seconds_per_label"]) == (20, 20, 98.0, 2.0)
+    assert (bob["labels"], bob["actions"], bob["active_seconds"], bob["seconds_per_label"]) == (20, 20, 80.0, 4.0)
+    assert ann["mean_seconds_per_label"] == pytest.approx(98 / 20)
+    # cy's range of five is one action; their one timed label is their time.
+    assert (cy["labels"], cy["actions"], cy["active_seconds"], cy["seconds_per_label"], cy["timed_labels"]) == (
+        6,
+        2,
+        3.0,
+        3.0,
+        1,
+    )
+    # Labels per positive found: ann found all five, bob four (he called image 0 not relevant).
+    assert (ann["labels_per_positive"], bob["labels_per_positive"], cy["labels_per_positive"]) == (4.0, 5.0, None)
+    # Quality: bob disagrees with the final label on his two mistakes, both overturned by the adjudicator.
+    assert (ann["agreement_with_final"], ann["items"], bob["agreement_with_final"]) == (1.0, 20, 0.9)
+    assert (ann["first_pass_acceptance"], bob["first_pass_acceptance"]) == (1.0, 0.9)
+    assert (ann["overturned"], ann["overturn_rate"], bob["overturned"], bob["overturn_rate"]) == (0, 0.0, 2, 1.0)
+    assert (cy["agreement_with_final"], cy["items"], cy["overturn_rate"]) == (None, 0, None)  # nothing to say
+    assert ann["kappa_vs_gold"] is None and ann["gold_items"] == 2  # under KAPPA_LEAST adjudicated images
+    assert ann["accuracy_dawid_skene"] >= bob["accuracy_dawid_skene"]
+    (query,) = report["queries"]
+    assert (query["query"], query["labels"], query["actions"], query["active_seconds"]) == (
+        scripted["query"].pk,
+        46,
+        42,
+        181.0,
+    )
+    assert (query["seconds_per_label"], query["positives"], query["labels_per_positive"]) == (4.0, 5, 9.2)
+
+
+def test_kappa_against_gold_is_scikit_learns(scripted, monkeypatch):
+    monkeypatch.setattr(costs, "KAPPA_LEAST", 2)
+    people = rows_by(costs.report(dawid_skene=False)["annotators"], "annotator")
+    images, truth = scripted["images"], scripted["truth"]
+    gold = [truth[images[0]], truth[images[9]]]
+    bob_votes = [{R: N, N: R}[value] for value in gold]
+    assert people["bob"]["kappa_vs_gold"] == pytest.approx(cohen_kappa_score(bob_votes, gold, labels=[N, R]))
+    assert people["ann"]["kappa_vs_gold"] == pytest.approx(cohen_kappa_score(gold, gold, labels=[N, R]))
+    assert people["bob"]["accuracy_dawid_skene"] is None  # not asked for
+
+
+def test_a_longer_idle_cap_counts_the_break_as_work(scripted, settings):
+    settings.QUIRE_IDLE_CAP_SECONDS = 3600
+    ann = rows_by(costs.report(dawid_skene=False)["annotators"], "annotator")["ann"]
+    assert ann["active_seconds"] == 19 * 2 + 30 * 60
+
+
+def test_the_api_gives_staff_every_row_and_an_annotator_only_their_own(scripted, django_capture_on_commit_callbacks):
+    staff, ann = APIClient(), APIClient()
+    staff.force_authenticate(scripted["admin"])
+    ann.force_authenticate(scripted["people"]["ann"])
+    with django_capture_on_commit_callbacks(execute=True):
+        first = staff.get("/api/team/annotators/")
+    assert first.status_code == 202 and first.json()["computing"] is True  # computed outside the request
+    costs.refresh(None)  # what annotator.team_report runs in the background
+    every = staff.get("/api/team/annotators/").json()["results"]
+    assert [row["annotator"] for row in every] == ["ann", "bob", "cy"]
+    assert every == costs.report()["annotators"]
+    assert staff.get("/api/team/queries/").json()["results"] == costs.report()["queries"]
+    assert staff.get("/api/team/queries/", {"query": scripted["query"].pk}).status_code == 202  # its own report
+    costs.refresh(scripted["query"].pk)
+    assert (
+        staff.get("/api/team/queries/", {"query": scripted["query"].pk}).json()["results"] == costs.report()["queries"]
+    )
+    own = ann.get("/api/team/annotators/").json()["results"]
+    assert [row["annotator"] for row in own] == ["ann"] and own[0]["labels"] == 20
+    refused = ann.get("/api/team/queries/")
+    assert refused.status_code == 403 and "staff" in refused.json()["detail"]
+    for bad in ("x", "1.5", "²", "-1"):
+        assert staff.get("/api/team/annotators/", {"query": bad}).status_code == 400
+    assert staff.get("/api/team/annotators/", {"query": 999999}).status_code == 404
+
+
+def test_the_command_prints_the_same_rows(scripted, capsys):
+    call_command("team_report", "--json")
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["annotators"] == costs.report()["annotators"] and printed["queries"] == costs.report()["queries"]
+    call_command("team_report")
+    table = capsys.readouterr().out
+    assert "a lead time over 60 s counts as 60 s" in table and "ann" in table and "1m38s" in table
+    call_command("team_report", "--json", "--since", "2999-01-01")
+    late = json.loads(capsys.readouterr().out)
+    assert rows_by(late["annotators"], "annotator")["ann"]["active_seconds"] == 0
+    with pytest.raises(CommandError, match="--since is a day"):
+        call_command("team_report", "--since", "yesterday")
+    with pytest.raises(CommandError, match="unknown query id"):
+        call_command("team_report", "--query", "999999")
+
+
+@pytest.mark.parametrize("world", ["relevant", "not_relevant"])
+def test_a_viewer_who_judges_blind_reads_the_same_whatever_the_others_voted(scripted, world):
+    """Bob (staff) and ann share an overlap sample still sealed: ann's votes on it change nothing bob reads, the
+    report computed or not (the blind walk of tests/team/test_blind_everywhere.py clears caches; this fills them)."""
+    from annotator.models import OverlapImage, Query
+
+    query, images = scripted["query"], scripted["images"]
+    Query.objects.filter(pk=query.pk).update(judgments_wanted=3)
+    sample = images[26:30] if len(images) > 29 else [hit.image_id for hit in search(text=query.text, k=40)][30:34]
+    OverlapImage.objects.bulk_create([OverlapImage(query=query, image_id=image) for image in sample])
+    set_labels(
+        query_id=query.pk, changes=[LabelChange(i, world) for i in sample], user=scripted["annotator"], source="click"
+    )
+    bob = APIClient()
+    bob.force_authenticate(User.objects.get(username="bob"))
+    bob_user = User.objects.get(username="bob")
+    bob_user.user_permissions.add(Permission.objects.get(codename="view_label"))
+    bob.force_authenticate(User.objects.get(pk=bob_user.pk))
+    costs.refresh(None)
+    for route in ("/api/team/annotators/", "/api/team/queries/"):
+        answer = bob.get(route)
+        assert answer.status_code == 200 and answer.json()["results"] == []
+        assert answer.json()["withheld"].startswith("Hidden while")
