@@ -28,6 +28,7 @@ urlpatterns = [
     path("queries/<int:query_id>/adjudicate", team.adjudicate, name="adjudicate"),
     path("dashboard/", progress.dashboard, name="dashboard"),
     path("dashboard/agreement/", team.agreement_page, name="agreement"),
+    path("dashboard/team/", team.team_report, name="team-report"),
     path("dashboard/benchmark/draw", progress.draw_benchmark, name="draw-benchmark"),
     path("dashboard/map/", maps.collection_map, name="collection-map"),
     path("dashboard/map/points", maps.collection_map_points, name="collection-map-points"),

@@ -16,10 +16,10 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE, EXPORTS, export_lines
+from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE, EXPORTS, csv_lines, export_lines
 from annotator.labels import visibility
 from annotator.progress import claims
-from annotator.team import agreement
+from annotator.team import agreement, costs
 from common.http import SignedInRequest
 
 
@@ -28,8 +28,8 @@ from common.http import SignedInRequest
 def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
     """Stream one INQUIRE CSV, or agreement.json (optionally for ?query=ID&query=ID only); a CSV is never built
     whole in memory. Refused, with the reason, to a viewer for whom an overlap sample still waits (visibility)."""
-    if name not in EXPORTS and name not in JSON_FILES:
-        raise Http404(f"No export named {name}; the exports are {', '.join([*EXPORTS, *JSON_FILES])}.")
+    if name not in EXPORTS and name not in JSON_FILES and name not in CSV_FILES:
+        raise Http404(f"No export named {name}; the exports are {', '.join([*EXPORTS, *JSON_FILES, *CSV_FILES])}.")
     query_ids = None
     if raw := request.GET.getlist("query"):
         if not all(value.isascii() and value.isdigit() and int(value) < 2**63 for value in raw):
@@ -42,9 +42,12 @@ def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
         response["Content-Disposition"] = f'attachment; filename="{export_file_name(name, query_ids)}"'
         return response
     for_spreadsheets = request.GET.get("spreadsheet_safe") in ("1", "on")
-    streamed = StreamingHttpResponse(
-        export_lines(name, query_ids, for_spreadsheets=for_spreadsheets), content_type="text/csv; charset=utf-8"
+    lines = (
+        (line.encode() for line in csv_lines(CSV_FILES[name](query_ids), for_spreadsheets=for_spreadsheets))
+        if name in CSV_FILES
+        else export_lines(name, query_ids, for_spreadsheets=for_spreadsheets)
     )
+    streamed = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
     file_name = export_file_name(name, query_ids)
     if for_spreadsheets:
         file_name = file_name.replace(".csv", "_spreadsheet.csv")
@@ -56,7 +59,10 @@ def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
 JSON_FILES: dict[str, Callable[[list[int] | None], Any]] = {
     AGREEMENT_FILE: agreement.report,
     COMPLETENESS_FILE: claims.completeness_file,
+    "team.json": costs.report,  # the team's cost and quality (annotator.team.costs), at full precision
 }
+# Staff downloads that are no INQUIRE file: the team's figures as one CSV (a row per annotator and per query).
+CSV_FILES: dict[str, Callable[[list[int] | None], Any]] = {"team.csv": costs.csv_rows}
 
 
 def export_file_name(name: str, query_ids: list[int] | None) -> str:

@@ -1,6 +1,8 @@
 """How far the queries are: the dashboard, one query's page, and the labeling page's side-pane figures.
 Every figure that reads every label comes cached or "computing…" from the background (annotator.progress)."""
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
@@ -19,9 +21,18 @@ from annotator.models import Query
 from annotator.progress import benchmark, check_requests, checks, claims, figures
 from annotator.progress.forms import TrackingForm
 from annotator.progress.frames import BadCheck, NothingToCheckYet
+from annotator.team import costs
 from annotator.team.panel import team_panel
 from common.http import SignedInRequest
 from common.refusals import drawn_for_target
+
+
+def _cost_line(query: Query) -> dict[str, Any]:
+    """The query's cost in a sentence (annotator.team.costs), or computing while the background works it out."""
+    found = costs.cached_report(query.pk)
+    rows = found["queries"] if found else []
+    return {"computing": found is None, "line": costs.cost_line(rows[0]) if rows else ""}
+
 
 _MARK = 2**31 - 1  # an id no row has: reversed once, then replaced by each row's
 
@@ -137,6 +148,7 @@ def dashboard_query(request: SignedInRequest, query_id: int) -> HttpResponseBase
             "completeness": claims.report(query, withheld=withheld),
             "activity": None if withheld else figures.activity(query),
             "team": None if withheld else team_panel(query),
+            "cost": None if withheld else _cost_line(query),
             "exports": list(EXPORTS),
         },
     )

@@ -102,19 +102,21 @@ def report(
             people[name].positives += 1
     for (query_id, _), (value, _) in final.items():
         queries[query_id].positives += value == LabelValue.RELEVANT
-    _count_work(events, cap, people, queries)
+    days = _count_work(events, cap, people, queries)
     quality = _quality([((q, i), name, value) for q, i, name, value in rows], final, dawid_skene)
     annotators = [
         {"annotator": name, **people[name].figures(), **quality.get(name, _NO_QUALITY)} for name in sorted(people)
     ]
     by_query = [{"query": query_id, **queries[query_id].figures()} for query_id in sorted(queries)]
-    return {"annotators": annotators, "queries": by_query, "idle_cap_seconds": cap,
+    return {"annotators": annotators, "queries": by_query, "days": days, "idle_cap_seconds": cap,
             "since": since.isoformat() if since else None}  # fmt: skip
 
 
-def _count_work(events: Any, cap: float, people: dict[str, _Tally], queries: dict[int, _Tally]) -> None:
-    """Lead times (capped) and actions from the work events, in the order they were written."""
+def _count_work(events: Any, cap: float, people: dict[str, _Tally], queries: dict[int, _Tally]) -> list[dict[str, Any]]:
+    """Lead times (capped) and actions from the work events, in the order they were written; and per annotator and
+    day (UTC) their timed labels, active seconds and median seconds per label (the team page's plot)."""
     open_batch: dict[tuple[str, int, str], float] = {}  # (annotator, query, source) -> when its last label came
+    by_day: dict[tuple[str, str], list[float]] = defaultdict(list)
     ordered = events.order_by("created_at", "id").values_list(
         "annotator__username", "query_id", "source", "lead_time_ms", "created_at"
     )
@@ -125,6 +127,7 @@ def _count_work(events: Any, cap: float, people: dict[str, _Tally], queries: dic
             queries[query_id].leads.append(seconds)
             people[name].actions += 1
             queries[query_id].actions += 1
+            by_day[name, created_at.date().isoformat()].append(seconds)
             continue
         key, moment = (name, query_id, source), created_at.timestamp()
         last = open_batch.get(key)
@@ -132,6 +135,11 @@ def _count_work(events: Any, cap: float, people: dict[str, _Tally], queries: dic
             people[name].actions += 1
             queries[query_id].actions += 1
         open_batch[key] = moment
+    return [
+        {"annotator": name, "day": day, "timed_labels": len(leads), "active_seconds": round(sum(leads), 3),
+         "seconds_per_label": round(statistics.median(leads), 3)}
+        for (name, day), leads in sorted(by_day.items())
+    ]  # fmt: skip
 
 
 _NO_QUALITY: dict[str, Any] = {
@@ -207,3 +215,49 @@ def _key(query_id: int | None) -> str:
     last_event = events.aggregate(last=Max("id"))["last"]
     last = judged["last"].timestamp() if judged["last"] else None
     return f"quire:team-report:{query_id or 'all'}:{judged['count']}:{last}:{last_event}:{idle_cap()}"
+
+
+def cost_line(row: dict[str, Any]) -> str:
+    """One query's (or annotator's) cost in a sentence: "34 min active, 1,210 labels (1,020 actions), 2.4 s per
+    label, 61 positives, 19.8 labels per positive"."""
+    minutes = row["active_seconds"] / 60
+    parts = [
+        f"{minutes:,.0f} min active" if minutes >= 1 else f"{row['active_seconds']:.0f} s active",
+        f"{row['labels']:,} labels ({row['actions']:,} actions)",
+    ]
+    if row["seconds_per_label"] is not None:
+        parts.append(f"{row['seconds_per_label']:.1f} s per label")
+    parts.append(f"{row['positives']:,} positives")
+    if row["labels_per_positive"] is not None:
+        parts.append(f"{row['labels_per_positive']:.1f} labels per positive")
+    return ", ".join(parts)
+
+
+def sorted_rows(rows: list[dict[str, Any]], sort: str, default: str) -> tuple[list[dict[str, Any]], str]:
+    """`rows` ordered by `sort` (a field, "-field" for descending; unknown: `default`), empty figures last; and the
+    sort used."""
+    field_name = sort.removeprefix("-")
+    if not rows or field_name not in rows[0]:
+        sort, field_name = default, default.removeprefix("-")
+    present = [row for row in rows if row[field_name] is not None]
+    missing = [row for row in rows if row[field_name] is None]
+    present.sort(key=lambda row: row[field_name], reverse=sort.startswith("-"))
+    return present + missing, sort
+
+
+TEAM_COLUMNS = (
+    "labels", "actions", "active_seconds", "seconds_per_label", "mean_seconds_per_label", "timed_labels", "positives",
+    "labels_per_positive", "agreement_with_final", "items", "first_pass_acceptance", "overturned", "overturn_rate",
+    "kappa_vs_gold", "gold_items", "accuracy_dawid_skene",
+)  # fmt: skip
+
+
+def csv_rows(query_ids: Iterable[int] | None = None) -> Iterable[list[Any]]:
+    """team.csv: a header, then one row per annotator and one per query (`row` says which; "" where a figure is
+    undefined or belongs to the other kind), at full precision."""
+    figures = report(query_ids)
+    yield ["row", "name", *TEAM_COLUMNS]
+    for row in figures["annotators"]:
+        yield ["annotator", row["annotator"], *("" if row.get(k) is None else row[k] for k in TEAM_COLUMNS)]
+    for row in figures["queries"]:
+        yield ["query", row["query"], *("" if row.get(k) is None else row[k] for k in TEAM_COLUMNS)]

@@ -3,16 +3,19 @@
 Thin: the work is in labels.adjudicate, selectors.disagreements and annotator.team.agreement.
 """
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET, require_http_methods
 
 from annotator import labels
 from annotator.labels import selectors, visibility
 from annotator.models import UNDECIDED, Decision, LabelValue, Query
-from annotator.team import agreement
+from annotator.team import agreement, costs, plot
 from catalog.models import Image
 from common.api_params import strict_id
 from common.http import SignedInRequest
@@ -88,3 +91,41 @@ def agreement_page(request: SignedInRequest) -> HttpResponseBase:
     figures = agreement.report(shown, resamples=0)
     context = {"figures": figures, "queries": Query.objects.in_bulk(), "withheld": withheld}
     return render(request, "annotator/agreement.html", context)
+
+
+ANNOTATOR_COLUMNS = [
+    ("annotator", "annotator"), ("labels", "labels"), ("actions", "actions"), ("active_seconds", "active"),
+    ("seconds_per_label", "s per label"), ("labels_per_positive", "labels per positive"),
+    ("agreement_with_final", "agreement with final"), ("first_pass_acceptance", "first-pass acceptance"),
+    ("overturned", "overturned"), ("kappa_vs_gold", "kappa vs gold"), ("accuracy_dawid_skene", "Dawid-Skene"),
+    ("items", "items"),
+]  # fmt: skip
+QUERY_COLUMNS = [
+    ("query", "query"), ("labels", "labels"), ("actions", "actions"), ("active_seconds", "active"),
+    ("seconds_per_label", "s per label"), ("positives", "positives"), ("labels_per_positive", "labels per positive"),
+]  # fmt: skip
+
+
+@login_required
+@permission_required("annotator.view_label", raise_exception=True)
+@require_GET
+def team_report(request: SignedInRequest) -> HttpResponseBase:
+    """What the benchmark cost and how good each annotator is (annotator.team.costs): computed in the background,
+    the page asking again until it is there; withheld from a viewer some overlap sample is sealed to."""
+    sight = visibility.of(request)
+    withheld = next((sight.withheld(query_id) for query_id in sorted(sight.sealed)), "")
+    found = None if withheld else costs.cached_report()
+    context: dict[str, Any] = {
+        "withheld": withheld, "computing": found is None and not withheld, "report": found,
+        "annotator_columns": ANNOTATOR_COLUMNS, "query_columns": QUERY_COLUMNS,
+    }  # fmt: skip
+    if found is not None:
+        context["annotators"], context["sort"] = costs.sorted_rows(
+            found["annotators"], request.GET.get("sort", "annotator"), "annotator"
+        )
+        context["queries"], context["query_sort"] = costs.sorted_rows(
+            found["queries"], request.GET.get("query_sort", "query"), "query"
+        )
+        context["plot"] = mark_safe(plot.seconds_per_label(found["days"]))  # noqa: S308  (built and escaped by plot.py)
+        context["lines"] = {row["query"]: costs.cost_line(row) for row in found["queries"]}
+    return render(request, "annotator/team_report.html", context)

@@ -10,8 +10,18 @@ register = template.Library()
 
 
 @register.filter
-def figure(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
+def figure(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    """Active time as the team page prints it: "1h05m", "12m30s", "–" for none."""
+    if seconds is None:
+        return "–"
+    minutes, rest = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{rest:02d}s"
 
 
 @register.filter

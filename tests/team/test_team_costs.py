@@ -167,3 +167,26 @@ def test_a_viewer_who_judges_blind_reads_the_same_whatever_the_others_voted(scri
         answer = bob.get(route)
         assert answer.status_code == 200 and answer.json()["results"] == []
         assert answer.json()["withheld"].startswith("Hidden while")
+
+
+def test_the_page_the_cost_line_and_the_exports(scripted, client):
+    client.force_login(scripted["admin"])
+    computing = client.get("/dashboard/team/").content.decode()
+    assert "being computed in the background" in computing and 'hx-trigger="load delay:2s"' in computing
+    costs.refresh(None)
+    page = client.get("/dashboard/team/", {"sort": "-seconds_per_label"}).content.decode()
+    order = [page.index(f'data-annotator="{name}"') for name in ("bob", "cy", "ann")]
+    assert order == sorted(order)  # slowest first: bob 4 s, cy 3 s, ann 2 s
+    assert '<svg xmlns="http://www.w3.org/2000/svg" id="seconds-per-label"' in page and "1m38s" in page
+    assert client.get("/dashboard/team/", {"sort": "<script>"}).status_code == 200  # unknown: the default order
+    query = scripted["query"]
+    assert 'Cost: <span class="pending"' in client.get(f"/dashboard/{query.pk}/").content.decode()
+    costs.refresh(query.pk)
+    line = client.get(f"/dashboard/{query.pk}/").content.decode()
+    assert "Cost: 3 min active, 46 labels (42 actions), 4.0 s per label, 5 positives, 9.2 labels per positive" in line
+    exported = b"".join(client.get("/exports/team.csv").streaming_content).decode().splitlines()
+    assert exported[0].startswith("row,name,labels,actions,active_seconds") and len(exported) == 1 + 3 + 1
+    assert exported[1].startswith("annotator,ann,20,20,98.0,2.0,")
+    assert client.get("/exports/team.json").json()["annotators"] == costs.report()["annotators"]
+    client.force_login(scripted["people"]["ann"])
+    assert client.get("/dashboard/team/").status_code == 403
