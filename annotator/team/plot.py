@@ -15,7 +15,9 @@ def seconds_per_label(days: list[dict[str, Any]]) -> str:
         return ""
     dates = sorted({row["day"] for row in days})
     top = max(row["seconds_per_label"] for row in days) or 1.0
-    x_of = {day: LEFT + (WIDTH - LEFT - RIGHT) * (n / max(1, len(dates) - 1)) for n, day in enumerate(dates)}
+    span = WIDTH - LEFT - RIGHT
+    # One day: its points in the middle (a line needs two days); more: the first day at the left, the last at the right.
+    x_of = {day: LEFT + (span * n / (len(dates) - 1) if len(dates) > 1 else span / 2) for n, day in enumerate(dates)}
 
     def y(seconds: float) -> float:
         return TOP + (HEIGHT - TOP - BOTTOM) * (1 - seconds / top)
@@ -30,9 +32,15 @@ def seconds_per_label(days: list[dict[str, Any]]) -> str:
         f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{y(0):.1f}" stroke="#888"/>',
         f'<text x="{LEFT - 4}" y="{TOP + 4}" text-anchor="end" font-size="11">{top:.1f} s</text>',
         f'<text x="{LEFT - 4}" y="{y(0):.1f}" text-anchor="end" font-size="11">0</text>',
-        f'<text x="{LEFT}" y="{HEIGHT - 8}" font-size="11">{escape(dates[0])}</text>',
-        f'<text x="{WIDTH - RIGHT}" y="{HEIGHT - 8}" text-anchor="end" font-size="11">{escape(dates[-1])}</text>',
     ]
+    if len(dates) == 1:
+        label = f'x="{x_of[dates[0]]:.1f}" y="{HEIGHT - 8}" text-anchor="middle" font-size="11"'
+        parts.append(f"<text {label}>{escape(dates[0])}</text>")
+    else:
+        parts.append(f'<text x="{LEFT}" y="{HEIGHT - 8}" font-size="11">{escape(dates[0])}</text>')
+        parts.append(
+            f'<text x="{WIDTH - RIGHT}" y="{HEIGHT - 8}" text-anchor="end" font-size="11">{escape(dates[-1])}</text>'
+        )
     for n, (name, points) in enumerate(sorted(lines.items())):
         colour = COLOURS[n % len(COLOURS)]
         parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(points)}">'
