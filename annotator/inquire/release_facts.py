@@ -12,11 +12,14 @@ from django.conf import settings
 
 from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE
 from annotator.progress.claims import query_claims
+from annotator.team import costs
 
 TODO_LICENSE = "TO DO (authors): the release's license (each image keeps its own: images.parquet)"
 
 
-def facts(folder: Path, name: str, version: str) -> dict[str, Any]:
+def facts(folder: Path, name: str, version: str, team: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the card and croissant.json say of the release in `folder`; `team`: annotator.team.costs.report of its
+    queries (its cost and the team's quality), read in the release's snapshot."""
     labels = _count_labels(folder / "inquire_labels.csv")
     per_image = Counter((row[0], row[1]) for row in _rows(folder / "inquire_judgments.csv"))
     queries = len(_rows(folder / "inquire_queries.csv"))
@@ -44,7 +47,8 @@ def facts(folder: Path, name: str, version: str) -> dict[str, Any]:
             "ranked by similarity to the query text and by rankings learned from their labels."
         ),
         "annotation_protocol": _protocol(claims),
-        "annotation_analysis": _analysis(agreement, claims, pooled),
+        "annotation_analysis": _analysis(agreement, claims, pooled)
+        + ([costs.benchmark_sentence(team)] if team is not None else []),
         "annotations_per_item": (
             f"1 to {most} judgments per image; {doubled} of {len(per_image)} judged images "
             f"({doubled / len(per_image):.0%}) have two or more (blind overlap samples, completeness checks)."
@@ -69,6 +73,7 @@ def facts(folder: Path, name: str, version: str) -> dict[str, Any]:
         "benchmark_claim": pooled["claim"] if pooled else None,
         "agreement": agreement,
         "labels": dict(labels),
+        "team": team["overall"] if team is not None else None,
     }
 
 

@@ -47,6 +47,7 @@ from annotator.inquire.release_card import write_card
 from annotator.labels.sealed import Writer
 from annotator.models import Query, Release, ReleaseJob
 from annotator.progress.claims import query_claims
+from annotator.team import costs
 from common import background, held
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -309,8 +310,9 @@ def _write_snapshot(
         rows |= release_files.write_qrels(folder / release_files.QRELS, ids)
         _step(progress, 2)
         rows |= release_files.write_parquet(folder, ids)
+        team = costs.report(ids, dawid_skene=False)  # the same snapshot: what making these labels cost
         _step(progress, 3)
-    described = release_facts.facts(folder, name, version=f"{Release.objects.count() + 1}.0.0")
+    described = release_facts.facts(folder, name, version=f"{Release.objects.count() + 1}.0.0", team=team)
     write_croissant(folder, name, described)
     write_card(folder, described, rows)
     _step(progress, 4)

@@ -108,7 +108,14 @@ def report(
         {"annotator": name, **people[name].figures(), **quality.get(name, _NO_QUALITY)} for name in sorted(people)
     ]
     by_query = [{"query": query_id, **queries[query_id].figures()} for query_id in sorted(queries)]
-    return {"annotators": annotators, "queries": by_query, "days": days, "idle_cap_seconds": cap,
+    whole = _Tally(
+        leads=[lead for tally in queries.values() for lead in tally.leads],
+        actions=sum(tally.actions for tally in queries.values()),
+        labels=sum(tally.labels for tally in queries.values()),
+        positives=sum(tally.positives for tally in queries.values()),
+    )
+    return {"annotators": annotators, "queries": by_query, "overall": whole.figures(), "days": days,
+            "idle_cap_seconds": cap,
             "since": since.isoformat() if since else None}  # fmt: skip
 
 
@@ -261,3 +268,24 @@ def csv_rows(query_ids: Iterable[int] | None = None) -> Iterable[list[Any]]:
         yield ["annotator", row["annotator"], *("" if row.get(k) is None else row[k] for k in TEAM_COLUMNS)]
     for row in figures["queries"]:
         yield ["query", row["query"], *("" if row.get(k) is None else row[k] for k in TEAM_COLUMNS)]
+
+
+def benchmark_sentence(figures: dict[str, Any]) -> str:
+    """The benchmark's cost and its team's quality in one sentence, for a release's card and croissant.json."""
+    overall, people = figures["overall"], figures["annotators"]
+    hours = overall["active_seconds"] / 3600
+    agreeing = [row["agreement_with_final"] for row in people if row["agreement_with_final"] is not None]
+    quality = (
+        f"median agreement with the final label {statistics.median(agreeing):.3f} over the annotators with items to "
+        f"compare; {sum(row['overturned'] for row in people):,} votes overturned by an adjudicator"
+        if agreeing
+        else "no image judged twice, so no agreement to report"
+    )
+    per_label = overall["seconds_per_label"]
+    return (
+        f"Cost: {hours:,.1f} hours of active labeling (lead times capped at {figures['idle_cap_seconds']:.0f} s) for "
+        f"{overall['labels']:,} judgments in {overall['actions']:,} actions"
+        + (f", a median {per_label:.1f} s per label" if per_label is not None else "")
+        + (f", {overall['labels_per_positive']:.1f} judgments per positive" if overall["labels_per_positive"] else "")
+        + f"; {len(people)} annotators, {quality}."
+    )

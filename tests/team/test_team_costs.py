@@ -190,3 +190,18 @@ def test_the_page_the_cost_line_and_the_exports(scripted, client):
     assert client.get("/exports/team.json").json()["annotators"] == costs.report()["annotators"]
     client.force_login(scripted["people"]["ann"])
     assert client.get("/dashboard/team/").status_code == 403
+
+
+def test_a_release_states_what_it_cost_and_the_teams_quality(scripted, settings, tmp_path):
+    from annotator.inquire import releases
+
+    settings.QUIRE_DATA_DIR = tmp_path / "data"
+    folder = tmp_path / "data" / "releases" / "v1"
+    releases.create("v1")
+    expected = costs.benchmark_sentence(costs.report(dawid_skene=False))
+    assert expected.startswith("Cost: 0.1 hours of active labeling (lead times capped at 60 s) for 46 judgments in 42")
+    assert "median agreement with the final label 0.950" in expected and "2 votes overturned" in expected
+    assert expected in (folder / "README.md").read_text(encoding="utf-8")
+    croissant = json.loads((folder / "croissant.json").read_text(encoding="utf-8"))
+    analysis = croissant["rai:dataAnnotationAnalysis"]
+    assert expected in (analysis if isinstance(analysis, list) else [analysis])
