@@ -72,9 +72,9 @@ def idle_cap() -> float:
 def report(
     query_ids: Iterable[int] | None = None, *, since: datetime | None = None, dawid_skene: bool = True
 ) -> dict[str, Any]:
-    """{"annotators": [a row per annotator], "queries": [a row per query], "idle_cap_seconds", "since"}: the
-    figures of the module doc over the judgments of `query_ids` (default every query), the time figures over the
-    events since `since` (default all)."""
+    """{"annotators": [a row per annotator], "queries": [a row per query], "overall": the whole's row, "days": [per
+    annotator and day], "idle_cap_seconds", "since"}: the figures of the module doc over the judgments of
+    `query_ids` (default every query), the time figures over the events since `since` (default all)."""
     cap = idle_cap()
     judgments = Judgment.objects.filter(annotator__isnull=False)
     events = LabelEvent.objects.filter(annotator__isnull=False, source__in=WORK)
