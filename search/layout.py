@@ -17,6 +17,8 @@ Stored beside the embeddings, per model (QUIRE_DATA_DIR/maps/<model>/):
   part-*.npz      images placed so far by a running layout (a crash resumes from them)
   layout.npz      every placed image: ids (sorted), x, y (float32) and its region (the map's clusters, for the
                   page's hints); replaced atomically
+  next/           a refit at work: its own fit, parts and layout, swapped in (`_switch`) once whole; the map in
+                  use serves every route meanwhile
 """
 
 import os
