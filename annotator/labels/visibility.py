@@ -94,6 +94,11 @@ class Sight:
             parts.append(f"{waiting} you judged wait for their other judgments")
         return f"Hidden while {' and '.join(parts)} (its overlap sample): they would tell how the others voted."
 
+    def withheld_anywhere(self) -> str:
+        """The sentence of the first query whose images are sealed to the viewer, "" where none is: for figures
+        over every query (the team's cost and quality report)."""
+        return next((self.withheld(query_id) for query_id in sorted(self.sealed)), "")
+
     def refusal(self, query_ids: list[int] | None = None) -> str:
         """Why a file of every label (an export, a scoring) is refused to the viewer, "" where it is not:
         images of one of `query_ids` (None: any query) are sealed to them."""

@@ -224,6 +224,13 @@ def _key(query_id: int | None) -> str:
     return f"quire:team-report:{query_id or 'all'}:{judged['count']}:{last}:{last_event}:{idle_cap()}"
 
 
+def duration(seconds: float) -> str:
+    """Active time as the page and the command print it: "1h05m", "12m30s"."""
+    minutes, rest = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{rest:02d}s"
+
+
 def cost_line(row: dict[str, Any]) -> str:
     """One query's (or annotator's) cost in a sentence: "34 min active, 1,210 labels (1,020 actions), 2.4 s per
     label, 61 positives, 19.8 labels per positive"."""

@@ -112,8 +112,7 @@ QUERY_COLUMNS = [
 def team_report(request: SignedInRequest) -> HttpResponseBase:
     """What the benchmark cost and how good each annotator is (annotator.team.costs): computed in the background,
     the page asking again until it is there; withheld from a viewer some overlap sample is sealed to."""
-    sight = visibility.of(request)
-    withheld = next((sight.withheld(query_id) for query_id in sorted(sight.sealed)), "")
+    withheld = visibility.of(request).withheld_anywhere()
     found = None if withheld else costs.cached_report()
     context: dict[str, Any] = {
         "withheld": withheld, "computing": found is None and not withheld, "report": found,

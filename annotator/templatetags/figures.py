@@ -6,6 +6,8 @@ from datetime import datetime
 from django import template
 from django.utils import timezone
 
+from annotator.team import costs
+
 register = template.Library()
 
 
@@ -17,11 +19,7 @@ def figure(value: float | None, digits: int = 3) -> str:
 @register.filter
 def duration(seconds: float | None) -> str:
     """Active time as the team page prints it: "1h05m", "12m30s", "–" for none."""
-    if seconds is None:
-        return "–"
-    minutes, rest = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{rest:02d}s"
+    return "–" if seconds is None else costs.duration(seconds)
 
 
 @register.filter

@@ -53,7 +53,7 @@ def _tables(figures: dict[str, Any]) -> str:
     for row in figures["annotators"]:
         lines.append(
             f"{row['annotator'][:16]:<16} {row['labels']:>7,} {row['actions']:>7,} "
-            f"{_duration(row['active_seconds']):>9} "
+            f"{costs.duration(row['active_seconds']):>9} "
             f"{show(row['seconds_per_label'], 1):>7} {show(row['labels_per_positive'], 1):>10} "
             f"{show(row['agreement_with_final'], 3):>6} {show(row['first_pass_acceptance'], 3):>6} "
             f"{row['overturned']:>10,} {show(row['kappa_vs_gold'], 3):>6} {show(row['accuracy_dawid_skene'], 3):>6} "
@@ -63,13 +63,7 @@ def _tables(figures: dict[str, Any]) -> str:
               f"{'positives':>9} {'labels/pos':>10}"]  # fmt: skip
     for row in figures["queries"]:
         lines.append(
-            f"{row['query']:>8} {row['labels']:>7,} {row['actions']:>7,} {_duration(row['active_seconds']):>9} "
+            f"{row['query']:>8} {row['labels']:>7,} {row['actions']:>7,} {costs.duration(row['active_seconds']):>9} "
             f"{show(row['seconds_per_label'], 1):>7} {row['positives']:>9,} {show(row['labels_per_positive'], 1):>10}"
         )
     return "\n".join(lines)
-
-
-def _duration(seconds: float) -> str:
-    minutes, rest = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{rest:02d}s"
