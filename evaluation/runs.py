@@ -5,9 +5,11 @@ from collections.abc import Callable
 
 from annotator.facade import MODEL_METHODS, model_of, ranking_by
 from annotator.models import Query
-from search.facade import search
+from search.facade import search, search_texts
 
 from .inputs import GroundTruth, Run
+
+TEXTS_AT_ONCE = 256  # INQUIRE's 250 queries in one batch
 
 
 def run_from_model(truth: GroundTruth, *, depth: int, texts: dict[int, str] | None = None) -> Run:
@@ -17,10 +19,13 @@ def run_from_model(truth: GroundTruth, *, depth: int, texts: dict[int, str] | No
         texts.setdefault(query_id, columns.get("query_text", ""))
     missing = [q for q in truth.query_ids() if not texts.get(q)]
     texts.update(Query.objects.filter(pk__in=missing).values_list("id", "text"))
+    asked = [query_id for query_id in truth.query_ids() if texts.get(query_id)]
     ranked = {}
-    for query_id in truth.query_ids():
-        if texts.get(query_id):
-            ranked[query_id] = [(hit.image_id, hit.score) for hit in search(text=texts[query_id], k=depth)]
+    # In batches: one encoding of the texts each, and on a GPU host one ranking (search.facade.search_texts).
+    for start in range(0, len(asked), TEXTS_AT_ONCE):
+        batch = asked[start : start + TEXTS_AT_ONCE]
+        for query_id, hits in zip(batch, search_texts([texts[q] for q in batch], k=depth), strict=True):
+            ranked[query_id] = [(hit.image_id, hit.score) for hit in hits]
     return Run("configured model", ranked)
 
 

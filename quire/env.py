@@ -64,5 +64,15 @@ def _check(name: str, value: str, number: float | None, least: float | None, mos
         raise ImproperlyConfigured(f"{name} is {value[:40]!r}: set it to {kind}{span}.")
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """One of `choices` (read in lower case), or start-up stops naming them."""
+    value = _raw(name)
+    if value is None:
+        return default
+    if value.lower() in choices:
+        return value.lower()
+    raise ImproperlyConfigured(f"{name} is {value[:40]!r}: set it to {', '.join(choices[:-1])} or {choices[-1]}.")
+
+
 def env_list(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]

@@ -21,6 +21,8 @@ The environment always wins.
 QUIRE_IMAGE_ROOTS   comma-separated folders that images roots must lie in. Default: any.
 QUIRE_EMBED_CHUNK_SIZE (5000), QUIRE_EMBED_BATCH_SIZE (64), QUIRE_EMBED_LOADER_THREADS (cores, at most 8)
                     images per embedding task, per forward pass, decoding threads.
+QUIRE_EMBED_LOADER_PROCESSES (0) decoding processes instead of threads, for a GPU worker.
+QUIRE_SEARCH_DEVICE (auto) where searches rank: auto, cpu or cuda (search/device.py).
 QUIRE_MAP_SAMPLE    (20000) images the map's t-SNE is fitted on; the others are placed beside them.
 """
 
@@ -33,7 +35,7 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from quire.env import env_bool, env_float, env_int, env_list
+from quire.env import env_bool, env_choice, env_float, env_int, env_list
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -107,6 +109,13 @@ QUIRE_EMBED_CHUNK_SIZE = env_int("QUIRE_EMBED_CHUNK_SIZE", 5000, least=1)
 QUIRE_EMBED_BATCH_SIZE = env_int("QUIRE_EMBED_BATCH_SIZE", 64, least=1)
 # One decoding thread per core (at most 8): on 2 cores, 2 threads kept 93% of the bare forward pass, 4 kept 91%.
 QUIRE_EMBED_LOADER_THREADS = env_int("QUIRE_EMBED_LOADER_THREADS", min(8, os.cpu_count() or 1), least=1)
+# Decoding processes instead of threads (0: threads). A GPU worker that embeds at 224 px needs them: threads of one
+# interpreter decoded about 600 images/s on an H100's host, half of ViT-H-14's forward pass (bench/RESULTS.md). They
+# start only where the task's process may have children: a worker with --pool threads or solo, or manage.py embed.
+QUIRE_EMBED_LOADER_PROCESSES = env_int("QUIRE_EMBED_LOADER_PROCESSES", 0, least=0, most=256)
+# Where searches rank (search/device.py): auto (a usable CUDA GPU if there is one, else the CPU), cpu, or cuda
+# (start-up stops with a sentence where no GPU can be used).
+QUIRE_SEARCH_DEVICE = env_choice("QUIRE_SEARCH_DEVICE", "auto", ("auto", "cpu", "cuda"))
 # The map of the collection (search/layout.py): t-SNE runs on a random sample of this many images, the rest are
 # placed beside their nearest sample images (20,000: about a minute on 2 cores, bench/map_layout_bench.py).
 QUIRE_MAP_SAMPLE = env_int("QUIRE_MAP_SAMPLE", 20000, least=1)
@@ -426,7 +435,13 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 # common/background.py sends tasks by name through this app (apps import nothing of quire/).
 QUIRE_CELERY_APP = "quire.celery.app"
 QUIRE_TASK_QUEUES = ("celery", "embed", "models")  # made kombu Queues in quire/celery.py (kombu: 86 ms to import)
-CELERY_TASK_ROUTES = {"annotator.rerank": {"queue": "models"}, "search.embed_chunk": {"queue": "embed"}}
+# Embedding and index builds go to the `embed` queue: on a GPU host its worker has the card (docker/compose.gpu.yml),
+# where an IVF's k-means runs; a CPU deployment's workers take every queue.
+CELERY_TASK_ROUTES = {
+    "annotator.rerank": {"queue": "models"},
+    "search.embed_chunk": {"queue": "embed"},
+    "search.build_index": {"queue": "embed"},
+}
 # A lead time over this many seconds is a break, not work: the team report counts it as this (annotator.team.costs).
 QUIRE_IDLE_CAP_SECONDS = env_int("QUIRE_IDLE_CAP_SECONDS", 60, least=1)
 # How often beat's reapers look for jobs whose worker stopped: the longest a dead worker's release or map layout

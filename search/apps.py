@@ -12,6 +12,9 @@ class SearchConfig(AppConfig):
     name = "search"
 
     def ready(self) -> None:
+        from .device import check_at_start  # settings are read: Django allows it from ready() on
+
+        check_at_start()
         if os.environ.get(WARM_UP_AT_START) == "1":
             from .facade import warm_up  # models and the engine: Django allows them from ready() on
 

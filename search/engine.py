@@ -23,6 +23,7 @@ from django.conf import settings
 from . import batches, lookalikes, strategies
 from . import index as faiss_index
 from .backends import FaissVectors, VectorBackend
+from .device import search_device
 from .exceptions import NoIndex, SearchError, SearchUnavailable
 from .index import Searcher, inner_products
 from .request import RankingRequest
@@ -86,9 +87,20 @@ def _get(model_name: str) -> _Loaded:
             except FileNotFoundError as error:
                 raise NoIndex(str(error)) from None
             searcher = Searcher(embeddings, index, labels=info["labels"])
-            loaded = _Loaded(stamp, FaissVectors(searcher))
+            loaded = _Loaded(stamp, _faiss_backend(searcher))
             _loaded[model_name] = loaded
         return loaded
+
+
+def _faiss_backend(searcher: Searcher) -> VectorBackend:
+    """The loaded index, its rankings on the GPU where this process searches on one (search/device.py) and the
+    vectors fit it; otherwise on the CPU, as everywhere else."""
+    if search_device() == "cuda":
+        from .card import on_card  # torch: only where a GPU searches
+
+        if (card := on_card(searcher)) is not None:
+            return card
+    return FaissVectors(searcher)
 
 
 def _get_milvus(model_name: str) -> _Loaded:
@@ -185,6 +197,37 @@ def search(
     return ranked(k, offset)
 
 
+def search_texts(
+    texts: Sequence[str], *, k: int = 50, taxon_ids: Iterable[int] | None = None, spec: ClipSpec | None = None
+) -> list[list[Hit]]:
+    """The top `k` of the collection for each of `texts`, encoded in one batch and ranked as one (on the GPU)
+    or one after another (on the CPU): the same answers as `search(text=...)` for each."""
+    for text in texts:
+        _check_search(text=text, image_id=None, image=None, vector=None, k=k, offset=0)
+    if not texts:
+        return []
+    spec = spec or configured_spec()
+    loaded = _get(spec.name)
+    embedder = _embedder(spec)
+    if embedder.dim != loaded.backend.dim:
+        _query_vector(loaded, spec, text=texts[0], image_id=None, image=None, vector=None)  # says what is wrong
+    vectors = embedder.encode_text([text.strip() for text in texts])
+    return search_vectors(loaded.backend, vectors, k=k, taxon_ids=taxon_ids)
+
+
+def search_vectors(
+    backend: VectorBackend, vectors: np.ndarray, *, k: int, taxon_ids: Iterable[int] | None = None
+) -> list[list[Hit]]:
+    """One ranking per unit row of `vectors`: as a batch where the backend ranks batches (CardVectors), else
+    one search each (read wide: texts, fitted vectors)."""
+    taxa = None if taxon_ids is None else list(taxon_ids)
+    together = getattr(backend, "search_many", None)
+    if together is not None:
+        answers: list[list[Hit]] = together(vectors, k=k, taxon_ids=taxa)
+        return answers
+    return [backend.search(vector, k=k, taxon_ids=taxa, wide=True) for vector in vectors]
+
+
 def _check_search(
     *, text: str | None, image_id: int | None, image: "PILImage | None", vector: object, k: int, offset: int
 ) -> None:
@@ -249,8 +292,14 @@ def score_images(request: RankingRequest, image_ids: Iterable[int]) -> np.ndarra
     scores = np.full(len(ids), np.nan, dtype=np.float32)
     if not len(ids):
         return scores
+    vector = _scoring_vector(loaded, spec, request)
+    on_card = getattr(loaded.backend, "score", None)  # a lasso's images, scored where the vectors are
+    if on_card is not None:
+        found_scores, found = on_card(ids, vector)
+        scores[found] = found_scores
+        return scores
     fetched = loaded.backend.fetch(ids)
-    scores[fetched.found] = inner_products(fetched.vectors, _scoring_vector(loaded, spec, request))
+    scores[fetched.found] = inner_products(fetched.vectors, vector)
     return scores
 
 

@@ -75,6 +75,7 @@ __all__ = [
     "score_images",
     "strategy_vector",
     "search",
+    "search_texts",
 ]
 
 
@@ -114,6 +115,17 @@ def search(
         exclude_image_ids=exclude_image_ids,
         spec=spec,
     )
+
+
+def search_texts(
+    texts: Sequence[str], *, k: int = 50, taxon_ids: Iterable[int] | None = None, spec: ClipSpec | None = None
+) -> list[list[Hit]]:
+    """The top `k` hits for each of `texts`, as `search(text=...)` gives them one by one, with the texts encoded
+    in one batch and, on a GPU host, ranked in one batch (an evaluation's 250 queries, a simulation's). Raises
+    SearchUnavailable like `search`."""
+    from .engine import search_texts as engine_search_texts  # FAISS and the store: only when something is searched
+
+    return engine_search_texts(texts, k=k, taxon_ids=taxon_ids, spec=spec)
 
 
 def rank(

@@ -289,10 +289,18 @@ def _pq4_factory(count: int, dim: int) -> str:
 
 
 def build(
-    embeddings: Embeddings, kind: str = "auto", *, train_size: int = 200_000, seed: int = 0, codes: str = "rabitq"
+    embeddings: Embeddings,
+    kind: str = "auto",
+    *,
+    train_size: int = 200_000,
+    seed: int = 0,
+    codes: str = "rabitq",
+    clustering: "_faiss.Index | None" = None,
 ) -> "_faiss.Index":
     """Build a FAISS index over `embeddings` (labels: store rows, or image ids for fastscan, see labels_of).
-    `codes`: a fast-scan index's codes, rabitq (the default) or pq4 (the earlier ones, for comparison)."""
+    `codes`: a fast-scan index's codes, rabitq (the default) or pq4 (the earlier ones, for comparison).
+    `clustering`: the index the IVF k-means assigns points with (card_clustering's, on a GPU); the index built
+    is the same CPU index either way, saved and loaded as always."""
     count, dim = embeddings.vectors.shape
     kind = choose_kind(count, kind)
     index: _faiss.Index
@@ -308,7 +316,7 @@ def build(
         rng = np.random.default_rng(seed)
         sample_size = min(count, max(min(train_size, 50 * ivf.nlist), 40 * ivf.nlist, 20_000))
         sample = np.sort(rng.choice(count, size=sample_size, replace=False))
-        index.train(np.ascontiguousarray(embeddings.vectors[sample], dtype=np.float32))
+        _train(index, np.ascontiguousarray(embeddings.vectors[sample], dtype=np.float32), clustering)
         _add(index, embeddings, np.arange(count))
         return index
     if kind == "flat":
@@ -335,10 +343,33 @@ def build(
         rng = np.random.default_rng(seed)
         sample_size = min(count, max(min(train_size, 64 * nlist), 32 * nlist))
         sample = np.sort(rng.choice(count, size=sample_size, replace=False))
-        index.train(np.ascontiguousarray(embeddings.vectors[sample], dtype=np.float32))
+        _train(index, np.ascontiguousarray(embeddings.vectors[sample], dtype=np.float32), clustering)
     for start in range(0, count, 100_000):
         index.add(np.ascontiguousarray(embeddings.vectors[start : start + 100_000], dtype=np.float32))
     return index
+
+
+def _train(index: "_faiss.Index", sample: np.ndarray, clustering: "_faiss.Index | None") -> None:
+    """Train `index` on `sample`, its IVF lists' k-means assigning through `clustering` when one is given (FAISS's
+    IndexIVF.clustering_index, the documented way to run an IVF's k-means on a GPU), then let it go: it is not
+    part of the index saved."""
+    ivf = faiss.extract_index_ivf(index)
+    if clustering is not None:
+        ivf.clustering_index = clustering
+    try:
+        index.train(sample)
+    finally:
+        ivf.clustering_index = None
+
+
+def card_clustering(dim: int) -> "_faiss.Index | None":
+    """A flat L2 index on every GPU FAISS sees (faiss-gpu), for an IVF's k-means; None where FAISS sees none
+    (the CPU wheel, or no card): training then runs on the CPU, as always. k-means is most of a build's
+    training (thousands of centroids over hundreds of thousands of points)."""
+    if not hasattr(faiss, "StandardGpuResources") or faiss.get_num_gpus() == 0:
+        return None
+    on_cards: _faiss.Index = faiss.index_cpu_to_all_gpus(faiss.IndexFlatL2(dim))
+    return on_cards
 
 
 def _add(index: "_faiss.Index", embeddings: Embeddings, rows: np.ndarray, batch: int = 100_000) -> None:
@@ -534,16 +565,24 @@ class Searcher:
     ) -> tuple[np.ndarray, np.ndarray, bool]:
         """The index's candidates at `breadth`: (store rows, the codes' estimated scores, whether the index
         gave as many as were asked for, so that more might lie beyond them)."""
-        # Ask for a margin beyond the page: rows tied at the cut are then all seen and ordered by id.
+        # Ask for a margin beyond the page: rows tied at the cut are then all seen and ordered by id. An exact
+        # index's margin grows while it is all ties (a crowd of copies of one image): FAISS keeps whichever tied
+        # rows it met first, and pages would otherwise skip or repeat copies.
         candidates = wanted + 16 if self.exact else max(breadth.rerank, 2 * wanted)
         candidates = min(candidates, len(self.embeddings))
         params = _search_parameters(self.exact, breadth, selector, graph=self._graph_quantizer)
-        # One search at a time per process: each already spreads over every core through FAISS's OpenMP
-        # threads, and concurrent ones would only oversubscribe them.
-        with self._lock:
-            estimates, labels = self.index.search(vector[None, :], candidates, params=params)
-        found = labels[0] >= 0
-        labels, scores = labels[0][found], estimates[0][found]
+        while True:
+            # One search at a time per process: each already spreads over every core through FAISS's OpenMP
+            # threads, and concurrent ones would only oversubscribe them.
+            with self._lock:
+                estimates, labels = self.index.search(vector[None, :], candidates, params=params)
+            found = labels[0] >= 0
+            labels, scores = labels[0][found], estimates[0][found]
+            if not self.exact or len(labels) < candidates or candidates >= len(self.embeddings):
+                break
+            if scores.min() < np.partition(scores, len(scores) - wanted)[len(scores) - wanted]:
+                break
+            candidates = min(4 * candidates, len(self.embeddings))
         if self.labels == "image_ids":
             rows, known = self.locate(labels)
             labels, scores = rows[known], scores[known]

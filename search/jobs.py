@@ -27,6 +27,7 @@ from catalog.facade import NotServable, contained_path
 from catalog.models import Image
 from common import background, held
 
+from .device import search_device
 from .exceptions import NoIndex, StoreMismatch, WeightsUnavailable
 from .models import ChunkStatus, EmbeddingChunk, EmbeddingFailure, EmbeddingJob, IndexBuild, JobStatus
 from .spec import ClipSpec, configured_spec, index_folder, store_root
@@ -199,6 +200,7 @@ def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -
         files,
         batch_size=settings.QUIRE_EMBED_BATCH_SIZE,
         loader_threads=settings.QUIRE_EMBED_LOADER_THREADS,
+        loader_processes=settings.QUIRE_EMBED_LOADER_PROCESSES,
         progress=_heartbeat(chunk.pk, progress),
     )
     result.failures.extend(refused)
@@ -394,7 +396,9 @@ def _build_faiss_index(build: IndexBuild, embeddings: Embeddings) -> tuple[str, 
     folder = index_folder(build.model_name)
     updated = _update_in_place(faiss_index, folder, embeddings, kind) if not build.rebuild else None
     if updated is None:
-        built = faiss_index.build(embeddings, kind)
+        # On a GPU worker the IVF's k-means runs on the card; the index saved is the same CPU index.
+        clustering = faiss_index.card_clustering(embeddings.vectors.shape[1]) if search_device() == "cuda" else None
+        built = faiss_index.build(embeddings, kind, clustering=clustering)
         faiss_index.save(built, folder, kind=kind, count=len(embeddings))
     return kind, "built" if updated is None else f"updated +{updated[0]:,} -{updated[1]:,}", len(embeddings)
 

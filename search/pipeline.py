@@ -1,14 +1,19 @@
-"""Images on disk to vectors: decoding in loader threads while the model runs.
+"""Images on disk to vectors: decoding in loader threads or processes while the model runs.
 
-Threads, not processes: Celery's prefork workers are daemon processes, which may
-not start children (so torch's multiprocess DataLoader cannot run inside them),
-and Pillow releases the GIL while it decodes and resizes, as torch does during
-the forward pass. A bounded look-ahead keeps the next batches decoding while the
-current one is in the model, so the model, not the decoding, sets the pace.
+Threads by default: Celery's prefork workers are daemon processes, which may not start children, and Pillow
+releases the GIL while it decodes and resizes, as torch does during the forward pass. A bounded look-ahead keeps
+the next batches decoding while the current one is in the model, so the model, not the decoding, sets the pace
+on a CPU. On a GPU it does not: at 224 px the threads of one interpreter reached 597 images/s on an H100's
+16-core host against ViT-H-14's 1,102 (bench/RESULTS.md; 16 threads were slower than 8, contending for the
+interpreter in the preprocessing transforms). `loader_processes` decodes in that many processes instead (torch's
+DataLoader, each batch stacked in its process and passed in shared memory), where the task's process may have
+children: a worker run with `--pool threads` or `--pool solo` (docker/compose.gpu.yml), or `manage.py embed`.
 
 A missing or unreadable image never stops the work: it comes back as a Failure.
 """
 
+import logging
+import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,6 +27,8 @@ from PIL import Image as PILImage
 from common.formats import RASTER_TYPES
 
 from .clip import ClipEmbedder
+
+logger = logging.getLogger(__name__)
 
 # The formats Quire serves and embeds: never one Pillow would hand to an outside decoder (EPS: Ghostscript).
 RASTER_FORMATS = list(RASTER_TYPES)
@@ -65,15 +72,38 @@ def decode(
         return Failure(image.image_id, f"unreadable image {image.path}: {error}")
 
 
+def can_start_processes() -> bool:
+    """Whether this process may start decoding processes: not a daemon (Celery's prefork children are billiard's
+    daemons; the standard library's view of them says MainProcess, so both are asked)."""
+    if multiprocessing.current_process().daemon:
+        return False
+    try:
+        import billiard.process  # Celery's fork of multiprocessing: what its pool's children are
+    except ImportError:  # pragma: no cover (Celery is a dependency)
+        return True
+    return not billiard.process.current_process().daemon
+
+
 def embed_files(
     embedder: ClipEmbedder,
     images: Iterable[ImageFile],
     *,
     batch_size: int = 64,
     loader_threads: int = 4,
+    loader_processes: int = 0,
     progress: Callable[[int], None] | None = None,
 ) -> Embedded:
-    """Embed `images` in batches; `progress(n)` is told after each batch how many images it finished."""
+    """Embed `images` in batches; `progress(n)` is told after each batch how many images it finished.
+    `loader_processes`: decode in that many processes (where this process may start them), else threads."""
+    if loader_processes > 0:
+        if can_start_processes():
+            return _embed_in_processes(embedder, list(images), batch_size, loader_processes, progress)
+        logger.warning(
+            "QUIRE_EMBED_LOADER_PROCESSES is %s but this worker is a daemon process (Celery's prefork pool), which "
+            "may not start any: decoding in %s threads. Run the worker with --pool threads to use processes.",
+            loader_processes,
+            loader_threads,
+        )
     ids: list[int] = []
     taxa: list[int] = []
     vectors: list[np.ndarray] = []
@@ -129,3 +159,64 @@ def _take(
             progress(1)
     else:
         batch.append((image, result))
+
+
+class _Decoding(torch.utils.data.Dataset["Decoded"]):
+    """The images of a chunk, decoded and preprocessed by index (in a DataLoader's worker process)."""
+
+    def __init__(self, images: list[ImageFile], preprocess: Callable[[PILImage.Image], torch.Tensor], size: int):
+        self.images, self.preprocess, self.size = images, preprocess, size
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, number: int) -> "Decoded":
+        return self.images[number], decode(self.images[number], self.preprocess, self.size)
+
+
+Decoded = tuple[ImageFile, "torch.Tensor | Failure"]
+
+
+def _stacked(items: list[Decoded]) -> tuple[list[ImageFile], torch.Tensor | None, list[Failure]]:
+    """A batch as its worker hands it over: the decoded images, their pixels in one tensor (one shared-memory
+    block, not one per image), and the failures."""
+    decoded = [(image, result) for image, result in items if not isinstance(result, Failure)]
+    failures = [result for _, result in items if isinstance(result, Failure)]
+    pixels = torch.stack([tensor for _, tensor in decoded]) if decoded else None
+    return [image for image, _ in decoded], pixels, failures
+
+
+def _embed_in_processes(
+    embedder: ClipEmbedder,
+    images: list[ImageFile],
+    batch_size: int,
+    processes: int,
+    progress: Callable[[int], None] | None,
+) -> Embedded:
+    """embed_files with `processes` decoding processes: the same answer, in the same order."""
+    loader = torch.utils.data.DataLoader(
+        _Decoding(images, embedder.preprocess, embedder.image_size),
+        batch_size=batch_size,
+        num_workers=min(processes, max(1, len(images))),
+        collate_fn=_stacked,
+        prefetch_factor=4,  # batches each process decodes ahead: the model never waits for the first
+        pin_memory=embedder.device.startswith("cuda"),  # page-locked: the copy to the card overlaps the next
+    )
+    ids: list[int] = []
+    taxa: list[int] = []
+    vectors: list[np.ndarray] = []
+    failures: list[Failure] = []
+    for decoded, pixels, failed in loader:
+        failures.extend(failed)
+        if pixels is not None:
+            vectors.append(embedder.encode_pixels(pixels))
+            ids.extend(image.image_id for image in decoded)
+            taxa.extend(image.taxon_id for image in decoded)
+        if progress:
+            progress(len(decoded) + len(failed))
+    return Embedded(
+        image_ids=np.asarray(ids, dtype=np.int64),
+        taxon_ids=np.asarray(taxa, dtype=np.int64),
+        vectors=np.concatenate(vectors) if vectors else np.empty((0, embedder.dim), np.float32),
+        failures=failures,
+    )

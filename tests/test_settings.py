@@ -119,7 +119,11 @@ def test_every_setting_is_in_the_deployment_env_example():
 
     root = Path(__file__).resolve().parents[1]
     source = (root / "quire" / "settings.py").read_text()
-    read = set(re.findall(r'(?:os\.environ\.get|env_or_file|env_bool|env_list|env_int|env_float)\("([A-Z_]+)"', source))
+    read = set(
+        re.findall(
+            r'(?:os\.environ\.get|env_or_file|env_bool|env_list|env_int|env_float|env_choice)\("([A-Z_]+)"', source
+        )
+    )
     example = (root / "docker" / ".env.example").read_text()
     listed = set(re.findall(r"^#? ?([A-Z_]+)=", example, flags=re.MULTILINE))
     # Set by docker/compose.yml itself, or by the image.
@@ -136,6 +140,7 @@ def test_a_setting_of_the_wrong_type_stops_start_up_with_one_sentence(tmp_path):
         ("QUIRE_LMM_TIMEOUT", "nan", "QUIRE_LMM_TIMEOUT is 'nan': set it to a number of 0.1 or more."),
         ("QUIRE_MAP_SAMPLE", "²", "QUIRE_MAP_SAMPLE is '²': set it to a whole number of 1 or more."),
         ("DEBUG", "maybe", "DEBUG is 'maybe': set it to 1 or 0 (true/false, yes/no, on/off)."),
+        ("QUIRE_SEARCH_DEVICE", "gpu", "QUIRE_SEARCH_DEVICE is 'gpu': set it to auto, cpu or cuda."),
     ]:
         code, output = settings_of(**{**common, variable: value})
         assert code != 0 and said in output, (variable, value, output)

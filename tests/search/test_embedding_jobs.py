@@ -139,3 +139,75 @@ def test_build_index_command_and_its_errors(tiny_spec, tmp_path, capsys):
         call_command("build_index", "--kind", "ivfpq")
     call_command("build_index", "--kind", "flat")
     assert "Built a flat index of 8 vectors" in capsys.readouterr().out
+
+
+def test_decoding_processes_give_the_threads_answer_failures_included(tiny_spec, tmp_path):
+    """QUIRE_EMBED_LOADER_PROCESSES (issue 56): the same vectors, ids, taxa and failures, in the same order, as
+    the decoding threads give, with batches that straddle the broken files."""
+    from search.pipeline import ImageFile, embed_files
+
+    make_collection(tmp_path / "images", 23, broken={3: "missing", 10: "corrupt", 11: "corrupt"})
+    files = [
+        ImageFile(image_id, tmp_path / "images" / str(taxon) / f"{image_id}.jpg", taxon)
+        for image_id, taxon in ((i, [10, 11, 12][i % 3]) for i in range(1, 24))
+    ]
+    embedder = get_embedder(tiny_spec)
+    told: list[int] = []
+    threads = embed_files(embedder, files, batch_size=4, loader_threads=2)
+    processes = embed_files(embedder, files, batch_size=4, loader_processes=2, progress=told.append)
+    assert (
+        processes.image_ids.tolist() == threads.image_ids.tolist() == [i for i in range(1, 24) if i not in (3, 10, 11)]
+    )
+    assert processes.taxon_ids.tolist() == threads.taxon_ids.tolist()
+    np.testing.assert_allclose(processes.vectors, threads.vectors, atol=1e-6)
+    assert [(f.image_id, f.reason.split(":")[0]) for f in processes.failures] == [
+        (3, "missing file"),
+        (10, "unreadable image " + str(tmp_path / "images" / "11" / "10.jpg")),
+        (11, "unreadable image " + str(tmp_path / "images" / "12" / "11.jpg")),
+    ]
+    assert sum(told) == 23  # every image is told of once, a failure as it is found
+
+
+def test_a_daemon_worker_decodes_in_threads_and_says_why(tiny_spec, tmp_path, monkeypatch, caplog):
+    """Celery's prefork children may not start processes: there the setting falls back to threads, in the log."""
+    from search import pipeline
+
+    make_collection(tmp_path / "images", 5)
+    monkeypatch.setattr(pipeline, "can_start_processes", lambda: False)
+    started = []
+    monkeypatch.setattr(pipeline, "_embed_in_processes", lambda *args: started.append(args))
+    files = [pipeline.ImageFile(i, tmp_path / "images" / str([10, 11, 12][i % 3]) / f"{i}.jpg", 0) for i in range(1, 6)]
+    out = pipeline.embed_files(get_embedder(tiny_spec), files, loader_processes=4)
+    assert len(out.image_ids) == 5 and not started
+    assert "this worker is a daemon process (Celery's prefork pool)" in caplog.text
+    monkeypatch.undo()
+    assert pipeline.can_start_processes() is True  # pytest's process is no daemon
+
+
+def test_the_embed_command_decodes_in_processes_when_asked(tiny_spec, tmp_path, settings):
+    settings.QUIRE_EMBED_LOADER_PROCESSES = 2
+    make_collection(tmp_path / "images", 12, broken={5: "corrupt"})
+    call_command("embed")
+    job = EmbeddingJob.objects.get()
+    assert (job.status, job.done, job.failed) == (JobStatus.DONE, 11, 1)
+    assert sorted(stored(tiny_spec).image_ids.tolist()) == [i for i in range(1, 13) if i != 5]
+
+
+def _ask_from_a_pool_child(answers):
+    from search.pipeline import can_start_processes
+
+    answers.put(can_start_processes())
+
+
+def test_celerys_pool_children_may_not_start_decoding_processes():
+    """The check asks billiard too: a prefork child is billiard's daemon, though the standard library calls it
+    MainProcess (starting a DataLoader there would fail, or leave orphans when the child is killed)."""
+    import billiard
+
+    answers = billiard.Queue()
+    child = billiard.Process(target=_ask_from_a_pool_child, args=(answers,), daemon=True)
+    child.start()
+    try:
+        assert answers.get(timeout=60) is False
+    finally:
+        child.join(timeout=30)
