@@ -243,8 +243,8 @@ def choose_kind(count: int, kind: str = "auto") -> str:
         raise ValueError(f"index kind must be {', '.join(KINDS[:-1])} or {KINDS[-1]}, not {kind!r}")
     if kind != "auto":
         return kind
-    # GPUs do not count: the flat index is searched on the CPU, memory-mapped (faiss-gpu's own flat index
-    # would answer 5M in about 4 ms on an H100, bench/gpu_bench.py, but Quire does not move indexes there).
+    # GPUs do not count: where searches rank on a GPU (search/card.py) they never read the index, and the CPU
+    # still needs the approximate one (a GPU host's worker whose copy does not fit, a CPU process beside it).
     return "flat" if count <= AUTO_FLAT_LIMIT else "fastscan"
 
 
