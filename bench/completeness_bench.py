@@ -8,6 +8,7 @@ target. Prints the summary; the runs go to `--json`.
 
   .venv/bin/python bench/completeness_bench.py --queries 10 --seeds 20
   .venv/bin/python bench/completeness_bench.py --queries 250 --seeds 5 --no-per-query
+  .venv/bin/python bench/completeness_bench.py --queries 250 --seeds 10 --first-seed 10 --no-per-query  # in parallel
   .venv/bin/python bench/completeness_bench.py --queries 10 --seeds 20 --no-per-query --extend 1.5
 """
 
@@ -28,6 +29,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=10)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
     parser.add_argument("--median", type=float, default=46)
     parser.add_argument("--noise", type=float, default=0.05)
     parser.add_argument("--expert-noise", type=float, default=0.0)
@@ -52,7 +54,7 @@ def main() -> None:
     started = time.perf_counter()
 
     def chosen():
-        for seed in range(arguments.seeds):
+        for seed in range(arguments.first_seed, arguments.first_seed + arguments.seeds):
             yield seed, worlds.inquire_world(queries=arguments.queries, median_positives=arguments.median, seed=seed)
 
     def progress(done: int, total: int) -> None:
