@@ -194,6 +194,7 @@ def _embed_in_processes(
     progress: Callable[[int], None] | None,
 ) -> Embedded:
     """embed_files with `processes` decoding processes: the same answer, in the same order."""
+    logger.info("decoding %s images in %s processes", f"{len(images):,}", processes)
     loader = torch.utils.data.DataLoader(
         _Decoding(images, embedder.preprocess, embedder.image_size),
         batch_size=batch_size,

@@ -350,3 +350,22 @@ def test_a_worker_loads_into_a_milvus_server_while_this_process_searches_it(
         assert {hit.image_id for hit in search(image_id=3, k=30)} == set(range(1, 21))  # the same open collection
     finally:
         engine.forget()
+
+
+@pytest.mark.parametrize("pool, in_processes", [("threads", True), ("prefork", False)])
+def test_the_gpu_workers_configuration_decodes_in_processes(
+    sending_to_broker, start_worker, tmp_path, capsys, pool, in_processes
+):
+    """docker/compose.gpu.yml's worker (--pool threads, QUIRE_EMBED_LOADER_PROCESSES) embeds with decoding
+    processes; a prefork worker given the setting decodes in threads and says why. Either way every image is
+    embedded or failed with its reason."""
+    worker = start_worker(pool=pool, QUIRE_EMBED_LOADER_PROCESSES="2")
+    make_collection(tmp_path / "images", 10, broken={4: "corrupt"})
+    call_command("embed", "--detach")
+    wait_for(lambda: IndexBuild.objects.filter(status=JobStatus.DONE).exists(), worker, "embedding and index build")
+    job = EmbeddingJob.objects.get()
+    assert (job.status, job.done, job.failed) == (JobStatus.DONE, 9, 1)
+    assert search(image_id=3, k=3)[0].image_id == 3
+    log = worker.log_path.read_text()
+    assert ("decoding 5 images in 2 processes" in log) is in_processes
+    assert ("this worker is a daemon process (Celery's prefork pool)" in log) is not in_processes
