@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 from annotator.facade import MODEL_METHODS, model_of, ranking_by
 from annotator.models import Query
-from search.facade import search, search_texts
+from search.facade import search_texts
 
 from .inputs import GroundTruth, Run
 
@@ -20,13 +20,18 @@ def run_from_model(truth: GroundTruth, *, depth: int, texts: dict[int, str] | No
     missing = [q for q in truth.query_ids() if not texts.get(q)]
     texts.update(Query.objects.filter(pk__in=missing).values_list("id", "text"))
     asked = [query_id for query_id in truth.query_ids() if texts.get(query_id)]
-    ranked = {}
-    # In batches: one encoding of the texts each, and on a GPU host one ranking (search.facade.search_texts).
-    for start in range(0, len(asked), TEXTS_AT_ONCE):
-        batch = asked[start : start + TEXTS_AT_ONCE]
-        for query_id, hits in zip(batch, search_texts([texts[q] for q in batch], k=depth), strict=True):
-            ranked[query_id] = [(hit.image_id, hit.score) for hit in hits]
+    ranked = dict(zip(asked, _clip_rankings([texts[q] for q in asked], depth), strict=True))
     return Run("configured model", ranked)
+
+
+def _clip_rankings(texts: list[str], depth: int) -> list[list[tuple[int, float]]]:
+    """The configured model's top `depth` (image id, score) for each text, in batches: one encoding of the texts
+    each, and on a GPU host one ranking (search.facade.search_texts)."""
+    rankings = []
+    for start in range(0, len(texts), TEXTS_AT_ONCE):
+        for hits in search_texts(texts[start : start + TEXTS_AT_ONCE], k=depth):
+            rankings.append([(hit.image_id, hit.score) for hit in hits])
+    return rankings
 
 
 # The configured CLIP model alone, or a model method on top of it (annotator.methods.registry).
@@ -49,9 +54,10 @@ def run_from_method(
         raise ValueError(
             f"Quire has no query {', '.join(map(str, missing[:5]))}: import the queries before running {method}."
         )
+    ordered = sorted(queries.items())
+    clips = _clip_rankings([query.text for _, query in ordered], max(depth, top))
     ranked = {}
-    for number, (query_id, query) in enumerate(sorted(queries.items()), start=1):
-        clip = [(hit.image_id, hit.score) for hit in search(text=query.text, k=max(depth, top))]
+    for number, ((query_id, query), clip) in enumerate(zip(ordered, clips, strict=True), start=1):
         head = ranking_by(query, method, top=top, depth=depth)
         seen = {image_id for image_id, _ in head}
         # Scores below the head are shifted under its lowest, so that a run sorted by score keeps this order.

@@ -58,7 +58,7 @@ def test_a_method_without_its_model_says_so_before_searching_anything(labeling, 
     set_labels(query_id=query.pk, changes=[LabelChange(1, "relevant")], user=labeling["annotator"], source="api")
 
     searched = []
-    monkeypatch.setattr(runs, "search", lambda **arguments: searched.append(arguments) or [])
+    monkeypatch.setattr(runs, "search_texts", lambda *texts, **arguments: searched.append(texts) or [])
     with pytest.raises(CommandError, match="is configured"):
         call_command("evaluate", "--from-model", "--method", method)
     assert searched == []
