@@ -130,10 +130,13 @@ class CardRanker:
         step = max(take, SCORES_AT_ONCE // max(1, len(queries)))
         best_scores = torch.empty((len(queries), 0), dtype=torch.float16, device=self.device)
         best_positions = torch.empty((len(queries), 0), dtype=torch.int64, device=self.device)
-        skip_on_card = [torch.as_tensor(s, device=self.device) for s in skip]
+        # Only the queries that leave rows out: an evaluation's 250 queries leave none, and a loop over them all
+        # would launch thousands of empty kernels.
+        on_card = self.device
+        skip_on_card = [(slot, torch.as_tensor(gone, device=on_card)) for slot, gone in enumerate(skip) if len(gone)]
         for start in range(0, count, step):
             scores = q16 @ vectors[start : start + step].T
-            for slot, skipped in enumerate(skip_on_card):
+            for slot, skipped in skip_on_card:
                 inside = skipped[(skipped >= start) & (skipped < start + step)] - start
                 if len(inside):
                     scores[slot].index_fill_(0, inside, -math.inf)
