@@ -132,8 +132,8 @@ class CardRanker:
         best_positions = torch.empty((len(queries), 0), dtype=torch.int64, device=self.device)
         # Only the queries that leave rows out: an evaluation's 250 queries leave none, and a loop over them all
         # would launch thousands of empty kernels.
-        on_card = self.device
-        skip_on_card = [(slot, torch.as_tensor(gone, device=on_card)) for slot, gone in enumerate(skip) if len(gone)]
+        device = self.device
+        skip_on_card = [(slot, torch.as_tensor(gone, device=device)) for slot, gone in enumerate(skip) if len(gone)]
         for start in range(0, count, step):
             scores = q16 @ vectors[start : start + step].T
             for slot, skipped in skip_on_card:
