@@ -136,7 +136,13 @@ def embed_files(
             if len(batch) == batch_size:
                 flush()
         flush()
-    dim = embedder.dim
+    return _embedded(ids, taxa, vectors, failures, embedder.dim)
+
+
+def _embedded(
+    ids: list[int], taxa: list[int], vectors: list[np.ndarray], failures: list[Failure], dim: int
+) -> Embedded:
+    """The batches' results as one answer (an empty one keeps the model's width)."""
     return Embedded(
         image_ids=np.asarray(ids, dtype=np.int64),
         taxon_ids=np.asarray(taxa, dtype=np.int64),
@@ -215,9 +221,4 @@ def _embed_in_processes(
             taxa.extend(image.taxon_id for image in decoded)
         if progress:
             progress(len(decoded) + len(failed))
-    return Embedded(
-        image_ids=np.asarray(ids, dtype=np.int64),
-        taxon_ids=np.asarray(taxa, dtype=np.int64),
-        vectors=np.concatenate(vectors) if vectors else np.empty((0, embedder.dim), np.float32),
-        failures=failures,
-    )
+    return _embedded(ids, taxa, vectors, failures, embedder.dim)
