@@ -49,7 +49,7 @@ def own_server(tmp_path):
     """A Milvus server of this test's own, which it may kill."""
     folder = tmp_path / "milvus"
     folder.mkdir()
-    server, process = milvus_server._start(folder)
+    server, process = milvus_server._start(folder, next_target_every=1)  # as conftest's server
     try:
         milvus_server.wait_healthy(server, process)
     except milvus_server.ServerUnavailable as error:
