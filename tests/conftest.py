@@ -126,7 +126,7 @@ def milvus_server(tmp_path_factory):
         yield os.environ["QUIRE_TEST_MILVUS_URI"]
         return
     try:
-        with server.running(tmp_path_factory.mktemp("milvus-server"), next_target_every=1) as running:
+        with server.running(tmp_path_factory.mktemp("milvus-server"), next_target_every=1, stop_grace=3) as running:
             yield running.uri
     except server.ServerUnavailable as error:
         if os.environ.get("QUIRE_REQUIRE_SERVICES") == "1":

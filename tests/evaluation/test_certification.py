@@ -147,3 +147,5 @@ def test_nested_benchmark_checks_fix_their_sizes_in_advance_and_look_at_each_pai
         # every sampled pair costs at least one look beyond the review's, and no pair is paid for twice
         assert run["labels"] >= run["review"] + run["sampled"]
         assert run["frame_oracle"] > 0 and run["least_check"] <= run["sampled"]
+        # a team that knew where to stop spends no more than this one: the floor sits under what was spent
+        assert run["frame_oracle"] + run["confirmed"] <= benchmark_sim.least_labels(run) <= run["labels"]

@@ -56,7 +56,7 @@ def own_server(tmp_path):
         milvus_server.stop(process)
         pytest.fail(f"the test's own Milvus server did not start: {error}")
     yield server, process
-    milvus_server.stop(process)
+    milvus_server.stop(process, grace=3)  # its data is thrown away
 
 
 @pytest.fixture
