@@ -387,10 +387,10 @@ def summarize(benchmark: list[dict[str, Any]], queries: list[dict[str, Any]], ta
 
 
 def least_labels(run: dict[str, Any]) -> int:
-    """What the benchmark's claim costs a team that knows exactly where to stop, the least any design of this claim
-    spends: review down the same trajectories to the frame oracle's stop (the target over the claim's own frames,
-    which it must reach to be true), one confirmation of each positive the claim counts (only confirmed positives
-    count), and the smallest sample that certifies at all (meeting no positive), one look at each pair."""
+    """What the benchmark's claim costs a team that knows exactly where to stop each query: review down the same
+    trajectories to the frame oracle's stop (each query's frames at the target), one confirmation of each positive
+    the claim counts (only confirmed positives count), and the smallest sample that certifies at all (meeting no
+    positive), one look at each pair. The goals are read beside it (bench/RESULTS.md)."""
     return int(run["frame_oracle"] + run["confirmed"] + (run["least_check"] or 0))
 
 
