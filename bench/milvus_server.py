@@ -105,10 +105,15 @@ def _own_etcd_peer_port(config: Any, peer_port: int) -> None:
         f"listen-client-urls: {client}\nadvertise-client-urls: {client}\n"
         f"listen-peer-urls: {peer}\ninitial-advertise-peer-urls: {peer}\ninitial-cluster: quire={peer}\n"
     )
+    _add_to_section(config, "etcd", f"  config:\n    path: {etcd}\n")
+
+
+def _add_to_section(config: Any, section: str, lines: str) -> None:
+    """`lines` at the head of a top-level section of the server's milvus.yaml (the package's template)."""
     milvus_yaml = Path(config.base_data_dir) / "configs" / "milvus.yaml"
-    text = milvus_yaml.read_text()
-    assert text.startswith("etcd:\n") or "\netcd:\n" in text, "the package's config template changed"
-    milvus_yaml.write_text(text.replace("\netcd:\n", f"\netcd:\n  config:\n    path: {etcd}\n", 1))
+    text = "\n" + milvus_yaml.read_text()
+    assert f"\n{section}:\n" in text, "the package's config template changed"
+    milvus_yaml.write_text(text.replace(f"\n{section}:\n", f"\n{section}:\n{lines}", 1)[1:])
 
 
 def _next_target_every(config: Any, seconds: int) -> None:
@@ -116,12 +121,7 @@ def _next_target_every(config: Any, seconds: int) -> None:
     indexed (queryCoord.updateNextTargetInterval, 10 s by default): a load waits for that hand-off (search.milvus'
     _rows_served_sealed), so a test server set to 1 s spends a second there instead of ten (a load of 6,000 rows:
     8.7 s instead of 18.8). The same code path, only sooner; benchmarks keep the default."""
-    milvus_yaml = Path(config.base_data_dir) / "configs" / "milvus.yaml"
-    text = milvus_yaml.read_text()
-    assert "\nqueryCoord:\n" in text, "the package's config template changed"
-    milvus_yaml.write_text(
-        text.replace("\nqueryCoord:\n", f"\nqueryCoord:\n  updateNextTargetInterval: {seconds}\n", 1)
-    )
+    _add_to_section(config, "queryCoord", f"  updateNextTargetInterval: {seconds}\n")
 
 
 def wait_healthy(server: Server, process: subprocess.Popen[bytes], timeout: float = START_TIMEOUT) -> None:

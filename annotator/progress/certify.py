@@ -90,10 +90,8 @@ def _lower_tail(positives: int, unlabeled: int, missing: int, sample: int, miss_
     # up to the first j where it is under NEGLIGIBLE, and the rest is bounded by that value times P(more held).
     # The tail is then overstated by at most NEGLIGIBLE (a check never certifies on the cut), and a frame of 250
     # queries is tested over tens of terms instead of the sample's thousands (issue 51's simulator: 8 s of 14).
-    if last - first < WHOLE:  # few terms: the whole sum is quicker than finding where to cut it
-        held = np.arange(first, last + 1)
-        return float(min(1.0, np.sum(law.pmf(held) * binom(held, 1.0 - miss_rate).cdf(positives))))
-    cut = _last_counted(first, last, positives, miss_rate)
+    # Few terms: the whole sum is quicker than finding where to cut it.
+    cut = last if last - first < WHOLE else _last_counted(first, last, positives, miss_rate)
     if cut < first:
         return float(min(1.0, binom(first, 1.0 - miss_rate).cdf(positives)))
     held = np.arange(first, cut + 1)
