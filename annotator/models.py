@@ -622,6 +622,14 @@ class CompletenessCheck(models.Model):
     second_judgments = models.BooleanField(
         default=True, help_text="Positives (the frame's and the sample's) get a second blind judgment first."
     )
+    looks = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Fresh looks (judgments given after the draw) each sampled image gets; 0: a check drawn before "
+        "issue 62, whose images wanted two judgments in all.",
+    )
+    per_look_miss_rate = models.FloatField(
+        null=True, blank=True, help_text="The per-look bound the test used (annotator.progress.looks)."
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.CHECKING)
     # Filled when the check is decided: every sampled image labeled, every second judgment given.
     found = models.PositiveIntegerField(null=True, blank=True, help_text="The frame's positives outside the sample.")
@@ -714,6 +722,14 @@ class BenchmarkCheck(models.Model):
     confidence = models.FloatField(help_text="The claim's, over every benchmark check.")
     tested_at = models.FloatField(help_text="This check's own confidence (annotator.progress.certify.tested_at).")
     miss_rate = models.FloatField(help_text="The bound the test assumes on the share of sampled positives lost.")
+    looks = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Fresh looks (judgments given after the draw) each sampled image gets; 0: a check drawn before "
+        "issue 62, whose images wanted two judgments in all.",
+    )
+    per_look_miss_rate = models.FloatField(
+        null=True, blank=True, help_text="The per-look bound the test used (annotator.progress.looks)."
+    )
     sampled_from = models.PositiveIntegerField(help_text="The pairs the sample was drawn from.")
     found_at_draw = models.PositiveIntegerField(help_text="Confirmed positives in the frames at the draw.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.CHECKING)

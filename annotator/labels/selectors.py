@@ -129,7 +129,8 @@ def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str,
     # Positives that wait for an adjudicator's confirmation, beside the disagreements (annotator.progress.checks):
     # a completeness check's sampled images its looks agree are relevant or unsure (two agreeing mistakes must not
     # count as a positive), and the single-judgment positives of the query's frozen frame (a claim counts only
-    # confirmed positives), leaving out images whose second blind judgment is still to come.
+    # confirmed positives; before any draw, the default frame's: every judged image), leaving out images whose second
+    # blind judgment is still to come.
     wanted = max(2, query.judgments_wanted)
     sampled = {i for i in sampled_images(query.pk, judged) if len(judged[i]) >= wanted} - set(split)
     confirm = sampled | (_single_positives_in_frame(query, judged) - set(split))
@@ -157,13 +158,15 @@ def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str,
 
 
 def _single_positives_in_frame(query: Query, judged: dict[int, list[dict[str, Any]]]) -> set[int]:
-    frame = QueryFrame.objects.filter(query=query).values_list("ids", flat=True).first()
-    if frame is None:
-        return set()
+    """The single-judgment positives of the query's frame: the frozen one, or before any draw the default frame,
+    which holds every image judged (annotator.progress.frames), so they are routed as they are labeled."""
     single = {i for i, found in judged.items() if len(found) == 1 and found[0]["value"] in CHECKED}
     waiting = set(
         OverlapImage.objects.filter(query=query, image_id__in=list(single)).values_list("image_id", flat=True)
     )
+    frame = QueryFrame.objects.filter(query=query).values_list("ids", flat=True).first()
+    if frame is None:
+        return single - waiting
     in_frame = set(unpack_ids(frame).tolist())
     return {i for i in single - waiting if i in in_frame}
 

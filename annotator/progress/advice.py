@@ -26,7 +26,6 @@ from annotator.models import (
     Query,
 )
 from annotator.progress import checks
-from annotator.progress.frames import unpack
 
 WINDOW = 200  # the last judgments the yield is read over
 DRY = {"query": 0.10, "benchmark": 0.10}  # at most this share of them relevant: the ranking looks dry
@@ -51,12 +50,12 @@ def advice(query: Query, aim: str = "query") -> dict[str, Any]:
         return _said("done", f"Done: check {check.ordinal} certified {check.target_recall:.0%} over the frame.")
     if aim == "benchmark" and _certified_in_benchmark(query):
         return _said("done", "Done: the latest benchmark check certified the claim over this query's frame.")
-    frame = query.frame.ids if hasattr(query, "frame") else None
-    if frame is not None:
-        waiting = len(checks.unconfirmed_positives(query, unpack(frame)))
-        if waiting:
-            return _said("wait", f"{waiting} positive{'s' if waiting != 1 else ''} of the frame wait for an "
-                         "adjudicator's confirmation (a claim counts only confirmed positives).")  # fmt: skip
+    # Before any draw too: a draw over unconfirmed positives sizes its sample as if each were missing.
+    waiting = len(checks.waiting_in_frame(query))
+    if waiting:
+        return _said("wait", f"{waiting} positive{'s' if waiting != 1 else ''} of the frame "
+                     f"wait{'s' if waiting == 1 else ''} for an adjudicator's confirmation (a claim counts only "
+                     "confirmed positives).")  # fmt: skip
     recent = _recent(query)
     if len(recent) < WINDOW:
         return _said("label", f"Label down the ranking: {len(recent)} judgments so far, a check reads {WINDOW}.")

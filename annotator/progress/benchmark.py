@@ -39,14 +39,23 @@ from annotator.models import (
     Judgment,
     Label,
     LabelValue,
-    OverlapImage,
     Query,
     pack_ids,
     unpack_ids,
 )
-from annotator.progress import certify
-from annotator.progress.check_requests import MISS_RATE, SMALLEST, read_flag
-from annotator.progress.checks import Progress, confirmed_positives, found_after, in_frame, looks_at
+from annotator.progress import certify, looks
+from annotator.progress.check_requests import ADJUDICATOR, LOOKS, SMALLEST, read_flag
+from annotator.progress.checks import (
+    Progress,
+    confirmed_positives,
+    found_after,
+    fresh_since,
+    in_frame,
+    looks_at,
+    seal_judged,
+    unconfirmed_positives,
+    unconfirmed_words,
+)
 from annotator.progress.frames import BadCheck, Frame, frame_of, freeze
 
 MAX_QUERIES = 2000
@@ -64,7 +73,7 @@ class BenchmarkRequest:
     confidence: float
     query_ids: tuple[int, ...] | None  # None: every query
     split: str | None
-    miss_rate: float = MISS_RATE
+    with_unconfirmed: bool = False  # draw although frame positives wait for confirmation (they are sampled then)
 
     @property
     def scope(self) -> str:
@@ -103,7 +112,7 @@ def read_request(data: Any) -> BenchmarkRequest:
     read_flag(data, "dry_run", False)
     return BenchmarkRequest(
         target=_share(data, "target_recall", 0.9), confidence=_share(data, "confidence", 0.95),
-        query_ids=ids, split=split,
+        query_ids=ids, split=split, with_unconfirmed=read_flag(data, "with_unconfirmed", False),
     )  # fmt: skip
 
 
@@ -130,6 +139,7 @@ class Stratum:
     frame: Frame
     positives: npt.NDArray[np.int64]
     population: npt.NDArray[np.int64]
+    unconfirmed: int
 
 
 @dataclass(frozen=True)
@@ -139,11 +149,17 @@ class Situation:
     tested_at: float
     tolerate: int
     sample: int | None
-    miss_rate: float
+    miss_rate: float  # the share of sampled positives the test takes its looks to lose (certify.pair_miss_rate)
+    record: looks.LookRecord
+    after_confirmation: int | None  # the sample once every unconfirmed positive is confirmed
 
     @property
     def found(self) -> int:
         return sum(len(stratum.positives) for stratum in self.strata)
+
+    @property
+    def unconfirmed(self) -> int:
+        return sum(stratum.unconfirmed for stratum in self.strata)
 
     @property
     def sampled_from(self) -> int:
@@ -154,7 +170,9 @@ class Situation:
             "queries": len(self.strata), "frames_size": sum(len(s.frame.ids) for s in self.strata),
             "found": self.found, "sampled_from": self.sampled_from, "check": self.ordinal,
             "tested_at": self.tested_at, "sample": self.sample, "tolerates": self.tolerate,
-            "looks": 2 * (self.sample or 0), "miss_rate": self.miss_rate,
+            "looks_per_pair": LOOKS, "looks": LOOKS * (self.sample or 0), "miss_rate": self.record.bound,
+            "tested_miss_rate": self.miss_rate, "per_look": self.record.as_json(), "unconfirmed": self.unconfirmed,
+            "sample_after_confirmation": self.after_confirmation,
         }  # fmt: skip
 
 
@@ -167,15 +185,29 @@ def _situation(request: BenchmarkRequest, frames: list[tuple[Query, Frame]]) -> 
     strata = []
     for query, frame in frames:
         positives = in_frame(frame.ids, confirmed_positives(query))
-        strata.append(Stratum(query, frame, positives, np.setdiff1d(frame.ids, positives, assume_unique=True)))
+        rest = np.setdiff1d(frame.ids, positives, assume_unique=True)
+        strata.append(Stratum(query, frame, positives, rest, len(unconfirmed_positives(query, frame.ids))))
     ordinal = BenchmarkCheck.objects.count() + 1
     confidence = certify.tested_at(request.confidence, ordinal)
     found, population = sum(len(s.positives) for s in strata), sum(len(s.population) for s in strata)
     if not population:
         raise BadCheck("The frames hold no image that is not a confirmed positive: nothing to check.")
-    tolerate = max(0, min(MOST_TOLERATED, certify.missing_at_target(found, request.target) // TOLERATE_SHARE))
-    sample = certify.check_size(found, population, request.target, confidence, request.miss_rate, tolerate)
-    return Situation(strata, ordinal, confidence, tolerate, sample, request.miss_rate)
+    record = looks.record()
+    miss_rate = certify.pair_miss_rate(record.bound, LOOKS, ADJUDICATOR)
+    sample = _size(found, population, request, confidence, miss_rate)
+    waiting = sum(s.unconfirmed for s in strata)
+    after = _size(found + waiting, population - waiting, request, confidence, miss_rate) if waiting else sample
+    tolerate = _tolerated(found, request.target)
+    return Situation(strata, ordinal, confidence, tolerate, sample, miss_rate, record, after)
+
+
+def _tolerated(found: int, target: float) -> int:
+    return max(0, min(MOST_TOLERATED, certify.missing_at_target(found, target) // TOLERATE_SHARE))
+
+
+def _size(found: int, population: int, request: BenchmarkRequest, confidence: float, miss_rate: float) -> int | None:
+    tolerate = _tolerated(found, request.target)
+    return certify.check_size(found, population, request.target, confidence, miss_rate, tolerate)
 
 
 def open_check() -> BenchmarkCheck | None:
@@ -202,14 +234,17 @@ def draw(request: BenchmarkRequest, user: Writer) -> tuple[BenchmarkCheck, bool]
             positives = Label.objects.select_for_update().filter(query_id__in=ids, value=LabelValue.RELEVANT)
             list(positives.order_by("query_id", "image_id").values("pk"))  # in the writers' order
             found = _situation(request, frames)
+            if found.unconfirmed and not request.with_unconfirmed:
+                raise BadCheck(unconfirmed_words(found.unconfirmed, found.sample, found.after_confirmation))
             if found.sample is None:
                 raise BadCheck(
                     f"No sample can certify {request.target:.0%} over these frames: confirm more positives first."
                 )
             check = BenchmarkCheck.objects.create(
                 ordinal=found.ordinal, scope=request.scope, target_recall=request.target,
-                confidence=request.confidence, tested_at=found.tested_at, miss_rate=request.miss_rate,
+                confidence=request.confidence, tested_at=found.tested_at, miss_rate=found.miss_rate,
                 sampled_from=found.sampled_from, found_at_draw=found.found, drawn_by=user,
+                looks=LOOKS, per_look_miss_rate=found.record.bound,
             )  # fmt: skip
             _keep(check, found, user)
             if not found.sample:
@@ -252,11 +287,11 @@ def _keep(check: BenchmarkCheck, found: Situation, user: Writer) -> None:
         for p, n in enumerate(chosen_pairs)
     ]
     BenchmarkImage.objects.bulk_create(rows, batch_size=ROWS)
-    OverlapImage.objects.bulk_create(
-        [OverlapImage(query_id=row.query_id, image_id=row.image_id) for row in rows],
-        batch_size=ROWS,
-        ignore_conflicts=True,
-    )
+    by_query: dict[int, list[int]] = defaultdict(list)
+    for row in rows:
+        by_query[row.query_id].append(row.image_id)
+    for query_id, image_ids in by_query.items():  # a fresh look at a pair someone judged is blind to the old vote
+        seal_judged(query_id, image_ids)
 
 
 def _sample_of(check: BenchmarkCheck) -> dict[int, list[int]]:
@@ -300,7 +335,10 @@ def progress(check: BenchmarkCheck) -> BenchmarkProgress:
     """How far the check's labeling has come, per query (reads only)."""
     sample = _sample_of(check)
     queries = {query.pk: query for query in Query.objects.filter(pk__in=list(sample))}
-    return BenchmarkProgress({query_id: looks_at(queries[query_id], ids) for query_id, ids in sample.items()})
+    since = fresh_since(check)
+    return BenchmarkProgress(
+        {query_id: looks_at(queries[query_id], ids, since=since, looks=check.looks) for query_id, ids in sample.items()}
+    )
 
 
 @dataclass(frozen=True)
@@ -318,7 +356,8 @@ def wanting(query: Query) -> Wanting:
     )
     if not ids:
         return Wanting([], set())
-    now = looks_at(query, ids)
+    check = open_check()
+    now = looks_at(query, ids, since=fresh_since(check), looks=check.looks if check else 0)
     return Wanting(ids, set(now.second) | set(now.unjudged))
 
 
@@ -338,16 +377,13 @@ def decide_if_complete(query_id: int, image_ids: Any = None) -> None:
 
 
 def _some_pair_wants_a_look(check: BenchmarkCheck) -> bool:
-    """Whether a sampled pair has fewer than two judgments (the decision waits for it), in one query."""
-    looks = (
-        Judgment.objects.filter(query=OuterRef("query"), image=OuterRef("image"))
-        .order_by()
-        .values("query")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
-    pairs = check.images.annotate(looks=Coalesce(Subquery(looks), 0))
-    return pairs.filter(looks__lt=2).exists()
+    """Whether a sampled pair has fewer looks than the check wants (the decision waits for it), in one query."""
+    given = Judgment.objects.filter(query=OuterRef("query"), image=OuterRef("image"))
+    if check.looks:
+        given = given.filter(created_at__gte=check.created_at)
+    counted = given.order_by().values("query").annotate(n=Count("id")).values("n")
+    pairs = check.images.annotate(looks=Coalesce(Subquery(counted), 0))
+    return pairs.filter(looks__lt=check.looks or 2).exists()
 
 
 def decide(check: BenchmarkCheck, now: BenchmarkProgress) -> None:
@@ -377,7 +413,7 @@ def claim_words(check: BenchmarkCheck, queries: int) -> str:
     percent, sure = f"{check.target_recall:.0%}", f"{check.confidence:.0%}"
     scope = (
         f"over the frames of {queries} queries ({check.scope}; benchmark check {check.ordinal}, tested at "
-        f"{check.tested_at:.2%}, assuming the looks lose at most {check.miss_rate:.1%} of sampled positives); "
+        f"{check.tested_at:.2%}, {looks.assumption_words(check.looks, check.per_look_miss_rate, check.miss_rate)}); "
         "positives outside the frames: not bounded"
     )
     if check.status == BenchmarkCheck.Status.CERTIFIED:
@@ -418,7 +454,9 @@ def report(check: BenchmarkCheck, *, withheld: str = "") -> dict[str, Any]:
     shown: dict[str, Any] = {
         "id": check.pk, "check": check.ordinal, "status": check.status, "scope": check.scope,
         "target_recall": check.target_recall, "confidence": check.confidence, "tested_at": check.tested_at,
-        "miss_rate": check.miss_rate, "recall_lower_bound": check.recall_lower_bound if decided else None,
+        "miss_rate": check.per_look_miss_rate if check.looks else check.miss_rate,
+        "tested_miss_rate": check.miss_rate, "looks_per_pair": check.looks or 2,
+        "recall_lower_bound": check.recall_lower_bound if decided else None,
         "found": check.found if decided else check.found_at_draw, "sampled_from": check.sampled_from,
         "sample": {"size": now.size, "labeled": now.labeled, "positives": now.positives, "pending": now.pending},
         "queries": rows, "claim": claim_words(check, len(rows)),

@@ -27,6 +27,15 @@ which is the plain tail at miss_rate 0, grows with miss_rate (so a true rate und
 and still falls as K grows (more positives, stochastically more met). Without it the first check's real level
 at 5% annotator mistakes and one look at negatives was 0.030 for 0.025 at F = 180 and 0.074 at F = 5 (issue 51).
 
+Which looks count. A positive still missing when a check is drawn is, by selection, one that every earlier look
+missed: the review's "not relevant" on it is a miss already made, not a look the check may count (issue 62 measured
+the first check's real level at 0.0585 where 0.045 was stated, counting it). So only looks given after the draw
+count (annotator.progress.checks), each sampled pair gets `looks` of them, and a sampled positive is lost when every
+fresh look misses it or the adjudicator rejects it: `pair_miss_rate` combines a per-look bound (from the team's
+own blind looks at confirmed positives, annotator.progress.looks) with the adjudicator's allowance. Looks that
+err together (a hard image every annotator misses) are not covered by a bound measured on independent looks: the
+claims say "assuming looks err independently".
+
 Looks add up: a query's k-th check (annotator.progress.checks) is tested at the share of alpha that
 `tested_at` gives it; the shares sum to alpha, so the chance that any certified claim is wrong stays under it.
 
@@ -43,7 +52,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from scipy.stats import binom, hypergeom
+from scipy.stats import beta, binom, hypergeom
 
 
 @dataclass(frozen=True)
@@ -235,6 +244,35 @@ def check_size(
         else:
             low = middle + 1
     return low
+
+
+def pair_miss_rate(per_look: float, looks: int, adjudicator: float) -> float:
+    """The share of a sample's true positives a check may lose when each gets `looks` fresh, independent looks
+    that each miss it with probability at most `per_look`, and the adjudicator who decides every pair a look called
+    relevant rejects a true positive with probability at most `adjudicator`: lost when every look misses, or when
+    some look finds it and the adjudicator errs, so at most per_look^looks + adjudicator (1 - per_look^looks)."""
+    _check_share("per_look", per_look)
+    if isinstance(looks, bool) or not isinstance(looks, int) or looks < 1:
+        raise ValueError(f"looks must be a whole number, 1 or more, not {looks!r}.")
+    if isinstance(adjudicator, bool) or not isinstance(adjudicator, int | float) or not 0 <= adjudicator < 1:
+        raise ValueError(f"adjudicator must be a share from 0 up to 1, not {adjudicator!r}.")
+    missed = per_look**looks
+    return missed + adjudicator * (1.0 - missed)
+
+
+def per_look_upper_bound(misses: int, looks: int, confidence: float) -> float:
+    """The one-sided Clopper-Pearson upper confidence bound of a per-look miss rate from `misses` among `looks`
+    (each a blind look at a positive another look found): the `confidence` quantile of Beta(misses + 1, looks -
+    misses), 1 where no look was counted (Clopper and Pearson, Biometrika 26:404, 1934)."""
+    for name, value in (("misses", misses), ("looks", looks)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}.")
+    if misses > looks:
+        raise ValueError(f"{misses} misses cannot come from {looks} looks.")
+    _check_share("confidence", confidence)
+    if misses == looks:
+        return 1.0
+    return float(beta.ppf(confidence, misses + 1, looks - misses))
 
 
 def tested_at(confidence: float, ordinal: int) -> float:

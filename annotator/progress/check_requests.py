@@ -13,13 +13,20 @@ from annotator.progress.frames import BadCheck, FrameSpec, read_frame
 # The depth the side pane's form and the command offer for a declared `top` frame (a check without a frame uses the
 # query's own: annotator.progress.frames.frame_of).
 DEFAULT_DEPTH = 1000
-# The bound the test assumes on the share of sampled positives a check's looks lose (annotator.progress.certify):
-# two blind looks at every sampled image lose a positive when both miss it (0.25% for annotators wrong 5% of the
-# time), and the adjudicator who decides every image a look called relevant or unsure is taken to err at most
-# as often again. Declared in every claim beside its confidence.
+# What the test assumes of a look (annotator.progress.certify): only looks given after the draw count, each sampled
+# pair gets LOOKS of them, and each misses a true positive with probability at most the team's per-look bound
+# (annotator.progress.looks: an upper confidence bound from its own blind looks at confirmed positives), PER_LOOK
+# until ENOUGH_LOOKS such looks are counted. The adjudicator, who decides every pair a look called relevant or
+# unsure, is taken to reject at most ADJUDICATOR of the true positives. Declared in every claim.
+PER_LOOK = 0.05
+ENOUGH_LOOKS = 100
+LOOK_BOUND_CONFIDENCE = 0.95
+ADJUDICATOR = 0.0025
+LOOKS = 1
+# The rate the older two-look checks were tested at (kept for their claims' words, and the simulator's comparison).
 MISS_RATE = 0.005
-# With second judgments off (a team of one), each sampled image has one look: the bound is one annotator's mistakes.
-ONE_LOOK_MISS_RATE = 0.05
+# With second judgments off (a team of one), each sampled image has one look and no adjudicator.
+ONE_LOOK_MISS_RATE = PER_LOOK
 SMALLEST = 1e-6
 
 
@@ -29,7 +36,7 @@ class CheckRequest:
     confidence: float
     frame: FrameSpec | None  # None: the query's frame (frozen, or its default)
     second_judgments: bool = True
-    miss_rate: float = MISS_RATE
+    with_unconfirmed: bool = False  # draw although frame positives wait for confirmation (they are sampled then)
 
 
 def _share(data: dict[str, Any], name: str, default: float) -> float:
@@ -58,6 +65,7 @@ def read_request(data: Any) -> CheckRequest:
         confidence=_share(data, "confidence", 0.95),
         frame=None if frame is None else read_frame(frame),
         second_judgments=read_flag(data, "second_judgments", True),
+        with_unconfirmed=read_flag(data, "with_unconfirmed", False),
     )
 
 
@@ -85,5 +93,6 @@ def read_form(form: Any) -> CheckRequest:
             "confidence": form.get("confidence", ""),
             "frame": frame if kind else None,  # "the query's frame" in the form: no kind
             "second_judgments": "second_judgments" in form,
+            "with_unconfirmed": "with_unconfirmed" in form,
         }
     )

@@ -8,13 +8,19 @@ it met nothing (issue 51). A simple random sample is drawn from the rest of the 
 judged, those judged not relevant (a positive the review missed is as missing as one nobody saw) and the
 unconfirmed positives (if the sample meets one that is real, it counts against the claim).
 
-Every sampled image gets two blind looks (it joins the query's overlap sample at the draw), and an adjudicator
-decides every sampled image that a look called relevant or unsure: two annotators who agree by mistake (0.25% of
-images at 5% mistakes each) neither fail a check nor pass into the next one's `found`. A true positive of the
-sample is lost only when both looks miss it or the adjudicator does; the test (annotator.progress.certify) assumes
-that happens to at most `miss_rate` of them and says so. Where staff turn second judgments off, single judgments
-are trusted, the judged images are settled, only the unjudged are sampled, and the test assumes one look's
-mistakes (ONE_LOOK_MISS_RATE).
+Only looks given after the draw count (certify's doc says why): every sampled image gets one fresh look from an
+annotator who had not judged it (a sampled image someone had judged joins the query's overlap sample, so that the
+fresh look is blind to the old vote), and an adjudicator decides every sampled image a fresh look called relevant or
+unsure, or whose looks split. A true positive of the sample is lost only when the fresh look misses it or the
+adjudicator does; the test takes the team's per-look bound (annotator.progress.looks) and the adjudicator's
+allowance together (certify.pair_miss_rate) and says so. Where staff turn second judgments off, single judgments
+are trusted, the judged images are settled, only the unjudged are sampled, and no adjudicator decides.
+
+A frame's single-judgment positives are confirmed before a draw, as they are labeled (the adjudicator's queue lists
+them, the default frame's before any draw; the advice says "wait" meanwhile): a draw over unconfirmed positives
+sizes its sample as if each were missing, which at the first check of a team that has confirmed nothing is most of
+the frame (issue 62: 19,830 of 20,660 pairs). So a draw with unconfirmed positives is refused, stating what it
+costs now and after confirmation, unless the request says `with_unconfirmed`.
 
 The sample is sized to certify the target when it counts at most one positive (or none, where one cannot), tested
 at the share of alpha its ordinal gets (certify.tested_at: 0.9 alpha first, the rest halving after). The check is
@@ -45,9 +51,10 @@ from annotator.models import (
     LabelValue,
     OverlapImage,
     Query,
+    QueryFrame,
 )
-from annotator.progress import certify
-from annotator.progress.check_requests import ONE_LOOK_MISS_RATE, CheckRequest
+from annotator.progress import certify, looks
+from annotator.progress.check_requests import ADJUDICATOR, LOOKS, CheckRequest
 from annotator.progress.frames import BadCheck, Frame, NothingToCheckYet, frame_of, freeze, pack, unpack
 
 # The values that count as a positive in the sample: unsure counts, so that doubt never helps a claim.
@@ -70,9 +77,11 @@ class Situation:
     population: npt.NDArray[np.int64]  # what the sample is drawn from
     ordinal: int
     tested_at: float
-    miss_rate: float
+    miss_rate: float  # the share of sampled positives the test takes its looks to lose (certify.pair_miss_rate)
     sample: int | None  # images the check labels; None: no sample can certify (certify.check_size)
     unconfirmed: int  # the frame's single-judgment positives waiting for an adjudicator's confirmation
+    record: looks.LookRecord
+    after_confirmation: int | None  # the sample once every unconfirmed positive is confirmed (the cheapest case)
 
     @property
     def found(self) -> int:
@@ -82,8 +91,9 @@ class Situation:
         return {
             "frame": self.frame.as_json(), "frame_size": len(self.frame.ids), "found": self.found,
             "sampled_from": len(self.population), "check": self.ordinal, "tested_at": self.tested_at,
-            "miss_rate": self.miss_rate, "sample": self.sample, "unconfirmed": self.unconfirmed,
-            "looks": 2 * (self.sample or 0),
+            "miss_rate": self.record.bound, "tested_miss_rate": self.miss_rate, "per_look": self.record.as_json(),
+            "sample": self.sample, "unconfirmed": self.unconfirmed, "looks_per_image": LOOKS,
+            "looks": LOOKS * (self.sample or 0), "sample_after_confirmation": self.after_confirmation,
         }  # fmt: skip
 
 
@@ -116,11 +126,16 @@ def _situation(query: Query, request: CheckRequest, frame: Frame) -> Situation:
         population, unconfirmed = np.setdiff1d(frame.ids, judged, assume_unique=True), 0
     ordinal = query.completeness_checks.count() + 1
     confidence = certify.tested_at(request.confidence, ordinal)
-    miss_rate = request.miss_rate if request.second_judgments else max(request.miss_rate, ONE_LOOK_MISS_RATE)
-    sample = certify.check_size(
-        len(positives), len(population), request.target, confidence, miss_rate, tolerate=TOLERATE
-    )  # fmt: skip
-    return Situation(frame, positives, population, ordinal, confidence, miss_rate, sample, unconfirmed)
+    record = looks.record()
+    miss_rate = certify.pair_miss_rate(record.bound, LOOKS, ADJUDICATOR if request.second_judgments else 0.0)
+    found, rest = len(positives), len(population)
+    sample = certify.check_size(found, rest, request.target, confidence, miss_rate, tolerate=TOLERATE)
+    after = (
+        certify.check_size(found + unconfirmed, rest - unconfirmed, request.target, confidence, miss_rate, TOLERATE)
+        if unconfirmed
+        else sample
+    )
+    return Situation(frame, positives, population, ordinal, confidence, miss_rate, sample, unconfirmed, record, after)
 
 
 def confirmed_positives(query: Query) -> list[int]:
@@ -141,14 +156,24 @@ def confirmed_positives(query: Query) -> list[int]:
     return [i for i, decided_by in rows.items() if decided_by == Decision.ADJUDICATED or counts.get(i, 0) >= wanted]
 
 
-def unconfirmed_positives(query: Query, frame: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """The frame's positives that one judgment alone calls so, and that wait for an adjudicator's confirmation
-    (annotator.labels.selectors lists them): those still waiting for a blind second judgment in an overlap sample
-    are left out, so the count is the same for every viewer."""
+def unconfirmed_positives(query: Query, frame: npt.NDArray[np.int64] | None) -> npt.NDArray[np.int64]:
+    """The frame's positives (`frame` None: the query's) that one judgment alone calls so, and that wait for an
+    adjudicator's confirmation (annotator.labels.selectors lists them): those still waiting for a blind second
+    judgment in an overlap sample are left out, so the count is the same for every viewer."""
     single = Label.objects.filter(query=query, value=LabelValue.RELEVANT, decided_by=Decision.SINGLE)
-    ids = in_frame(frame, single.values_list("image_id", flat=True))
+    found = single.values_list("image_id", flat=True)
+    ids = np.unique(np.fromiter(found, dtype=np.int64)) if frame is None else in_frame(frame, found)
     waiting = OverlapImage.objects.filter(query=query, image_id__in=ids.tolist()).values_list("image_id", flat=True)
     return np.setdiff1d(ids, np.fromiter(waiting, dtype=np.int64))
+
+
+def waiting_in_frame(query: Query) -> npt.NDArray[np.int64]:
+    """unconfirmed_positives of the query's frame: the frozen one, or before any draw the default, which holds every
+    image judged (frames.default_spec), so no ranking is read to know them."""
+    frozen = QueryFrame.objects.filter(query=query).values_list("ids", flat=True).first()
+    if frozen is not None:
+        return unconfirmed_positives(query, unpack(frozen))
+    return unconfirmed_positives(query, None)
 
 
 def in_frame(frame: npt.NDArray[np.int64], ids: Any) -> npt.NDArray[np.int64]:
@@ -199,6 +224,8 @@ def draw(query: Query, request: CheckRequest, user: Writer) -> tuple[Completenes
             positives = Label.objects.select_for_update().filter(query=query, value=LabelValue.RELEVANT)
             list(positives.order_by("image_id").values("pk"))  # in the writers' order (labels.writes._hold)
             found = _situation(query, request, frame)
+            if found.unconfirmed and not request.with_unconfirmed:
+                raise BadCheck(unconfirmed_words(found.unconfirmed, found.sample, found.after_confirmation))
             if found.sample is None:
                 raise BadCheck(_uncertifiable(found, request))
             # Fresh entropy, not a seed an annotator could replay: the sample must be as random to them as to the test.
@@ -210,15 +237,14 @@ def draw(query: Query, request: CheckRequest, user: Writer) -> tuple[Completenes
                 found_ids=pack(found.positives), sampled_from=len(found.population), found_at_draw=found.found,
                 target_recall=request.target, confidence=request.confidence, tested_at=found.tested_at,
                 miss_rate=found.miss_rate, second_judgments=request.second_judgments, drawn_by=user,
+                looks=LOOKS, per_look_miss_rate=found.record.bound,
             )  # fmt: skip
             CheckImage.objects.bulk_create(
                 CheckImage(completeness_check=check, image_id=int(image_id), position=n)
                 for n, image_id in enumerate(sample)
             )
-            if request.second_judgments:  # every sampled image gets its second look, whatever the first said
-                OverlapImage.objects.bulk_create(
-                    [OverlapImage(query=query, image_id=int(i)) for i in sample], ignore_conflicts=True
-                )
+            if request.second_judgments:  # a fresh look at an image someone judged is blind to the old vote
+                seal_judged(query.pk, sample.tolist())
             if not len(sample):  # the frame is all settled, or too small to hide the target: decided at once
                 decide(check, progress(check))
     except IntegrityError:  # another draw committed first (the one-open-check constraint)
@@ -227,6 +253,29 @@ def draw(query: Query, request: CheckRequest, user: Writer) -> tuple[Completenes
             raise
         return current, False
     return check, True
+
+
+def seal_judged(query_id: int, sample: list[int]) -> None:
+    """Put the sampled images of `query_id` that someone has judged into its overlap sample, so that the fresh look
+    each gets is given blind (annotator.labels.sealed). Images nobody judged need no seal: their look is the first."""
+    judged = Judgment.objects.filter(query_id=query_id, image_id__in=sample).values_list("image_id", flat=True)
+    OverlapImage.objects.bulk_create(
+        [OverlapImage(query_id=query_id, image_id=image_id) for image_id in set(judged)], ignore_conflicts=True
+    )
+
+
+def unconfirmed_words(unconfirmed: int, now: int | None, after: int | None) -> str:
+    """Why a draw waits for confirmations, with both costs (the API's refusal, the side pane, the benchmark's)."""
+    what = f"{unconfirmed} positive{'s' if unconfirmed != 1 else ''} of the frame wait{'' if unconfirmed != 1 else 's'}"
+    costs = (
+        f"drawn now the check would sample {now:,} images" if now is not None else "drawn now no sample could certify"
+    )
+    later = f"{after:,}" if after is not None else "no sample (label further)"
+    return (
+        f"{what} for an adjudicator's confirmation (the adjudication queue lists them): {costs}, counting each as "
+        f'missing; once they are confirmed, {later}. Confirm them first, or send "with_unconfirmed": true to draw '
+        "now."
+    )
 
 
 def _uncertifiable(found: Situation, request: CheckRequest) -> str:
@@ -260,30 +309,48 @@ class Progress:
 def progress(check: CompletenessCheck) -> Progress:
     """How far `check`'s labeling has come, read from the judgments and final labels now (reads only)."""
     sample = list(check.images.order_by("position").values_list("image_id", flat=True))
-    return looks_at(check.query, sample, check.second_judgments)
+    return looks_at(check.query, sample, check.second_judgments, since=fresh_since(check), looks=check.looks)
 
 
-def looks_at(query: Query, sample: list[int], second_judgments: bool = True) -> Progress:
-    """The looks a check's `sample` of `query` has had (in the sample's order): which wait for a blind look, which
-    for an adjudicator, and the positives counted (reads only)."""
-    counts = dict(
-        Judgment.objects.filter(query=query, image_id__in=sample)
-        .values("image_id")
-        .annotate(n=Count("id"))
-        .values_list("image_id", "n")
-    )
+def fresh_since(check: CompletenessCheck | Any) -> Any:
+    """From when a judgment is a look of `check` (its draw); None for a check drawn before issue 62, whose images
+    wanted two judgments in all."""
+    return check.created_at if check.looks else None
+
+
+def looks_at(
+    query: Query, sample: list[int], second_judgments: bool = True, since: Any = None, looks: int = 0
+) -> Progress:
+    """The looks a check's `sample` of `query` has had (in the sample's order): which wait for a look, which for an
+    adjudicator, and the positives counted (reads only). `since`: only judgments given from then on are looks,
+    `looks` of them wanted; None: the older rule, every judgment counts and two are wanted."""
+    given = Judgment.objects.filter(query=query, image_id__in=sample)
+    if since is not None:
+        given = given.filter(created_at__gte=since)
+    counts: dict[int, int] = {}
+    called: set[int] = set()
+    for image_id, value in given.values_list("image_id", "value"):
+        counts[image_id] = counts.get(image_id, 0) + 1
+        if value in SAMPLE_POSITIVE:
+            called.add(image_id)
     finals = {
         image_id: (value, decided_by)
         for image_id, value, decided_by in Label.objects.filter(query=query, image_id__in=sample).values_list(
             "image_id", "value", "decided_by"
         )
     }
-    wanted = max(2, query.judgments_wanted) if second_judgments else 1
+    if since is not None:
+        wanted = max(1, looks)
+    else:
+        wanted = max(2, query.judgments_wanted) if second_judgments else 1
+        called = set()  # the older rule reads the final label alone
     looked = [image_id for image_id in sample if counts.get(image_id, 0) >= wanted]
     adjudication, positives = [], 0
     for image_id in looked:
         value, decided_by = finals.get(image_id, ("", ""))
-        if value == UNDECIDED or (second_judgments and value in SAMPLE_POSITIVE and decided_by != Decision.ADJUDICATED):
+        # A look that called it a positive, or looks that split, go to the adjudicator whatever the old votes say.
+        doubted = value in SAMPLE_POSITIVE or image_id in called
+        if value == UNDECIDED or (second_judgments and doubted and decided_by != Decision.ADJUDICATED):
             adjudication.append(image_id)
         elif value in SAMPLE_POSITIVE:
             positives += 1

@@ -4,7 +4,7 @@ completeness.json all read report(); the side pane's form reads form_choices()."
 from typing import Any
 
 from annotator.models import CompletenessCheck, Query
-from annotator.progress import benchmark
+from annotator.progress import benchmark, looks
 from annotator.progress.advice import advice
 from annotator.progress.check_requests import DEFAULT_DEPTH
 from annotator.progress.checks import Progress, current, latest, open_check
@@ -112,7 +112,9 @@ def _report(query: Query) -> dict[str, Any]:
         "recall_lower_bound": check.recall_lower_bound if decided else None,
         "p_value": check.p_value if decided else None,
         "estimated_positives": _estimated(check) if decided else None,
-        "miss_rate": check.miss_rate,
+        "miss_rate": check.per_look_miss_rate if check.looks else check.miss_rate,
+        "tested_miss_rate": check.miss_rate,
+        "looks_per_image": check.looks or 2,
         "claim": claim_words(check) if decided else None,
         "outside_frame": OUTSIDE,
         "drawn_at": check.created_at.isoformat(),
@@ -153,7 +155,7 @@ def claim_words(check: CompletenessCheck) -> str:
     percent, sure = f"{check.target_recall:.0%}", f"{check.confidence:.0%}"
     scope = (
         f"over the frame ({frame_words(check)}), check {check.ordinal} of the query tested at "
-        f"{check.tested_at:.2%}, assuming the looks lose at most {check.miss_rate:.1%} of sampled positives; "
+        f"{check.tested_at:.2%}, {looks.assumption_words(check.looks, check.per_look_miss_rate, check.miss_rate)}; "
         f"{OUTSIDE}"
     )
     if check.status == CompletenessCheck.Status.CERTIFIED:

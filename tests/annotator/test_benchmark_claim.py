@@ -1,5 +1,5 @@
 """The benchmark claim end to end through the API (annotator.progress.benchmark): one pooled random check over two
-queries' frames, its pairs labeled through each query's check ranking with two blind looks and an adjudicator, the
+queries' frames, its pairs labeled through each query's check ranking with one fresh blind look and an adjudicator, the
 claim decided by the write that settles its last pair, per-query intervals, advice, and every refusal leaving
 the data as it was."""
 
@@ -7,10 +7,10 @@ import pytest
 from django.contrib.auth.models import User
 
 from annotator.labels import LabelChange, set_labels
-from annotator.models import BenchmarkCheck, BenchmarkImage, Label, OverlapImage, Query, QueryFrame
+from annotator.models import BenchmarkCheck, BenchmarkImage, Judgment, Label, OverlapImage, Query, QueryFrame
 from annotator.progress import certify
 from search.facade import search
-from tests.annotator.claims_api import api_for, check_candidates, label
+from tests.annotator.claims_api import ONE_LOOK, api_for, check_candidates, label
 from tests.factories import database_snapshot
 
 pytestmark = pytest.mark.django_db
@@ -47,8 +47,10 @@ def test_a_dry_run_costs_the_pooled_check_and_draws_nothing(bench):
     assert cost["queries"] == 2 and cost["found"] == 14  # 7 confirmed positives a query
     frames = sum(len(q.frame.ids) if hasattr(q, "frame") else 0 for q in bench["queries"])
     assert frames == 0  # nothing frozen by a dry run: the defaults are computed, not kept
-    want = certify.check_size(14, cost["sampled_from"], 0.5, certify.tested_at(0.9, 1), 0.005, cost["tolerates"])
-    assert cost["sample"] == want and cost["looks"] == 2 * want
+    want = certify.check_size(14, cost["sampled_from"], 0.5, certify.tested_at(0.9, 1), ONE_LOOK, cost["tolerates"])
+    assert cost["sample"] == want and cost["looks"] == want and cost["looks_per_pair"] == 1
+    assert cost["miss_rate"] == 0.05 and cost["tested_miss_rate"] == pytest.approx(ONE_LOOK)
+    assert cost["unconfirmed"] == 0 and cost["sample_after_confirmation"] == want
     assert database_snapshot() == before
 
 
@@ -99,7 +101,9 @@ def test_the_pooled_check_is_labeled_through_each_querys_check_ranking_and_decid
     check = BenchmarkCheck.objects.get()
     pairs = list(check.images.order_by("position").values_list("query_id", "image_id"))
     assert len(pairs) == shown["sample"]["size"] > 0
-    assert all(OverlapImage.objects.filter(query_id=q, image_id=i).exists() for q, i in pairs)  # two looks each
+    judged = {(q, i) for q, i in pairs if Judgment.objects.filter(query_id=q, image_id=i).exists()}
+    sealed = {(q, i) for q, i in pairs if OverlapImage.objects.filter(query_id=q, image_id=i).exists()}
+    assert sealed == judged  # a fresh look at a pair someone judged is blind to the old vote
     for query in (first, second):
         frozen = QueryFrame.objects.get(query=query)
         frame = api_for(ann).get(URL + "frame/", {"query": query.pk}).json()["image_ids"]
@@ -113,7 +117,7 @@ def test_the_pooled_check_is_labeled_through_each_querys_check_ranking_and_decid
     check.refresh_from_db()
     assert check.status == "certified" and check.decided_at is not None  # decided by the last write
     shown = api_for(ann).get(URL).json()
-    claim = certify.claim(14, check.sampled_from, len(pairs), 0, 0.5, check.tested_at, 0.005)
+    claim = certify.claim(14, check.sampled_from, len(pairs), 0, 0.5, check.tested_at, ONE_LOOK)
     assert shown["recall_lower_bound"] == pytest.approx(claim.recall_lower_bound)
     assert shown["claim"].startswith("Micro-recall is at least 50% with 90% confidence over the frames of 2 queries")
     assert "positives outside the frames: not bounded" in shown["claim"]
@@ -154,9 +158,11 @@ def test_a_blind_judge_reads_no_sampled_positive_and_the_same_order(bench):
     ann, bob = bench["annotator"], bench["bob"]
     first, _ = bench["queries"]
     draw(bench, split="val")
-    before = check_candidates(bob, first)
-    label(ann, first, before[:3], "relevant")
-    assert check_candidates(bob, first) == before  # Ann's votes do not move Bob's order
+    looked = check_candidates(ann, first)[:3]
+    label(ann, first, looked, "relevant")
+    relevant_first = check_candidates(bob, first)
+    label(ann, first, looked, "not_relevant")
+    assert check_candidates(bob, first) == relevant_first  # whether a pair wants a look, never what it was called
     shown = api_for(bob).get(URL).json()
     assert shown["withheld"] and shown["sample"]["positives"] is None and shown["queries"][0]["recall"] is None
 
@@ -195,13 +201,14 @@ def test_no_get_writes_a_table_while_the_benchmark_check_is_open(bench, client):
 
     from tests.annotator.test_completeness import Writes
 
-    ann, bob = bench["annotator"], bench["bob"]
+    bob = bench["bob"]
     first, second = bench["queries"]
     draw(bench, split="val")
-    for user in (ann, bob):
-        for query in (first, second):
-            label(user, query, check_candidates(user, query)[:-1] if user is bob else check_candidates(user, query),
-                  "not_relevant")  # fmt: skip
+    # Bob judged none of the sampled pairs (only the confirmed positives, which are not sampled): he can give every
+    # fresh look. All but the last, now.
+    *rest, last = [(query, image) for query in (first, second) for image in check_candidates(bob, query)]
+    for query in (first, second):
+        label(bob, query, [image for q, image in rest if q == query], "not_relevant")
     client.force_login(bench["admin"])
     routes = [
         URL, URL + f"frame/?query={first.pk}", "/dashboard/", f"/dashboard/{second.pk}/", "/",
@@ -218,6 +225,5 @@ def test_no_get_writes_a_table_while_the_benchmark_check_is_open(bench, client):
                 b"".join(answer.streaming_content)
     assert writes.seen == [], writes.seen
     assert BenchmarkCheck.objects.get().status == "checking"
-    for query in (first, second):
-        label(bob, query, check_candidates(bob, query), "not_relevant")
+    label(bob, last[0], [last[1]], "not_relevant")
     assert BenchmarkCheck.objects.get().status == "certified"

@@ -11,7 +11,7 @@ from annotator.models import CompletenessCheck, Judgment, Label, OverlapImage, Q
 from annotator.progress import certify, checks
 from annotator.progress.frames import pack, unpack
 from search.facade import rank, search
-from tests.annotator.claims_api import api_for, check_candidates, label
+from tests.annotator.claims_api import ONE_LOOK, api_for, check_candidates, label
 from tests.factories import database_snapshot
 
 pytestmark = pytest.mark.django_db
@@ -28,9 +28,11 @@ def team(labeling):
     return {**labeling, "bob": bob, "top": top, "url": f"/api/queries/{query.pk}/completeness/"}
 
 
+DRAW = {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "top", "depth": 40}}
+
+
 def draw(team, body=None):
-    body = body or {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "top", "depth": 40}}
-    return api_for(team["admin"]).post(team["url"], body, format="json")
+    return api_for(team["admin"]).post(team["url"], body or DRAW, format="json")
 
 
 def adjudicate(user, query, image_id, value):
@@ -110,17 +112,46 @@ def test_a_dry_run_sizes_on_confirmed_positives_and_draws_nothing(team):
     # Ann's 7 clicks are not confirmed: none is counted found, and all 7 wait for a second judgment.
     assert cost["frame_size"] == 120 and cost["found"] == 0 and cost["unconfirmed"] == 7
     assert cost["sampled_from"] == 120
-    assert cost["sample"] == certify.check_size(0, 120, 0.8, certify.tested_at(0.95, 1), 0.005, tolerate=1)
+    assert cost["miss_rate"] == 0.05 and cost["tested_miss_rate"] == pytest.approx(ONE_LOOK)
+    assert cost["per_look"] == {"per_look_bound": 0.05, "measured": False, "blind_looks_at_positives": 0, "missed": 0}
+    # With nothing confirmed one missing positive puts recall under the target, and one look loses it 5.25% of the
+    # time: no sample can certify now. Once the 7 are confirmed, one can.
+    assert cost["sample"] is None
+    after = certify.check_size(7, 113, 0.8, 0.955, ONE_LOOK, tolerate=1)
+    assert cost["sample_after_confirmation"] == after is not None
     assert database_snapshot() == before
     confirm_positives(team)
     cost = api_for(team["admin"]).post(team["url"], body, format="json").json()
     assert cost["found"] == 7 and cost["unconfirmed"] == 0 and cost["sampled_from"] == 113
-    assert cost["sample"] == certify.check_size(7, 113, 0.8, 0.955, 0.005, tolerate=1)
-    assert cost["looks"] == 2 * cost["sample"] and cost["tested_at"] == pytest.approx(0.955)
+    assert cost["sample"] == after == cost["sample_after_confirmation"]
+    assert cost["looks_per_image"] == 1 and cost["looks"] == cost["sample"]
+    assert cost["tested_at"] == pytest.approx(0.955)
+
+
+def test_a_draw_over_unconfirmed_positives_is_refused_with_both_costs_unless_asked(team):
+    """Issue 62: a team that drew at 0 confirmed positives sampled 19,830 of 20,660 pairs. The draw says what it
+    would cost now and after confirmation, draws nothing, and draws only when told to go ahead."""
+    relevant = sorted(Label.objects.filter(query=team["query"], value="relevant").values_list("image_id", flat=True))
+    label(team["bob"], team["query"], relevant[:4], "relevant")  # 4 confirmed, 3 waiting
+    before = database_snapshot()
+    body = {"target_recall": 0.5, "confidence": 0.95, "frame": {"kind": "collection"}}
+    refused = api_for(team["admin"]).post(team["url"], body, format="json")
+    assert refused.status_code == 400
+    now = certify.check_size(4, 116, 0.5, 0.955, ONE_LOOK, tolerate=1)
+    after = certify.check_size(7, 113, 0.5, 0.955, ONE_LOOK, tolerate=1)
+    assert now > after
+    detail = refused.json()["detail"]
+    assert "3 positives of the frame wait for an adjudicator's confirmation" in detail
+    assert f"sample {now:,} images" in detail and f"once they are confirmed, {after:,}" in detail
+    assert '"with_unconfirmed": true' in detail
+    assert database_snapshot() == before
+    drawn = api_for(team["admin"]).post(team["url"], {**body, "with_unconfirmed": True}, format="json")
+    assert drawn.status_code == 201 and drawn.json()["sample"]["size"] == now
 
 
 def test_the_frame_is_frozen_at_the_first_draw_and_every_recheck_uses_it(team):
     query = team["query"]
+    confirm_positives(team)
     relevant = list(Label.objects.filter(query=query, value="relevant").values_list("image_id", flat=True))
     not_relevant = list(Label.objects.filter(query=query, value="not_relevant").values_list("image_id", flat=True))
     text = {hit.image_id for hit in rank(strategy="text", text=query.text, k=40)}
@@ -145,6 +176,7 @@ def test_the_frame_is_frozen_at_the_first_draw_and_every_recheck_uses_it(team):
     label(team["annotator"], query, sorted(set(range(1, 121)) - text - learned)[:10], "relevant")
     assert api_for(team["annotator"]).get(team["url"] + "frame/").json()["image_ids"] == frame["image_ids"]
     CompletenessCheck.objects.update(status="not_certified")
+    confirm_positives(team)  # Ann's 10 new clicks, confirmed by Bob
     again = api_for(team["admin"]).post(team["url"], {"target_recall": 0.5, "confidence": 0.9}, format="json")
     assert again.status_code == 201, again.content
     assert api_for(team["annotator"]).get(team["url"] + "frame/").json()["image_ids"] == frame["image_ids"]
@@ -163,35 +195,43 @@ def the_check(query):
     return check, list(check.images.order_by("position").values_list("image_id", flat=True))
 
 
-def test_every_sampled_image_gets_two_blind_looks_and_the_write_that_ends_the_check_decides_it(team):
+def test_every_sampled_image_gets_one_fresh_look_and_the_write_that_ends_the_check_decides_it(team):
+    """Issue 62: the review's "not relevant" is a miss already made, not a look: every sampled image waits for a look
+    given after the draw, by someone who had not judged it, blind to the old vote."""
     query, ann, bob = team["query"], team["annotator"], team["bob"]
     relevant = confirm_positives(team)
-    drawn = draw(team, {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}}).json()
+    drawn = draw(team, {"target_recall": 0.75, "confidence": 0.9, "frame": {"kind": "collection"}}).json()
     assert drawn["status"] == "checking" and drawn["sample"]["labeled"] == 0
+    assert drawn["looks_per_image"] == 1 and drawn["miss_rate"] == 0.05
     check, sample = the_check(query)
     assert len(sample) == drawn["sample"]["size"] > 0 and not set(sample) & set(relevant)
-    assert set(OverlapImage.objects.filter(query=query).values_list("image_id", flat=True)) >= set(sample)
     mine = set(Judgment.objects.filter(query=query, annotator=ann).values_list("image_id", flat=True))
+    prejudged = [i for i in sample if i in mine]
+    assert prejudged, "a check this size samples some of Ann's 13 negatives"
+    # Only the images someone judged are sealed: a fresh look at them is blind to the old vote.
+    assert set(OverlapImage.objects.filter(query=query).values_list("image_id", flat=True)) == set(prejudged)
     assert check_candidates(ann, query) == [i for i in sample if i not in mine]  # the sample's order
     label(ann, query, check_candidates(ann, query), "not_relevant")
-    shown = api_for(ann).get(team["url"]).json()  # Ann waits for Bob's looks: not even their count is hers to read
-    assert shown["status"] == "checking" and shown["withheld"] and shown["sample"]["pending"] is None
-    assert "you have not judged" in shown["next"]
     staff = api_for(team["admin"]).get(team["url"]).json()
-    assert "second annotator" in staff["next"] and staff["sample"]["pending"] == len(sample)
-    assert check_candidates(bob, query) == sample  # every sampled image, Ann's old negatives too
-    assert not sealed.seen_by(query, bob, sample)  # blind: Bob sees them unlabeled
-    label(bob, query, sample[:-1], "not_relevant")
+    assert staff["status"] == "checking" and staff["sample"]["labeled"] == len(sample) - len(prejudged)
+    assert f"label the check's {len(prejudged)} images left" in staff["next"]
+    label(ann, query, prejudged, "not_relevant")  # Ann's old votes again: not fresh looks
+    assert api_for(team["admin"]).get(team["url"]).json()["sample"]["labeled"] == len(sample) - len(prejudged)
+    assert check_candidates(bob, query) == prejudged  # Ann's old negatives, for a fresh look
+    assert not sealed.seen_by(query, bob, prejudged)  # blind: Bob sees them unlabeled
+    label(bob, query, prejudged[:-1], "not_relevant")
     assert CompletenessCheck.objects.get(pk=check.pk).status == "checking"
-    label(bob, query, sample[-1:], "not_relevant")  # the last look: decided in this write
+    label(bob, query, prejudged[-1:], "not_relevant")  # the last look: decided in this write
     check.refresh_from_db()
     assert check.status == "certified" and check.decided_at is not None
+    assert check.looks == 1 and check.miss_rate == pytest.approx(ONE_LOOK)
     shown = api_for(ann).get(team["url"]).json()
-    claim = certify.claim(7, check.sampled_from, len(sample), 0, 0.5, check.tested_at, 0.005)
+    claim = certify.claim(7, check.sampled_from, len(sample), 0, 0.75, check.tested_at, ONE_LOOK)
     assert shown["recall_lower_bound"] == pytest.approx(claim.recall_lower_bound)
     assert shown["estimated_positives"]["low"] == 7 and shown["estimated_positives"]["confidence"] == check.tested_at
-    assert "Recall is at least 50% with 90% confidence over the frame" in shown["claim"]
-    assert "not bounded" in shown["claim"] and "0.5%" in shown["claim"] and "Done" in shown["next"]
+    assert "Recall is at least 75% with 90% confidence over the frame" in shown["claim"]
+    assert "looked at once after the draw" in shown["claim"] and "misses at most 5.0%" in shown["claim"]
+    assert "err independently" in shown["claim"] and "not bounded" in shown["claim"] and "Done" in shown["next"]
 
 
 def test_two_agreeing_looks_wait_for_an_adjudicator_and_a_mistake_they_share_counts_nothing(team):
@@ -246,11 +286,10 @@ def test_a_blind_judge_meets_the_check_in_the_same_order_whatever_the_others_sai
     confirm_positives(team)
     draw(team, {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}})
     _, sample = the_check(query)
-    before = check_candidates(bob, query)
     label(ann, query, sample[:5], "relevant")
     relevant_first = check_candidates(bob, query)
     label(ann, query, sample[:5], "not_relevant")
-    assert check_candidates(bob, query) == relevant_first == before
+    assert check_candidates(bob, query) == relevant_first  # whether an image wants a look, never what it was called
     shown = api_for(bob).get(team["url"]).json()
     assert shown["withheld"] and shown["sample"]["positives"] is None and shown["found"] is None
     cost = api_for(team["admin"]).post(
@@ -276,7 +315,7 @@ def test_a_positive_the_review_judged_not_relevant_is_found_by_the_check(team):
     assert adjudicate(admin, query, missed, "relevant").status_code == 200
     shown = api_for(ann).get(team["url"]).json()
     check = CompletenessCheck.objects.get()
-    claim = certify.claim(7, check.sampled_from, len(sample), 1, 0.95, check.tested_at, 0.005)
+    claim = certify.claim(7, check.sampled_from, len(sample), 1, 0.95, check.tested_at, ONE_LOOK)
     assert shown["sample"]["positives"] == 1 and shown["recall_lower_bound"] == pytest.approx(claim.recall_lower_bound)
     assert shown["status"] == ("certified" if claim.certified else "not_certified")
     assert Label.objects.get(query=query, image_id=missed).value == "relevant"  # it joined the labels
@@ -311,9 +350,13 @@ def test_the_command_prints_each_claim_draws_one_and_refuses_with_a_reason(team,
         with pytest.raises(CommandError, match=words):
             call_command("completeness", *arguments)
     assert database_snapshot() == before
+    with pytest.raises(CommandError, match="wait for an adjudicator's confirmation"):
+        call_command("completeness", "--draw", "--query", str(query.pk), "--target", "0.5")
+    assert database_snapshot() == before
     call_command(
-        "completeness", "--draw", "--query", str(query.pk), "--target", "0.5", "--frame", "top", "--depth", "40"
-    )
+        "completeness", "--draw", "--query", str(query.pk), "--target", "0.5", "--frame", "top", "--depth", "40",
+        "--with-unconfirmed",
+    )  # fmt: skip
     captured = capsys.readouterr()
     check = CompletenessCheck.objects.get()
     assert f"Drew check 1 of query {query.pk}: {check.images.count()} images" in captured.err
@@ -339,7 +382,7 @@ def test_the_command_prints_each_claim_draws_one_and_refuses_with_a_reason(team,
 
 def test_the_admin_lists_checks_read_only_and_not_to_a_viewer_judging_blind(team, client):
     query, ann, bob = team["query"], team["annotator"], team["bob"]
-    draw(team)
+    draw(team, {**DRAW, "with_unconfirmed": True})
     check = CompletenessCheck.objects.get()
     client.force_login(team["admin"])
     listing = client.get("/admin/annotator/completenesscheck/").content.decode()
@@ -421,3 +464,29 @@ def test_the_side_panes_forms_refuse_a_depth_that_is_no_whole_number_and_draw_no
     drawn = client.post(f"/queries/{query.pk}/completeness/draw", asked, HTTP_HX_REQUEST="true")
     assert drawn.status_code == 400 and "whole number from 1 to" in drawn.content.decode()
     assert not CompletenessCheck.objects.exists()
+
+
+def test_before_any_draw_the_frames_single_positives_are_queued_and_the_advice_says_wait(team):
+    """Issue 62: a team that followed the advice drew at 0 confirmed positives, because positives were queued for
+    confirmation only inside a frozen frame. Before any draw the default frame holds every image judged: its single
+    positives are in the adjudication queue as they are labeled, the advice says "wait", and once the adjudicator
+    has confirmed them the first draw counts them found and samples the rest."""
+    query, ann, admin = team["query"], team["annotator"], team["admin"]
+    relevant = sorted(Label.objects.filter(query=query, value="relevant").values_list("image_id", flat=True))
+    assert not QueryFrame.objects.filter(query=query).exists() and len(relevant) == 7
+    shown = api_for(ann).get(team["url"]).json()
+    assert shown["status"] == "no_check" and shown["advice"]["next"] == "wait"
+    assert shown["advice"]["reason"].startswith("7 positives of the frame wait for an adjudicator's confirmation")
+    queued = api_for(admin).get(f"/api/queries/{query.pk}/disagreements/", {"pending": 1}).json()["results"]
+    assert sorted(row["image"] for row in queued if row["reason"] == "confirm") == relevant
+    for image_id in relevant[:-1]:
+        assert adjudicate(admin, query, image_id, "relevant").status_code == 200
+    assert api_for(ann).get(team["url"]).json()["advice"]["reason"].startswith("1 positive of the frame waits")
+    assert adjudicate(admin, query, relevant[-1], "not_relevant").status_code == 200  # the adjudicator overturns one
+    assert api_for(ann).get(team["url"]).json()["advice"]["next"] != "wait"
+    assert api_for(admin).get(f"/api/queries/{query.pk}/disagreements/", {"pending": 1}).json()["results"] == []
+    drawn = api_for(admin).post(team["url"], {"target_recall": 0.5, "confidence": 0.9}, format="json")
+    assert drawn.status_code == 201, drawn.content
+    check = CompletenessCheck.objects.get()
+    assert check.found_at_draw == 6 and check.sampled_from == check.frame_size - 6
+    assert not set(check.images.values_list("image_id", flat=True)) & set(relevant[:-1])

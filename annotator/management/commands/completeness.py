@@ -28,7 +28,12 @@ class Command(BaseCommand):
         parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help="--draw, top: ranks per ranking")
         parser.add_argument("--taxon", action="append", default=[], help="--draw, taxa: a taxon (repeatable)")
         parser.add_argument(
-            "--single-judgments", action="store_true", help="--draw: one look at each sampled image (a team of one)"
+            "--single-judgments", action="store_true", help="--draw: trust single judgments (a team of one)"
+        )
+        parser.add_argument(
+            "--with-unconfirmed",
+            action="store_true",
+            help="--draw: draw although positives of the frame wait for confirmation (sampled as missing)",
         )
 
     def handle(self, query_ids: list[int] | None, **options: Any) -> None:
@@ -49,6 +54,7 @@ class Command(BaseCommand):
             "target_recall": options["target"],
             "confidence": options["confidence"],
             "second_judgments": not options["single_judgments"],
+            "with_unconfirmed": options["with_unconfirmed"],
         }
         if options["frame"]:
             asking["frame"] = {"kind": options["frame"], "depth": options["depth"], "taxa": options["taxon"]}
