@@ -12,17 +12,19 @@ from annotator.labels.visibility import of as sight_of
 from annotator.methods import rerank
 from annotator.methods.registry import MODEL_METHODS
 from annotator.models import Query
-from annotator.progress.certify import check_size, claim, missing_at_target, tested_at
-from annotator.progress.check_requests import MISS_RATE
+from annotator.progress.certify import check_size, claim, missing_at_target, pair_miss_rate, tested_at
+from annotator.progress.check_requests import ADJUDICATOR, MISS_RATE, PER_LOOK
 from annotator.progress.figures import recall_estimate
 from annotator.progress.frames import DEFAULT_DEPTH_STEP, DEFAULT_MIN_DEPTH
 from annotator.progress.stopping import DEPTH, cross_fitted
 
 __all__ = [
+    "ADJUDICATOR",
     "DEFAULT_DEPTH_STEP",
     "DEFAULT_MIN_DEPTH",
     "DEPTH",
     "MISS_RATE",
+    "PER_LOOK",
     "BadRelease",
     "MODEL_METHODS",
     "check_size",
@@ -30,6 +32,7 @@ __all__ = [
     "cross_fitted",
     "ground_truth_files",
     "missing_at_target",
+    "pair_miss_rate",
     "model_of",
     "ranking_by",
     "recall_estimate",

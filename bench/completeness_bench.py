@@ -39,6 +39,11 @@ def main() -> None:
     parser.add_argument(
         "--extend", type=float, default=0.0, help="grow a failed benchmark check by this factor (nested samples)"
     )
+    parser.add_argument(
+        "--design", choices=("both", "fresh", "two"), default="both",
+        help="how checks look at their samples: one fresh look (the tool), the two looks of before issue 62, or both "
+        "on the same worlds and seeds (the default: each figure beside the old design's)",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args()
 
@@ -47,27 +52,37 @@ def main() -> None:
     django.setup()
     from evaluation import benchmark_sim, worlds
 
-    options = benchmark_sim.Settings(
-        noise=arguments.noise, expert_noise=arguments.expert_noise, target=arguments.target,
-        confidence=arguments.confidence, extend=arguments.extend,
-    )  # fmt: skip
-    started = time.perf_counter()
+    designs = ("fresh", "two") if arguments.design == "both" else (arguments.design,)
+    results = {}
+    for design in designs:
+        options = benchmark_sim.Settings(
+            noise=arguments.noise, expert_noise=arguments.expert_noise, target=arguments.target,
+            confidence=arguments.confidence, extend=arguments.extend, design=design,
+        )  # fmt: skip
+        started = time.perf_counter()
 
-    def chosen():
-        for seed in range(arguments.first_seed, arguments.first_seed + arguments.seeds):
-            yield seed, worlds.inquire_world(queries=arguments.queries, median_positives=arguments.median, seed=seed)
+        def chosen():
+            for seed in range(arguments.first_seed, arguments.first_seed + arguments.seeds):
+                yield (
+                    seed,
+                    worlds.inquire_world(queries=arguments.queries, median_positives=arguments.median, seed=seed),
+                )
 
-    def progress(done: int, total: int) -> None:
-        print(f"\r{done}/{total} seeds, {time.perf_counter() - started:.0f} s", end="", file=sys.stderr, flush=True)
+        def progress(done: int, total: int, design: str = design, started: float = started) -> None:
+            print(f"\r{design}: {done}/{total} seeds, {time.perf_counter() - started:.0f} s", end="", file=sys.stderr,
+                  flush=True)  # fmt: skip
 
-    result = benchmark_sim.simulate(
-        chosen(), options, progress=progress, per_query=not arguments.no_per_query, total=arguments.seeds
-    )
-    print(file=sys.stderr)
-    print(f"{arguments.queries} queries x {arguments.seeds} seeds, {time.perf_counter() - started:.0f} s")
-    print(json.dumps({key: value for key, value in result.items() if not key.endswith("_runs")}, indent=2))
+        results[design] = benchmark_sim.simulate(
+            chosen(), options, progress=progress, per_query=not arguments.no_per_query, total=arguments.seeds
+        )
+        print(file=sys.stderr)
+        print(f"{design}: {arguments.queries} queries x {arguments.seeds} seeds, {time.perf_counter() - started:.0f} s")
+        print(benchmark_sim.format_summary(results[design]))
+        print(json.dumps({k: v for k, v in results[design].items() if not k.endswith("_runs")}, indent=2))
+    if len(results) == 2:
+        print(benchmark_sim.format_comparison(results["fresh"], results["two"]))
     if arguments.json:
-        arguments.json.write_text(json.dumps(result, indent=2, default=float) + "\n")
+        arguments.json.write_text(json.dumps(results, indent=2, default=float) + "\n")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,9 @@ median 46). Annotators are wrong on a `noise` share of the images, each on their
               and learned rankings, together
   confirm     the frame's single-judgment positives go to the adjudicator, so only confirmed positives count
   check       a simple random sample of the frame's other images (the union of every frame's, for the benchmark)
-              sized by certify.check_size, each image looked at twice, blind, and adjudicated where a look says
-              relevant; certify.claim at the looks' miss-rate bound, the k-th check at its share of alpha
+              sized by certify.check_size, each image given one fresh look after the draw (the review's judgment
+              does not count; Settings.design "two" replays the check of before issue 62) and adjudicated where a
+              look says relevant; certify.claim at the looks' miss-rate bound, the k-th check at its share of alpha
   not yet     the queries whose sampled images held positives (for a query's own check: that query) are labeled
               further, at least as many labels as the check sampled and until the ranking looks dry again, and
               the check drawn again over the same frames
@@ -33,7 +34,6 @@ import numpy as np
 from scipy.stats import binomtest
 
 from annotator.facade import (
-    MISS_RATE,
     check_size,
     claim,
     missing_at_target,
@@ -41,7 +41,7 @@ from annotator.facade import (
 )
 from search.facade import strategy_vector
 
-from .certification import Team, default_frame
+from .certification import Team, default_frame, look, miss_rate
 from .simulation import annotator_mistakes
 from .worlds import World
 
@@ -63,6 +63,7 @@ class Settings:
     tolerate_share: int = 10  # as the tool's benchmark.TOLERATE_SHARE: a tenth of the misses the target allows, <= 20
     window: int = WINDOW  # the judgments the advice's yield is read over
     extend: float = 0.0  # > 1: a failed benchmark check is extended (nested samples, `extended_claim`), not redrawn
+    design: str = "fresh"  # evaluation.certification.DESIGNS: one fresh look per sampled pair, or the two of before
 
 
 @dataclass
@@ -159,9 +160,9 @@ class QueryRun:
         return len(self.truth.intersection(self.freeze().tolist()))
 
 
-def _looked(run: QueryRun, image_id: int) -> bool:
-    """A sampled image, looked at twice and adjudicated where a look says relevant: counted a positive?"""
-    return run.team.look_twice(image_id)
+def _looked(run: QueryRun, image_id: int, options: Settings) -> bool:
+    """A sampled image, looked at as the design says and adjudicated where a look says relevant: counted a positive?"""
+    return look(run.team, image_id, options.design)
 
 
 def _start(world: World, seed: int, options: Settings) -> dict[int, QueryRun]:
@@ -218,7 +219,9 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
     for run in runs.values():
         run.review(options.dry, options)
     rng = np.random.default_rng([seed, 51])
+    rate = miss_rate(options.design)
     checks, certified, lower, least = 0, False, None, None
+    first: dict[str, Any] = {}  # the first check's state: what bench/certify_level_bench.py tests the level on
     nested: NestedChecks | None = None
     looked = 0  # pairs labeled by the checks so far (a nested check's earlier pairs are not labeled again)
     while checks < options.max_checks and not certified:
@@ -227,21 +230,23 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
         found, owner, pairs = _pooled(runs)
         tolerate = max(0, min(20, missing_at_target(found, options.target) // options.tolerate_share))
         if least is None:
-            least = check_size(found, len(pairs), options.target, confidence, MISS_RATE)
+            least = check_size(found, len(pairs), options.target, confidence, rate)
         if options.extend > 1:
             if nested is None:
-                size = check_size(found, len(pairs), options.target, confidence, MISS_RATE, tolerate) or 0
+                size = check_size(found, len(pairs), options.target, confidence, rate, tolerate) or 0
                 nested = NestedChecks(found, owner, pairs, rng.permutation(len(pairs)), size, options.extend)
             found, owner, pairs = nested.found, nested.owner, nested.pairs
             chosen = nested.order[: nested.size(checks)]
         else:
-            size = check_size(found, len(pairs), options.target, confidence, MISS_RATE, tolerate) or 0
+            size = check_size(found, len(pairs), options.target, confidence, rate, tolerate) or 0
             chosen = rng.permutation(len(pairs))[:size]
+        first = first or {"found": found, "sampled_from": len(pairs), "sample": len(chosen), "tested_at": confidence,
+                          "miss_rate": rate}  # fmt: skip
         met: dict[int, int] = {}
         new: dict[int, int] = {}
         for position, n in enumerate(chosen.tolist()):
             query_id, image_id = int(owner[n]), int(pairs[n])
-            if _looked(runs[query_id], image_id):
+            if _looked(runs[query_id], image_id, options):
                 met[query_id] = met.get(query_id, 0) + 1
                 if position >= looked or options.extend <= 1:
                     new[query_id] = new.get(query_id, 0) + 1
@@ -250,7 +255,7 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
             rest = np.ones(len(pairs), dtype=bool)
             rest[chosen] = False
             outside = sum(1 for n in np.flatnonzero(rest).tolist() if _confirmed(runs[int(owner[n])], int(pairs[n])))
-        said = claim(found, len(pairs), len(chosen), sum(met.values()), options.target, confidence, MISS_RATE, outside)
+        said = claim(found, len(pairs), len(chosen), sum(met.values()), options.target, confidence, rate, outside)
         certified, lower = said.certified, said.recall_lower_bound
         looked = len(chosen) if nested is not None else looked + len(chosen)
         if not certified:  # label the queries whose newly sampled pairs held positives, then check again
@@ -270,7 +275,7 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
         "review": review, "sampled": looked, "confirmed": confirmed,
         "least_check": least, "oracle": oracle,
         "frame_oracle": sum(_frame_oracle(run, options) for run in runs.values()),
-        "positives": sum(len(run.truth) for run in runs.values()), "in_frames": in_frames,
+        "positives": sum(len(run.truth) for run in runs.values()), "in_frames": in_frames, "first_check": first,
     }  # fmt: skip
 
 
@@ -283,6 +288,7 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
     certifies (or `max_checks`); one record per query."""
     runs = _start(world, seed, options)
     rng = np.random.default_rng([seed, 52])
+    rate = miss_rate(options.design)
     records = []
     for query_id, run in runs.items():
         run.review(dry, options)
@@ -292,13 +298,13 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
             positives = run.confirm()
             population = np.setdiff1d(run.freeze(), np.asarray(positives, dtype=np.int64))
             confidence = tested_at(options.confidence, checks)
-            size = check_size(len(positives), len(population), options.target, confidence, MISS_RATE, tolerate=1)
+            size = check_size(len(positives), len(population), options.target, confidence, rate, tolerate=1)
             if size is None:  # no sample can certify this frame now: label on
                 run.review(dry, options)
                 continue
             sample = rng.permutation(population)[:size]
-            met = sum(1 for image_id in sample.tolist() if _looked(run, image_id))
-            said = claim(len(positives), len(population), len(sample), met, options.target, confidence, MISS_RATE)
+            met = sum(1 for image_id in sample.tolist() if _looked(run, image_id, options))
+            said = claim(len(positives), len(population), len(sample), met, options.target, confidence, rate)
             certified = said.certified
             if not certified:
                 run.review(dry, options, least=max(options.window, len(sample)))
@@ -434,5 +440,34 @@ def format_summary(result: dict[str, Any]) -> str:
             f"per-query claims (recall >= {target}%): {each['certified']}/{each['runs']} certified, {wrong['held']} "
             f"false ({wrong.get('share', 0):.3f}, 95% CI {wrong.get('interval', ['-', '-'])[0]}-"
             f"{wrong.get('interval', ['-', '-'])[1]}), {each['median_ratio_to_oracle']}x the summed oracle labels"
+        )
+    return "\n".join(lines)
+
+
+def format_comparison(fresh: dict[str, Any], two: dict[str, Any]) -> str:
+    """One line per claim: the labels one fresh look costs beside the two looks of before issue 62, same worlds and
+    seeds, as medians of the per-seed ratios."""
+    lines = []
+    pairs = list(zip(fresh["benchmark_runs"], two["benchmark_runs"], strict=True))
+    if pairs:
+        ratios = [a["labels"] / b["labels"] for a, b in pairs if b["labels"]]
+        lines.append(
+            f"benchmark claim: one fresh look costs a median {np.median(ratios):.2f}x the labels of the two looks of "
+            f"before ({min(ratios):.2f}-{max(ratios):.2f} over {len(ratios)} seeds); certified "
+            f"{sum(a['certified'] for a, _ in pairs)} vs {sum(b['certified'] for _, b in pairs)}, held "
+            f"{sum(a['held'] for a, _ in pairs if a['certified'])} vs "
+            f"{sum(b['held'] for _, b in pairs if b['certified'])}"
+        )
+    seeds = sorted({r["seed"] for r in fresh["query_runs"]})
+    if seeds:
+        per_seed = []
+        for seed in seeds:
+            a = sum(r["labels"] for r in fresh["query_runs"] if r["seed"] == seed)
+            b = sum(r["labels"] for r in two["query_runs"] if r["seed"] == seed)
+            per_seed.append(a / b if b else float("nan"))
+        lines.append(
+            f"per-query claims: one fresh look costs a median {np.median(per_seed):.2f}x the labels of the two looks "
+            f"of before; certified {sum(r['certified'] for r in fresh['query_runs'])} vs "
+            f"{sum(r['certified'] for r in two['query_runs'])} of {len(fresh['query_runs'])}"
         )
     return "\n".join(lines)

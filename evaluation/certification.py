@@ -28,7 +28,17 @@ from typing import Any
 import numpy as np
 from scipy.stats import binomtest
 
-from annotator.facade import DEFAULT_DEPTH_STEP, DEFAULT_MIN_DEPTH, MISS_RATE, check_size, claim, tested_at
+from annotator.facade import (
+    ADJUDICATOR,
+    DEFAULT_DEPTH_STEP,
+    DEFAULT_MIN_DEPTH,
+    MISS_RATE,
+    PER_LOOK,
+    check_size,
+    claim,
+    pair_miss_rate,
+    tested_at,
+)
 from search.facade import strategy_vector
 
 from .simulation import annotator_mistakes, world_estimator, world_ranker
@@ -68,13 +78,26 @@ class Team:
             self.third[image_id] = self._says(2, image_id)
 
     def look_twice(self, image_id: int) -> bool:
-        """A sampled image as a check sees it: two blind looks (the review's, if it judged the image, is the first),
-        and the adjudicator's decision wherever a look said relevant. Whether it counts as a positive."""
+        """A sampled image as checks drawn before issue 62 saw it: two blind looks (the review's, if it judged the
+        image, is the first), and the adjudicator's decision wherever a look said relevant. Whether it counts."""
         if image_id not in self.first:
             self.judge(image_id)
         if image_id not in self.second:
             self.second[image_id] = self._says(1, image_id)
         if self.first[image_id] or self.second[image_id]:
+            self.third[image_id] = self._says(2, image_id)
+            return self.third[image_id]
+        return False
+
+    def look_fresh(self, image_id: int) -> bool:
+        """A sampled image as a check sees it now (issue 62; annotator.progress.checks): one look given after the draw
+        by an annotator who had not judged it (the review's judgment is not counted: a positive still missing is
+        one a look already missed), and the adjudicator's decision where it says relevant. Whether it counts."""
+        if image_id not in self.first:
+            said = self.judge(image_id)
+        else:  # the reviewer judged it: the second annotator's look (their only one: mistakes are per image)
+            said = self.second.setdefault(image_id, self._says(1, image_id))
+        if said:
             self.third[image_id] = self._says(2, image_id)
             return self.third[image_id]
         return False
@@ -110,6 +133,23 @@ class Settings:
     batch: int = 50
     max_review: int = 3000
     estimate: bool = True
+    design: str = "fresh"  # DESIGNS: how a check looks at its sample
+
+
+# How a check looks at its sampled images: "fresh", one look given after the draw (the tool since issue 62), tested at
+# the per-look bound with the adjudicator's allowance; "two", the check before issue 62, two looks of which the
+# review's judgment was one, tested at 0.5%.
+DESIGNS = ("fresh", "two")
+
+
+def look(team: Team, image_id: int, design: str) -> bool:
+    """A sampled image looked at as `design` does it: whether it counts as a positive."""
+    return team.look_fresh(image_id) if design == "fresh" else team.look_twice(image_id)
+
+
+def miss_rate(design: str) -> float:
+    """The share of sampled positives `design`'s test takes its looks to lose."""
+    return pair_miss_rate(PER_LOOK, 1, ADJUDICATOR) if design == "fresh" else MISS_RATE
 
 
 def _frame(world: World, query_id: int, team: Team, depth: int) -> np.ndarray:
@@ -144,20 +184,21 @@ def _check(
 ) -> dict[str, Any]:  # fmt: skip
     """One completeness check as the tool draws and decides it (annotator.progress.checks) over the query's frozen
     `frame`: its single-judgment positives confirmed by the adjudicator first and counted found; a sample of the
-    rest sized to certify on one positive, every sampled image looked at twice, blind, and decided by the
-    adjudicator wherever a look says relevant; the claim tested at the looks' miss-rate bound."""
+    rest sized to certify on one positive, every sampled image looked at as `options.design` says and decided by
+    the adjudicator wherever a look says relevant; the claim tested at the looks' miss-rate bound."""
     for image_id in frame.tolist():
         if image_id in team.first and team.final(image_id):
             team.adjudicate(image_id)
     found_at_draw = [int(i) for i in frame if int(i) in team.first and team.final(int(i))]
     population = sorted(set(frame.tolist()) - set(found_at_draw))
     confidence = tested_at(options.confidence, ordinal)
-    size = check_size(len(found_at_draw), len(population), options.target, confidence, MISS_RATE, tolerate=1)
+    rate = miss_rate(options.design)
+    size = check_size(len(found_at_draw), len(population), options.target, confidence, rate, tolerate=1)
     sample = rng.permutation(np.asarray(population, dtype=np.int64))[:size].tolist() if size else []
-    positives = sum(1 for image_id in sample if team.look_twice(image_id))
+    positives = sum(1 for image_id in sample if look(team, image_id, options.design))
     in_frame = len(team.truth.intersection(frame.tolist()))
     decided = (
-        claim(len(found_at_draw), len(population), len(sample), positives, options.target, confidence, MISS_RATE)
+        claim(len(found_at_draw), len(population), len(sample), positives, options.target, confidence, rate)
         if size is not None
         else None
     )

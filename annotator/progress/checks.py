@@ -270,11 +270,11 @@ def unconfirmed_words(unconfirmed: int, now: int | None, after: int | None) -> s
     costs = (
         f"drawn now the check would sample {now:,} images" if now is not None else "drawn now no sample could certify"
     )
-    later = f"{after:,}" if after is not None else "no sample (label further)"
+    later = f"it would sample {after:,}" if after is not None else "no sample could yet (label further)"
     return (
         f"{what} for an adjudicator's confirmation (the adjudication queue lists them): {costs}, counting each as "
-        f'missing; once they are confirmed, {later}. Confirm them first, or send "with_unconfirmed": true to draw '
-        "now."
+        f"missing; once they are confirmed, {later}. Confirm them first, or draw anyway (\"with_unconfirmed\": "
+        "true; in the side pane, \u201cdraw before positives are confirmed\u201d)."
     )
 
 

@@ -142,7 +142,7 @@ def test_a_draw_over_unconfirmed_positives_is_refused_with_both_costs_unless_ask
     assert now > after
     detail = refused.json()["detail"]
     assert "3 positives of the frame wait for an adjudicator's confirmation" in detail
-    assert f"sample {now:,} images" in detail and f"once they are confirmed, {after:,}" in detail
+    assert f"sample {now:,} images" in detail and f"once they are confirmed, it would sample {after:,}" in detail
     assert '"with_unconfirmed": true' in detail
     assert database_snapshot() == before
     drawn = api_for(team["admin"]).post(team["url"], {**body, "with_unconfirmed": True}, format="json")

@@ -93,26 +93,26 @@ def test_the_side_pane_asks_for_confirmations_before_a_draw(page, live_server, l
     the queue, and the first draw counts them found."""
     query, ann = labeling["query"], labeling["annotator"]
     top = [hit.image_id for hit in search(text=query.text, k=30)]
-    changes = [LabelChange(image_id, "relevant" if n % 10 == 0 else "not_relevant") for n, image_id in enumerate(top)]
-    set_labels(query_id=query.pk, changes=changes, user=ann, source="keyboard")  # 3 single positives
+    changes = [LabelChange(image_id, "relevant" if n % 3 == 0 else "not_relevant") for n, image_id in enumerate(top)]
+    set_labels(query_id=query.pk, changes=changes, user=ann, source="keyboard")  # 10 single positives
 
     log_in(page, live_server, "boss", "pw-boss-1", f"/queries/{query.pk}/")
     expect(page.locator("#completeness-advice")).to_contain_text("Next: wait")
-    expect(page.locator("#completeness-advice")).to_contain_text("3 positives of the frame wait")
-    page.locator("#check-form").locator('select[name="target_recall"]').select_option("0.5")
-    page.locator("#check-form").locator('select[name="target_recall"]').dispatch_event("change")
+    expect(page.locator("#completeness-advice")).to_contain_text("10 positives of the frame wait")
     unconfirmed = page.locator("#check-cost-unconfirmed")
-    expect(unconfirmed).to_contain_text("3 single-judgment positives wait for an adjudicator's confirmation")
-    page.locator("#completeness-box").scroll_into_view_if_needed()
+    expect(unconfirmed).to_contain_text("10 single-judgment positives wait for an adjudicator's confirmation")
+    expect(unconfirmed).to_contain_text("once they are confirmed the check costs")
+    page.locator("#check-cost").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "completeness-confirm-first.png"), full_page=False)
     page.click("#draw-check")
     expect(page.locator("#check-error")).to_contain_text("wait for an adjudicator's confirmation")
     expect(page.locator("#check-error")).to_contain_text("once they are confirmed")
+    page.locator("#check-error").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "completeness-draw-refused.png"), full_page=False)
     assert not CompletenessCheck.objects.exists()
 
     page.goto(f"{live_server.url}/queries/{query.pk}/adjudicate")
-    for left in (3, 2, 1):
+    for left in range(10, 0, -1):
         expect(page.locator(".adjudication")).to_have_count(left)
         page.keyboard.press("1")
         expect(page.locator(".messages")).to_contain_text("final label relevant")
@@ -120,11 +120,9 @@ def test_the_side_pane_asks_for_confirmations_before_a_draw(page, live_server, l
 
     page.goto(f"{live_server.url}/queries/{query.pk}/")
     expect(page.locator("#completeness-advice")).not_to_contain_text("Next: wait")
-    page.locator("#check-form").locator('select[name="target_recall"]').select_option("0.5")
-    page.locator("#check-form").locator('select[name="target_recall"]').dispatch_event("change")
     expect(page.locator("#check-cost-unconfirmed")).to_have_count(0)
     expect(page.locator("#check-cost-labels")).to_be_visible()
     page.click("#draw-check")
     page.wait_for_url("**ranking=check")
     check = CompletenessCheck.objects.get(query=query)
-    assert check.found_at_draw == 3 and check.looks == 1
+    assert check.found_at_draw == 10 and check.looks == 1

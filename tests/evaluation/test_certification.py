@@ -38,6 +38,17 @@ def test_a_sampled_image_gets_two_looks_and_the_adjudicator_decides_any_positive
     assert team.spent == 5 + 5 + 3  # first looks, second looks, adjudications (1, 10, 11)
 
 
+def test_a_fresh_look_ignores_the_reviews_judgment_and_the_adjudicator_decides_a_positive_look():
+    def wrong_on(ids):
+        return lambda image_id: image_id in ids
+
+    team = certification.Team({1, 2, 3}, (wrong_on({1, 2}), None, None))
+    assert not team.judge(1)  # the review missed positive 1
+    assert team.look_fresh(1)  # the second annotator's fresh look finds it, the adjudicator confirms it
+    assert not team.look_fresh(2)  # never judged: the first annotator's look is fresh, and misses it
+    assert team.look_fresh(3) and team.spent == 3 + 1 + 2  # first looks at 1, 2, 3; the second's at 1; two decisions
+
+
 def test_a_run_stops_each_rule_and_the_check_is_the_tools():
     world = worlds.team_world(kinds=("easy", "tiny"), per_kind=1, images=8000, seed=3)
     options = certification.Settings(noise=0.05, target=0.8, depth=300, max_review=1500, estimate=False)
@@ -66,10 +77,11 @@ def test_the_simulated_check_draws_what_the_tool_would():
     options = certification.Settings(target=0.9, depth=300)
     result = certification._check(world, 1, team, 2, options, np.random.default_rng(0), np.asarray(frame))
     confidence = facade.tested_at(0.95, 2)
-    size = facade.check_size(found, population, 0.9, confidence, facade.MISS_RATE, tolerate=1)
+    rate = facade.pair_miss_rate(facade.PER_LOOK, 1, facade.ADJUDICATOR)  # one fresh look, as the tool (issue 62)
+    size = facade.check_size(found, population, 0.9, confidence, rate, tolerate=1)
     assert result["sample"] == size
     assert result["found"] == found  # a perfect team confirms every positive
-    decided = facade.claim(found, population, size, result["positives"], 0.9, confidence, facade.MISS_RATE)
+    decided = facade.claim(found, population, size, result["positives"], 0.9, confidence, rate)
     assert (result["certified"], result["bound"]) == (decided.certified, decided.recall_lower_bound)
     assert result["certified"] == (result["bound"] >= 0.9)
 
