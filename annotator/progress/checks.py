@@ -273,7 +273,7 @@ def unconfirmed_words(unconfirmed: int, now: int | None, after: int | None) -> s
     later = f"it would sample {after:,}" if after is not None else "no sample could yet (label further)"
     return (
         f"{what} for an adjudicator's confirmation (the adjudication queue lists them): {costs}, counting each as "
-        f"missing; once they are confirmed, {later}. Confirm them first, or draw anyway (\"with_unconfirmed\": "
+        f'missing; once they are confirmed, {later}. Confirm them first, or draw anyway ("with_unconfirmed": '
         "true; in the side pane, \u201cdraw before positives are confirmed\u201d)."
     )
 
