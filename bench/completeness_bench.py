@@ -44,6 +44,9 @@ def main() -> None:
         help="how checks look at their samples: one fresh look (the tool), the two looks of before issue 62, or both "
         "on the same worlds and seeds (the default: each figure beside the old design's)",
     )  # fmt: skip
+    parser.add_argument(
+        "--pooled", action="store_true", help="the benchmark's pooled review rule (evaluation.benchmark_sim)"
+    )
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args()
 
@@ -57,7 +60,7 @@ def main() -> None:
     for design in designs:
         options = benchmark_sim.Settings(
             noise=arguments.noise, expert_noise=arguments.expert_noise, target=arguments.target,
-            confidence=arguments.confidence, extend=arguments.extend, design=design,
+            confidence=arguments.confidence, extend=arguments.extend, design=design, pooled=arguments.pooled,
         )  # fmt: skip
         started = time.perf_counter()
 

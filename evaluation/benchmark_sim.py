@@ -64,6 +64,7 @@ class Settings:
     window: int = WINDOW  # the judgments the advice's yield is read over
     extend: float = 0.0  # > 1: a failed benchmark check is extended (nested samples, `extended_claim`), not redrawn
     design: str = "fresh"  # evaluation.certification.DESIGNS: one fresh look per sampled pair, or the two of before
+    pooled: bool = False  # the benchmark's pooled review rule (pooled_review) instead of each query until dry
 
 
 @dataclass
@@ -126,6 +127,15 @@ class QueryRun:
         recent = self.order[-window:]
         return sum(self.team.adjudicate(i) for i in recent if self.team.first[i]) / max(1, len(recent))
 
+    def confirmed(self, image_id: int) -> bool:
+        """Whether a labeled image is a confirmed positive (its single positive confirmed by the adjudicator, as the
+        team does as it goes; counted once, here or at the check)."""
+        return bool(self.team.first[image_id] and self.team.adjudicate(image_id))
+
+    def yielding(self, window: int) -> int:
+        """Confirmed positives among the query's last `window` labels."""
+        return sum(self.confirmed(i) for i in self.order[-window:])
+
     def review(self, dry: float, options: Settings, least: int | None = None) -> None:
         """Label until the last `options.window` judgments are at most `dry` relevant, at least `least` more (a
         window's worth by default)."""
@@ -158,6 +168,44 @@ class QueryRun:
 
     def true_positives_in_frame(self) -> int:
         return len(self.truth.intersection(self.freeze().tolist()))
+
+
+def pooled_review(runs: dict[int, QueryRun], options: Settings) -> None:
+    """The benchmark's pooled review rule (issue 62): every query gets one window of labels first; then each next
+    batch goes to the query whose last window holds the most confirmed positives (a query whose ranking ran out
+    drops out); review stops once the last `window` labels over all queries are at most `dry` confirmed relevant.
+    A query's own stopping rule spends a window on every dry query; pooled, a dry query costs its first window only,
+    and the labels go where the positives still are."""
+    timeline: list[tuple[int, int]] = []  # (query, image) in the order the team labeled them
+
+    def label(query_id: int, count: int) -> int:
+        run = runs[query_id]
+        before = len(run.order)
+        run.label(count, options.target)
+        timeline.extend((query_id, image_id) for image_id in run.order[before:])
+        return len(run.order) - before
+
+    for query_id in runs:
+        label(query_id, options.window)
+    open_queries = {q for q, run in runs.items() if len(run.order) < options.max_review}
+    while open_queries:
+        recent = timeline[-options.window :]
+        share = sum(runs[q].confirmed(i) for q, i in recent) / max(1, len(recent))
+        if len(recent) >= options.window and share <= options.dry:
+            return
+        best = max(sorted(open_queries), key=lambda q: (runs[q].yielding(options.window), -len(runs[q].order)))
+        if not label(best, options.batch) or len(runs[best].order) >= options.max_review:
+            open_queries.discard(best)
+
+
+def first_review(runs: dict[int, QueryRun], options: Settings) -> None:
+    """The review before the first benchmark check: pooled (pooled_review), or each query until its own ranking
+    looks dry."""
+    if options.pooled:
+        pooled_review(runs, options)
+        return
+    for run in runs.values():
+        run.review(options.dry, options)
 
 
 def _looked(run: QueryRun, image_id: int, options: Settings) -> bool:
@@ -216,8 +264,7 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
     checks until one certifies (or `max_checks`): each drawn afresh over what is not yet confirmed, or with
     `options.extend` one nested sample (NestedChecks)."""
     runs = _start(world, seed, options)
-    for run in runs.values():
-        run.review(options.dry, options)
+    first_review(runs, options)
     rng = np.random.default_rng([seed, 51])
     rate = miss_rate(options.design)
     checks, certified, lower, least = 0, False, None, None
