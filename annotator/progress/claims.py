@@ -149,6 +149,14 @@ def frame_words(check: CompletenessCheck) -> str:
     return f"{what} ({size}), frozen {check.created_at:%Y-%m-%d}"
 
 
+# With second judgments off only the unjudged images are sampled: a positive the review judged not relevant is
+# settled as it was, so the claim says the review's misses are outside it (issue 62).
+SINGLE = (
+    "single judgments trusted: only images nobody had judged were sampled, so positives the review judged not "
+    "relevant are not bounded"
+)
+
+
 def claim_words(check: CompletenessCheck) -> str:
     """One sentence saying exactly what a decided check claims: over which images, at which confidence, with which
     assumption; the same words in the API, the side pane, the dashboard and completeness.json."""
@@ -156,7 +164,7 @@ def claim_words(check: CompletenessCheck) -> str:
     scope = (
         f"over the frame ({frame_words(check)}), check {check.ordinal} of the query tested at "
         f"{check.tested_at:.2%}, {looks.assumption_words(check.looks, check.per_look_miss_rate, check.miss_rate)}; "
-        f"{OUTSIDE}"
+        f"{'' if check.second_judgments else SINGLE + '; '}{OUTSIDE}"
     )
     if check.status == CompletenessCheck.Status.CERTIFIED:
         return f"Recall is at least {percent} with {sure} confidence {scope}."

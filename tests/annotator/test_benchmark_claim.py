@@ -123,7 +123,14 @@ def test_the_pooled_check_is_labeled_through_each_querys_check_ranking_and_decid
     assert "positives outside the frames: not bounded" in shown["claim"]
     for row in shown["queries"]:
         assert row["found"] == 7 and row["positives_in_sample"] == 0
-        assert 0 < row["recall"]["low"] <= 1 == row["recall"]["high"]
+        assert 0 < row["recall"]["low_corrected"] <= row["recall"]["low"] <= 1 == row["recall"]["high"]
+    # Bonferroni over the 2 queries: each lower bound at 5% one-sided is the 90% interval's low end.
+    row = shown["queries"][0]
+    corrected, _ = certify.recall_interval(7, row["sampled_from"], row["sample_size"], 0, 0.9, ONE_LOOK)
+    assert row["recall"]["low_corrected"] == pytest.approx(corrected, abs=1e-4)
+    above = sum(row["recall"]["low_corrected"] >= 0.5 for row in shown["queries"])
+    assert shown["queries_above_target_corrected"] == above <= shown["queries_above_target"]
+    assert shown["smallest_query"]["found"] == 7 and shown["smallest_query"]["query"] == first.pk
     assert shown["advice"]["label_more"] == []
 
 

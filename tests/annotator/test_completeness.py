@@ -490,3 +490,21 @@ def test_before_any_draw_the_frames_single_positives_are_queued_and_the_advice_s
     check = CompletenessCheck.objects.get()
     assert check.found_at_draw == 6 and check.sampled_from == check.frame_size - 6
     assert not set(check.images.values_list("image_id", flat=True)) & set(relevant[:-1])
+
+
+def test_with_second_judgments_off_only_the_unjudged_are_sampled_and_the_claim_says_what_it_leaves_out(team):
+    """A team of one: single judgments are trusted, the judged images are settled, one look per sampled image and
+    no adjudicator; the claim says the review's misses are not bounded (issue 62)."""
+    query, ann = team["query"], team["annotator"]
+    body = {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}, "second_judgments": False}
+    drawn = draw(team, body)
+    assert drawn.status_code == 201, drawn.content
+    check, sample = the_check(query)
+    assert check.sampled_from == 120 - 20 and check.found_at_draw == 7  # Ann's 20 judged images are settled
+    assert check.miss_rate == pytest.approx(0.05)  # one look, no adjudicator
+    assert not OverlapImage.objects.filter(query=query).exists()
+    label(ann, query, check_candidates(ann, query), "not_relevant")
+    check.refresh_from_db()
+    assert check.status == "certified"
+    words = api_for(ann).get(team["url"]).json()["claim"]
+    assert "single judgments trusted" in words and "positives the review judged not relevant are not bounded" in words
