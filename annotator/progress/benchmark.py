@@ -235,7 +235,9 @@ def draw(request: BenchmarkRequest, user: Writer) -> tuple[BenchmarkCheck, bool]
             list(positives.order_by("query_id", "image_id").values("pk"))  # in the writers' order
             found = _situation(request, frames)
             if found.unconfirmed and not request.with_unconfirmed:
-                raise BadCheck(unconfirmed_words(found.unconfirmed, found.sample, found.after_confirmation))
+                raise BadCheck(
+                    unconfirmed_words(found.unconfirmed, found.sample, found.after_confirmation, "the frames")
+                )
             if found.sample is None:
                 raise BadCheck(
                     f"No sample can certify {request.target:.0%} over these frames: confirm more positives first."

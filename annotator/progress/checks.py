@@ -264,9 +264,10 @@ def seal_judged(query_id: int, sample: list[int]) -> None:
     )
 
 
-def unconfirmed_words(unconfirmed: int, now: int | None, after: int | None) -> str:
+def unconfirmed_words(unconfirmed: int, now: int | None, after: int | None, where: str = "the frame") -> str:
     """Why a draw waits for confirmations, with both costs (the API's refusal, the side pane, the benchmark's)."""
-    what = f"{unconfirmed} positive{'s' if unconfirmed != 1 else ''} of the frame wait{'' if unconfirmed != 1 else 's'}"
+    plural = unconfirmed != 1
+    what = f"{unconfirmed} positive{'s' if plural else ''} of {where} wait{'' if plural else 's'}"
     costs = (
         f"drawn now the check would sample {now:,} images" if now is not None else "drawn now no sample could certify"
     )

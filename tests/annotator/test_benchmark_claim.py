@@ -234,3 +234,24 @@ def test_no_get_writes_a_table_while_the_benchmark_check_is_open(bench, client):
     assert BenchmarkCheck.objects.get().status == "checking"
     label(bob, last[0], [last[1]], "not_relevant")
     assert BenchmarkCheck.objects.get().status == "certified"
+
+
+def test_a_benchmark_draw_over_unconfirmed_positives_states_both_costs_and_waits_unless_told(bench):
+    """Issue 62: the pooled check sized at unconfirmed positives counts each as missing. Its dry run gives both costs,
+    the draw is refused with them and a sentence, and drawn only when told to go ahead."""
+    first, _ = bench["queries"]
+    more = [hit.image_id for hit in search(text=first.text, k=30)][20:26]
+    label(bench["annotator"], first, more, "relevant")  # six single clicks, nobody's confirmation yet
+    cost = draw(bench, dry_run=True).json()
+    assert cost["unconfirmed"] == 6 and cost["found"] == 14
+    assert cost["sample_after_confirmation"] < cost["sample"]
+    before = database_snapshot()
+    refused = draw(bench)
+    assert refused.status_code == 400
+    detail = refused.json()["detail"]
+    assert "6 positives of the frames wait for an adjudicator's confirmation" in detail
+    assert f"sample {cost['sample']:,} images" in detail
+    assert f"it would sample {cost['sample_after_confirmation']:,}" in detail
+    assert database_snapshot() == before
+    drawn = draw(bench, with_unconfirmed=True)
+    assert drawn.status_code == 201 and drawn.json()["sample"]["size"] == cost["sample"]
