@@ -18,14 +18,13 @@ from typing import Any
 
 from annotator.models import (
     BenchmarkCheck,
-    BenchmarkImage,
     CompletenessCheck,
     Judgment,
     LabelValue,
     OverlapImage,
     Query,
 )
-from annotator.progress import checks
+from annotator.progress import benchmark, checks
 
 WINDOW = 200  # the last judgments the yield is read over
 DRY = {"query": 0.10, "benchmark": 0.10}  # at most this share of them relevant: the ranking looks dry
@@ -41,11 +40,9 @@ def advice(query: Query, aim: str = "query") -> dict[str, Any]:
             left = len(now.unjudged) + len(now.second)
             return _said("label", f"Label the check's {left} looks left (ranking \u201ccompleteness check\u201d).")
         return _said("wait", f"{len(now.adjudication)} of the check's images wait for an adjudicator.")
-    pooled = BenchmarkImage.objects.filter(query=query, benchmark__status=BenchmarkCheck.Status.CHECKING)
-    if pooled.exists():
-        return _said(
-            "label", "Label this query's pairs of the benchmark check (ranking \u201ccompleteness check\u201d)."
-        )
+    pooled = benchmark.query_progress(query)
+    if pooled is not None:
+        return _pooled(pooled)
     if aim == "query" and check is not None and check.status == CompletenessCheck.Status.CERTIFIED:
         return _said("done", f"Done: check {check.ordinal} certified {check.target_recall:.0%} over the frame.")
     if aim == "benchmark" and _certified_in_benchmark(query):
@@ -69,6 +66,18 @@ def advice(query: Query, aim: str = "query") -> dict[str, Any]:
             return _said("label", f"The last check held positives: label {owed - since} more before checking again.")
     what = "draw a check" if aim == "query" else "ready for the benchmark check"
     return _said("check", f"The last {WINDOW} judgments were {share:.0%} relevant: the ranking looks dry; {what}.")
+
+
+def _pooled(pooled: checks.Progress) -> dict[str, Any]:
+    """The step an open benchmark check asks of one of its queries: its pairs' looks, then the adjudicator."""
+    if pooled.unjudged or pooled.second:
+        left = len(pooled.unjudged) + len(pooled.second)
+        return _said("label", f"Label this query's {left} pairs of the benchmark check left (ranking "
+                     "\u201ccompleteness check\u201d).")  # fmt: skip
+    if pooled.adjudication:  # every look given: nobody judges these pairs blind any more
+        return _said("wait", f"{len(pooled.adjudication)} of this query's pairs of the benchmark check wait for an "
+                     "adjudicator.")  # fmt: skip
+    return _said("wait", "This query's pairs of the benchmark check have their looks; it waits for other queries.")
 
 
 def _said(step: str, reason: str) -> dict[str, Any]:

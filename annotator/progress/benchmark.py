@@ -363,6 +363,15 @@ def wanting(query: Query) -> Wanting:
     return Wanting(ids, set(now.second) | set(now.unjudged))
 
 
+def query_progress(query: Query) -> Progress | None:
+    """The open benchmark check's pairs of `query` and their looks (reads only); None where it holds none."""
+    check = open_check()
+    if check is None:
+        return None
+    ids = list(check.images.filter(query=query).order_by("position").values_list("image_id", flat=True))
+    return looks_at(query, ids, since=fresh_since(check), looks=check.looks) if ids else None
+
+
 def decide_if_complete(query_id: int, image_ids: Any = None) -> None:
     """Decide the open benchmark check if the write that settled `image_ids` of `query_id` completed it."""
     pairs = BenchmarkImage.objects.filter(query_id=query_id, benchmark__status=BenchmarkCheck.Status.CHECKING)
