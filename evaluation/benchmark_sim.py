@@ -356,16 +356,18 @@ def valid_floor(runs: list[QueryRun], options: Settings, tolerate: Callable[[int
 
     def labels_at(level: float) -> int | None:
         review = found = missing = population = 0
-        for size, positives, reached in frames:
+        for frame_size, positives, reached in frames:
             met = min(math.ceil(level * positives - 1e-9), len(reached))
             review += reached[met - 1] if met else 0
-            found, missing, population = found + met, missing + positives - met, population + size - met
+            found, missing, population = found + met, missing + positives - met, population + frame_size - met
         if not population:
             return review + found
-        size = check_size(found, population, options.target, confidence, rate, tolerate(found))
-        if size is None or _certifies(found, population, size, missing, options, confidence, rate) < FLOOR_CERTAINTY:
+        sample = check_size(found, population, options.target, confidence, rate, tolerate(found))
+        if sample is None:
             return None
-        return review + found + size
+        if _certifies(found, population, sample, missing, options, confidence, rate) < FLOOR_CERTAINTY:
+            return None
+        return review + found + sample
 
     low, high = 0, len(FLOOR_LEVELS)  # the least level whose claim certifies often enough (high: none does)
     while low < high:
