@@ -16,7 +16,7 @@ and kept in the check.
 from collections import defaultdict
 from dataclasses import dataclass
 
-from annotator.models import Decision, Judgment, Label, LabelValue, OverlapImage
+from annotator.models import Decision, Judgment, Label, LabelValue, OverlapImage, Query
 from annotator.progress import certify
 from annotator.progress.check_requests import ENOUGH_LOOKS, LOOK_BOUND_CONFIDENCE, PER_LOOK
 
@@ -85,7 +85,20 @@ def record() -> LookRecord:
                 counts = per_image[(query_id, image_id)]
                 counts[0] += 1
                 counts[1] += value in CALLED
-    trials, misses = tally([(judged, called) for judged, called in per_image.values()])
+    # Only images whose seal is open (all the judgments their query wants, or an adjudicator's decision): a vote still
+    # sealed to someone must not move a figure that a blind judge's dry run shows.
+    wanted = dict(Query.objects.filter(pk__in={q for q, _ in per_image}).values_list("pk", "judgments_wanted"))
+    adjudicated = set(
+        Label.objects.filter(decided_by=Decision.ADJUDICATED, image_id__in={i for _, i in per_image})
+        .values_list("query_id", "image_id")
+        .iterator(chunk_size=ROWS)
+    )
+    open_seal = [
+        (judged, called)
+        for pair, (judged, called) in per_image.items()
+        if judged >= max(2, wanted.get(pair[0], 2)) or pair in adjudicated
+    ]
+    trials, misses = tally(open_seal)
     if trials < ENOUGH_LOOKS:
         return LookRecord(trials, misses, PER_LOOK, measured=False)
     return LookRecord(trials, misses, certify.per_look_upper_bound(misses, trials, LOOK_BOUND_CONFIDENCE), True)

@@ -57,6 +57,9 @@ def test_the_record_reads_blind_looks_at_confirmed_positives_only(labeling):
     record = looks.record()
     assert (record.trials, record.misses) == (2 * 10 + 5, 5) and not record.measured and record.bound == PER_LOOK
     assert "assumed until the team has 100 blind looks" in record.words()
+    # A query wanting three judgments keeps its two-judgment images sealed: only the adjudicated ones count.
+    Query.objects.filter(pk=query.pk).update(judgments_wanted=3)
+    assert (looks.record().trials, looks.record().misses) == (5, 5)
 
 
 @pytest.mark.django_db
