@@ -90,12 +90,16 @@ class QueryRun:
         vector = strategy_vector("feedback", text, self.world.vectors[relevant], self.world.vectors[not_relevant])
         scores = self.world.vectors @ np.asarray(vector, dtype=np.float32)
         depth = min(len(scores) - 1, len(self.team.first) + 8 * REFIT)
-        top = np.argpartition(-scores, depth)[: depth + 1]
-        top = np.asarray([int(i) for i in top[np.argsort(-scores[top])] if int(i) not in self.team.first])
-        if not_relevant and len(top):  # the page's batch rules pass over near-duplicates of images judged not relevant
-            recent = self.world.vectors[not_relevant[-REFIT:]]
-            alike = (self.world.vectors[top] @ recent.T).max(axis=1) >= NEAR_DUPLICATE
-            top = top[~alike]
+        while True:  # deeper until something is left: a crowd of look-alikes can fill the whole head (issue 62)
+            top = np.argpartition(-scores, depth)[: depth + 1]
+            top = np.asarray([int(i) for i in top[np.argsort(-scores[top])] if int(i) not in self.team.first])
+            if not_relevant and len(top):  # the page's batches pass over near-duplicates of images judged not relevant
+                recent = self.world.vectors[not_relevant[-REFIT:]]
+                alike = (self.world.vectors[top] @ recent.T).max(axis=1) >= NEAR_DUPLICATE
+                top = top[~alike]
+            if len(top) or depth >= len(scores) - 1:
+                break
+            depth = min(len(scores) - 1, depth * 4)
         self.ranking = top.tolist()
 
     def label(self, count: int, target: float) -> None:

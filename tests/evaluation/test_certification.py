@@ -163,3 +163,35 @@ def test_nested_benchmark_checks_fix_their_sizes_in_advance_and_look_at_each_pai
         # The valid clairvoyant floor: a claim that certifies 90% of the time needs the frames' recall at the target
         # or past it, so the floor's review alone is at least the frame oracle's, and it confirms what it counts.
         assert run["floor_recall"] >= 0.8 and run["floor"] >= run["frame_oracle"] + math.ceil(0.8 * run["in_frames"])
+
+
+def test_the_pooled_review_gives_every_query_a_window_then_labels_where_the_positives_are():
+    """The benchmark's pooled review rule (issue 62): a window for every query, then each batch to the query whose
+    last window holds the most confirmed positives, until the last 200 labels over all queries are at most 5%
+    confirmed relevant."""
+    world = worlds.inquire_world(queries=5, median_positives=20, seed=3)
+    options = benchmark_sim.Settings(pooled=True)
+    runs = benchmark_sim._start(world, 3, options)
+    order: list[tuple[int, int]] = []
+    label = benchmark_sim.QueryRun.label
+
+    def recording(run, count, target):  # the order the team labels in, over all queries
+        before = len(run.order)
+        label(run, count, target)
+        order.extend((run.query_id, image_id) for image_id in run.order[before:])
+
+    benchmark_sim.QueryRun.label = recording
+    try:
+        benchmark_sim.pooled_review(runs, options)
+    finally:
+        benchmark_sim.QueryRun.label = label
+    assert all(len(run.order) >= options.window for run in runs.values())  # a window each, first
+    first = {query_id for query_id, _ in order[: len(runs) * options.window]}
+    assert first == set(runs)
+    recent = order[-options.window :]
+    assert sum(runs[q].confirmed(i) for q, i in recent) / len(recent) <= options.dry  # stopped dry over all queries
+    # After the first windows, each batch went to a query whose window held the most confirmed positives then:
+    # the queries with the most positives got the most labels.
+    labels = {q: len(run.order) for q, run in runs.items()}
+    found = {q: sum(run.confirmed(i) for i in run.order) for q, run in runs.items()}
+    assert max(labels, key=labels.get) == max(found, key=found.get)
