@@ -707,7 +707,7 @@ class CheckImage(models.Model):
 
 class BenchmarkCheck(models.Model):
     """One random check over the union of several queries' frames (annotator.progress.benchmark): a simple random
-    sample of the (query, image) pairs that were not confirmed positives at the draw, each looked at twice, blind,
+    sample of the (query, image) pairs that were not confirmed positives at the draw, each given a fresh blind look,
     and the claim it supports: micro-recall (every positive found in the frames over every positive in them) at
     least a target, with a confidence."""
 

@@ -4,8 +4,8 @@ A per-query claim at 90% costs a sample that tolerates a tenth of the query's po
 46 positives, about 5, so a check sees most of a small frame. Over a benchmark the misses a claim tolerates grow
 with the whole benchmark, so one pooled check is cheap per query. Staff choose the queries (all, a split, or a
 list); each query's frame is its frozen frame (annotator.progress.frames), and a simple random sample is drawn
-from the union of the (query, image) pairs that are not confirmed positives. Each sampled pair is looked at
-twice, blind, and adjudicated where a look says relevant, through the query's normal "completeness check"
+from the union of the (query, image) pairs that are not confirmed positives. Each sampled pair gets one
+fresh look, blind, and is adjudicated where the look says relevant, through the query's normal "completeness check"
 ranking (annotator.progress.sampled), exactly as a query's own check. The claim (certify.claim over the pooled
 counts) is
 

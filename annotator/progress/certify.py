@@ -15,9 +15,9 @@ under T. Equivalently (and what the page shows) the one-sided upper confidence b
 of recall that holds with confidence 1 - alpha. The tails are scipy.stats.hypergeom's; written here is only
 the inversion, a binary search over K (the lower tail falls as K grows), which scipy does not offer.
 
-Annotators miss positives. A check looks at each sampled image twice, blind, and an adjudicator decides every
-sampled image either look called relevant or unsure; a true positive is then lost only when both looks miss it
-or the adjudicator does. The test takes that as a bound `miss_rate` on the chance that a sampled positive is
+Annotators miss positives. A check looks at each sampled image afresh, blind, and an adjudicator decides every
+sampled image a look called relevant or unsure; a true positive is then lost only when its looks miss it or the
+adjudicator does. The test takes that as a bound `miss_rate` on the chance that a sampled positive is
 not counted, and tests the thinned count: each of the X positives the sample holds is counted with probability
 1 - miss_rate, so the count met is Binomial(X, 1 - miss_rate) given X, and its lower tail is
 
