@@ -583,7 +583,23 @@ class OverlapImage(models.Model):
         return f"image {self.image_id} in the overlap sample of query {self.query_id}"
 
 
-class CompletenessCheck(models.Model):
+class FreshLooks(models.Model):
+    """What a check's test assumed of its looks (issue 62), the same for a query's check and the benchmark's."""
+
+    looks = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Fresh looks (judgments given after the draw) each sampled image gets; 0: a check drawn before "
+        "issue 62, whose images wanted two judgments in all.",
+    )
+    per_look_miss_rate = models.FloatField(
+        null=True, blank=True, help_text="The per-look bound the test used (annotator.progress.looks)."
+    )
+
+    class Meta:
+        abstract = True
+
+
+class CompletenessCheck(FreshLooks):
     """A random check of a query's completeness (annotator.progress.checks): a simple random sample of the images
     of a frame that were not its positives when it was drawn, judged (again, blind) like any other image, and the
     claim it supports (annotator.progress.certify). The frame, its positives at the draw and the sample are frozen
@@ -621,14 +637,6 @@ class CompletenessCheck(models.Model):
     )
     second_judgments = models.BooleanField(
         default=True, help_text="Positives (the frame's and the sample's) get a second blind judgment first."
-    )
-    looks = models.PositiveSmallIntegerField(
-        default=0,
-        help_text="Fresh looks (judgments given after the draw) each sampled image gets; 0: a check drawn before "
-        "issue 62, whose images wanted two judgments in all.",
-    )
-    per_look_miss_rate = models.FloatField(
-        null=True, blank=True, help_text="The per-look bound the test used (annotator.progress.looks)."
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.CHECKING)
     # Filled when the check is decided: every sampled image labeled, every second judgment given.
@@ -705,7 +713,7 @@ class CheckImage(models.Model):
         return f"image {self.image_id} of {self.completeness_check}"
 
 
-class BenchmarkCheck(models.Model):
+class BenchmarkCheck(FreshLooks):
     """One random check over the union of several queries' frames (annotator.progress.benchmark): a simple random
     sample of the (query, image) pairs that were not confirmed positives at the draw, each given a fresh blind look,
     and the claim it supports: micro-recall (every positive found in the frames over every positive in them) at
@@ -722,14 +730,6 @@ class BenchmarkCheck(models.Model):
     confidence = models.FloatField(help_text="The claim's, over every benchmark check.")
     tested_at = models.FloatField(help_text="This check's own confidence (annotator.progress.certify.tested_at).")
     miss_rate = models.FloatField(help_text="The bound the test assumes on the share of sampled positives lost.")
-    looks = models.PositiveSmallIntegerField(
-        default=0,
-        help_text="Fresh looks (judgments given after the draw) each sampled image gets; 0: a check drawn before "
-        "issue 62, whose images wanted two judgments in all.",
-    )
-    per_look_miss_rate = models.FloatField(
-        null=True, blank=True, help_text="The per-look bound the test used (annotator.progress.looks)."
-    )
     sampled_from = models.PositiveIntegerField(help_text="The pairs the sample was drawn from.")
     found_at_draw = models.PositiveIntegerField(help_text="Confirmed positives in the frames at the draw.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.CHECKING)

@@ -351,16 +351,10 @@ class Wanting:
 
 def wanting(query: Query) -> Wanting:
     """The open benchmark check's images of `query`, in the sample's order, and those still wanting a look."""
-    ids = list(
-        BenchmarkImage.objects.filter(query=query, benchmark__status=BenchmarkCheck.Status.CHECKING)
-        .order_by("position")
-        .values_list("image_id", flat=True)
-    )
-    if not ids:
+    now = query_progress(query)
+    if now is None:
         return Wanting([], set())
-    check = open_check()
-    now = looks_at(query, ids, since=fresh_since(check), looks=check.looks if check else 0)
-    return Wanting(ids, set(now.second) | set(now.unjudged))
+    return Wanting(now.order, set(now.second) | set(now.unjudged))
 
 
 def query_progress(query: Query) -> Progress | None:

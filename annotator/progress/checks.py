@@ -58,9 +58,8 @@ from annotator.progress.check_requests import ADJUDICATOR, LOOKS, CheckRequest
 from annotator.progress.frames import BadCheck, Frame, NothingToCheckYet, frame_of, freeze, pack, unpack
 
 # The values that count as a positive in the sample: unsure counts, so that doubt never helps a claim.
-SAMPLE_POSITIVE = (LabelValue.RELEVANT, LabelValue.UNSURE)
-# A positive the claim counts as found: two judgments agree on it, or an adjudicator decided it.
-CONFIRMED = (Decision.AGREED, Decision.MAJORITY, Decision.ADJUDICATED)
+SAMPLE_POSITIVE = looks.CALLED
+CONFIRMED = looks.CONFIRMED  # a positive the claim counts as found
 # The sample is sized to certify when it counts this many positives: a dry-looking ranking still hides a few, and a
 # check sized for none fails on the first it meets.
 TOLERATE = 1

@@ -16,11 +16,13 @@ and kept in the check.
 from collections import defaultdict
 from dataclasses import dataclass
 
+from annotator.labels.checked import CHECKED
 from annotator.models import Decision, Judgment, Label, LabelValue, OverlapImage, Query
 from annotator.progress import certify
 from annotator.progress.check_requests import ENOUGH_LOOKS, LOOK_BOUND_CONFIDENCE, PER_LOOK
 
-CALLED = (LabelValue.RELEVANT, LabelValue.UNSURE)
+CALLED = CHECKED  # a look that calls an image relevant or unsure: a positive look
+# A positive the claims count: two judgments agree on it, or an adjudicator decided it (annotator.progress.checks).
 CONFIRMED = (Decision.AGREED, Decision.MAJORITY, Decision.ADJUDICATED)
 
 
@@ -67,38 +69,35 @@ def tally(looks: list[tuple[int, int]]) -> tuple[int, int]:
 
 def record() -> LookRecord:
     """The team's per-look record now (reads only: the overlap samples' confirmed positives and their judgments)."""
-    blind = OverlapImage.objects.values("image_id")
-    confirmed = set(
-        Label.objects.filter(value=LabelValue.RELEVANT, decided_by__in=CONFIRMED, image_id__in=blind)
-        .values_list("query_id", "image_id")
-        .iterator(chunk_size=ROWS)
-    ) & set(OverlapImage.objects.values_list("query_id", "image_id").iterator(chunk_size=ROWS))
-    per_image: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
-    if confirmed:
-        given = Judgment.objects.filter(
-            query_id__in={query_id for query_id, _ in confirmed},
-            image_id__in={image_id for _, image_id in confirmed},
-            annotator__isnull=False,
+    blind = set(OverlapImage.objects.values_list("query_id", "image_id").iterator(chunk_size=ROWS))
+    decided = {
+        (query_id, image_id): decided_by
+        for query_id, image_id, decided_by in Label.objects.filter(
+            value=LabelValue.RELEVANT, decided_by__in=CONFIRMED, image_id__in={i for _, i in blind}
         )
-        for query_id, image_id, value in given.values_list("query_id", "image_id", "value").iterator(chunk_size=ROWS):
-            if (query_id, image_id) in confirmed:
-                counts = per_image[(query_id, image_id)]
-                counts[0] += 1
-                counts[1] += value in CALLED
+        .values_list("query_id", "image_id", "decided_by")
+        .iterator(chunk_size=ROWS)
+        if (query_id, image_id) in blind
+    }
+    per_image: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
+    given = Judgment.objects.filter(
+        query_id__in={q for q, _ in decided}, image_id__in={i for _, i in decided}, annotator__isnull=False
+    )
+    for query_id, image_id, value in given.values_list("query_id", "image_id", "value").iterator(chunk_size=ROWS):
+        if (query_id, image_id) in decided:
+            counts = per_image[(query_id, image_id)]
+            counts[0] += 1
+            counts[1] += value in CALLED
     # Only images whose seal is open (all the judgments their query wants, or an adjudicator's decision): a vote still
     # sealed to someone must not move a figure that a blind judge's dry run shows.
     wanted = dict(Query.objects.filter(pk__in={q for q, _ in per_image}).values_list("pk", "judgments_wanted"))
-    adjudicated = set(
-        Label.objects.filter(decided_by=Decision.ADJUDICATED, image_id__in={i for _, i in per_image})
-        .values_list("query_id", "image_id")
-        .iterator(chunk_size=ROWS)
+    trials, misses = tally(
+        [
+            (judged, called)
+            for pair, (judged, called) in per_image.items()
+            if judged >= max(2, wanted.get(pair[0], 2)) or decided[pair] == Decision.ADJUDICATED
+        ]
     )
-    open_seal = [
-        (judged, called)
-        for pair, (judged, called) in per_image.items()
-        if judged >= max(2, wanted.get(pair[0], 2)) or pair in adjudicated
-    ]
-    trials, misses = tally(open_seal)
     if trials < ENOUGH_LOOKS:
         return LookRecord(trials, misses, PER_LOOK, measured=False)
     return LookRecord(trials, misses, certify.per_look_upper_bound(misses, trials, LOOK_BOUND_CONFIDENCE), True)
