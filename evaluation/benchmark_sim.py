@@ -279,7 +279,7 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
         checks += 1
         confidence = tested_at(options.confidence, checks)
         found, owner, pairs = _pooled(runs)
-        tolerate = max(0, min(20, missing_at_target(found, options.target) // options.tolerate_share))
+        tolerate = _tolerated(options)(found)
         if least is None:
             least = check_size(found, len(pairs), options.target, confidence, rate)
         if options.extend > 1:
@@ -369,7 +369,7 @@ def valid_floor(runs: list[QueryRun], options: Settings, tolerate: Callable[[int
         sample = check_size(found, population, options.target, confidence, rate, tolerate(found))
         if sample is None:
             return None
-        if _certifies(found, population, sample, missing, options, confidence, rate) < FLOOR_CERTAINTY:
+        if _certifies(found, population, sample, missing, options, confidence, rate, tolerate(found)) < FLOOR_CERTAINTY:
             return None
         return review + found + sample
 
@@ -387,8 +387,9 @@ def valid_floor(runs: list[QueryRun], options: Settings, tolerate: Callable[[int
 
 
 def _certifies(
-    found: int, population: int, size: int, missing: int, options: Settings, confidence: float, rate: float
-) -> float:
+    found: int, population: int, size: int, missing: int, options: Settings, confidence: float, rate: float,
+    tolerate: int,
+) -> float:  # fmt: skip
     """P(a check of `size` certifies) when `missing` positives hide among `population`, each sampled one counted
     with probability 1 - rate: the thinned law of certify summed over the counts whose claim certifies."""
     from scipy.stats import binom, hypergeom
@@ -397,15 +398,11 @@ def _certifies(
     certifies = np.zeros(len(counts), dtype=bool)
     for met in counts.tolist():  # a claim sized for a few positives stops certifying a little past them
         certifies[met] = claim(found, population, size, met, options.target, confidence, rate).certified
-        if not certifies[met] and met > tolerate_most(found, options) + 1:
+        if not certifies[met] and met > max(1, tolerate) + 1:
             break
     drawn = hypergeom(population, missing, size).pmf(counts)
     counted = drawn[:, None] * binom(counts[:, None], 1 - rate).pmf(counts[None, :])
     return float(counted.sum(axis=0) @ certifies)
-
-
-def tolerate_most(found: int, options: Settings) -> int:
-    return max(1, min(20, missing_at_target(found, options.target) // options.tolerate_share))
 
 
 def _confirmed(run: QueryRun, image_id: int) -> bool:
