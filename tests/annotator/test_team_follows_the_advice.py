@@ -5,19 +5,18 @@ the frames' positives whenever the advice says "wait" (before any draw too), sta
 the confirmed positives instead of sampling the frames whole. Everything goes through the REST API."""
 
 import random
-from collections import Counter
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from annotator.models import BenchmarkCheck, Query
+from evaluation.api_team import Member, follow_the_advice
 from search.facade import search
-from tests.annotator.claims_api import api_for, label
+from tests.annotator.claims_api import api_for
 from tests.factories import make_collection
 
 pytestmark = pytest.mark.django_db
-URL = "/api/completeness/benchmark/"
 IMAGES, POSITIVES, MISTAKES, BATCH = 400, 15, 0.05, 50
 
 
@@ -39,73 +38,44 @@ def world(tiny_settings, tmp_path):
     return {"queries": queries, "truth": truth, "ann": team[0], "team": team, "boss": boss}
 
 
-def says(world, user, query_id: int, image_id: int) -> str:
-    wrong = random.Random(f"{user.pk}:{query_id}:{image_id}").random() < MISTAKES
-    return "relevant" if (image_id in world["truth"][query_id]) != wrong else "not_relevant"
+class ClientApi:
+    """evaluation.api_team's Api over Django's test client: every request through the REST API's whole stack."""
+
+    def __init__(self, users):
+        self.users = {user.username: user for user in users}
+
+    def get(self, member, path, params):
+        return self._json(api_for(self.users[member]).get(path, params))
+
+    def post(self, member, path, body):
+        return self._json(api_for(self.users[member]).post(path, body, format="json"))
+
+    @staticmethod
+    def _json(answer):
+        assert answer.status_code in (200, 201), answer.content
+        return answer.json()
 
 
-def candidates(user, query_id: int, strategy: str) -> list[int]:
-    answer = api_for(user).get(f"/api/queries/{query_id}/candidates/", {"strategy": strategy, "k": BATCH})
-    assert answer.status_code == 200, answer.content
-    return [row["image_id"] for row in answer.json()["results"]]
+def member(world, user) -> Member:
+    def says(query_id: int, image_id: int) -> bool:
+        wrong = not user.is_staff and random.Random(f"{user.pk}:{query_id}:{image_id}").random() < MISTAKES
+        return (image_id in world["truth"][query_id]) != wrong
 
-
-def judge(world, user, query, image_ids) -> None:
-    for value in ("relevant", "not_relevant"):
-        label(user, query, [i for i in image_ids if says(world, user, query.pk, i) == value], value)
+    return Member(user.username, says)
 
 
 def test_a_team_that_follows_the_advice_confirms_before_it_draws_and_certifies(world):
-    queries, boss = world["queries"], world["boss"]
-    spent = Counter()
-    first_draw = None
-    for _ in range(300):
-        advice = {
-            query.pk: api_for(boss)
-            .get(f"/api/queries/{query.pk}/completeness/", {"claim": "benchmark"})
-            .json()["advice"]
-            for query in queries
-        }
-        steps = {said["next"] for said in advice.values()}
-        if steps == {"done"}:
-            break
-        worked = False
-        if "wait" in steps:  # the expert works the queue: the frames' single positives, the checks' positive looks
-            for query in queries:
-                queue = api_for(boss).get(f"/api/queries/{query.pk}/disagreements/", {"pending": 1}).json()
-                for row in queue["results"]:
-                    value = "relevant" if row["image"] in world["truth"][query.pk] else "not_relevant"
-                    decided = api_for(boss).post(
-                        f"/api/queries/{query.pk}/adjudicate/", {"image": row["image"], "value": value}, format="json"
-                    )
-                    assert decided.status_code == 200, decided.content
-                    spent["adjudications"] += 1
-                    worked = True
-        for query in queries:  # a query that says "label" is labeled, whatever the others say
-            if advice[query.pk]["next"] != "label":
-                continue
-            for user in world["team"]:  # an open check's pairs: a fresh look each, from someone who had not judged it
-                looks = candidates(user, query.pk, "check")
-                if looks:
-                    judge(world, user, query, looks)
-                    spent["looks"] += len(looks)
-                    worked = True
-                    break
-            else:
-                batch = candidates(world["ann"], query.pk, "text")
-                judge(world, world["ann"], query, batch)
-                spent["review"] += len(batch)
-                worked = worked or bool(batch)
-        if worked or "wait" in steps:
-            continue
-        # Every query says "check" (or has nothing left to label): staff draw, and the draw is not refused.
-        drawn = api_for(boss).post(URL, {"target_recall": 0.9, "confidence": 0.95}, format="json")
-        assert drawn.status_code in (200, 201), drawn.content
-        first_draw = first_draw or drawn.json()
+    queries, boss, team = world["queries"], world["boss"], world["team"]
+    api = ClientApi([*team, boss])
+    people = [member(world, user) for user in team]
+    ids, expert = [q.pk for q in queries], member(world, boss)
+    spent = follow_the_advice(api, ids, people[0], people[1:], expert, "boss", strategy="text", max_rounds=300)
+    assert spent.advice and set(spent.advice.values()) == {"done"}, spent
     check = BenchmarkCheck.objects.order_by("-ordinal").first()
-    assert check is not None and check.status == "certified", (spent, check, advice)
+    assert check is not None and check.status == "certified", (spent, check)
     # The first draw came after the confirmations: it counted the positives found, and sampled the rest.
     first = BenchmarkCheck.objects.get(ordinal=1)
-    assert first_draw["found"] == first.found_at_draw > 0
-    assert first.sampled_from == sum(row["sampled_from"] for row in first_draw["queries"])
-    assert first.looks == 1 and spent["adjudications"] >= first.found_at_draw  # each confirmed by the adjudicator
+    assert spent.first_draw["found"] == first.found_at_draw > 0
+    assert first.sampled_from == sum(row["sampled_from"] for row in spent.first_draw["queries"])
+    assert first.looks == 1 and spent.adjudications >= first.found_at_draw  # each confirmed by the adjudicator
+    assert spent.looks > 0 and spent.review > 0

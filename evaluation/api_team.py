@@ -1,0 +1,128 @@
+"""A labeling team that does what Quire's advice says, through the REST API only (issue 62): the scripted team of
+`bench/completeness_bench.py --through-api` and of tests/annotator/test_team_follows_the_advice.py.
+
+Each round the team reads every query's benchmark advice (GET /api/queries/{id}/completeness/?claim=benchmark):
+
+  wait    the adjudicator works every query's queue (GET .../disagreements/?pending=1, POST .../adjudicate/): the
+          frames' single positives before a draw, the checks' positive looks after one
+  label   an open check's images first, each from the first member who has not judged it (the reviewer, then the
+          others in order: a fresh, blind look), else the reviewer's next batch down the query's ranking
+  check   once every query says check or done and nothing else moved: staff draw the benchmark check
+          (POST /api/completeness/benchmark/)
+  done    nothing
+
+It knows the world only through its members' answers (each says relevant or not of a (query, image) pair, with its
+own mistakes); everything it spends is counted here, as the simulator (evaluation/benchmark_sim.py) counts its own.
+The HTTP client is the caller's (`Api`): a live server in the bench, Django's test client in the tests."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+BENCHMARK = "/api/completeness/benchmark/"
+
+
+class Api(Protocol):
+    """Quire's REST API as one member sees it: JSON in and out, any status other than 2xx raised with its body."""
+
+    def get(self, member: str, path: str, params: dict[str, Any]) -> Any: ...
+
+    def post(self, member: str, path: str, body: dict[str, Any]) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Member:
+    """A person of the team: `says(query_id, image_id)` is whether they call the pair relevant."""
+
+    name: str
+    says: Callable[[int, int], bool]
+
+
+@dataclass
+class Spent:
+    """What the team spent, in the simulator's units: each judgment and each adjudication is one label."""
+
+    review: int = 0  # the reviewer's judgments down the rankings
+    looks: int = 0  # the checks' fresh looks
+    adjudications: int = 0  # the adjudicator's decisions: confirmations before a draw, positive looks after
+    draws: int = 0
+    rounds: int = 0
+    first_draw: dict[str, Any] | None = None
+    last_draw: dict[str, Any] | None = None
+    advice: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def labels(self) -> int:
+        return self.review + self.looks + self.adjudications
+
+
+def follow_the_advice(
+    api: Api, queries: list[int], reviewer: Member, others: list[Member], adjudicator: Member, staff: str, *,
+    strategy: str = "feedback", batch: int = 50, target: float = 0.9, confidence: float = 0.95,
+    max_rounds: int = 10_000, progress: Callable[[Spent], None] | None = None,
+) -> Spent:  # fmt: skip
+    """Label, confirm, draw and look as the advice says until every query says done (or `max_rounds`)."""
+    spent = Spent()
+    lookers = [reviewer, *others]
+    while spent.rounds < max_rounds:
+        spent.rounds += 1
+        spent.advice = {
+            q: api.get(staff, f"/api/queries/{q}/completeness/", {"claim": "benchmark"})["advice"]["next"]
+            for q in queries
+        }
+        steps = set(spent.advice.values())
+        if steps == {"done"}:
+            break
+        worked = "wait" in steps and _work_the_queues(api, queries, adjudicator, spent)
+        for query_id in queries:  # a query that says "label" is labeled, whatever the others say
+            if spent.advice[query_id] == "label":
+                worked = _label(api, query_id, lookers, strategy, batch, spent) or worked
+        if progress:
+            progress(spent)
+        if worked or "wait" in steps:
+            continue
+        drawn = api.post(staff, BENCHMARK, {"target_recall": target, "confidence": confidence})
+        spent.draws += 1
+        spent.first_draw = spent.first_draw or drawn
+        spent.last_draw = drawn
+    return spent
+
+
+def _work_the_queues(api: Api, queries: list[int], adjudicator: Member, spent: Spent) -> bool:
+    """The adjudicator decides every pending image of every query (one page of each queue a round)."""
+    worked = False
+    for query_id in queries:
+        queue = api.get(adjudicator.name, f"/api/queries/{query_id}/disagreements/", {"pending": 1, "limit": 1000})
+        for row in queue["results"]:
+            value = "relevant" if adjudicator.says(query_id, row["image"]) else "not_relevant"
+            api.post(adjudicator.name, f"/api/queries/{query_id}/adjudicate/", {"image": row["image"], "value": value})
+            spent.adjudications += 1
+            worked = True
+    return worked
+
+
+def _label(api: Api, query_id: int, lookers: list[Member], strategy: str, batch: int, spent: Spent) -> bool:
+    """An open check's images for the first member who has any to look at, else the reviewer's next batch."""
+    for member in lookers:
+        looks = _candidates(api, member, query_id, "check", batch)
+        if looks:
+            _judge(api, member, query_id, looks)
+            spent.looks += len(looks)
+            return True
+    reviewer = lookers[0]
+    shown = _candidates(api, reviewer, query_id, strategy, batch)
+    _judge(api, reviewer, query_id, shown)
+    spent.review += len(shown)
+    return bool(shown)
+
+
+def _candidates(api: Api, member: Member, query_id: int, strategy: str, k: int) -> list[int]:
+    answer = api.get(member.name, f"/api/queries/{query_id}/candidates/", {"strategy": strategy, "k": k})
+    return [int(row["image_id"]) for row in answer["results"]]
+
+
+def _judge(api: Api, member: Member, query_id: int, image_ids: list[int]) -> None:
+    """One labels request with the member's judgment of each image (none when there is nothing to judge)."""
+    if image_ids:
+        labels = [{"image": i, "value": "relevant" if member.says(query_id, i) else "not_relevant"} for i in image_ids]
+        api.post(member.name, f"/api/queries/{query_id}/labels/", {"labels": labels})
