@@ -10,11 +10,18 @@ target. Prints the summary; the runs go to `--json`.
   .venv/bin/python bench/completeness_bench.py --queries 250 --seeds 5 --no-per-query
   .venv/bin/python bench/completeness_bench.py --queries 250 --seeds 10 --first-seed 10 --no-per-query  # in parallel
   .venv/bin/python bench/completeness_bench.py --queries 10 --seeds 20 --no-per-query --extend 1.5
+  .venv/bin/python bench/completeness_bench.py --queries 10 --seeds 3 --through-api
+
+`--through-api`: per seed, the benchmark claim reached by a team that follows the advice through Quire's HTTP API
+(bench/completeness_api.py, a process of its own: a live server over the same world, the same three people with the
+same mistakes) beside the simulator's run of that world and seed, with the seed's yardsticks (the simulator's
+collection oracle and valid clairvoyant floor: both read off the world, not off either team).
 """
 
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -47,8 +54,14 @@ def main() -> None:
     parser.add_argument(
         "--pooled", action="store_true", help="the benchmark's pooled review rule (evaluation.benchmark_sim)"
     )
+    parser.add_argument(
+        "--through-api", action="store_true", help="the benchmark claim through the HTTP API beside the simulator"
+    )
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args()
+    if arguments.through_api:
+        through_api(arguments)
+        return
 
     import django
 
@@ -86,6 +99,65 @@ def main() -> None:
         print(benchmark_sim.format_comparison(results["fresh"], results["two"]))
     if arguments.json:
         arguments.json.write_text(json.dumps(results, indent=2, default=float) + "\n")
+
+
+def through_api(arguments: argparse.Namespace) -> None:
+    """Each seed through the API (a child process) while this one runs the simulator on the same world and seed."""
+    import django
+
+    django.setup()
+    from evaluation import benchmark_sim, worlds
+
+    options = benchmark_sim.Settings(noise=arguments.noise, target=arguments.target, confidence=arguments.confidence)
+    rows = []
+    for seed in range(arguments.first_seed, arguments.first_seed + arguments.seeds):
+        child = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("completeness_api.py")), "--queries", str(arguments.queries),
+             "--median", str(arguments.median), "--seed", str(seed), "--noise", str(arguments.noise)],
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        world = worlds.inquire_world(queries=arguments.queries, median_positives=arguments.median, seed=seed)
+        simulated = benchmark_sim.benchmark_claim(world, seed, options)
+        out, _ = child.communicate()
+        if child.returncode:
+            raise SystemExit(f"seed {seed}: the run through the API failed (exit {child.returncode})")
+        api = json.loads(out.strip().splitlines()[-1])
+        rows.append({"seed": seed, "api": api, "simulator": simulated})
+        print(api_row(rows[-1]), flush=True)
+        if arguments.json:  # after every seed: a long run that is stopped keeps what it measured
+            arguments.json.write_text(json.dumps(rows, indent=2, default=float) + "\n")
+    print(api_summary(rows))
+
+
+def api_row(row: dict) -> str:
+    api, sim = row["api"], row["simulator"]
+    return (
+        f"seed {row['seed']}: API {api['labels']} labels ({api['review']} review, {api['looks']} looks,"
+        f" {api['adjudications']} adjudications; {api['draws']} draws, certified {api['certified']},"
+        f" held {api['held']}, micro {api['micro_recall']:.3f}) | simulator {sim['labels']}"
+        f" (certified {sim['certified']}, held {sim['held']}) | API/simulator {api['labels'] / sim['labels']:.2f}"
+        f" | floor {sim['floor']}: API"
+        f" {api['labels'] / sim['floor']:.2f}x, simulator {sim['labels'] / sim['floor']:.2f}x | collection oracle"
+        f" {sim['oracle']}: API {api['labels'] / sim['oracle']:.2f}x, simulator {sim['labels'] / sim['oracle']:.2f}x"
+    )
+
+
+def api_summary(rows: list[dict]) -> str:
+    import statistics
+
+    def median(values: list[float]) -> str:
+        return f"{statistics.median(values):.2f}"
+
+    apis, sims = [r["api"] for r in rows], [r["simulator"] for r in rows]
+    return (
+        f"{len(rows)} seeds: API certified {sum(a['certified'] for a in apis)}, held {sum(a['held'] for a in apis)};"
+        f" simulator certified {sum(s['certified'] for s in sims)}, held {sum(s['held'] for s in sims)}\n"
+        f"median API/simulator {median([a['labels'] / s['labels'] for a, s in zip(apis, sims, strict=True)])},"
+        f" API/floor {median([a['labels'] / s['floor'] for a, s in zip(apis, sims, strict=True)])},"
+        f" simulator/floor {median([s['labels'] / s['floor'] for s in sims])},"
+        f" API/collection oracle {median([a['labels'] / s['oracle'] for a, s in zip(apis, sims, strict=True)])},"
+        f" simulator/collection oracle {median([s['labels'] / s['oracle'] for s in sims])}"
+    )
 
 
 if __name__ == "__main__":

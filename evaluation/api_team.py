@@ -4,9 +4,11 @@
 Each round the team reads every query's benchmark advice (GET /api/queries/{id}/completeness/?claim=benchmark):
 
   wait    the adjudicator works every query's queue (GET .../disagreements/?pending=1, POST .../adjudicate/): the
-          frames' single positives before a draw, the checks' positive looks after one
-  label   an open check's images first, each from the first member who has not judged it (the reviewer, then the
-          others in order: a fresh, blind look), else the reviewer's next batch down the query's ranking
+          frames' single positives before a draw, the checks' positive looks after one. The adjudicator works it
+          whenever it holds something, as a real one does beside the annotators, not only when told to wait
+  label   the ranking the advice names: an open check's images ("check"), each from the first member who has not
+          judged it (the reviewer, the others in order, the adjudicator last: a fresh look), or the reviewer's next
+          batch down the query's ranking ("review")
   check   once every query says check or done and nothing else moved: staff draw the benchmark check
           (POST /api/completeness/benchmark/)
   done    nothing
@@ -49,7 +51,12 @@ class Spent:
     rounds: int = 0
     first_draw: dict[str, Any] | None = None
     last_draw: dict[str, Any] | None = None
-    advice: dict[int, str] = field(default_factory=dict)
+    advice: dict[int, dict[str, Any]] = field(default_factory=dict)
+    stuck: int = 0  # rounds where the advice asked for labels nobody on the team could give
+
+    @property
+    def steps(self) -> dict[int, str]:
+        return {query_id: said["next"] for query_id, said in self.advice.items()}
 
     @property
     def labels(self) -> int:
@@ -63,24 +70,31 @@ def follow_the_advice(
 ) -> Spent:  # fmt: skip
     """Label, confirm, draw and look as the advice says until every query says done (or `max_rounds`)."""
     spent = Spent()
-    lookers = [reviewer, *others]
+    lookers = [reviewer, *others, adjudicator]
     while spent.rounds < max_rounds:
         spent.rounds += 1
         spent.advice = {
-            q: api.get(staff, f"/api/queries/{q}/completeness/", {"claim": "benchmark"})["advice"]["next"]
-            for q in queries
+            q: api.get(staff, f"/api/queries/{q}/completeness/", {"claim": "benchmark"})["advice"] for q in queries
         }
-        steps = set(spent.advice.values())
+        steps = set(spent.steps.values())
         if steps == {"done"}:
             break
-        worked = "wait" in steps and _work_the_queues(api, queries, adjudicator, spent)
-        for query_id in queries:  # a query that says "label" is labeled, whatever the others say
-            if spent.advice[query_id] == "label":
-                worked = _label(api, query_id, lookers, strategy, batch, spent) or worked
+        worked = _work_the_queues(api, queries, adjudicator, spent)
+        for query_id, said in spent.advice.items():  # a query that says "label" is labeled, whatever the others say
+            if said["next"] != "label":
+                continue
+            if said.get("ranking") == "check":
+                looked = _look(api, query_id, lookers, batch, spent)
+                spent.stuck += not looked
+                worked = looked or worked
+            else:
+                worked = _review(api, query_id, reviewer, strategy, batch, spent) or worked
         if progress:
             progress(spent)
-        if worked or "wait" in steps:
+        if worked:
             continue
+        if steps & {"label", "wait"}:  # the advice asks what nobody on the team can give: a draw would not help
+            break
         drawn = api.post(staff, BENCHMARK, {"target_recall": target, "confidence": confidence})
         spent.draws += 1
         spent.first_draw = spent.first_draw or drawn
@@ -101,15 +115,19 @@ def _work_the_queues(api: Api, queries: list[int], adjudicator: Member, spent: S
     return worked
 
 
-def _label(api: Api, query_id: int, lookers: list[Member], strategy: str, batch: int, spent: Spent) -> bool:
-    """An open check's images for the first member who has any to look at, else the reviewer's next batch."""
+def _look(api: Api, query_id: int, lookers: list[Member], batch: int, spent: Spent) -> bool:
+    """An open check's images for the first member who has any to look at (False: nobody has)."""
     for member in lookers:
         looks = _candidates(api, member, query_id, "check", batch)
         if looks:
             _judge(api, member, query_id, looks)
             spent.looks += len(looks)
             return True
-    reviewer = lookers[0]
+    return False
+
+
+def _review(api: Api, query_id: int, reviewer: Member, strategy: str, batch: int, spent: Spent) -> bool:
+    """The reviewer's next batch down the query's ranking (False: the ranking has nothing left)."""
     shown = _candidates(api, reviewer, query_id, strategy, batch)
     _judge(api, reviewer, query_id, shown)
     spent.review += len(shown)

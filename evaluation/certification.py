@@ -60,6 +60,7 @@ class Team:
     first: dict[int, bool] = field(default_factory=dict)
     second: dict[int, bool] = field(default_factory=dict)
     third: dict[int, bool] = field(default_factory=dict)
+    later_looks: int = 0  # the adjudicator's looks at re-checked pairs both annotators had judged (look_fresh)
 
     def _says(self, who: int, image_id: int) -> bool:
         wrong = self.mistaken[who]
@@ -95,8 +96,12 @@ class Team:
         one a look already missed), and the adjudicator's decision where it says relevant. Whether it counts."""
         if image_id not in self.first:
             said = self.judge(image_id)
-        else:  # the reviewer judged it: the second annotator's look (their only one: mistakes are per image)
-            said = self.second.setdefault(image_id, self._says(1, image_id))
+        elif image_id not in self.second:  # the reviewer judged it: the second annotator's look
+            said = self.second[image_id] = self._says(1, image_id)
+        else:  # both judged it (a re-check's pair an earlier check sampled): the adjudicator looks, as in the tool
+            said = self._says(2, image_id)
+            self.later_looks += 1 + said  # the look, and its adjudication where it says relevant
+            return said
         if said:
             self.third[image_id] = self._says(2, image_id)
             return self.third[image_id]
@@ -115,7 +120,7 @@ class Team:
 
     @property
     def spent(self) -> int:
-        return len(self.first) + len(self.second) + len(self.third)
+        return len(self.first) + len(self.second) + len(self.third) + self.later_looks
 
     def found(self, within: Iterable[int] | None = None) -> int:
         """True positives whose final label is relevant (within `within`, else anywhere)."""

@@ -29,6 +29,7 @@ from annotator.progress import benchmark, checks
 WINDOW = 200  # the last judgments the yield is read over
 DRY = {"query": 0.10, "benchmark": 0.10}  # at most this share of them relevant: the ranking looks dry
 AIMS = tuple(DRY)
+CHECK, REVIEW = "check", "review"  # what a "label" advice labels: the open check's images, or down the ranking
 
 
 def advice(query: Query, aim: str = "query") -> dict[str, Any]:
@@ -38,7 +39,9 @@ def advice(query: Query, aim: str = "query") -> dict[str, Any]:
         now = checks.progress(check)
         if now.unjudged or now.second:
             left = len(now.unjudged) + len(now.second)
-            return _said("label", f"Label the check's {left} looks left (ranking \u201ccompleteness check\u201d).")
+            return _said(
+                "label", f"Label the check's {left} looks left (ranking \u201ccompleteness check\u201d).", CHECK
+            )
         return _said("wait", f"{len(now.adjudication)} of the check's images wait for an adjudicator.")
     pooled = benchmark.query_progress(query)
     if pooled is not None:
@@ -73,15 +76,17 @@ def _pooled(pooled: checks.Progress) -> dict[str, Any]:
     if pooled.unjudged or pooled.second:
         left = len(pooled.unjudged) + len(pooled.second)
         return _said("label", f"Label this query's {left} pairs of the benchmark check left (ranking "
-                     "\u201ccompleteness check\u201d).")  # fmt: skip
+                     "\u201ccompleteness check\u201d).", CHECK)  # fmt: skip
     if pooled.adjudication:  # every look given: nobody judges these pairs blind any more
         return _said("wait", f"{len(pooled.adjudication)} of this query's pairs of the benchmark check wait for an "
                      "adjudicator.")  # fmt: skip
     return _said("wait", "This query's pairs of the benchmark check have their looks; it waits for other queries.")
 
 
-def _said(step: str, reason: str) -> dict[str, Any]:
-    return {"next": step, "reason": reason}
+def _said(step: str, reason: str, ranking: str = REVIEW) -> dict[str, Any]:
+    """The advice; a "label" says which ranking: the open check's images (`check`: only fresh looks count, so the
+    next review batch would not move the check) or the query's own ranking (`review`)."""
+    return {"next": step, "reason": reason, **({"ranking": ranking} if step == "label" else {})}
 
 
 def _recent(query: Query) -> list[str]:

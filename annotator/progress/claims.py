@@ -10,11 +10,23 @@ from annotator.progress.check_requests import DEFAULT_DEPTH
 from annotator.progress.checks import Progress, current, latest, open_check
 from annotator.progress.frames import MAX_DEPTH
 
-METHOD = (
-    "hypergeometric test (Callaghan and Müller-Hansen 2020) on a simple random sample of the frame's images that "
-    "are not confirmed positives, each looked at twice, blind, and adjudicated where a look says relevant; thinned "
-    "by a bound on the share of sampled positives the looks lose"
-)
+
+def method(looks: int = 1) -> str:
+    """The test in words: checks drawn since issue 62 give each sampled image `looks` fresh looks (after the draw,
+    from someone who had not judged it); those drawn before (looks 0) counted the review's judgment as a look."""
+    how = (
+        "each looked at twice, blind (the review's judgment one of the looks)"
+        if looks == 0
+        else f"each looked at {'once' if looks == 1 else f'{looks} times'} after the draw by someone who had not "
+        "judged it"
+    )
+    return (
+        "hypergeometric test (Callaghan and Müller-Hansen 2020) on a simple random sample of the frame's images that "
+        f"are not confirmed positives, {how}, and adjudicated where a look says relevant; thinned by a bound on the "
+        "share of sampled positives the looks lose"
+    )
+
+
 OUTSIDE = "positives outside the frame: not bounded"
 
 
@@ -85,7 +97,7 @@ def _report(query: Query) -> dict[str, Any]:
     if check is None:
         return {
             "query_id": query.pk, "status": "no_check", "frame": None, "target_recall": None, "confidence": None,
-            "method": METHOD, "sample": None, "recall_lower_bound": None, "estimated_positives": None,
+            "method": method(), "sample": None, "recall_lower_bound": None, "estimated_positives": None,
             "claim": None, "outside_frame": OUTSIDE, "next": NO_CHECK,
         }  # fmt: skip
     now = current(check)
@@ -104,7 +116,7 @@ def _report(query: Query) -> dict[str, Any]:
         "target_recall": check.target_recall,
         "confidence": check.confidence,
         "tested_at": check.tested_at,
-        "method": METHOD,
+        "method": method(check.looks),
         "second_judgments": check.second_judgments,
         "sample": {"size": now.size, "labeled": now.labeled, "positives": now.positives, "pending": now.pending},
         "found": check.found if decided else check.found_at_draw,

@@ -7,7 +7,7 @@ from django.contrib.auth.models import Permission, User
 from rest_framework.test import APIClient
 
 from annotator.labels import LabelChange, sealed, set_labels
-from annotator.models import CompletenessCheck, Judgment, Label, OverlapImage, QueryFrame
+from annotator.models import CompletenessCheck, Judgment, Label, OverlapImage, Query, QueryFrame
 from annotator.progress import certify, checks
 from annotator.progress.frames import pack, unpack
 from search.facade import rank, search
@@ -490,6 +490,17 @@ def test_before_any_draw_the_frames_single_positives_are_queued_and_the_advice_s
     check = CompletenessCheck.objects.get()
     assert check.found_at_draw == 6 and check.sampled_from == check.frame_size - 6
     assert not set(check.images.values_list("image_id", flat=True)) & set(relevant[:-1])
+    # The advice names what to label: the check's images (more review would not move the check), and the method
+    # says how they are looked at.
+    shown = api_for(admin).get(team["url"]).json()
+    assert shown["advice"]["next"] == "label" and shown["advice"]["ranking"] == "check"
+    assert "each looked at once after the draw by someone who had not judged it" in shown["method"]
+
+
+def test_a_query_with_few_judgments_is_labeled_down_its_ranking(team):
+    fresh = Query.objects.create(text="Heron with a fish")
+    said = api_for(team["annotator"]).get(f"/api/queries/{fresh.pk}/completeness/").json()["advice"]
+    assert said["next"] == "label" and said["ranking"] == "review" and "0 judgments so far" in said["reason"]
 
 
 def test_with_second_judgments_off_only_the_unjudged_are_sampled_and_the_claim_says_what_it_leaves_out(team):

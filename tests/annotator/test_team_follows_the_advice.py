@@ -70,7 +70,7 @@ def test_a_team_that_follows_the_advice_confirms_before_it_draws_and_certifies(w
     people = [member(world, user) for user in team]
     ids, expert = [q.pk for q in queries], member(world, boss)
     spent = follow_the_advice(api, ids, people[0], people[1:], expert, "boss", strategy="text", max_rounds=300)
-    assert spent.advice and set(spent.advice.values()) == {"done"}, spent
+    assert set(spent.steps.values()) == {"done"}, spent
     check = BenchmarkCheck.objects.order_by("-ordinal").first()
     assert check is not None and check.status == "certified", (spent, check)
     # The first draw came after the confirmations: it counted the positives found, and sampled the rest.

@@ -1,0 +1,201 @@
+"""One seed of `bench/completeness_bench.py --through-api`: the benchmark claim reached by a team that follows the
+advice through Quire's HTTP API, on the simulator's own world and annotators (issue 62).
+
+In a fresh data folder, on SQLite (DATABASE_URL is ignored: each seed starts from an empty database):
+
+  the world      evaluation.worlds.inquire_world(queries, median, seed): its images become the collection (image id =
+                 the world's row + 1, one taxon), their vectors the embedding store and a flat FAISS index; a
+                 random-weight open_clip model of the world's dimension is configured, and its text cache holds each
+                 query's text vector (no CLIP weights here: the world's text vectors stand in for the text encoder)
+  the team       the simulator's three people on the same seed (evaluation.benchmark_sim._start): the reviewer (who
+                 labels the rankings and gives a check's first look), a second annotator (the look at what the
+                 reviewer judged) and the adjudicator, each wrong on the same images as in the simulator
+  the server     Django's WSGI application on 127.0.0.1 (a port the system picks), in a thread of this process; the
+                 team speaks HTTP to it with API tokens (evaluation/api_team.py), staff draw through it too
+
+Prints one JSON object: the claim, what it cost, and what the frames held.
+
+  .venv/bin/python bench/completeness_api.py --queries 10 --seed 0
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ["DJANGO_SETTINGS_MODULE"] = "quire.settings"
+os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret-0123456789-abcdefghijklmnopqrstuvwxyz")
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.pop("DATABASE_URL", None)
+os.environ["ALLOWED_HOSTS"] = "127.0.0.1"
+os.environ["SECURE_SSL_REDIRECT"] = "false"  # plain HTTP on the loopback: no proxy in front to speak TLS
+os.environ["QUIRE_API_RATE_USER"] = "1000000/minute"  # the scripted team is one process, not a crowd to throttle
+
+
+def load_world(world: Any, seed: int, work: Path) -> dict[int, int]:
+    """The world as Quire's collection, store, index and queries; returns the query ids (Quire's -> the world's)."""
+    import numpy as np
+    from django.conf import settings
+
+    from annotator.models import Query
+    from catalog.models import Image, Taxon
+    from search import index as search_index
+    from search.clip import get_embedder
+    from search.spec import configured_spec, index_folder, store_root
+    from search.store import EmbeddingStore
+    from search.tiny_model import write_tiny_model
+
+    dim = world.vectors.shape[1]
+    settings.QUIRE_CLIP_PRETRAINED = write_tiny_model(work / "model", embed_dim=dim)
+    taxon = Taxon.objects.create(id=1, scientific_name="Mundus simulatus")
+    ids = np.arange(1, len(world.vectors) + 1, dtype=np.int64)
+    Image.objects.bulk_create(
+        (Image(id=int(i), file_name=f"world/{i}.jpg", width=500, height=375, taxon=taxon) for i in ids),
+        batch_size=5000,
+    )
+    spec = configured_spec()
+    store = EmbeddingStore(store_root(), spec.name, dim)
+    store.write_part("world", ids, np.ones(len(ids), dtype=np.int64), world.vectors.astype(np.float32))
+    store.consolidate()
+    embeddings = store.load()
+    search_index.save(search_index.build(embeddings, "flat"), index_folder(spec.name), kind="flat", count=len(ids))
+    embedder = get_embedder(spec)
+    queries = {}
+    for world_query in sorted(world.positives):
+        query = Query.objects.create(text=f"world {seed} query {world_query}")
+        embedder._text_cache[query.text] = np.asarray(world.texts[world_query], dtype=np.float32)
+        queries[query.pk] = world_query
+    embedder._text_cache_size = max(embedder._text_cache_size, 2 * len(queries))
+    return queries
+
+
+class HttpApi:
+    """evaluation.api_team.Api over real HTTP: one session and API token per member."""
+
+    def __init__(self, base: str, tokens: dict[str, str]) -> None:
+        import requests
+
+        self.base, self.sessions = base, {}
+        for name, key in tokens.items():
+            session = requests.Session()
+            session.headers["Authorization"] = f"Token {key}"
+            self.sessions[name] = session
+        self.requests = 0
+
+    def get(self, member: str, path: str, params: dict[str, Any]) -> Any:
+        return self._json(self.sessions[member].get(self.base + path, params=params, timeout=600))
+
+    def post(self, member: str, path: str, body: dict[str, Any]) -> Any:
+        return self._json(self.sessions[member].post(self.base + path, json=body, timeout=600))
+
+    def _json(self, answer: Any) -> Any:
+        self.requests += 1
+        if answer.status_code not in (200, 201):
+            raise RuntimeError(f"{answer.request.method} {answer.url} answered {answer.status_code}: {answer.text}")
+        return answer.json()
+
+
+def serve() -> tuple[str, Any]:
+    """Quire's WSGI application on 127.0.0.1, in a daemon thread; its address and the server (to shut down)."""
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    from django.core.wsgi import get_wsgi_application
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args: Any) -> None:  # thousands of requests: the bench prints its own progress
+            pass
+
+    server = make_server("127.0.0.1", 0, get_wsgi_application(), handler_class=Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_port}", server
+
+
+def run(queries: int, median: float, seed: int, noise: float, work: Path) -> dict[str, Any]:
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from rest_framework.authtoken.models import Token
+
+    from annotator.models import BenchmarkCheck, Label, QueryFrame
+    from annotator.progress.frames import unpack
+    from evaluation import api_team, benchmark_sim, worlds
+    from evaluation.api_team import Member
+
+    call_command("migrate", verbosity=0)
+    world = worlds.inquire_world(queries=queries, median_positives=median, seed=seed)
+    ids = load_world(world, seed, work)
+    runs = benchmark_sim._start(world, seed, benchmark_sim.Settings(noise=noise))  # the simulator's people
+
+    def person(name: str, who: int) -> Member:
+        def says(query_id: int, image_id: int) -> bool:
+            team = runs[ids[query_id]].team
+            return team._says(who, image_id - 1)
+
+        return Member(name, says)
+
+    people = [person("reviewer", 0), person("second", 1), person("adjudicator", 2)]
+    users = [User.objects.create_user(p.name) for p in people[:2]]
+    users.append(User.objects.create_superuser("adjudicator", "adjudicator@example.org", None))
+    tokens = {user.username: Token.objects.create(user=user).key for user in users}
+    base, server = serve()
+    api = HttpApi(base, tokens)
+    started = time.perf_counter()
+
+    def progress(spent: Any) -> None:
+        print(
+            f"\rseed {seed}: round {spent.rounds}, {spent.labels} labels ({spent.review} review, {spent.looks} looks,"
+            f" {spent.adjudications} adjudications), {spent.draws} draws, {time.perf_counter() - started:.0f} s",
+            end="", file=sys.stderr, flush=True,
+        )  # fmt: skip
+
+    spent = api_team.follow_the_advice(
+        api, list(ids), people[0], people[1:2], people[2], "adjudicator", progress=progress
+    )
+    print(file=sys.stderr)
+    server.shutdown()
+    check = BenchmarkCheck.objects.order_by("-ordinal").first()
+    in_frames = found = 0
+    for frame in QueryFrame.objects.all():
+        world_query = ids[frame.query_id]
+        truth = {i + 1 for i in world.positives[world_query]}
+        inside = truth.intersection(unpack(frame.ids).tolist())
+        relevant = set(Label.objects.filter(query_id=frame.query_id, value="relevant").values_list("image", flat=True))
+        in_frames += len(inside)
+        found += len(inside & relevant)
+    micro = found / in_frames if in_frames else 1.0
+    return {
+        "seed": seed, "queries": queries, "certified": bool(check and check.status == "certified"),
+        "checks": check.ordinal if check else 0, "bound": check.recall_lower_bound if check else None,
+        "micro_recall": micro, "held": micro >= 0.9 - 1e-12, "labels": spent.labels, "review": spent.review,
+        "looks": spent.looks, "adjudications": spent.adjudications, "draws": spent.draws, "rounds": spent.rounds,
+        "requests": api.requests, "seconds": round(time.perf_counter() - started, 1), "in_frames": in_frames,
+        "first_check": {key: spent.first_draw.get(key) for key in ("found", "sampled_from", "sample", "unconfirmed")}
+        if spent.first_draw else None,
+        "advice": sorted(set(spent.steps.values())), "stuck_rounds": spent.stuck,
+    }  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=10)
+    parser.add_argument("--median", type=float, default=46)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--noise", type=float, default=0.05)
+    arguments = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="quire-api-bench-") as folder:
+        os.environ["QUIRE_DATA_DIR"] = folder
+        import django
+
+        django.setup()
+        result = run(arguments.queries, arguments.median, arguments.seed, arguments.noise, Path(folder))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
