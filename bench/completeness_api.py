@@ -7,9 +7,11 @@ In a fresh data folder, on SQLite (DATABASE_URL is ignored: each seed starts fro
                  the world's row + 1, one taxon), their vectors the embedding store and a flat FAISS index; a
                  random-weight open_clip model of the world's dimension is configured, and its text cache holds each
                  query's text vector (no CLIP weights here: the world's text vectors stand in for the text encoder)
-  the team       the simulator's three people on the same seed (evaluation.benchmark_sim._start): the reviewer (who
-                 labels the rankings and gives a check's first look), a second annotator (the look at what the
-                 reviewer judged) and the adjudicator, each wrong on the same images as in the simulator
+  the team       the simulator's people on the same seed (evaluation.benchmark_sim._start): the reviewer (who labels
+                 the rankings and gives a check's first look), a second annotator (the look at what the reviewer
+                 judged), `--annotators` - 2 further ones (the looks at a re-check's pairs both had judged) and the
+                 adjudicator (the look nobody else can give, and every decision), each wrong on the same images as
+                 in the simulator
   the server     Django's WSGI application on 127.0.0.1 (a port the system picks), in a thread of this process; the
                  team speaks HTTP to it with API tokens (evaluation/api_team.py), staff draw through it too
 
@@ -117,7 +119,7 @@ def serve() -> tuple[str, Any]:
     return f"http://127.0.0.1:{server.server_port}", server
 
 
-def run(queries: int, median: float, seed: int, noise: float, work: Path) -> dict[str, Any]:
+def run(queries: int, median: float, seed: int, noise: float, annotators: int, work: Path) -> dict[str, Any]:
     from django.contrib.auth.models import User
     from django.core.management import call_command
     from rest_framework.authtoken.models import Token
@@ -130,7 +132,8 @@ def run(queries: int, median: float, seed: int, noise: float, work: Path) -> dic
     call_command("migrate", verbosity=0)
     world = worlds.inquire_world(queries=queries, median_positives=median, seed=seed)
     ids = load_world(world, seed, work)
-    runs = benchmark_sim._start(world, seed, benchmark_sim.Settings(noise=noise))  # the simulator's people
+    options = benchmark_sim.Settings(noise=noise, annotators=annotators)
+    runs = benchmark_sim._start(world, seed, options)  # the simulator's people, with the same mistakes
 
     def person(name: str, who: int) -> Member:
         def says(query_id: int, image_id: int) -> bool:
@@ -139,8 +142,11 @@ def run(queries: int, median: float, seed: int, noise: float, work: Path) -> dic
 
         return Member(name, says)
 
-    people = [person("reviewer", 0), person("second", 1), person("adjudicator", 2)]
-    users = [User.objects.create_user(p.name) for p in people[:2]]
+    team = [person("reviewer", 0), person("second", 1)] + [
+        person(f"annotator{who}", who) for who in range(3, annotators + 1)
+    ]
+    adjudicator = person("adjudicator", 2)
+    users = [User.objects.create_user(p.name) for p in team]
     users.append(User.objects.create_superuser("adjudicator", "adjudicator@example.org", None))
     tokens = {user.username: Token.objects.create(user=user).key for user in users}
     base, server = serve()
@@ -154,9 +160,7 @@ def run(queries: int, median: float, seed: int, noise: float, work: Path) -> dic
             end="", file=sys.stderr, flush=True,
         )  # fmt: skip
 
-    spent = api_team.follow_the_advice(
-        api, list(ids), people[0], people[1:2], people[2], "adjudicator", progress=progress
-    )
+    spent = api_team.follow_the_advice(api, list(ids), team[0], team[1:], adjudicator, "adjudicator", progress=progress)
     print(file=sys.stderr)
     server.shutdown()
     check = BenchmarkCheck.objects.order_by("-ordinal").first()
@@ -187,13 +191,16 @@ def main() -> None:
     parser.add_argument("--median", type=float, default=46)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--noise", type=float, default=0.05)
+    parser.add_argument("--annotators", type=int, default=2, help="the reviewer, the second, and any further ones")
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="quire-api-bench-") as folder:
         os.environ["QUIRE_DATA_DIR"] = folder
         import django
 
         django.setup()
-        result = run(arguments.queries, arguments.median, arguments.seed, arguments.noise, Path(folder))
+        result = run(
+            arguments.queries, arguments.median, arguments.seed, arguments.noise, arguments.annotators, Path(folder)
+        )
     print(json.dumps(result))
 
 

@@ -54,6 +54,11 @@ def main() -> None:
     parser.add_argument(
         "--pooled", action="store_true", help="the benchmark's pooled review rule (evaluation.benchmark_sim)"
     )
+    parser.add_argument("--annotators", type=int, default=2, help="the reviewer, the second, and any further ones")
+    parser.add_argument(
+        "--after-failure", choices=("review", "redraw"), default="review",
+        help="after a failed benchmark check: review the queries its sample met positives in, or draw again at once",
+    )  # fmt: skip
     parser.add_argument(
         "--through-api", action="store_true", help="the benchmark claim through the HTTP API beside the simulator"
     )
@@ -74,6 +79,7 @@ def main() -> None:
         options = benchmark_sim.Settings(
             noise=arguments.noise, expert_noise=arguments.expert_noise, target=arguments.target,
             confidence=arguments.confidence, extend=arguments.extend, design=design, pooled=arguments.pooled,
+            after_failure=arguments.after_failure, annotators=arguments.annotators,
         )  # fmt: skip
         started = time.perf_counter()
 
@@ -108,12 +114,16 @@ def through_api(arguments: argparse.Namespace) -> None:
     django.setup()
     from evaluation import benchmark_sim, worlds
 
-    options = benchmark_sim.Settings(noise=arguments.noise, target=arguments.target, confidence=arguments.confidence)
+    options = benchmark_sim.Settings(
+        noise=arguments.noise, target=arguments.target, confidence=arguments.confidence,
+        after_failure=arguments.after_failure, annotators=arguments.annotators,
+    )  # fmt: skip
     rows = []
     for seed in range(arguments.first_seed, arguments.first_seed + arguments.seeds):
         child = subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("completeness_api.py")), "--queries", str(arguments.queries),
-             "--median", str(arguments.median), "--seed", str(seed), "--noise", str(arguments.noise)],
+             "--median", str(arguments.median), "--seed", str(seed), "--noise", str(arguments.noise),
+             "--annotators", str(arguments.annotators)],
             stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         world = worlds.inquire_world(queries=arguments.queries, median_positives=arguments.median, seed=seed)

@@ -41,7 +41,7 @@ from annotator.facade import (
 )
 from search.facade import strategy_vector
 
-from .certification import Team, default_frame, look, miss_rate
+from .certification import NoFreshLook, Team, default_frame, look, miss_rate
 from .simulation import annotator_mistakes
 from .worlds import World
 
@@ -65,6 +65,12 @@ class Settings:
     extend: float = 0.0  # > 1: a failed benchmark check is extended (nested samples, `extended_claim`), not redrawn
     design: str = "fresh"  # evaluation.certification.DESIGNS: one fresh look per sampled pair, or the two of before
     pooled: bool = False  # the benchmark's pooled review rule (pooled_review) instead of each query until dry
+    # After a failed benchmark check: "review" labels the queries whose sample met positives, at least the check's
+    # size between them and until dry, before drawing again; "redraw" draws again at once (what a team following
+    # the tool's per-query advice did before issue 62's through-the-API comparison: the check's own looks made
+    # every ranking read dry).
+    after_failure: str = "review"
+    annotators: int = 2  # the reviewer, the second annotator, and any further ones a re-check's looks need
 
 
 @dataclass
@@ -220,10 +226,16 @@ def _looked(run: QueryRun, image_id: int, options: Settings) -> bool:
 def _start(world: World, seed: int, options: Settings) -> dict[int, QueryRun]:
     runs = {}
     for query_id in sorted(world.positives):
-        noises = (options.noise, options.noise, options.expert_noise)
-        mistaken = tuple(annotator_mistakes(n, query_id, seed * 3 + who) for who, n in enumerate(noises))
+        noises = (options.noise, options.noise, options.expert_noise, *[options.noise] * (options.annotators - 2))
+        mistaken = tuple(annotator_mistakes(n, query_id, _person(seed, who)) for who, n in enumerate(noises))
         runs[query_id] = QueryRun(world, query_id, Team(world.positives[query_id], mistaken))
     return runs
+
+
+def _person(seed: int, who: int) -> int:
+    """The mistakes' seed of person `who` of a run (0 reviewer, 1 second annotator, 2 adjudicator, 3... further
+    annotators): the first three as before further annotators existed, the others apart from every run's."""
+    return seed * 3 + who if who < 3 else 1_000_000 + seed * 100 + who
 
 
 @dataclass
@@ -271,7 +283,7 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
     first_review(runs, options)
     rng = np.random.default_rng([seed, 51])
     rate = miss_rate(options.design)
-    checks, certified, lower, least = 0, False, None, None
+    checks, certified, lower, least, stuck = 0, False, None, None, False
     first: dict[str, Any] = {}  # the first check's state: what bench/certify_level_bench.py tests the level on
     nested: NestedChecks | None = None
     looked = 0  # pairs labeled by the checks so far (a nested check's earlier pairs are not labeled again)
@@ -295,12 +307,16 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
                           "miss_rate": rate}  # fmt: skip
         met: dict[int, int] = {}
         new: dict[int, int] = {}
-        for position, n in enumerate(chosen.tolist()):
-            query_id, image_id = int(owner[n]), int(pairs[n])
-            if _looked(runs[query_id], image_id, options):
-                met[query_id] = met.get(query_id, 0) + 1
-                if position >= looked or options.extend <= 1:
-                    new[query_id] = new.get(query_id, 0) + 1
+        try:
+            for position, n in enumerate(chosen.tolist()):
+                query_id, image_id = int(owner[n]), int(pairs[n])
+                if _looked(runs[query_id], image_id, options):
+                    met[query_id] = met.get(query_id, 0) + 1
+                    if position >= looked or options.extend <= 1:
+                        new[query_id] = new.get(query_id, 0) + 1
+        except NoFreshLook:  # the team cannot finish this check: the tool's check waits for someone new
+            stuck = True
+            break
         outside = 0
         if nested is not None:  # positives of the population confirmed since the first draw, outside the sample
             rest = np.ones(len(pairs), dtype=bool)
@@ -309,7 +325,7 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
         said = claim(found, len(pairs), len(chosen), sum(met.values()), options.target, confidence, rate, outside)
         certified, lower = said.certified, said.recall_lower_bound
         looked = len(chosen) if nested is not None else looked + len(chosen)
-        if not certified:  # label the queries whose newly sampled pairs held positives, then check again
+        if not certified and options.after_failure == "review":  # label where the sample met positives, then redraw
             for query_id in sorted(new, key=lambda q: -new[q]):
                 run = runs[query_id]
                 run.review(options.dry, options, least=max(options.window, len(chosen) // max(1, len(new))))
@@ -322,7 +338,7 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
     oracle = sum(_oracle(run, options) for run in runs.values())
     floor = valid_floor(list(runs.values()), options, _tolerated(options))
     return {
-        "seed": seed, "queries": len(runs), "certified": certified, "checks": checks, "bound": lower,
+        "seed": seed, "queries": len(runs), "certified": certified, "checks": checks, "bound": lower, "stuck": stuck,
         "floor": floor["labels"], "floor_recall": floor["recall"],
         "micro_recall": micro, "held": micro >= options.target - 1e-12, "labels": spent,
         "review": review, "sampled": looked, "confirmed": confirmed,
@@ -429,7 +445,10 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
                 run.review(dry, options)
                 continue
             sample = rng.permutation(population)[:size]
-            met = sum(1 for image_id in sample.tolist() if _looked(run, image_id, options))
+            try:
+                met = sum(1 for image_id in sample.tolist() if _looked(run, image_id, options))
+            except NoFreshLook:  # undecided: the team has nobody left to look
+                break
             said = claim(len(positives), len(population), len(sample), met, options.target, confidence, rate)
             certified = said.certified
             if not certified:

@@ -49,6 +49,11 @@ DRY_YIELD = 0.10  # at most this share of them judged relevant
 INQUIRE_RUN = 100
 
 
+class NoFreshLook(Exception):
+    """A sampled image everyone on the team has judged: no look after the draw can be fresh, so the tool's check
+    waits for someone new (annotator.progress.checks); a simulated check stops there, undecided."""
+
+
 @dataclass
 class Team:
     """Who judged what: the reviewer's judgment of every labeled image, the second annotator's of the confirmed
@@ -60,7 +65,13 @@ class Team:
     first: dict[int, bool] = field(default_factory=dict)
     second: dict[int, bool] = field(default_factory=dict)
     third: dict[int, bool] = field(default_factory=dict)
-    later_looks: int = 0  # the adjudicator's looks at re-checked pairs both annotators had judged (look_fresh)
+    # Looks at re-checked pairs the reviewer and the second annotator had both judged (look_fresh): from the further
+    # annotators (mistaken[3:]) in turn, then the adjudicator (mistaken[2]); and the adjudications of those looks.
+    later: dict[int, set[int]] = field(default_factory=dict)
+    later_adjudications: int = 0
+
+    def _later_lookers(self) -> list[int]:
+        return [*range(3, len(self.mistaken)), 2]
 
     def _says(self, who: int, image_id: int) -> bool:
         wrong = self.mistaken[who]
@@ -98,10 +109,14 @@ class Team:
             said = self.judge(image_id)
         elif image_id not in self.second:  # the reviewer judged it: the second annotator's look
             said = self.second[image_id] = self._says(1, image_id)
-        else:  # both judged it (a re-check's pair an earlier check sampled): the adjudicator looks, as in the tool
-            said = self._says(2, image_id)
-            self.later_looks += 1 + said  # the look, and its adjudication where it says relevant
-            return said
+        else:  # both judged it (a re-check's pair an earlier check sampled): the next who has not, as the tool asks
+            who = next((w for w in self._later_lookers() if image_id not in self.later.setdefault(w, set())), None)
+            if who is None:
+                raise NoFreshLook(f"everyone on the team has judged image {image_id}")
+            self.later[who].add(image_id)
+            said = self._says(who, image_id)
+            self.later_adjudications += said
+            return said and self._says(2, image_id)
         if said:
             self.third[image_id] = self._says(2, image_id)
             return self.third[image_id]
@@ -120,7 +135,8 @@ class Team:
 
     @property
     def spent(self) -> int:
-        return len(self.first) + len(self.second) + len(self.third) + self.later_looks
+        later = sum(len(images) for images in self.later.values()) + self.later_adjudications
+        return len(self.first) + len(self.second) + len(self.third) + later
 
     def found(self, within: Iterable[int] | None = None) -> int:
         """True positives whose final label is relevant (within `within`, else anywhere)."""
@@ -200,7 +216,11 @@ def _check(
     rate = miss_rate(options.design)
     size = check_size(len(found_at_draw), len(population), options.target, confidence, rate, tolerate=1)
     sample = rng.permutation(np.asarray(population, dtype=np.int64))[:size].tolist() if size else []
-    positives = sum(1 for image_id in sample if look(team, image_id, options.design))
+    try:
+        positives = sum(1 for image_id in sample if look(team, image_id, options.design))
+    except NoFreshLook:  # the check cannot be decided by this team
+        size = None
+        positives = 0
     in_frame = len(team.truth.intersection(frame.tolist()))
     decided = (
         claim(len(found_at_draw), len(population), len(sample), positives, options.target, confidence, rate)

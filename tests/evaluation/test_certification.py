@@ -50,6 +50,21 @@ def test_a_fresh_look_ignores_the_reviews_judgment_and_the_adjudicator_decides_a
     assert team.look_fresh(3) and team.spent == 3 + 1 + 2  # first looks at 1, 2, 3; the second's at 1; two decisions
 
 
+def test_a_recheck_looks_through_further_annotators_then_the_adjudicator_then_waits():
+    """A pair that every earlier look judged gets its fresh look from the next person who has not (further
+    annotators, then the adjudicator), as the tool's check candidates give it; once everyone has, the tool's check
+    waits for someone new and the simulated one stops undecided."""
+    team = certification.Team({1}, (lambda image_id: True, lambda image_id: True, None, lambda image_id: False))
+    assert not team.judge(1) and not team.look_fresh(1)  # the review and the second annotator both miss it
+    assert team.look_fresh(1) and team.later == {3: {1}}  # the third annotator's look finds it; adjudicated
+    assert not team.look_fresh(2)  # image 2: the reviewer's first look, wrongly relevant, overturned
+    assert team.spent == 2 + 1 + 1 + 1 + 1  # first looks at 1, 2; the second's at 1; the third's; two decisions
+    assert team.look_fresh(1)  # the adjudicator's own look at 1 (a perfect one: it finds it)
+    assert team.later == {3: {1}, 2: {1}}
+    with pytest.raises(certification.NoFreshLook, match="everyone on the team has judged image 1"):
+        team.look_fresh(1)
+
+
 def test_a_run_stops_each_rule_and_the_check_is_the_tools():
     world = worlds.team_world(kinds=("easy", "tiny"), per_kind=1, images=8000, seed=3)
     options = certification.Settings(noise=0.05, target=0.8, depth=300, max_review=1500, estimate=False)
