@@ -141,14 +141,19 @@ def through_api(arguments: argparse.Namespace) -> None:
 
 def api_row(row: dict) -> str:
     api, sim = row["api"], row["simulator"]
+
+    def per(value: float, yardstick: float | None) -> str:
+        return f"{value / yardstick:.2f}x" if yardstick else "-"  # no valid floor: no check certifies at 0.9
+
     return (
         f"seed {row['seed']}: API {api['labels']} labels ({api['review']} review, {api['looks']} looks,"
         f" {api['adjudications']} adjudications; {api['draws']} draws, certified {api['certified']},"
-        f" held {api['held']}, micro {api['micro_recall']:.3f}) | simulator {sim['labels']}"
-        f" (certified {sim['certified']}, held {sim['held']}) | API/simulator {api['labels'] / sim['labels']:.2f}"
-        f" | floor {sim['floor']}: API"
-        f" {api['labels'] / sim['floor']:.2f}x, simulator {sim['labels'] / sim['floor']:.2f}x | collection oracle"
-        f" {sim['oracle']}: API {api['labels'] / sim['oracle']:.2f}x, simulator {sim['labels'] / sim['oracle']:.2f}x"
+        f" held {api['held']}, micro {api['micro_recall']:.3f}, stalled {api['stuck_rounds'] > 0})"
+        f" | simulator {sim['labels']} ({sim['checks']} checks, certified {sim['certified']}, held {sim['held']},"
+        f" stalled {sim['stuck']}) | API/simulator {api['labels'] / sim['labels']:.2f}"
+        f" | floor {sim['floor']}: API {per(api['labels'], sim['floor'])}, simulator {per(sim['labels'], sim['floor'])}"
+        f" | collection oracle {sim['oracle']}: API {per(api['labels'], sim['oracle'])},"
+        f" simulator {per(sim['labels'], sim['oracle'])}"
     )
 
 
@@ -163,8 +168,8 @@ def api_summary(rows: list[dict]) -> str:
         f"{len(rows)} seeds: API certified {sum(a['certified'] for a in apis)}, held {sum(a['held'] for a in apis)};"
         f" simulator certified {sum(s['certified'] for s in sims)}, held {sum(s['held'] for s in sims)}\n"
         f"median API/simulator {median([a['labels'] / s['labels'] for a, s in zip(apis, sims, strict=True)])},"
-        f" API/floor {median([a['labels'] / s['floor'] for a, s in zip(apis, sims, strict=True)])},"
-        f" simulator/floor {median([s['labels'] / s['floor'] for s in sims])},"
+        f" API/floor {median([a['labels'] / s['floor'] for a, s in zip(apis, sims, strict=True) if s['floor']])},"
+        f" simulator/floor {median([s['labels'] / s['floor'] for s in sims if s['floor']])},"
         f" API/collection oracle {median([a['labels'] / s['oracle'] for a, s in zip(apis, sims, strict=True)])},"
         f" simulator/collection oracle {median([s['labels'] / s['oracle'] for s in sims])}"
     )

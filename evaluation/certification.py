@@ -66,7 +66,8 @@ class Team:
     second: dict[int, bool] = field(default_factory=dict)
     third: dict[int, bool] = field(default_factory=dict)
     # Looks at re-checked pairs the reviewer and the second annotator had both judged (look_fresh): from the further
-    # annotators (mistaken[3:]) in turn, then the adjudicator (mistaken[2]); and the adjudications of those looks.
+    # annotators (mistaken[3:]) in turn, then the adjudicator (mistaken[2]); and the decisions of pairs decided
+    # before (a re-check's positive look is decided again, as the tool's queue asks).
     later: dict[int, set[int]] = field(default_factory=dict)
     later_adjudications: int = 0
 
@@ -115,10 +116,9 @@ class Team:
                 raise NoFreshLook(f"everyone on the team has judged image {image_id}")
             self.later[who].add(image_id)
             said = self._says(who, image_id)
-            self.later_adjudications += said
-            return said and self._says(2, image_id)
         if said:
-            self.third[image_id] = self._says(2, image_id)
+            self.later_adjudications += image_id in self.third  # decided before: a second decision, counted
+            self.third[image_id] = self._says(2, image_id)  # the final label, as the tool's adjudication sets it
             return self.third[image_id]
         return False
 
