@@ -173,6 +173,12 @@ def run(queries: int, median: float, seed: int, noise: float, annotators: int, w
         in_frames += len(inside)
         found += len(inside & relevant)
     micro = found / in_frames if in_frames else 1.0
+    each = list(BenchmarkCheck.objects.order_by("ordinal"))
+    for before, after in zip(each, each[1:], strict=False):  # what the team confirmed between two draws, and where
+        sampled = set(before.images.values_list("query_id", "image_id"))
+        old = {(s.query_id, i) for s in before.strata.all() for i in unpack(s.found_ids).tolist()}
+        new = {(s.query_id, i) for s in after.strata.all() for i in unpack(s.found_ids).tolist()} - old
+        after.confirmed_since = {"in_the_last_sample": len(new & sampled), "elsewhere": len(new - sampled)}
     return {
         "seed": seed, "queries": queries, "certified": bool(check and check.status == "certified"),
         "checks": check.ordinal if check else 0, "bound": check.recall_lower_bound if check else None,
@@ -182,6 +188,12 @@ def run(queries: int, median: float, seed: int, noise: float, annotators: int, w
         "first_check": {key: spent.first_draw.get(key) for key in ("found", "sampled_from", "sample", "unconfirmed")}
         if spent.first_draw else None,
         "advice": sorted(set(spent.steps.values())), "stuck_rounds": spent.stuck,
+        "each_check": [
+            {"found": c.found_at_draw, "sampled_from": c.sampled_from, "sample": c.images.count(),
+             "positives": c.positives, "status": c.status, "tested_at": c.tested_at,
+             "confirmed_since_the_last_draw": getattr(c, "confirmed_since", None)}
+            for c in each
+        ],
     }  # fmt: skip
 
 

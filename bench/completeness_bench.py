@@ -56,8 +56,9 @@ def main() -> None:
     )
     parser.add_argument("--annotators", type=int, default=2, help="the reviewer, the second, and any further ones")
     parser.add_argument(
-        "--after-failure", choices=("review", "redraw"), default="review",
-        help="after a failed benchmark check: review the queries its sample met positives in, or draw again at once",
+        "--after-failure", choices=("review", "advice", "redraw"), default="review",
+        help="after a failed benchmark check: review the queries its sample met positives in, review each query while "
+        "its window with the check's looks yields (the tool's advice), or draw again at once",
     )  # fmt: skip
     parser.add_argument(
         "--through-api", action="store_true", help="the benchmark claim through the HTTP API beside the simulator"

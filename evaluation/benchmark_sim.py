@@ -66,9 +66,9 @@ class Settings:
     design: str = "fresh"  # evaluation.certification.DESIGNS: one fresh look per sampled pair, or the two of before
     pooled: bool = False  # the benchmark's pooled review rule (pooled_review) instead of each query until dry
     # After a failed benchmark check: "review" labels the queries whose sample met positives, at least the check's
-    # size between them and until dry, before drawing again; "redraw" draws again at once (what a team following
-    # the tool's per-query advice did before issue 62's through-the-API comparison: the check's own looks made
-    # every ranking read dry).
+    # size between them and until dry, before drawing again; "advice" reviews each query while its last window,
+    # the check's looks at images nobody had judged included, is not dry, as the tool's per-query advice says (the
+    # team through the API does that); "redraw" draws again at once.
     after_failure: str = "review"
     annotators: int = 2  # the reviewer, the second annotator, and any further ones a re-check's looks need
 
@@ -160,6 +160,20 @@ class QueryRun:
             self.label(options.batch, options.target)
             if len(self.order) == before:
                 return
+
+    def review_while_yielding(self, looked: list[int], options: Settings) -> None:
+        """Review on while the query's last `options.window` judgments, a check's `looked` images after the review's
+        own, are over `options.dry` confirmed relevant: the tool's per-query advice after a failed check (its window
+        reads every judgment outside the overlap samples, so a check's looks at images nobody had judged count)."""
+        recent = (self.order + looked)[-options.window :]
+        while (
+            sum(self.confirmed(i) for i in recent) > options.dry * len(recent) and len(self.order) < options.max_review
+        ):
+            before = len(self.order)
+            self.label(options.batch, options.target)
+            if len(self.order) == before:
+                return
+            recent = (recent + self.order[before:])[-options.window :]
 
     def freeze(self) -> np.ndarray:
         """The default frame (frames.default_spec): the images judged and the top of the text and learned rankings,
@@ -307,9 +321,14 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
                           "miss_rate": rate}  # fmt: skip
         met: dict[int, int] = {}
         new: dict[int, int] = {}
+        unsealed: dict[
+            int, list[int]
+        ] = {}  # each query's sampled images nobody had judged: the tool's window reads them
         try:
             for position, n in enumerate(chosen.tolist()):
                 query_id, image_id = int(owner[n]), int(pairs[n])
+                if image_id not in runs[query_id].team.first:
+                    unsealed.setdefault(query_id, []).append(image_id)
                 if _looked(runs[query_id], image_id, options):
                     met[query_id] = met.get(query_id, 0) + 1
                     if position >= looked or options.extend <= 1:
@@ -325,10 +344,8 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
         said = claim(found, len(pairs), len(chosen), sum(met.values()), options.target, confidence, rate, outside)
         certified, lower = said.certified, said.recall_lower_bound
         looked = len(chosen) if nested is not None else looked + len(chosen)
-        if not certified and options.after_failure == "review":  # label where the sample met positives, then redraw
-            for query_id in sorted(new, key=lambda q: -new[q]):
-                run = runs[query_id]
-                run.review(options.dry, options, least=max(options.window, len(chosen) // max(1, len(new))))
+        if not certified:
+            after_failure(runs, options, new, unsealed, len(chosen))
     in_frames = sum(run.true_positives_in_frame() for run in runs.values())
     found_in_frames = sum(run.found(run.freeze().tolist()) for run in runs.values())
     micro = found_in_frames / in_frames if in_frames else 1.0
@@ -346,6 +363,19 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
         "frame_oracle": sum(_frame_oracle(run, options) for run in runs.values()),
         "positives": sum(len(run.truth) for run in runs.values()), "in_frames": in_frames, "first_check": first,
     }  # fmt: skip
+
+
+def after_failure(
+    runs: dict[int, QueryRun], options: Settings, new: dict[int, int], unsealed: dict[int, list[int]], sampled: int
+) -> None:
+    """What the team labels between a failed benchmark check and the next draw (Settings.after_failure): `new`, the
+    positives the check met per query; `unsealed`, its looks at images nobody had judged; `sampled`, its size."""
+    if options.after_failure == "advice":
+        for query_id, images in unsealed.items():
+            runs[query_id].review_while_yielding(images, options)
+    elif options.after_failure == "review":  # label where the sample met positives, then redraw
+        for query_id in sorted(new, key=lambda q: -new[q]):
+            runs[query_id].review(options.dry, options, least=max(options.window, sampled // max(1, len(new))))
 
 
 def _tolerated(options: Settings) -> Callable[[int], int]:

@@ -210,3 +210,27 @@ def test_the_pooled_review_gives_every_query_a_window_then_labels_where_the_posi
     labels = {q: len(run.order) for q, run in runs.items()}
     found = {q: sum(run.confirmed(i) for i in run.order) for q, run in runs.items()}
     assert max(labels, key=labels.get) == max(found, key=found.get)
+
+
+def test_after_a_failed_check_a_query_is_reviewed_while_its_window_with_the_looks_yields():
+    """The tool's per-query advice after a failed benchmark check, as the simulator's "advice" policy follows it: the
+    window reads the check's looks at images nobody had judged after the review's own judgments, so a query whose
+    looks met positives is reviewed until that window is dry again, and a query whose looks met none is not."""
+    world = worlds.inquire_world(queries=3, median_positives=40, seed=1)
+    options = benchmark_sim.Settings(after_failure="advice")
+    runs = benchmark_sim._start(world, 1, options)
+    benchmark_sim.first_review(runs, options)
+    yielding_query, dry_query = 1, 2  # a hard query whose review found 2 of its 57 positives; one it found all in
+    stopped = {q: len(run.order) for q, run in runs.items()}
+    run = runs[yielding_query]
+    unjudged_positives = [i for i in sorted(run.truth) if i not in run.team.first][:30]
+    assert len(unjudged_positives) == 30
+    for image_id in unjudged_positives:  # the check's looks: each found, and confirmed by the adjudicator
+        run.team.look_fresh(image_id)
+    benchmark_sim.after_failure(runs, options, {yielding_query: 30}, {yielding_query: unjudged_positives}, 400)
+    benchmark_sim.after_failure(runs, options, {}, {dry_query: []}, 400)
+    assert len(runs[dry_query].order) == stopped[dry_query]
+    assert len(run.order) > stopped[yielding_query]
+    recent = (run.order[: stopped[yielding_query]] + unjudged_positives + run.order[stopped[yielding_query] :])
+    window = recent[-options.window :]
+    assert sum(map(run.confirmed, window)) <= options.dry * len(window) or len(run.order) >= options.max_review
