@@ -231,6 +231,6 @@ def test_after_a_failed_check_a_query_is_reviewed_while_its_window_with_the_look
     benchmark_sim.after_failure(runs, options, {}, {dry_query: []}, 400)
     assert len(runs[dry_query].order) == stopped[dry_query]
     assert len(run.order) > stopped[yielding_query]
-    recent = (run.order[: stopped[yielding_query]] + unjudged_positives + run.order[stopped[yielding_query] :])
+    recent = run.order[: stopped[yielding_query]] + unjudged_positives + run.order[stopped[yielding_query] :]
     window = recent[-options.window :]
     assert sum(map(run.confirmed, window)) <= options.dry * len(window) or len(run.order) >= options.max_review
