@@ -39,13 +39,12 @@ def advice(query: Query, aim: str = "query") -> dict[str, Any]:
         now = checks.progress(check)
         if now.unjudged or now.second:
             left = len(now.unjudged) + len(now.second)
-            return _said(
-                "label", f"Label the check's {left} looks left (ranking \u201ccompleteness check\u201d).", CHECK
-            )
+            said = f"Label the check's {left} looks left (ranking \u201ccompleteness check\u201d)."
+            return _said("label", said + _someone_new(query, now), CHECK)
         return _said("wait", f"{len(now.adjudication)} of the check's images wait for an adjudicator.")
     pooled = benchmark.query_progress(query)
     if pooled is not None:
-        return _pooled(pooled)
+        return _pooled(query, pooled)
     if aim == "query" and check is not None and check.status == CompletenessCheck.Status.CERTIFIED:
         return _said("done", f"Done: check {check.ordinal} certified {check.target_recall:.0%} over the frame.")
     if aim == "benchmark" and _certified_in_benchmark(query):
@@ -71,16 +70,26 @@ def advice(query: Query, aim: str = "query") -> dict[str, Any]:
     return _said("check", f"The last {WINDOW} judgments were {share:.0%} relevant: the ranking looks dry; {what}.")
 
 
-def _pooled(pooled: checks.Progress) -> dict[str, Any]:
+def _pooled(query: Query, pooled: checks.Progress) -> dict[str, Any]:
     """The step an open benchmark check asks of one of its queries: its pairs' looks, then the adjudicator."""
     if pooled.unjudged or pooled.second:
         left = len(pooled.unjudged) + len(pooled.second)
-        return _said("label", f"Label this query's {left} pairs of the benchmark check left (ranking "
-                     "\u201ccompleteness check\u201d).", CHECK)  # fmt: skip
+        said = f"Label this query's {left} pairs of the benchmark check left (ranking \u201ccompleteness check\u201d)."
+        return _said("label", said + _someone_new(query, pooled), CHECK)
     if pooled.adjudication:  # every look given: nobody judges these pairs blind any more
         return _said("wait", f"{len(pooled.adjudication)} of this query's pairs of the benchmark check wait for an "
                      "adjudicator.")  # fmt: skip
     return _said("wait", "This query's pairs of the benchmark check have their looks; it waits for other queries.")
+
+
+def _someone_new(query: Query, now: checks.Progress) -> str:
+    """The sentence for a check's images nobody on the query's team can look at afresh (empty when there are none)."""
+    stuck = len(checks.judged_by_everyone(query, now.unjudged + now.second))
+    if not stuck:
+        return ""
+    return (f" {stuck} of them {'has' if stuck == 1 else 'have'} been judged by everyone who labels this query: "
+            "a look counts only from someone who had not judged the image, so they wait for someone new (another "
+            "annotator, or the adjudicator).")  # fmt: skip
 
 
 def _said(step: str, reason: str, ranking: str = REVIEW) -> dict[str, Any]:

@@ -312,6 +312,21 @@ def progress(check: CompletenessCheck) -> Progress:
     return looks_at(check.query, sample, check.second_judgments, since=fresh_since(check), looks=check.looks)
 
 
+def judged_by_everyone(query: Query, image_ids: list[int]) -> list[int]:
+    """Those of `image_ids` (a check's images still wanting a look) that every person who has judged any image of
+    `query` has judged already: nobody on the query's team can give them a fresh look, so they wait for someone new
+    (reads only; names nobody and no vote, so blind viewers may read it)."""
+    if not image_ids:
+        return []
+    team = set(Judgment.objects.filter(query=query).values_list("annotator_id", flat=True).distinct())
+    judged: dict[int, set[int]] = {}
+    for image_id, annotator_id in Judgment.objects.filter(query=query, image_id__in=image_ids).values_list(
+        "image_id", "annotator_id"
+    ):
+        judged.setdefault(image_id, set()).add(annotator_id)
+    return [image_id for image_id in image_ids if team and judged.get(image_id, set()) >= team]
+
+
 def fresh_since(check: CompletenessCheck | Any) -> Any:
     """From when a judgment is a look of `check` (its draw); None for a check drawn before issue 62, whose images
     wanted two judgments in all."""

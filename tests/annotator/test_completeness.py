@@ -519,3 +519,23 @@ def test_with_second_judgments_off_only_the_unjudged_are_sampled_and_the_claim_s
     assert check.status == "certified"
     words = api_for(ann).get(team["url"]).json()["claim"]
     assert "single judgments trusted" in words and "positives the review judged not relevant are not bounded" in words
+
+
+def test_the_advice_says_when_a_checks_images_need_someone_who_has_not_judged_them(team):
+    """A look counts only from someone who had not judged the image: while Ann is the only one who has labeled the
+    query, the sampled images she judged wait for someone new, and the advice says how many; once Bob labels, they
+    have someone to look at them."""
+    query, ann, bob = team["query"], team["annotator"], team["bob"]
+    body = {**DRAW, "target_recall": 0.8, "with_unconfirmed": True}
+    assert draw(team, body).status_code == 201
+    check, sample = the_check(query)
+    theirs = [image_id for image_id in sample if image_id in set(team["top"])]
+    assert theirs and len(theirs) < len(sample)
+    said = api_for(team["admin"]).get(team["url"]).json()["advice"]
+    assert said["next"] == "label" and said["ranking"] == "check"
+    assert f"{len(theirs)} of them have been judged by everyone who labels this query" in said["reason"]
+    assert set(check_candidates(ann, query)) == set(sample) - set(theirs)  # Ann may look only at the others
+    label(bob, query, [image_id for image_id in sample if image_id not in theirs][:1], "not_relevant")
+    said = api_for(team["admin"]).get(team["url"]).json()["advice"]
+    assert "judged by everyone" not in said["reason"]
+    assert set(theirs) <= set(check_candidates(bob, query))
