@@ -56,6 +56,11 @@ def main() -> None:
     )
     parser.add_argument("--annotators", type=int, default=2, help="the reviewer, the second, and any further ones")
     parser.add_argument(
+        "--window", choices=("judgments", "confirmed"), default="judgments",
+        help="when a ranking reads dry: the tool's rule (10%% of the last 200 judgments relevant) or the simulator's "
+        "rule before the comparison through the API (5%% confirmed)",
+    )  # fmt: skip
+    parser.add_argument(
         "--after-failure", choices=("review", "advice", "redraw"), default="review",
         help="after a failed benchmark check: review the queries its sample met positives in, review each query while "
         "its window with the check's looks yields (the tool's advice), or draw again at once",
@@ -80,7 +85,7 @@ def main() -> None:
         options = benchmark_sim.Settings(
             noise=arguments.noise, expert_noise=arguments.expert_noise, target=arguments.target,
             confidence=arguments.confidence, extend=arguments.extend, design=design, pooled=arguments.pooled,
-            after_failure=arguments.after_failure, annotators=arguments.annotators,
+            after_failure=arguments.after_failure, annotators=arguments.annotators, window_rule=arguments.window,
         )  # fmt: skip
         started = time.perf_counter()
 
@@ -117,7 +122,7 @@ def through_api(arguments: argparse.Namespace) -> None:
 
     options = benchmark_sim.Settings(
         noise=arguments.noise, target=arguments.target, confidence=arguments.confidence,
-        after_failure=arguments.after_failure, annotators=arguments.annotators,
+        after_failure=arguments.after_failure, annotators=arguments.annotators, window_rule=arguments.window,
     )  # fmt: skip
     rows = []
     for seed in range(arguments.first_seed, arguments.first_seed + arguments.seeds):

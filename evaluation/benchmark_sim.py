@@ -56,7 +56,13 @@ class Settings:
     expert_noise: float = 0.0
     target: float = 0.9
     confidence: float = 0.95
-    dry: float = 0.05  # the advice's confirmed yield for the benchmark's claim
+    dry: float = 0.05  # window_rule "confirmed": at most this share of the last window confirmed relevant
+    # How the simulated team reads that a ranking looks dry: "judgments", as the tool's advice does
+    # (annotator.progress.advice: at most `judged_dry` of the last window's judgments relevant, the reviewer's own
+    # calls, a check's looks at images nobody had judged too), or "confirmed", the simulator's rule before issue 62's
+    # comparison through the API (confirmed positives only, at `dry`).
+    window_rule: str = "judgments"
+    judged_dry: float = 0.10
     batch: int = 50
     max_review: int = 6000  # per query
     max_checks: int = 6
@@ -131,12 +137,6 @@ class QueryRun:
         """The advice reads no ranking as dry before it has yielded a positive."""
         return any(self.team.first.values())
 
-    def dry(self, window: int = WINDOW) -> float:
-        """The share of the last WINDOW judgments the adjudicator confirmed relevant (the advice reads final labels,
-        and the team confirms its positives as it goes: the confirmations are counted once, here or at the check)."""
-        recent = self.order[-window:]
-        return sum(self.team.adjudicate(i) for i in recent if self.team.first[i]) / max(1, len(recent))
-
     def confirmed(self, image_id: int) -> bool:
         """Whether a labeled image is a confirmed positive (its single positive confirmed by the adjudicator, as the
         team does as it goes; counted once, here or at the check)."""
@@ -146,15 +146,21 @@ class QueryRun:
         """Confirmed positives among the query's last `window` labels."""
         return sum(self.confirmed(i) for i in self.order[-window:])
 
+    def reads_dry(self, recent: list[int], options: Settings, dry: float) -> bool:
+        """Whether a window of judgments reads dry by `options.window_rule` (`dry`: the "confirmed" rule's share)."""
+        if options.window_rule == "judgments":
+            return sum(self.team.first[i] for i in recent) <= options.judged_dry * len(recent)
+        return sum(map(self.confirmed, recent)) <= dry * len(recent)
+
     def review(self, dry: float, options: Settings, least: int | None = None) -> None:
-        """Label until the last `options.window` judgments are at most `dry` relevant, at least `least` more (a
-        window's worth by default)."""
+        """Label until the last `options.window` judgments read dry (Settings.window_rule; `dry` for the
+        "confirmed" rule), at least `least` more (a window's worth by default)."""
         window = options.window
         least = window if least is None else least
         start = len(self.order)
         while len(self.order) < options.max_review:
             ready = len(self.order) - start >= least and len(self.order) >= window and self.found_any()
-            if ready and self.dry(window) <= dry:
+            if ready and self.reads_dry(self.order[-window:], options, dry):
                 return
             before = len(self.order)
             self.label(options.batch, options.target)
@@ -163,12 +169,10 @@ class QueryRun:
 
     def review_while_yielding(self, looked: list[int], options: Settings) -> None:
         """Review on while the query's last `options.window` judgments, a check's `looked` images after the review's
-        own, are over `options.dry` confirmed relevant: the tool's per-query advice after a failed check (its window
-        reads every judgment outside the overlap samples, so a check's looks at images nobody had judged count)."""
+        own, do not read dry: the tool's per-query advice after a failed check (its window reads every judgment
+        outside the overlap samples, so a check's looks at images nobody had judged count)."""
         recent = (self.order + looked)[-options.window :]
-        while (
-            sum(self.confirmed(i) for i in recent) > options.dry * len(recent) and len(self.order) < options.max_review
-        ):
+        while not self.reads_dry(recent, options, options.dry) and len(self.order) < options.max_review:
             before = len(self.order)
             self.label(options.batch, options.target)
             if len(self.order) == before:

@@ -233,4 +233,5 @@ def test_after_a_failed_check_a_query_is_reviewed_while_its_window_with_the_look
     assert len(run.order) > stopped[yielding_query]
     recent = run.order[: stopped[yielding_query]] + unjudged_positives + run.order[stopped[yielding_query] :]
     window = recent[-options.window :]
-    assert sum(map(run.confirmed, window)) <= options.dry * len(window) or len(run.order) >= options.max_review
+    assert run.reads_dry(window, options, options.dry) or len(run.order) >= options.max_review
+    assert not run.reads_dry((run.order[: stopped[yielding_query]] + unjudged_positives)[-options.window :], options, 0)
