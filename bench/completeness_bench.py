@@ -56,6 +56,10 @@ def main() -> None:
     )
     parser.add_argument("--annotators", type=int, default=2, help="the reviewer, the second, and any further ones")
     parser.add_argument(
+        "--ranking", choices=("learned", "page"), default="learned",
+        help="what the reviewer labels: the simulator's learned ranking, or the candidates API's batches (page rules)",
+    )  # fmt: skip
+    parser.add_argument(
         "--window", choices=("judgments", "confirmed"), default="judgments",
         help="when a ranking reads dry: the tool's rule (10%% of the last 200 judgments relevant) or the simulator's "
         "rule before the comparison through the API (5%% confirmed)",
@@ -86,6 +90,7 @@ def main() -> None:
             noise=arguments.noise, expert_noise=arguments.expert_noise, target=arguments.target,
             confidence=arguments.confidence, extend=arguments.extend, design=design, pooled=arguments.pooled,
             after_failure=arguments.after_failure, annotators=arguments.annotators, window_rule=arguments.window,
+            ranking=arguments.ranking,
         )  # fmt: skip
         started = time.perf_counter()
 
@@ -123,6 +128,7 @@ def through_api(arguments: argparse.Namespace) -> None:
     options = benchmark_sim.Settings(
         noise=arguments.noise, target=arguments.target, confidence=arguments.confidence,
         after_failure=arguments.after_failure, annotators=arguments.annotators, window_rule=arguments.window,
+        ranking=arguments.ranking,
     )  # fmt: skip
     rows = []
     for seed in range(arguments.first_seed, arguments.first_seed + arguments.seeds):

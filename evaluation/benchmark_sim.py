@@ -39,10 +39,10 @@ from annotator.facade import (
     missing_at_target,
     tested_at,
 )
-from search.facade import strategy_vector
+from search.facade import RECENT_ANSWERS, strategy_vector
 
 from .certification import NoFreshLook, Team, default_frame, look, miss_rate
-from .simulation import annotator_mistakes
+from .simulation import annotator_mistakes, world_ranker
 from .worlds import World
 
 WINDOW = 200
@@ -77,6 +77,9 @@ class Settings:
     # team through the API does that); "redraw" draws again at once.
     after_failure: str = "review"
     annotators: int = 2  # the reviewer, the second annotator, and any further ones a re-check's looks need
+    # What the reviewer labels: "learned", the simulator's own learned ranking, or "page", the batches the
+    # candidates API gives (the team through the API labels those).
+    ranking: str = "learned"
 
 
 @dataclass
@@ -90,6 +93,10 @@ class QueryRun:
     ranking: list[int] = field(default_factory=list)
     oracle: int | None = None  # labels spent when true recall first reached the target
     frame: np.ndarray | None = None
+    # Settings.ranking "page": the labeling page's batches over the world (evaluation.simulation.world_ranker, the
+    # candidates API's own search.batches rules); None: the simulator's learned ranking (refit, look-alikes passed)
+    page: Callable[..., list[int]] | None = None
+    batch: int = 50
 
     @property
     def truth(self) -> set[int]:
@@ -115,7 +122,10 @@ class QueryRun:
         self.ranking = top.tolist()
 
     def label(self, count: int, target: float) -> None:
-        """Review `count` more images down the learned ranking (refitted every REFIT labels)."""
+        """Review `count` more images down the learned ranking (refitted every REFIT labels), or the page's batches."""
+        if self.page is not None:
+            self._label_batches(count, target)
+            return
         for _ in range(count):
             if len(self.order) % REFIT == 0 or not self.ranking:
                 self.refit()
@@ -129,6 +139,28 @@ class QueryRun:
             self.order.append(image_id)
             if self.oracle is None and self.found() >= target * len(self.truth):
                 self.oracle = len(self.order)  # an oracle labels each image once, and knows when to stop
+
+    def _label_batches(self, count: int, target: float) -> None:
+        """Review `count` more images as the team through the API does: batches of the `feedback` candidates (the
+        page's rules: text probes, look-alike stacks behind their leader) from the final labels, each image of a
+        batch judged by the reviewer, none of a stack's waiting look-alikes."""
+        assert self.page is not None
+        done = 0
+        while done < count:
+            judged = list(self.team.first)
+            relevant = [i for i in judged if self.team.final(i)]
+            not_relevant = [i for i in judged if not self.team.final(i)]
+            recent = [(i, self.team.first[i]) for i in self.order[-RECENT_ANSWERS:]]
+            k = min(self.batch, count - done)
+            picks = self.page("feedback", relevant, not_relevant, set(judged), k, recent)
+            if not picks:
+                return
+            for image_id in picks:
+                self.team.judge(image_id)
+                self.order.append(image_id)
+                if self.oracle is None and self.found() >= target * len(self.truth):
+                    self.oracle = len(self.order)
+            done += len(picks)
 
     def found(self, within: Iterable[int] | None = None) -> int:
         return self.team.found(within)
@@ -246,7 +278,8 @@ def _start(world: World, seed: int, options: Settings) -> dict[int, QueryRun]:
     for query_id in sorted(world.positives):
         noises = (options.noise, options.noise, options.expert_noise, *[options.noise] * (options.annotators - 2))
         mistaken = tuple(annotator_mistakes(n, query_id, _person(seed, who)) for who, n in enumerate(noises))
-        runs[query_id] = QueryRun(world, query_id, Team(world.positives[query_id], mistaken))
+        page = world_ranker(world, query_id) if options.ranking == "page" else None
+        runs[query_id] = QueryRun(world, query_id, Team(world.positives[query_id], mistaken), page=page)
     return runs
 
 

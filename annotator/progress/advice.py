@@ -7,11 +7,12 @@ check when the ranking looks dry and the frame's positives are confirmed, so few
 tolerate one positive certifies only once the frame hides few (evaluation/certification.py measures it).
 
 `aim`: "query" for the query's own claim; "benchmark" for the benchmark's, whose "done" is the benchmark check's
-and which needs no check of the query's own. The yield that reads as dry is the one the simulator measured for
-both (evaluation/benchmark_sim.py: at most 5% of the last 200 confirmed relevant, which with annotators wrong 5%
-of the time is about 10% of first looks). A higher one for the benchmark (25% of first looks: reviewing stops
-sooner) cost about as much in a first exploration (10 queries, 3 seeds: the checks then meet more positives),
-so it is not offered until measured better.
+and which needs no check of the query's own. The yield that reads as dry is the one the simulator's team reads
+too (evaluation/benchmark_sim.py, Settings.window_rule "judgments": at most 10% of the last 200 judgments
+relevant; its rule before, 5% confirmed relevant, is about the same with annotators wrong 5% of the time, and
+stopped each query 50 to 100 labels sooner than the team through the API). A higher one for the benchmark (25% of
+first looks: reviewing stops sooner) cost about as much in a first exploration (10 queries, 3 seeds: the checks
+then meet more positives), so it is not offered until measured better.
 """
 
 from typing import Any

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotator import facade  # its tested_at, imported bare, would be collected as a test
-from evaluation import benchmark_sim, certification, worlds
+from evaluation import benchmark_sim, certification, simulation, worlds
 
 
 def test_a_positive_counts_when_the_second_judgment_agrees_or_the_adjudicator_says_so():
@@ -235,3 +235,21 @@ def test_after_a_failed_check_a_query_is_reviewed_while_its_window_with_the_look
     window = recent[-options.window :]
     assert run.reads_dry(window, options, options.dry) or len(run.order) >= options.max_review
     assert not run.reads_dry((run.order[: stopped[yielding_query]] + unjudged_positives)[-options.window :], options, 0)
+
+
+def test_with_the_pages_ranking_the_reviewer_labels_the_candidates_apis_batches():
+    """Settings.ranking "page": the simulated reviewer labels what the candidates API would give (the page's batch
+    rules over the world), batch after batch from the final labels, never an image twice."""
+    world = worlds.inquire_world(queries=2, median_positives=30, seed=4)
+    options = benchmark_sim.Settings(ranking="page")
+    run = benchmark_sim._start(world, 4, options)[1]
+    rank = simulation.world_ranker(world, 1)
+    run.label(120, options.target)
+    first = rank("feedback", [], [], set(), 50, [])
+    assert run.order[:50] == first
+    judged = run.order[:50]
+    relevant = [i for i in judged if run.team.final(i)]
+    recent = [(i, run.team.first[i]) for i in judged]
+    second = rank("feedback", relevant, [i for i in judged if i not in relevant], set(judged), 50, recent)
+    assert run.order[50:100] == second
+    assert len(run.order) == 120 == len(set(run.order))
