@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 BENCHMARK = "/api/completeness/benchmark/"
+IDLE_ROUNDS = 3  # rounds of "wait" with nothing for the adjudicator before the team stops (a bug to look at)
 
 
 class Api(Protocol):
@@ -71,6 +72,7 @@ def follow_the_advice(
     """Label, confirm, draw and look as the advice says until every query says done (or `max_rounds`)."""
     spent = Spent()
     lookers = [reviewer, *others, adjudicator]
+    idle = 0
     while spent.rounds < max_rounds:
         spent.rounds += 1
         spent.advice = {
@@ -80,21 +82,29 @@ def follow_the_advice(
         if steps == {"done"}:
             break
         worked = _work_the_queues(api, queries, adjudicator, spent)
+        stuck = False  # a check's images that nobody on the team may look at (each judged them already)
         for query_id, said in spent.advice.items():  # a query that says "label" is labeled, whatever the others say
             if said["next"] != "label":
                 continue
             if said.get("ranking") == "check":
                 looked = _look(api, query_id, lookers, batch, spent)
-                spent.stuck += not looked
+                stuck = stuck or not looked
                 worked = looked or worked
-            else:
+            else:  # a ranking with nothing left to review counts as reviewed: the others decide the draw
                 worked = _review(api, query_id, reviewer, strategy, batch, spent) or worked
+        spent.stuck += stuck
         if progress:
             progress(spent)
         if worked:
+            idle = 0
             continue
-        if steps & {"label", "wait"}:  # the advice asks what nobody on the team can give: a draw would not help
+        if stuck:  # the check waits for someone new: drawing again would not help
             break
+        if "wait" in steps:  # waiting on what nobody here does: a few rounds, then the team stops
+            idle += 1
+            if idle >= IDLE_ROUNDS:
+                break
+            continue
         drawn = api.post(staff, BENCHMARK, {"target_recall": target, "confidence": confidence})
         spent.draws += 1
         spent.first_draw = spent.first_draw or drawn
