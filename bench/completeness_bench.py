@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -75,6 +76,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args()
     if arguments.through_api:
+        if arguments.extend or arguments.pooled or arguments.expert_noise:
+            parser.error("--through-api runs the tool's flow: no --extend, --pooled or --expert-noise beside it")
         through_api(arguments)
         return
 
@@ -86,12 +89,7 @@ def main() -> None:
     designs = ("fresh", "two") if arguments.design == "both" else (arguments.design,)
     results = {}
     for design in designs:
-        options = benchmark_sim.Settings(
-            noise=arguments.noise, expert_noise=arguments.expert_noise, target=arguments.target,
-            confidence=arguments.confidence, extend=arguments.extend, design=design, pooled=arguments.pooled,
-            after_failure=arguments.after_failure, annotators=arguments.annotators, window_rule=arguments.window,
-            ranking=arguments.ranking,
-        )  # fmt: skip
+        options = settings(arguments, design)
         started = time.perf_counter()
 
         def chosen():
@@ -118,6 +116,18 @@ def main() -> None:
         arguments.json.write_text(json.dumps(results, indent=2, default=float) + "\n")
 
 
+def settings(arguments: argparse.Namespace, design: str) -> Any:
+    """The simulator's settings the command line asks for (evaluation.benchmark_sim.Settings)."""
+    from evaluation import benchmark_sim
+
+    return benchmark_sim.Settings(
+        noise=arguments.noise, expert_noise=arguments.expert_noise, target=arguments.target,
+        confidence=arguments.confidence, extend=arguments.extend, design=design, pooled=arguments.pooled,
+        after_failure=arguments.after_failure, annotators=arguments.annotators, window_rule=arguments.window,
+        ranking=arguments.ranking,
+    )  # fmt: skip
+
+
 def through_api(arguments: argparse.Namespace) -> None:
     """Each seed through the API (a child process) while this one runs the simulator on the same world and seed."""
     import django
@@ -125,11 +135,7 @@ def through_api(arguments: argparse.Namespace) -> None:
     django.setup()
     from evaluation import benchmark_sim, worlds
 
-    options = benchmark_sim.Settings(
-        noise=arguments.noise, target=arguments.target, confidence=arguments.confidence,
-        after_failure=arguments.after_failure, annotators=arguments.annotators, window_rule=arguments.window,
-        ranking=arguments.ranking,
-    )  # fmt: skip
+    options = settings(arguments, "fresh")  # the tool's design: the team through the API has no other
     rows = []
     for seed in range(arguments.first_seed, arguments.first_seed + arguments.seeds):
         child = subprocess.Popen(
