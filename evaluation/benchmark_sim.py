@@ -358,9 +358,8 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
                           "miss_rate": rate}  # fmt: skip
         met: dict[int, int] = {}
         new: dict[int, int] = {}
-        unsealed: dict[
-            int, list[int]
-        ] = {}  # each query's sampled images nobody had judged: the tool's window reads them
+        # Each query's sampled images nobody had judged: their looks are in the tool's window (the others are sealed).
+        unsealed: dict[int, list[int]] = {}
         try:
             for position, n in enumerate(chosen.tolist()):
                 query_id, image_id = int(owner[n]), int(pairs[n])
