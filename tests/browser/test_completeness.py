@@ -42,6 +42,7 @@ def test_a_check_drawn_from_the_side_pane_labeled_with_the_keys_certifies(page, 
     asked = check_requests.read_request({"target_recall": 0.8, "confidence": 0.95, "frame": frame})
     expect(cost).to_have_text(str(checks.situation(query, asked).sample), timeout=10_000)
     expect(page.locator("#check-cost")).to_contain_text("images each looked at once after the draw")
+    page.locator("#check-cost").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "completeness-cost.png"), full_page=False)
     wanted = int(cost.inner_text())
     page.click("#draw-check")
