@@ -319,12 +319,14 @@ def judged_by_everyone(query: Query, image_ids: list[int]) -> list[int]:
     if not image_ids:
         return []
     team = set(Judgment.objects.filter(query=query).values_list("annotator_id", flat=True).distinct())
+    if not team:
+        return []
     judged: dict[int, set[int]] = {}
     for image_id, annotator_id in Judgment.objects.filter(query=query, image_id__in=image_ids).values_list(
         "image_id", "annotator_id"
     ):
         judged.setdefault(image_id, set()).add(annotator_id)
-    return [image_id for image_id in image_ids if team and judged.get(image_id, set()) >= team]
+    return [image_id for image_id in image_ids if judged.get(image_id, set()) >= team]
 
 
 def fresh_since(check: CompletenessCheck | Any) -> Any:
