@@ -46,7 +46,7 @@ class AssignmentInline(admin.TabularInline):
 @admin.register(Query)
 class QueryAdmin(admin.ModelAdmin):
     inlines = [AssignmentInline, ExampleInline]
-    actions = ["draw_overlap"]
+    actions = ["draw_overlap", "open_overlap"]
     list_display = ["id", "text", "split", "status", "fully_labeled", "locked", "labeled", "relevant"]
     list_filter = ["split", "status", "fully_labeled", "locked", "supercategory"]
     search_fields = ["=id", "text", "category"]
@@ -77,6 +77,19 @@ class QueryAdmin(admin.ModelAdmin):
             except (ValueError, SearchUnavailable) as error:
                 self.message_user(request, f"Query {query.pk}: {error}", level=messages.ERROR)
         self.message_user(request, f"{added} images added to the overlap samples.")
+
+    @admin.action(
+        description="Open the overlap sample (its judged images show their votes to everyone)", permissions=["change"]
+    )
+    def open_overlap(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        opened = waiting = 0
+        for query in queryset:
+            now, still = overlap.open_sample(query)
+            opened, waiting = opened + now, waiting + still
+        self.message_user(
+            request,
+            f"{opened} images of the overlap samples opened; {waiting} still wait for a judgment and stay sealed.",
+        )
 
     @admin.display(ordering="labeled", description="# labeled")
     def labeled(self, query: CountedQuery) -> int:

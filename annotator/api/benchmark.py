@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotator import labels
+from annotator.api import blind_staff
 from annotator.labels import visibility
 from annotator.progress import benchmark
 from annotator.progress.check_requests import read_flag
@@ -50,6 +51,7 @@ class BenchmarkCheckViewSet(viewsets.ViewSet):
             raise PermissionDenied(DRAW_REFUSED)
         try:
             asked = benchmark.read_request(request.data)
+            blind_staff.refuse_if_blind(request, [query.pk for query in benchmark.chosen(asked)])
             if read_flag(request.data, "dry_run", False):
                 return Response({"dry_run": True, **benchmark.situation(asked).as_json()})
             check, drawn = benchmark.draw(asked, signed_in(request))
@@ -59,14 +61,16 @@ class BenchmarkCheckViewSet(viewsets.ViewSet):
 
     @extend_schema(
         parameters=[OpenApiParameter("query", int, required=True, description="a query id")],
-        responses={200: OpenApiTypes.OBJECT, **BAD_PARAMETERS, **NOT_FOUND},
-        description='That query\'s frame in the latest benchmark check: {"image_ids": [...]}.',
+        responses={200: OpenApiTypes.OBJECT, **BAD_PARAMETERS, **REFUSED, **NOT_FOUND},
+        description='That query\'s frame in the latest benchmark check: {"image_ids": [...]}. Staff only, and not to '
+        "staff some image of the query is sealed to (a frame is made from every judgment).",
     )
     @action(detail=False, methods=["get"])
     def frame(self, request: Request, format: str | None = None) -> Response:
         query_id = strict_id(request.query_params.get("query"))
         if query_id is None:
             raise ValidationError({"detail": '"query" must be a query id, a whole number such as 12.'})
+        blind_staff.refuse_frame(request, [query_id])
         ids = benchmark.frame_ids(query_id)
         if ids is None:
             raise NotFound(f"The latest benchmark check holds no query {query_id} (or there is none yet).")

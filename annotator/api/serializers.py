@@ -127,10 +127,11 @@ class DisagreementSerializer(serializers.Serializer):
     final = serializers.CharField(help_text="the final label: undecided until an adjudicator decides a tie")
     decided_by = serializers.CharField()
     reason = serializers.ChoiceField(
-        choices=["disagreement", "confirm"],
+        choices=["disagreement", "confirm", "revised"],
         help_text="disagreement: the judgments differ; confirm: a positive a completeness claim counts only once an "
         "adjudicator confirms it (a check's sampled image its looks agree on, or a single-judgment positive of a "
-        "frozen frame)",
+        "frozen frame); revised: a judge changed their blind vote on a sealed image, so their agreement may not be "
+        "their own",
     )
 
 

@@ -5,8 +5,6 @@ sample waits: the figures (agreement, overturns, labels per positive) would tell
 The figures are computed outside the request and cached until the judgments change: while they are computed the
 answer is 202 with `"computing": true` and an empty `results` (ask again in a moment)."""
 
-from typing import Any
-
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import viewsets
@@ -39,11 +37,14 @@ class TeamViewSet(viewsets.ViewSet):
     )
     @action(detail=False, methods=["get"])
     def annotators(self, request: Request, format: str | None = None) -> Response:
+        query_id = _asked_query(request)  # a bad "query" is refused before anything else, blind or not
         if withheld := _withheld(request):
             return Response({"results": [], "withheld": withheld})
-        found = _report(request)
+        found = costs.cached_report(query_id)
         if found is None:
             return _computing()
+        if failed := costs.failure(found):
+            return Response({"results": [], "failed": True, "detail": failed})
         rows = found["annotators"]
         if not request.user.has_perm(VIEW):  # an annotator: their own figures only
             rows = [row for row in rows if row["annotator"] == request.user.get_username()]
@@ -59,11 +60,14 @@ class TeamViewSet(viewsets.ViewSet):
     def queries(self, request: Request, format: str | None = None) -> Response:
         if not request.user.has_perm(VIEW):
             raise PermissionDenied("The per-query costs are for staff (the permission to view labels).")
+        query_id = _asked_query(request)  # a bad "query" is refused before anything else, blind or not
         if withheld := _withheld(request):
             return Response({"results": [], "withheld": withheld})
-        found = _report(request)
+        found = costs.cached_report(query_id)
         if found is None:
             return _computing()
+        if failed := costs.failure(found):
+            return Response({"results": [], "failed": True, "detail": failed})
         return Response({"results": found["queries"], "idle_cap_seconds": found["idle_cap_seconds"]})
 
 
@@ -72,16 +76,17 @@ def _withheld(request: Request) -> str:
     return visibility.of(request).withheld_anywhere()
 
 
-def _report(request: Request) -> dict[str, Any] | None:
+def _asked_query(request: Request) -> int | None:
+    """The query the report is asked for (None: every query); ValidationError or NotFound saying what to fix."""
     raw = request.query_params.get("query")
     if raw is None:
-        return costs.cached_report()
+        return None
     query_id = strict_id(raw)
     if query_id is None:
         raise ValidationError({"query": '"query" must be a query id, a whole number such as 12.'})
     if not Query.objects.filter(pk=query_id).exists():
         raise NotFound(f"No query {query_id}.")
-    return costs.cached_report(query_id)
+    return query_id
 
 
 def _computing() -> Response:

@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotator import labels
+from annotator.api import blind_staff
 from annotator.api.serializers import (
     AdjudicationSerializer,
     CandidatesSerializer,
@@ -34,6 +35,7 @@ from annotator.models import Label, LabelSource, LabelValue, Query
 from annotator.progress import check_requests, checks, claims, sampled
 from annotator.progress.advice import AIMS
 from annotator.progress.frames import BadCheck, unpack
+from annotator.team import overlap
 from catalog.facade import UnknownTaxon, species_for_all
 from catalog.models import Image
 from common.api_params import (
@@ -52,6 +54,7 @@ from common.database import retry_once_if_dropped
 from search.facade import STRATEGIES, BadPolygon, SearchNotReady, SearchUnavailable, images_within, parse_polygon
 
 DRAW_REFUSED = "Drawing a completeness check needs the permission to change queries: ask staff."
+
 CHECK = "check"  # the candidates of a completeness check (annotator.progress.checks), beside search's strategies
 
 
@@ -233,6 +236,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         if request.method == "POST":
             if not request.user.has_perm(labels.MANAGE_QUERIES):
                 raise PermissionDenied(DRAW_REFUSED)
+            blind_staff.refuse_if_blind(request, [query.pk])
             try:
                 asked = check_requests.read_request(request.data)
                 if check_requests.read_flag(request.data, "dry_run", False):
@@ -251,15 +255,34 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         return claims.report(query, withheld=visibility.of(self.request).withheld(query.pk), aim=aim)
 
     @extend_schema(
-        responses={200: OpenApiTypes.OBJECT, **NOT_FOUND},
+        request=None,
+        responses={200: OpenApiTypes.OBJECT, **REFUSED, **NOT_FOUND},
+        description="Open the query's blind overlap sample (staff: permission to change queries): its images that "
+        "have their judgments show every vote and the final label to everyone from now on; those still waiting for "
+        'a judgment stay sealed. Answers {"opened": n, "still_sealed": m}. Blind votes stay what agreement counts.',
+    )
+    @action(detail=True, methods=["post"], url_path="overlap/open")
+    def open_overlap(
+        self, request: Request, pk: int | None = None, format: str | None = None
+    ) -> Response:  # format: the .json suffix the router allows
+        query = self.get_object()
+        if not request.user.has_perm(labels.MANAGE_QUERIES):
+            raise PermissionDenied("Opening an overlap sample needs the permission to change queries: ask staff.")
+        opened, waiting = overlap.open_sample(query)
+        return Response({"query": query.pk, "opened": opened, "still_sealed": waiting})
+
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT, **REFUSED, **NOT_FOUND},
         description="The image ids of the frame of the query's latest completeness check, as frozen at its draw "
-        '({"image_ids": [...]}; 404 before any check).',
+        '({"image_ids": [...]}; 404 before any check). Staff only, and not to staff some image of the query is '
+        "sealed to (a frame is made from every judgment).",
     )
     @action(detail=True, methods=["get"], url_path="completeness/frame")
     def completeness_frame(
         self, request: Request, pk: int | None = None, format: str | None = None
     ) -> Response:  # format: the .json suffix the router allows
         query = self.get_object()
+        blind_staff.refuse_frame(request, [query.pk])
         check = checks.latest(query)
         if check is None:
             raise NotFound(f"Query {query.pk} has no completeness check yet, so no frame: draw one first.")
@@ -372,7 +395,8 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         request=LabelValueSerializer, responses={200: LabelSerializer, **BAD_PARAMETERS, **REFUSED, **NOT_FOUND}
     ),
     destroy=extend_schema(
-        description="Remove your judgment: the image goes back to not yet seen. The history keeps it.",
+        description="Remove your judgment: the image goes back to not yet seen for you. The history keeps it. 404 "
+        "where you have none (the other annotators' judgments stay theirs).",
         responses={204: None, **REFUSED, **NOT_FOUND},
     ),
 )
@@ -429,7 +453,12 @@ class LabelViewSet(
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         label = self.get_object()
-        labels.clear_label(
+        had = labels.clear_label(
             query_id=label.query_id, image_id=label.image_id, user=signed_in(request), source=LabelSource.API
         )
+        if not had:  # others' judgments are theirs: removing one's own that does not exist removes nothing
+            raise NotFound(
+                f"You have no judgment of image {label.image_id} for query {label.query_id}: nothing was removed "
+                "(the other annotators' judgments stay theirs; staff clear an image for everyone in the admin)."
+            )
         return Response(status=status.HTTP_204_NO_CONTENT)

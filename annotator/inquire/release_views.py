@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from annotator.inquire import release_files, releases
 from annotator.labels import visibility
 from annotator.models import Query, Release, ReleaseJob
-from common import background
+from common import background, held
 from common.background import QueueUnavailable
 from common.http import SignedInRequest
 
@@ -31,7 +31,7 @@ REAPER = "annotator.reap_release_jobs"  # annotator/tasks.py: releases.reap_jobs
 def releases_page(request: SignedInRequest) -> HttpResponseBase:
     shown: dict[str, Any] = {
         "releases": Release.objects.select_related("created_by"),
-        "jobs": ReleaseJob.objects.all()[:10],
+        "jobs": _with_workers(list(ReleaseJob.objects.all()[:10])),
         "release_files": FILES,
         "splits": Query.Split.values,
     }
@@ -55,6 +55,14 @@ def releases_page(request: SignedInRequest) -> HttpResponseBase:
     if running and background.embedded():  # no beat without a broker: the page's polls send its reaper (a job)
         background.submit_when_polled(REAPER, key="reap-release-jobs")
     return render(request, "annotator/releases.html", {**shown, "diff": compared, "running": running})
+
+
+def _with_workers(jobs: list[ReleaseJob]) -> list[ReleaseJob]:
+    """The jobs, each running one marked `waiting_for_worker` where no live worker holds it (its worker died): the
+    page says so instead of "running" until a worker takes it up again or the reaper marks it failed."""
+    for job in jobs:
+        job.waiting_for_worker = job.status == ReleaseJob.Status.RUNNING and not held.is_held(releases.JOB_KIND, job.pk)  # type: ignore[attr-defined]
+    return jobs
 
 
 def _start(request: SignedInRequest) -> tuple[int, str]:

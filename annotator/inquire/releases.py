@@ -44,6 +44,7 @@ from annotator.inquire import release_facts, release_files
 from annotator.inquire.croissant import write_croissant
 from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE, export_inquire
 from annotator.inquire.release_card import write_card
+from annotator.labels import sealed
 from annotator.labels.sealed import Writer
 from annotator.models import Query, Release, ReleaseJob
 from annotator.progress.claims import query_claims
@@ -77,19 +78,29 @@ def check_name(name: str) -> str:
             f"A release name is 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit, with no "
             f"'..' (it names a folder), not {shown}: for example inquire-v1.0."
         )
+    if name.split(".")[0].upper() in RESERVED:
+        raise BadRelease(
+            f"{name} is a name Windows keeps for a device (its folder could not be unpacked there): name the release "
+            "otherwise, for example inquire-v1.0."
+        )
     return name
+
+
+# Windows' reserved device names, with or without an extension: a release is a folder researchers download.
+RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{n}" for n in range(10)), *(f"LPT{n}" for n in range(10))}
 
 
 def _free_name(name: str, job_id: int | None = None) -> str:
     """`name` if it can name a new release: well formed, no release has it, and no other job is making one of it
     (`job_id`: the job asking, itself in the making)."""
     name = check_name(name)
-    if made := Release.objects.filter(name=name).select_related("created_by").first():
+    # Names differing only by case are one folder on a case-insensitive disk (macOS, Windows): taken alike.
+    if made := Release.objects.filter(name__iexact=name).select_related("created_by").first():
         raise BadRelease(
-            f"A release named {name} exists (made by {_who(made.created_by)} at {_when(made.created_at)}): a release "
-            "never changes; name the new one anew."
+            f"A release named {made.name} exists (made by {_who(made.created_by)} at {_when(made.created_at)}): a "
+            "release never changes; name the new one anew."
         )
-    making = ReleaseJob.objects.filter(name=name, status__in=UNFINISHED).exclude(pk=job_id or 0).first()
+    making = ReleaseJob.objects.filter(name__iexact=name, status__in=UNFINISHED).exclude(pk=job_id or 0).first()
     if making is not None:
         raise BadRelease(
             f"A release named {name} is being made (started by {_who(making.started_by)} at "
@@ -147,6 +158,14 @@ def selected_queries(query_ids: Iterable[int] | None, splits: Iterable[str] | No
     ids = list(queries.values_list("pk", flat=True))
     if not ids:
         raise BadRelease("The selection holds no query: a release needs at least one. Check --query and --split.")
+    if waiting := sealed.sealed_queries(ids):
+        named = ", ".join(f"{query_id} ({n} images)" for query_id, n in list(waiting.items())[:5])
+        raise BadRelease(
+            f"The blind overlap samples of queries {named}{' ...' if len(waiting) > 5 else ''} are still sealed: a "
+            "release would publish their single, unconfirmed votes as final labels in files that never change. Open "
+            "the samples (their query's admin page), or have an adjudicator decide their images, then make it; or "
+            "leave those queries out."
+        )
     return ids
 
 
@@ -168,6 +187,9 @@ def create(
     if "\x00" in notes:
         raise BadRelease("The notes hold a NUL byte: give them as plain text.")
     ids = selected_queries(query_ids, splits)
+    # A partial folder of this name is an earlier attempt's whose worker was killed (no other maker of this name
+    # runs: _free_name): the retry removes it before writing its own.
+    remove_partial(name)
     partial = releases_dir() / f".{name}.partial-{uuid.uuid4().hex[:12]}"
     try:
         partial.mkdir(parents=True)
@@ -287,6 +309,13 @@ def reap_jobs() -> list[int]:
         ):
             remove_partial(job.name)
             reaped.append(job.pk)
+    # A partial folder of a job that ended (a killed attempt whose retry finished) is nobody's now. One without a
+    # job is left alone: `manage.py release create` may be writing it.
+    making = set(ReleaseJob.objects.filter(status__in=UNFINISHED).values_list("name", flat=True))
+    for partial in releases_dir().glob(".*.partial-*"):
+        name = partial.name[1:].rsplit(".partial-", 1)[0]
+        if name not in making and ReleaseJob.objects.filter(name=name).exists():
+            shutil.rmtree(partial, ignore_errors=True)
     return reaped
 
 

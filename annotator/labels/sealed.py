@@ -1,20 +1,23 @@
 """Blind double labeling: which images of a query get more than one judgment, and what each annotator sees.
 
-Staff draw a query's overlap sample (annotator.team.overlap); until an image of the sample has the query's
-`judgments_wanted` judgments, an annotator who has not judged it sees it unlabeled (on the page, in the
-candidates API, in Submit), so that their judgment is their own. Everyone else sees the final label, as
-without overlap. Nothing here writes a label: annotator.labels does, and keeps every annotator's judgment
-apart.
+Staff draw a query's overlap sample (annotator.team.overlap), and a completeness check seals the images it asks
+to be looked at again; an annotator who has not judged such an image sees it unlabeled (on the page, in the
+candidates API, in Submit), so that their judgment is their own. It stays sealed after the judgments are in,
+until an adjudicator decides it or staff open the sample: a judge who saw the others' votes, or the final label
+they make, could change theirs to agree. Each judge's first judgment of a sealed image is kept as their blind
+vote (annotator.models.BlindVote), the one the figures count; a later change is a revision, which sends the
+image to the adjudicator (annotator.labels.final). Nothing here writes a label: annotator.labels does, and keeps
+every annotator's judgment apart.
 """
 
 from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Count, Exists, F, OuterRef, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Exists, OuterRef, QuerySet
+from django.utils import timezone
 
-from annotator.models import Judgment, Label, OverlapImage, Query
+from annotator.models import BlindVote, Decision, Judgment, Label, OverlapImage, Query
 
 # Who writes and who views: a user (an annotator, staff), or None for the system itself (an import, a command).
 Writer = User | None  # settings.AUTH_USER_MODEL is Django's User
@@ -26,14 +29,14 @@ def sealed_pairs(
     viewer: Writer, *, query: Query | None = None, image_ids: Iterable[int] | None = None
 ) -> "QuerySet[Any]":  # OverlapImage rows annotated `judged` and `mine`
     """The overlap-sample rows (query, image) sealed to `viewer`, each annotated `mine` (whether `viewer`
-    judged it): images of an overlap sample with fewer judgments than their query wants. The one rule of
-    blindness, which the page, the API, the counts and figures, the exports and the admin all ask (through
-    annotator.labels.visibility for the routes):
+    judged it): images of an overlap sample not yet opened by staff nor decided by an adjudicator. The one
+    rule of blindness, which the page, the API, the counts and figures, the exports and the admin all ask
+    (through annotator.labels.visibility for the routes):
 
     - not judged by `viewer`: blind, they see the image unlabeled and nothing of its judgments;
     - judged by `viewer`: they see their own judgment, and still nothing of the others' nor of the final
-      label until the image has its judgments (else a save's counts would tell them how the other voted,
-      and they could change their vote to agree).
+      label, even once the image has all its judgments (else a save's answer would tell them how the others
+      voted, and they could change their vote to agree).
 
     Adjudicators (the permission "can adjudicate") have nothing sealed: deciding disagreements means
     reading every judgment, so they are not the sample's blind judges. `viewer` None is the system (an
@@ -44,13 +47,9 @@ def sealed_pairs(
 
 def _sample_rows(viewer: Writer, query: Query | int | None, image_ids: Iterable[int] | None) -> "QuerySet[Any]":
     """sealed_pairs before the viewer's role is asked."""
-    sample = _sample(query, image_ids)
     judgments = Judgment.objects.filter(query=OuterRef("query"), image_id=OuterRef("image_id"))
-    counted = judgments.order_by().values("query").annotate(n=Count("id")).values("n")
     mine = judgments.filter(annotator=viewer) if viewer is not None else judgments.filter(annotator__isnull=True)
-    return sample.annotate(judged=Coalesce(Subquery(counted), 0), mine=Exists(mine)).filter(
-        judged__lt=F("query__judgments_wanted")
-    )
+    return _sample(query, image_ids).annotate(mine=Exists(mine))
 
 
 def sealed_to(
@@ -66,7 +65,11 @@ def sealed_to(
 
 
 def _sample(query: Query | int | None, image_ids: Iterable[int] | None) -> "QuerySet[OverlapImage]":
-    sample = OverlapImage.objects.all()
+    """The sealed rows of the samples: not opened by staff, not decided by an adjudicator."""
+    decided = Label.objects.filter(
+        query=OuterRef("query"), image_id=OuterRef("image_id"), decided_by=Decision.ADJUDICATED
+    )
+    sample = OverlapImage.objects.filter(opened_at__isnull=True).exclude(Exists(decided))
     if query is not None:
         sample = sample.filter(query=query)
     if image_ids is not None:
@@ -96,3 +99,63 @@ def seen_by(query: Query, user: Writer, image_ids: Iterable[int] | None = None) 
         seen.pop(image_id, None)
     seen.update(own.values_list("image_id", "value"))
     return seen
+
+
+def seal(query_id: int, image_ids: Iterable[int]) -> int:
+    """Put these images of a query under seal (an overlap sample's draw, a check's draw) and keep the judgments
+    they already have as their judges' blind votes: those were given before anyone could see the later ones.
+    Images already in the sample stay as they are, opened or not. Returns how many were added."""
+    wanted = set(image_ids)
+    before = set(OverlapImage.objects.filter(query_id=query_id, image_id__in=wanted).values_list("image_id", flat=True))
+    OverlapImage.objects.bulk_create(
+        [OverlapImage(query_id=query_id, image_id=image_id) for image_id in wanted - before], ignore_conflicts=True
+    )
+    record_votes(query_id, wanted - before)
+    return len(wanted - before)
+
+
+def record_votes(query_id: int, image_ids: Iterable[int], annotator: Writer = None) -> None:
+    """Keep the present judgments of these images (by `annotator` only, when given) as blind votes where their
+    judges have none yet: the first judgment given under seal is the vote; the system's (imports) are no one's."""
+    judged = Judgment.objects.filter(query_id=query_id, image_id__in=list(image_ids), annotator__isnull=False)
+    if annotator is not None:
+        judged = judged.filter(annotator=annotator)
+    BlindVote.objects.bulk_create(
+        [
+            BlindVote(query_id=query_id, image_id=image_id, annotator_id=annotator_id, value=value)
+            for image_id, annotator_id, value in judged.values_list("image_id", "annotator_id", "value")
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def revised(query_id: int, image_ids: Iterable[int]) -> set[int]:
+    """The images among `image_ids` where some judge's present judgment is not their blind vote (changed, or
+    withdrawn): they wait for the adjudicator (annotator.labels.final.decide)."""
+    wanted = list(image_ids)
+    fields = ("image_id", "annotator_id", "value")
+    votes = list(BlindVote.objects.filter(query_id=query_id, image_id__in=wanted).values_list(*fields))
+    if not votes:
+        return set()
+    present = Judgment.objects.filter(query_id=query_id, image_id__in={image_id for image_id, _, _ in votes})
+    now = {(image_id, judge): value for image_id, judge, value in present.values_list(*fields)}
+    return {image_id for image_id, annotator_id, value in votes if now.get((image_id, annotator_id)) != value}
+
+
+def open_images(query_id: int, image_ids: Iterable[int] | None = None) -> int:
+    """Open these images of a query's sample (all, by default) to everyone: their judgments and final labels show
+    again. Their blind votes stay what the figures count. Returns how many were opened."""
+    rows = OverlapImage.objects.filter(query_id=query_id, opened_at__isnull=True)
+    if image_ids is not None:
+        rows = rows.filter(image_id__in=list(image_ids))
+    return rows.update(opened_at=timezone.now())
+
+
+def sealed_queries(query_ids: Iterable[int] | None = None) -> dict[int, int]:
+    """{query id: how many of its images are sealed to their judges} among `query_ids` (default all), in id order:
+    what a release must wait for (it would publish their votes)."""
+    rows = _sample(None, None)
+    if query_ids is not None:
+        rows = rows.filter(query_id__in=list(query_ids))
+    counted = rows.order_by().values("query_id").annotate(n=Count("id")).values_list("query_id", "n")
+    return dict(sorted(counted))

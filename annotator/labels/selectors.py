@@ -7,6 +7,7 @@ from typing import Any, TypeAlias
 from django.db.models import Count, F, FloatField, Max, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from annotator.labels import sealed
 from annotator.labels.checked import CHECKED, sampled_images
 from annotator.models import (
     UNDECIDED,
@@ -126,6 +127,9 @@ def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str,
     ):
         judged.setdefault(image_id, []).append({"annotator": name or "(import)", "value": value})
     split = {image_id: found for image_id, found in judged.items() if len({j["value"] for j in found}) > 1}
+    # A judge who changed their blind vote (annotator.labels.sealed) has not agreed: the adjudicator decides.
+    revised = sealed.revised(query.pk, judged) - set(split)
+    split.update({image_id: judged[image_id] for image_id in revised})
     # Positives that wait for an adjudicator's confirmation, beside the disagreements (annotator.progress.checks):
     # a completeness check's sampled images its looks agree are relevant or unsure (two agreeing mistakes must not
     # count as a positive), and the single-judgment positives of the query's frozen frame (a claim counts only
@@ -147,7 +151,7 @@ def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str,
             "judgments": judgments,
             "final": finals.get(image_id, ("", ""))[0],
             "decided_by": finals.get(image_id, ("", ""))[1],
-            "reason": "confirm" if image_id in confirm else "disagreement",
+            "reason": "confirm" if image_id in confirm else "revised" if image_id in revised else "disagreement",
         }
         for image_id, judgments in split.items()
         if image_id not in confirm or finals.get(image_id, ("", ""))[0] in ("relevant", "unsure")

@@ -1,11 +1,11 @@
 """What one viewer may see of the labels: the door every route goes through.
 
-Blind double labeling seals each image of a query's overlap sample until it has its judgments: an annotator
-sees nothing of the others' judgments of it nor of its final label, before judging it (blind) and after
-(their own judgment only). annotator.labels.sealed.sealed_pairs is the rule. Hidden means hidden on
-every route, not only in the grid: the label API's lists, details and filters, the counts beside the grid and
-in a save's answer, the not-relevant run and the recall estimate (both read hidden labels), the dashboards,
-the agreement figures and the exports. A `Sight` is that rule for one viewer, computed once per request:
+Blind double labeling seals each image of a query's overlap sample until an adjudicator decides it or staff
+open the sample: an annotator sees nothing of the others' judgments of it nor of its final label, before
+judging it (blind) and after (their own judgment only). annotator.labels.sealed.sealed_pairs is the rule.
+Hidden means hidden on every route, not only in the grid: the label API's lists, details and filters, the counts
+beside the grid and in a save's answer, the not-relevant run and the recall estimate (both read hidden labels),
+the dashboards, the agreement figures and the exports. A `Sight` is that rule for one viewer, computed once per request:
 
 - lists of labels, judgments and their history lose the sealed pairs (`labels`, `judged`);
 - counts are the stored tallies less the sealed final labels plus the viewer's own judgments of them
@@ -91,7 +91,7 @@ class Sight:
         waiting = len(sealed) - blind
         parts = [f"you judge {blind} of this query's images blind"] if blind else []
         if waiting:
-            parts.append(f"{waiting} you judged wait for their other judgments")
+            parts.append(f"{waiting} you judged stay sealed until an adjudicator decides them or staff open the sample")
         return f"Hidden while {' and '.join(parts)} (its overlap sample): they would tell how the others voted."
 
     def withheld_anywhere(self) -> str:
@@ -107,10 +107,23 @@ class Sight:
             return ""
         named = ", ".join(map(str, sealed[:5])) + (" ..." if len(sealed) > 5 else "")
         return (
-            f"This file carries every label, and the blind overlap samples of queries {named} still wait for "
-            "judgments (some of them yours): it opens to you once they have them. Staff who adjudicate can "
-            "download it now."
+            f"This file carries every label, and the blind overlap samples of queries {named} are still sealed to "
+            "you: it opens to you once an adjudicator decides their images or staff open the samples. Staff who "
+            "adjudicate can download it now."
         )
+
+    def refused_check(self, query_ids: list[int] | None = None) -> str:
+        """Why a completeness check's cost, draw or frame is refused to the viewer, "" where it is not: images of
+        one of `query_ids` (None: any query) are sealed to them, and a frame and its cost are computed from every
+        judgment of the query (its positives, its depth, its reviewed images), the sealed ones too."""
+        for query_id in sorted(self.sealed) if query_ids is None else sorted(query_ids):
+            if sentence := self.withheld(query_id):
+                return (
+                    f"Query {query_id}: {sentence[0].lower()}{sentence[1:]} A completeness check's cost and frame "
+                    "are computed from every judgment of the query: staff who adjudicate can draw it, or open the "
+                    "sample first."
+                )
+        return ""
 
     def labels(self, found: QuerySet[Label]) -> QuerySet[Label]:
         """A Label queryset without the pairs hidden from the viewer."""

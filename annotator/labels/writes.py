@@ -40,6 +40,7 @@ from annotator.models import (
     LabelEvent,
     LabelSource,
     LabelValue,
+    OverlapImage,
     Query,
     recording_label_changes,
 )
@@ -223,7 +224,8 @@ def adjudicate(*, query_id: int, image_id: int, value: str, user: Writer) -> Lab
         check_writable([query_id], user)
         held = _hold(query_id, [image_id])
         values = set(Judgment.objects.filter(query_id=query_id, image_id=image_id).values_list("value", flat=True))
-        if len(values) < 2 and not _to_confirm(query_id, image_id, held[image_id]):
+        split = len(values) > 1 or held[image_id].decided_by == Decision.UNDECIDED  # a revised blind vote too
+        if not split and not _to_confirm(query_id, image_id, held[image_id]):
             _settle(query_id, held, _rule(query_id))  # drop the placeholder, if one was inserted
             raise NoDisagreement(
                 f"Image {image_id} has no disagreement to decide for query {query_id}: "
@@ -315,7 +317,8 @@ def _write(
             Query.objects.only("locked", "final_rule", "judgments_wanted")
             .annotate(
                 checking=Exists(_OPEN_CHECKS.filter(query=OuterRef("pk")))
-                | Exists(_OPEN_BENCHMARK.filter(query=OuterRef("pk")))
+                | Exists(_OPEN_BENCHMARK.filter(query=OuterRef("pk"))),
+                sampled=Exists(OverlapImage.objects.filter(query=OuterRef("pk"))),
             )
             .get(pk=query_id)
         )
@@ -329,7 +332,10 @@ def _write(
         own = {j.image_id: j for j in (mine.filter(annotator=user) if user else mine.filter(annotator__isnull=True))}
         plans = {image_id: _replay(own.get(image_id), todo, source) for image_id, todo in by_image.items()}
         _write_judgments(query_id, own, plans, user, source, import_batch)
-        _settle(query_id, held, query.final_rule)
+        if query.sampled and user is not None:  # a judgment given under seal is the judge's blind vote
+            under_seal = [image_id for _, image_id, _ in sealed.sealed_to(user, query=query_id, image_ids=plans)]
+            sealed.record_votes(query_id, under_seal, user)
+        _settle(query_id, held, query.final_rule, blind=query.sampled)
         if query.checking:  # read with the query: the everyday save pays no extra round trip
             judgments_settled.send(sender=Label, query_id=query_id, image_ids=list(plans))
     return plans
@@ -478,6 +484,7 @@ def finals_astray(query_id: int) -> list[str]:
     for image_id, value in Judgment.objects.filter(query_id=query_id).values_list("image_id", "value"):
         votes[image_id].append(value)
     finals = {label.image_id: label for label in Label.objects.filter(query_id=query_id)}
+    revised = sealed.revised(query_id, votes)
     astray = []
     for image_id in sorted(set(votes) | set(finals)):
         label = finals.get(image_id)
@@ -487,7 +494,7 @@ def finals_astray(query_id: int) -> list[str]:
             astray.append(f"image {image_id}: final label {label.value!r} without a judgment")
         else:
             adjudicated = label.value if label.decided_by == Decision.ADJUDICATED else ""
-            want, _ = final.decide(votes[image_id], rule, adjudicated)
+            want, _ = final.decide(votes[image_id], rule, adjudicated, revised=image_id in revised)
             if label.value != want:
                 astray.append(f"image {image_id}: judgments {votes[image_id]}, final {label.value!r}, rule {want!r}")
     return astray
@@ -512,10 +519,12 @@ def settle_again(
     return changed
 
 
-def _settle(query_id: int, held: dict[int, Label], rule: str) -> int:
+def _settle(query_id: int, held: dict[int, Label], rule: str, *, blind: bool = True) -> int:
     """Derive the held images' final labels from their judgments (annotator.labels.final): update those that
     changed, remove those with no judgment left (placeholders included). Returns how many stored final
-    labels were made, changed or removed."""
+    labels were made, changed or removed. `blind` False: the query has no overlap sample, so no blind vote to
+    have been revised (the everyday save skips that read)."""
+    revised = sealed.revised(query_id, held) if blind else set()
     votes: dict[int, list[tuple[int | None, str]]] = defaultdict(list)
     for image_id, annotator_id, value in Judgment.objects.filter(
         query_id=query_id, image_id__in=list(held)
@@ -528,7 +537,7 @@ def _settle(query_id: int, held: dict[int, Label], rule: str) -> int:
     for image_id, label in held.items():
         judged = votes.get(image_id, [])
         adjudicated = label.value if label.decided_by == Decision.ADJUDICATED else ""
-        value, decided_by = final.decide([value for _, value in judged], rule, adjudicated)
+        value, decided_by = final.decide([value for _, value in judged], rule, adjudicated, revised=image_id in revised)
         if not value:
             removed.append(label.pk)
             if label.value:  # a stored label goes (a placeholder going is no change)

@@ -19,7 +19,6 @@ found offers a benchmark-level completeness certificate; the statistics are Call
 (annotator.progress.certify) applied to the pooled frame.
 """
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +30,7 @@ from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotator.labels import sealed
 from annotator.labels.sealed import Writer
 from annotator.models import (
     BenchmarkCheck,
@@ -44,7 +44,7 @@ from annotator.models import (
     unpack_ids,
 )
 from annotator.progress import certify, looks
-from annotator.progress.check_requests import ADJUDICATOR, LOOKS, SMALLEST, read_flag
+from annotator.progress.check_requests import ADJUDICATOR, LOOKS, read_flag, read_share
 from annotator.progress.checks import (
     Progress,
     confirmed_positives,
@@ -82,15 +82,6 @@ class BenchmarkRequest:
         return f"the {self.split} split" if self.split else "every query"
 
 
-def _share(data: dict[str, Any], name: str, default: float) -> float:
-    value = data.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise BadCheck(f'"{name}" must be a number between 0 and 1 (0.9 is 90%), not {value!r:.40}.')
-    if not SMALLEST <= value <= 1 - SMALLEST:
-        raise BadCheck(f'"{name}" must be between {SMALLEST} and {1 - SMALLEST} (0.9 is 90%), not {value!r:.40}.')
-    return float(value)
-
-
 def read_request(data: Any) -> BenchmarkRequest:
     """{"target_recall": 0.9, "confidence": 0.95, "queries": [ids] | "split": "val"}; BadCheck saying what to fix."""
     if not isinstance(data, dict):
@@ -111,7 +102,7 @@ def read_request(data: Any) -> BenchmarkRequest:
             raise BadCheck(f'"split" must be one of {", ".join(splits)}, not {split!r:.40}.')
     read_flag(data, "dry_run", False)
     return BenchmarkRequest(
-        target=_share(data, "target_recall", 0.9), confidence=_share(data, "confidence", 0.95),
+        target=read_share(data, "target_recall", 0.9), confidence=read_share(data, "confidence", 0.95),
         query_ids=ids, split=split, with_unconfirmed=read_flag(data, "with_unconfirmed", False),
     )  # fmt: skip
 
@@ -411,6 +402,8 @@ def decide(check: BenchmarkCheck, now: BenchmarkProgress) -> None:
         check.recall_lower_bound, check.p_value = claim.recall_lower_bound, claim.p_value
         check.decided_at = timezone.now()
         check.save()
+        for query_id, sample in now.per_query.items():  # its looks are in: revisions now go to the adjudicator
+            sealed.open_images(query_id, sample.order)
 
 
 def claim_words(check: BenchmarkCheck, queries: int) -> str:

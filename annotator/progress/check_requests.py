@@ -39,11 +39,10 @@ class CheckRequest:
     with_unconfirmed: bool = False  # draw although frame positives wait for confirmation (they are sampled then)
 
 
-def _share(data: dict[str, Any], name: str, default: float) -> float:
+def read_share(data: dict[str, Any], name: str, default: float) -> float:
+    """A share in a JSON body (the per-query check's and the benchmark's alike): a number, never text such as
+    "0.9" (the schema says number); BadCheck saying what to fix."""
     value = data.get(name, default)
-    if isinstance(value, str):
-        with suppress(ValueError):
-            value = float(value)
     if isinstance(value, bool) or not isinstance(value, int | float) or not (math.isfinite(value) and 0 < value < 1):
         raise BadCheck(f'"{name}" must be a number between 0 and 1, both excluded (0.9 is 90%), not {value!r:.40}.')
     if not SMALLEST <= value <= 1 - SMALLEST:  # read to six decimals: 1e-300 would be 0
@@ -61,8 +60,8 @@ def read_request(data: Any) -> CheckRequest:
         )
     frame = data.get("frame")
     return CheckRequest(
-        target=_share(data, "target_recall", 0.9),
-        confidence=_share(data, "confidence", 0.95),
+        target=read_share(data, "target_recall", 0.9),
+        confidence=read_share(data, "confidence", 0.95),
         frame=None if frame is None else read_frame(frame),
         second_judgments=read_flag(data, "second_judgments", True),
         with_unconfirmed=read_flag(data, "with_unconfirmed", False),
@@ -89,10 +88,17 @@ def read_form(form: Any) -> CheckRequest:
         frame["taxa"] = [name.strip() for name in form.get("taxa", "").split(",") if name.strip()]
     return read_request(
         {
-            "target_recall": form.get("target_recall", ""),
-            "confidence": form.get("confidence", ""),
+            "target_recall": _number(form.get("target_recall", "")),
+            "confidence": _number(form.get("confidence", "")),
             "frame": frame if kind else None,  # "the query's frame" in the form: no kind
             "second_judgments": "second_judgments" in form,
             "with_unconfirmed": "with_unconfirmed" in form,
         }
     )
+
+
+def _number(text: str) -> float | str:
+    """A form's field as a number where it reads as one, else as it came (read_share then says what to fix)."""
+    with suppress(ValueError):
+        return float(text)
+    return text

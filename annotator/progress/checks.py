@@ -40,6 +40,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
+from annotator.labels import sealed
 from annotator.labels.sealed import Writer
 from annotator.models import (
     UNDECIDED,
@@ -255,12 +256,11 @@ def draw(query: Query, request: CheckRequest, user: Writer) -> tuple[Completenes
 
 
 def seal_judged(query_id: int, sample: list[int]) -> None:
-    """Put the sampled images of `query_id` that someone has judged into its overlap sample, so that the fresh look
-    each gets is given blind (annotator.labels.sealed). Images nobody judged need no seal: their look is the first."""
+    """Put the sampled images of `query_id` that someone has judged under seal, so that the fresh look each gets is
+    given blind and their judgments so far count as blind votes (annotator.labels.sealed). Images nobody judged need
+    no seal: their look is the first. The check's decision opens them again (`decide`)."""
     judged = Judgment.objects.filter(query_id=query_id, image_id__in=sample).values_list("image_id", flat=True)
-    OverlapImage.objects.bulk_create(
-        [OverlapImage(query_id=query_id, image_id=image_id) for image_id in set(judged)], ignore_conflicts=True
-    )
+    sealed.seal(query_id, set(judged))
 
 
 def unconfirmed_words(unconfirmed: int, now: int | None, after: int | None, where: str = "the frame") -> str:
@@ -406,6 +406,7 @@ def decide(check: CompletenessCheck, now: Progress) -> None:
         check.missing_point, check.missing_low, check.missing_high = claim.missing
         check.decided_at = timezone.now()
         check.save()
+        sealed.open_images(check.query_id, now.order)  # its looks are in: revisions now go to the adjudicator
 
 
 def found_after(

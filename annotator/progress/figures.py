@@ -233,6 +233,12 @@ def _completeness(query: Query, signals: dict[str, Any] | None, have_signals: bo
     )
 
 
+def _judges_seen(query: Query, sight: visibility.Sight) -> list[str]:
+    """Who judged `query` as the viewer may know it: judges of the images sealed to them are not told."""
+    judged = sight.judged(Judgment.objects.filter(query=query, annotator__isnull=False))
+    return sorted(set(judged.values_list("annotator__username", flat=True)))
+
+
 def dashboard(
     *, sight: visibility.Sight | None = None, sort: str = "id", status: str = "", split: str = ""
 ) -> tuple[list[CountedQuery], dict[str, Any]]:
@@ -253,6 +259,8 @@ def dashboard(
     statuses, fully = dict(Query.Status.choices), dict(Query.FullyLabeled.choices)
     for query in queries:
         query.annotators = annotators.get(query.pk, [])
+        if sight is not None and query.withheld:  # who judged its sealed images is theirs to know
+            query.annotators = _judges_seen(query, sight)
         query.assigned = assigned.get(query.pk, [])
         query.status_label = statuses.get(query.status, query.status)
         query.fully_labeled_label = fully.get(query.fully_labeled, query.fully_labeled)

@@ -16,8 +16,10 @@ and kept in the check.
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.db.models import Exists, OuterRef, Q
+
 from annotator.labels.checked import CHECKED
-from annotator.models import Decision, Judgment, Label, LabelValue, OverlapImage, Query
+from annotator.models import BlindVote, Decision, Judgment, Label, LabelValue, OverlapImage
 from annotator.progress import certify
 from annotator.progress.check_requests import ENOUGH_LOOKS, LOOK_BOUND_CONFIDENCE, PER_LOOK
 
@@ -68,36 +70,43 @@ def tally(looks: list[tuple[int, int]]) -> tuple[int, int]:
 
 
 def record() -> LookRecord:
-    """The team's per-look record now (reads only: the overlap samples' confirmed positives and their judgments)."""
-    blind = set(OverlapImage.objects.values_list("query_id", "image_id").iterator(chunk_size=ROWS))
+    """The team's per-look record now (reads only: the opened samples' confirmed positives and their blind votes)."""
+    # Only images whose seal is open (staff opened the sample, a check was decided, or an adjudicator decided the
+    # image): a vote still sealed to someone must not move a figure that a blind judge's dry run shows.
+    adjudicated = Label.objects.filter(
+        query_id=OuterRef("query_id"), image_id=OuterRef("image_id"), decided_by=Decision.ADJUDICATED
+    )
+    opened = OverlapImage.objects.filter(Q(opened_at__isnull=False) | Exists(adjudicated))
+    blind = set(opened.values_list("query_id", "image_id").iterator(chunk_size=ROWS))
     decided = {
-        (query_id, image_id): decided_by
-        for query_id, image_id, decided_by in Label.objects.filter(
+        (query_id, image_id)
+        for query_id, image_id in Label.objects.filter(
             value=LabelValue.RELEVANT, decided_by__in=CONFIRMED, image_id__in={i for _, i in blind}
         )
-        .values_list("query_id", "image_id", "decided_by")
+        .values_list("query_id", "image_id")
         .iterator(chunk_size=ROWS)
         if (query_id, image_id) in blind
     }
-    per_image: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
-    given = Judgment.objects.filter(
-        query_id__in={q for q, _ in decided}, image_id__in={i for _, i in decided}, annotator__isnull=False
+    wanted = {"query_id__in": {q for q, _ in decided}, "image_id__in": {i for _, i in decided}}
+    fields = ("query_id", "image_id", "annotator_id", "value")
+    given = {
+        (query_id, image_id, judge): value
+        for query_id, image_id, judge, value in Judgment.objects.filter(annotator__isnull=False, **wanted)
+        .values_list(*fields)
+        .iterator(chunk_size=ROWS)
+    }
+    # Each judge's blind vote is the look, revised or withdrawn since.
+    given.update(
+        ((query_id, image_id, judge), value)
+        for query_id, image_id, judge, value in BlindVote.objects.filter(**wanted).values_list(*fields)
     )
-    for query_id, image_id, value in given.values_list("query_id", "image_id", "value").iterator(chunk_size=ROWS):
+    per_image: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
+    for (query_id, image_id, _), value in given.items():
         if (query_id, image_id) in decided:
             counts = per_image[(query_id, image_id)]
             counts[0] += 1
             counts[1] += value in CALLED
-    # Only images whose seal is open (all the judgments their query wants, or an adjudicator's decision): a vote still
-    # sealed to someone must not move a figure that a blind judge's dry run shows.
-    wanted = dict(Query.objects.filter(pk__in={q for q, _ in per_image}).values_list("pk", "judgments_wanted"))
-    trials, misses = tally(
-        [
-            (judged, called)
-            for pair, (judged, called) in per_image.items()
-            if judged >= max(2, wanted.get(pair[0], 2)) or decided[pair] == Decision.ADJUDICATED
-        ]
-    )
+    trials, misses = tally([(judged, called) for judged, called in per_image.values() if judged >= 2])
     if trials < ENOUGH_LOOKS:
         return LookRecord(trials, misses, PER_LOOK, measured=False)
     return LookRecord(trials, misses, certify.per_look_upper_bound(misses, trials, LOOK_BOUND_CONFIDENCE), True)

@@ -30,6 +30,8 @@ from common.refusals import drawn_for_target
 def _cost_line(query: Query) -> dict[str, Any]:
     """The query's cost in a sentence (annotator.team.costs), or computing while the background works it out."""
     found = costs.cached_report(query.pk)
+    if failed := costs.failure(found):
+        return {"computing": False, "line": failed}
     rows = found["queries"] if found else []
     return {"computing": found is None, "line": costs.cost_line(rows[0]) if rows else ""}
 
@@ -98,7 +100,10 @@ def draw_benchmark(request: SignedInRequest) -> HttpResponseBase:
     if form.get("split"):
         data["split"] = form["split"]
     try:
-        _, drawn = benchmark.draw(benchmark.read_request(data), request.user)
+        asked = benchmark.read_request(data)
+        if refused := visibility.of(request).refused_check([query.pk for query in benchmark.chosen(asked)]):
+            return _benchmark_refused(request, refused, 403)
+        _, drawn = benchmark.draw(asked, request.user)
     except BadCheck as bad:
         return _benchmark_refused(request, str(bad), 400)
     if not drawn:
@@ -171,6 +176,10 @@ def check_cost(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     query = get_object_or_404(Query, pk=query_id)
     if not labels.may_manage(request.user):
         raise PermissionDenied("Drawing a completeness check needs the permission to change queries.")
+    if refused := visibility.of(request).refused_check([query.pk]):  # its cost is read off every judgment
+        return drawn_for_target(
+            render(request, "annotator/_check_cost.html", {"query": query, "error": refused}, status=403)
+        )
     try:
         asked = check_requests.read_form(request.GET)
         cost = checks.situation(query, asked)
@@ -192,6 +201,8 @@ def draw_check(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     query = get_object_or_404(Query, pk=query_id)
     if not labels.may_manage(request.user):
         return _check_refused(request, query, DRAW_REFUSED, 403)
+    if refused := visibility.of(request).refused_check([query.pk]):
+        return _check_refused(request, query, refused, 403)
     try:
         checks.draw(query, check_requests.read_form(request.POST), request.user)
     except BadCheck as bad:

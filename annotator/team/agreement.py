@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from annotator.methods.rerank import latest_prelabels
-from annotator.models import Decision, Judgment, Label, LabelValue, Query
+from annotator.models import BlindVote, Decision, Judgment, Label, LabelValue, Query
 
 UNSURE_RULE = (
     "Unsure is not a vote: an item counts where at least two annotators voted relevant or not relevant; "
@@ -211,9 +211,32 @@ def dawid_skene(votes: Votes) -> dict[str, float | None] | None:
     errors_by_worker: Any = model.errors_
     accuracy = {}
     for name in sorted(frame["worker"].unique()):
-        errors = errors_by_worker.loc[name]  # P(their vote | true label): rows their vote, columns the truth
+        # P(their vote | true label): rows their vote, columns the truth. crowd-kit leaves out the rows of values
+        # this annotator never used (a probability of 0), so they are put back before reading the diagonal.
+        errors = errors_by_worker.loc[name].reindex(index=priors.index, columns=priors.index, fill_value=0.0)
         accuracy[name] = _round(sum(priors[label] * errors.loc[label, label] for label in priors.index))
     return accuracy
+
+
+def counted_votes(query_ids: Iterable[int] | None = None) -> list[tuple[Item, str, str]]:
+    """[((query id, image id), annotator, value)]: the votes the figures count, of `query_ids` (default all). Each
+    judge's blind vote where they gave one (annotator.labels.sealed), revised or withdrawn since, else their
+    judgment: the figures are computed from blind votes. An import's labels are nobody's vote."""
+    judgments = Judgment.objects.filter(annotator__isnull=False)
+    blind = BlindVote.objects.all()
+    if query_ids is not None:
+        ids = list(query_ids)
+        judgments, blind = judgments.filter(query_id__in=ids), blind.filter(query_id__in=ids)
+    fields = ("query_id", "image_id", "annotator_id", "annotator__username", "value")
+    counted = {
+        (query_id, image_id, judge): (name, value)
+        for query_id, image_id, judge, name, value in judgments.values_list(*fields).iterator(chunk_size=20_000)
+    }
+    counted.update(
+        ((query_id, image_id, judge), (name, value))
+        for query_id, image_id, judge, name, value in blind.values_list(*fields).iterator(chunk_size=20_000)
+    )
+    return [((query_id, image_id), name, value) for (query_id, image_id, _), (name, value) in counted.items()]
 
 
 def report(
@@ -226,17 +249,11 @@ def report(
     """The agreement figures of the database's judgments (of `query_ids`, default all) in the shape of
     `manage.py agreement --json`: overall, per query, per annotator, per pair, and how unsure counts.
     `progress(done, total)` is called after each query (a bar in the terminal)."""
-    judgments = Judgment.objects.filter(annotator__isnull=False)  # an import's labels are nobody's vote
     finals = Label.objects.exclude(value="")
     if query_ids is not None:
-        ids = list(query_ids)
-        judgments, finals = judgments.filter(query_id__in=ids), finals.filter(query_id__in=ids)
-    rows = [
-        ((query_id, image_id), name, value)
-        for query_id, image_id, name, value in judgments.values_list(
-            "query_id", "image_id", "annotator__username", "value"
-        ).iterator(chunk_size=20_000)
-    ]
+        query_ids = list(query_ids)
+        finals = finals.filter(query_id__in=query_ids)
+    rows = counted_votes(query_ids)
     by_query: dict[int, list[tuple[Item, str, str]]] = defaultdict(list)
     for row in rows:
         by_query[row[0][0]].append(row)

@@ -103,7 +103,9 @@ def report(
     for (query_id, _), (value, _) in final.items():
         queries[query_id].positives += value == LabelValue.RELEVANT
     days = _count_work(events, cap, people, queries)
-    quality = _quality([((q, i), name, value) for q, i, name, value in rows], final, dawid_skene)
+    # Quality is judged on the blind votes (annotator.labels.sealed): a vote changed after seeing others' is not
+    # the annotator's own. The labels counted above are the work done, revisions included.
+    quality = _quality(agreement.counted_votes(None if query_ids is None else ids), final, dawid_skene)
     annotators = [
         {"annotator": name, **people[name].figures(), **quality.get(name, _NO_QUALITY)} for name in sorted(people)
     ]
@@ -210,9 +212,29 @@ def cached_report(query_id: int | None = None) -> dict[str, Any] | None:
 
 
 def refresh(query_id: int | None) -> None:
-    """Compute and cache the report of `query_id` (None: every query): the background half of cached_report."""
-    computed = report(None if query_id is None else [query_id])
-    cache.set(_key(query_id), computed, timeout=DAY)
+    """Compute and cache the report of `query_id` (None: every query): the background half of cached_report. A
+    report that cannot be computed is cached as its failure (`failure`), so that the pages say so instead of
+    "computing" for good; the error is raised again for the job's record, and the next change of the labels
+    tries anew (a new key)."""
+    key = _key(query_id)
+    try:
+        computed = report(None if query_id is None else [query_id])
+    except Exception as error:
+        said = (
+            f"The team's figures could not be computed ({type(error).__name__}: {error}). They are tried again after "
+            "the next label; the worker's log has the details."
+        )
+        cache.set(key, {FAILED: said}, timeout=DAY)
+        raise
+    cache.set(key, computed, timeout=DAY)
+
+
+FAILED = "failed"  # the key of a cached report that could not be computed: its sentence
+
+
+def failure(found: dict[str, Any] | None) -> str:
+    """The sentence of a report that could not be computed, "" for one that was (or is still computing)."""
+    return str(found.get(FAILED, "")) if found else ""
 
 
 def _key(query_id: int | None) -> str:

@@ -1,11 +1,13 @@
 """Drawing a query's blind overlap sample: a share of the images labeled so far, every image down to a rank of
 the text ranking, or both. What an annotator then sees of the sample is the write room's rule
-(annotator.labels.sealed).
+(annotator.labels.sealed), until an adjudicator decides an image or staff open the sample (`open_sample`).
 """
 
 import math
 import random
+from collections import Counter
 
+from annotator.labels import sealed
 from annotator.models import Judgment, OverlapImage, Query
 from search.facade import search
 
@@ -35,9 +37,21 @@ def draw_sample(query: Query, *, fraction: float | None = None, top: int | None 
         chosen.update(random.Random(query.pk).sample(rest, max(0, min(target - have, len(rest)))))
     if top:
         chosen.update(hit.image_id for hit in search(text=query.text, k=top))
-    OverlapImage.objects.bulk_create(
-        [OverlapImage(query=query, image_id=image_id) for image_id in chosen], ignore_conflicts=True
-    )
+    sealed.seal(query.pk, chosen)
     query.overlap_fraction, query.overlap_top, query.judgments_wanted = fraction, top, wanted
     query.save(update_fields=["overlap_fraction", "overlap_top", "judgments_wanted", "updated_at"])
     return len(chosen) - before
+
+
+def open_sample(query: Query) -> tuple[int, int]:
+    """Open `query`'s overlap sample where its images have their judgments (or an adjudicator's decision): their
+    judges see the others' votes and the final labels from now on. Images still waiting for a judgment stay sealed,
+    so that the judges yet to come judge blind. Returns (opened now, still sealed)."""
+    wanted = max(2, query.judgments_wanted)
+    closed = OverlapImage.objects.filter(query=query, opened_at__isnull=True)
+    counts = Counter(
+        Judgment.objects.filter(query=query, image_id__in=closed.values("image_id")).values_list("image_id", flat=True)
+    )
+    complete = [image_id for image_id, n in counts.items() if n >= wanted]
+    opened = sealed.open_images(query.pk, complete)
+    return opened, closed.count()

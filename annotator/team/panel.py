@@ -40,9 +40,8 @@ def team_panel(query: Query) -> dict[str, Any]:
 
 def team_figures(query: Query) -> dict[str, Any]:
     """Agreement between the query's annotators, computed now: the figures with their bootstrap intervals (the
-    intervals `manage.py agreement` gives for these items) and each pair's. An import's labels are nobody's vote."""
-    rows = query.judgments.filter(annotator__isnull=False).values_list("image_id", "annotator__username", "value")
-    votes = agreement.votes_of(rows)
+    intervals `manage.py agreement` gives for these items) and each pair's, from the blind votes."""
+    votes = agreement.votes_of(agreement.counted_votes([query.pk]))
     return {"figures": agreement.reliability(votes), "pairs": agreement.pairs(votes)}
 
 

@@ -114,6 +114,8 @@ def team_report(request: SignedInRequest) -> HttpResponseBase:
     the page asking again until it is there; withheld from a viewer some overlap sample is sealed to."""
     withheld = visibility.of(request).withheld_anywhere()
     found = None if withheld else costs.cached_report()
+    if failed := costs.failure(found):
+        withheld, found = failed, None  # said where the report would be, in place of "computing"
     context: dict[str, Any] = {
         "withheld": withheld, "computing": found is None and not withheld, "report": found,
         "annotator_columns": ANNOTATOR_COLUMNS, "query_columns": QUERY_COLUMNS,

@@ -127,3 +127,41 @@ def test_bad_label_requests_say_what_to_fix_and_write_nothing(api, body, field, 
 def test_catalog_endpoints_are_read_only(api):
     assert api.post("/api/queries/", {"text": "x"}, format="json").status_code == 405
     assert api.delete("/api/images/1000/").status_code == 405
+
+
+def test_removing_a_judgment_you_do_not_have_is_404_and_removes_nothing(labeling):
+    """Issue 63: DELETE answered 204 when the caller had no judgment of the image (someone else's label)."""
+    query, ann = labeling["query"], labeling["annotator"]
+    image = Label.objects.model._meta.get_field("image").related_model.objects.order_by("pk").first()
+    set_label(query_id=query.pk, image_id=image.pk, value="relevant", user=ann, source="api")
+    label = Label.objects.get(query=query, image=image)
+    bob = User.objects.create_user("bob", password="pw")
+    bob_api = APIClient()
+    bob_api.force_authenticate(bob)
+    answer = bob_api.delete(f"/api/labels/{label.pk}/")
+    assert answer.status_code == 404 and "You have no judgment of image" in answer.json()["detail"]
+    assert Judgment.objects.filter(query=query, image=image).count() == 1
+    ann_api = APIClient()
+    ann_api.force_authenticate(ann)
+    assert ann_api.delete(f"/api/labels/{label.pk}/").status_code == 204
+    assert not Judgment.objects.filter(query=query, image=image).exists()
+
+
+def test_a_completeness_share_given_as_text_is_refused_by_both_draws(labeling):
+    """Issue 63: the per-query POST took "0.9" as text where the benchmark POST refused it; both refuse it now (the
+    side pane's form still reads its text fields as numbers)."""
+    staff = APIClient()
+    staff.force_authenticate(labeling["admin"])
+    query = labeling["query"]
+    for path in (f"/api/queries/{query.pk}/completeness/", "/api/completeness/benchmark/"):
+        answer = staff.post(path, {"target_recall": "0.9", "dry_run": True}, format="json")
+        assert answer.status_code == 400, (path, answer.content)
+        assert '"target_recall" must be a number' in str(answer.json()), path
+
+
+def test_a_bad_query_in_the_team_report_is_refused_before_anything_else(labeling):
+    api = APIClient()
+    api.force_authenticate(labeling["annotator"])
+    for value in ("null", "-3", "x"):
+        answer = api.get("/api/team/annotators/", {"query": value})
+        assert answer.status_code == 400 and "must be a query id" in str(answer.json()), value

@@ -106,8 +106,10 @@ def test_the_pooled_check_is_labeled_through_each_querys_check_ranking_and_decid
     assert sealed == judged  # a fresh look at a pair someone judged is blind to the old vote
     for query in (first, second):
         frozen = QueryFrame.objects.get(query=query)
-        frame = api_for(ann).get(URL + "frame/", {"query": query.pk}).json()["image_ids"]
+        frame = api_for(bench["admin"]).get(URL + "frame/", {"query": query.pk}).json()["image_ids"]
         assert frozen.size == len(frame) and frozen.chosen  # each query's default frame, frozen by the draw
+        refused = api_for(ann).get(URL + "frame/", {"query": query.pk})  # frames are staff's (issue 63)
+        assert refused.status_code == 403 and "for staff" in refused.json()["detail"]
         mine = [i for q, i in pairs if q == query.pk]
         assert set(check_candidates(bob, query)) == set(mine)  # reached through the query's own check ranking
     assert draw(bench).status_code == 200  # drawing again answers the open one

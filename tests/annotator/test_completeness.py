@@ -45,7 +45,8 @@ def test_no_check_yet_says_so_and_what_to_do(team):
     shown = api_for(team["annotator"]).get(team["url"]).json()
     assert shown["status"] == "no_check" and shown["recall_lower_bound"] is None and shown["frame"] is None
     assert "draw" in shown["next"]
-    assert api_for(team["annotator"]).get(team["url"] + "frame/").status_code == 404
+    assert api_for(team["admin"]).get(team["url"] + "frame/").status_code == 404
+    assert api_for(team["annotator"]).get(team["url"] + "frame/").status_code == 403  # frames are staff's
 
 
 @pytest.mark.parametrize(
@@ -162,7 +163,7 @@ def test_the_frame_is_frozen_at_the_first_draw_and_every_recheck_uses_it(team):
         )
     }
     assert draw(team).status_code == 201
-    frame = api_for(team["annotator"]).get(team["url"] + "frame/").json()
+    frame = api_for(team["admin"]).get(team["url"] + "frame/").json()
     assert set(frame["image_ids"]) == text | learned and frame["size"] == len(text | learned)
     shown = api_for(team["annotator"]).get(team["url"]).json()
     assert {k: shown["frame"][k] for k in ("kind", "depth", "size")} == {
@@ -174,12 +175,12 @@ def test_the_frame_is_frozen_at_the_first_draw_and_every_recheck_uses_it(team):
     assert shown["outside_frame"] == "positives outside the frame: not bounded"
     # More labels move the learned ranking; the frame stays what it was, for this check and the next.
     label(team["annotator"], query, sorted(set(range(1, 121)) - text - learned)[:10], "relevant")
-    assert api_for(team["annotator"]).get(team["url"] + "frame/").json()["image_ids"] == frame["image_ids"]
+    assert api_for(team["admin"]).get(team["url"] + "frame/").json()["image_ids"] == frame["image_ids"]
     CompletenessCheck.objects.update(status="not_certified")
     confirm_positives(team)  # Ann's 10 new clicks, confirmed by Bob
     again = api_for(team["admin"]).post(team["url"], {"target_recall": 0.5, "confidence": 0.9}, format="json")
     assert again.status_code == 201, again.content
-    assert api_for(team["annotator"]).get(team["url"] + "frame/").json()["image_ids"] == frame["image_ids"]
+    assert api_for(team["admin"]).get(team["url"] + "frame/").json()["image_ids"] == frame["image_ids"]
     assert QueryFrame.objects.get(query=query).chosen is False  # declared by staff, kept
 
 

@@ -9,6 +9,7 @@ from annotator.labels import LabelChange, adjudicate, set_labels
 from annotator.models import Image, OverlapImage, Query
 from annotator.progress import certify, looks
 from annotator.progress.check_requests import ENOUGH_LOOKS, LOOK_BOUND_CONFIDENCE, PER_LOOK
+from annotator.team.overlap import open_sample
 
 
 def test_each_look_another_look_found_positive_is_a_trial():
@@ -54,12 +55,15 @@ def test_the_record_reads_blind_looks_at_confirmed_positives_only(labeling):
     # Outside any sample two agreeing looks are not blind: not counted.
     for user in (ann, bob):
         set_labels(query_id=query.pk, changes=[LabelChange(i, "relevant") for i in outside], user=user, source="click")
+    # Sealed until staff open the sample (issue 63): only the adjudicated images count so far.
+    assert (looks.record().trials, looks.record().misses) == (5, 5)
+    assert open_sample(query) == (30, 0)
     record = looks.record()
     assert (record.trials, record.misses) == (2 * 10 + 5, 5) and not record.measured and record.bound == PER_LOOK
     assert "assumed until the team has 100 blind looks" in record.words()
-    # A query wanting three judgments keeps its two-judgment images sealed: only the adjudicated ones count.
-    Query.objects.filter(pk=query.pk).update(judgments_wanted=3)
-    assert (looks.record().trials, looks.record().misses) == (5, 5)
+    # The looks are the blind votes: a judge who changes theirs afterwards does not change the record.
+    set_labels(query_id=query.pk, changes=[LabelChange(i, "relevant") for i in sample[10:15]], user=bob, source="api")
+    assert (looks.record().trials, looks.record().misses) == (2 * 10 + 5, 5)
 
 
 @pytest.mark.django_db
@@ -73,6 +77,7 @@ def test_with_enough_looks_the_bound_is_measured(labeling):
         for user in (ann, bob):
             changes = [LabelChange(i, "relevant") for i in ids[:60]]
             set_labels(query_id=each.pk, changes=changes, user=user, source="keyboard")
+        open_sample(each)
     record = looks.record()
     assert record.trials == 240 >= ENOUGH_LOOKS and record.misses == 0 and record.measured
     assert record.bound == pytest.approx(certify.per_look_upper_bound(0, 240, 0.95)) and record.bound < PER_LOOK

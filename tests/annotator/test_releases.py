@@ -437,3 +437,40 @@ def test_the_reaper_leaves_a_job_a_live_worker_holds(project):
     job.refresh_from_db()
     assert job.status == "running"
     assert releases.reap_jobs() == [job.pk]
+
+
+@pytest.mark.parametrize("name", ["con", "NUL.txt", "com1", "Lpt9.v1"])
+def test_a_windows_device_name_is_refused(project, name):
+    with pytest.raises(releases.BadRelease, match="Windows keeps for a device"):
+        releases.create(name)
+    assert not Release.objects.exists()
+
+
+def test_a_name_differing_only_by_case_is_taken(project):
+    releases.create("r1")
+    with pytest.raises(releases.BadRelease, match="A release named r1 exists"):
+        releases.create("R1")
+    with pytest.raises(releases.BadRelease, match="A release named r1 exists"):
+        releases.start_job("R1", query_ids=[], splits=[], notes="", user=None)
+    assert list(Release.objects.values_list("name", flat=True)) == ["r1"]
+
+
+def test_a_release_waits_for_a_sealed_overlap_sample_and_is_made_once_it_is_opened(project):
+    """Issue 63: a release publishes final labels for good; with an overlap sample sealed it would publish the single
+    votes its second judges have not given yet. Refused, naming the query; made once staff open the sample."""
+    from annotator.team.overlap import draw_sample, open_sample
+
+    query = Query.objects.get(split="val")
+    draw_sample(query, fraction=0.5)
+    with pytest.raises(releases.BadRelease, match=rf"overlap samples of queries {query.pk} \(6 images\) are still"):
+        releases.create("v1")
+    with pytest.raises(releases.BadRelease, match="still sealed"):
+        releases.start_job("v1", query_ids=[], splits=[], notes="", user=None)
+    assert not Release.objects.exists() and not ReleaseJob.objects.exists()
+    bob = User.objects.get(username="bob")
+    sealed_images = Query.objects.get(pk=query.pk).overlap.values_list("image_id", flat=True)
+    set_labels(
+        query_id=query.pk, changes=[LabelChange(i, "relevant") for i in sealed_images], user=bob, source="keyboard"
+    )
+    open_sample(query)
+    assert releases.create("v1").name == "v1"

@@ -83,6 +83,46 @@ def test_a_release_whose_worker_is_killed_fails_with_its_sentence_and_the_next_i
     print(f"release: a whole one, unslowed, {time.monotonic() - started:.1f} s")
 
 
+def pool_processes(worker) -> list[int]:
+    """The worker's pool processes: the children of its main process (Linux's /proc)."""
+    return [int(pid) for pid in Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split()]
+
+
+def test_a_release_whose_pool_process_is_killed_is_retried_and_leaves_no_partial_folder(
+    labeled, sending_to_broker, start_worker, beat, tiny_settings, client
+):
+    """Issue 63: the pool process killed mid-write; its message goes back (acks_late, reject_on_worker_lost), the
+    worker's new pool process makes the release, and the killed attempt's hidden folder does not stay on disk."""
+    worker = start_worker(pool="prefork", **SLOW)
+    job = releases.start_job("v1", query_ids=[], splits=[], notes="", user=labeled["admin"])
+    wait_for(lambda: half_made(job, tiny_settings), worker, "the release half-way")
+    killed = partials(tiny_settings, "v1")
+    (pool,) = pool_processes(worker)
+    os.kill(pool, signal.SIGKILL)
+    wait_for(lambda: ended(job), worker, "the release retried to its end", timeout=120)
+    assert job.status == "done" and Release.objects.get().name == "v1"
+    assert partials(tiny_settings, "v1") == [], f"left on disk: {killed}"
+    assert worker.poll() is None  # the worker itself lives on
+
+
+def test_a_release_whose_only_worker_is_dead_shows_waiting_for_a_worker(
+    labeled, sending_to_broker, start_worker, tiny_settings, client
+):
+    """Issue 63: with no beat and the only worker dead, the job's row is still marked running; the page says it
+    waits for a worker instead of "running"."""
+    worker = start_worker(**SLOW)
+    job = releases.start_job("v1", query_ids=[], splits=[], notes="", user=labeled["admin"])
+    wait_for(lambda: half_made(job, tiny_settings), worker, "the release half-way")
+    client.force_login(labeled["admin"])
+    assert "waiting for a worker" not in client.get("/releases/").content.decode()
+    kill(worker)
+    job.refresh_from_db()
+    assert job.status == "running"  # nobody has reaped it: no beat, no worker
+    row = client.get("/releases/").content.decode()
+    assert f'data-job="{job.pk}"><td>v1</td><td class="status"><span title="Its worker stopped.' in row
+    assert "waiting for a worker" in row
+
+
 def _terminate_other_sessions() -> int:
     """What a PostgreSQL restart does to the worker: every other session of the test database ends (client sessions:
     an autovacuum worker on the database is the server's own, and only a superuser may end it)."""

@@ -181,3 +181,31 @@ def test_the_judge_panel_is_scored_against_double_labeled_images(judged):
     assert scored["percent_agreement"] == pytest.approx(2 / 3, abs=1e-4)
     reference = cohen_kappa_score([R, R, R], [R, N, R], labels=[N, R])  # the panel accepts all: kappa 0
     assert scored["cohen_kappa"] == pytest.approx(reference, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    "used",
+    [
+        ({"relevant"}, {"relevant"}),
+        ({"relevant"}, {"relevant", "not_relevant"}),
+        ({"not_relevant"}, {"relevant", "not_relevant"}),
+        ({"relevant", "not_relevant"}, {"relevant", "not_relevant"}),
+        ({"relevant"}, {"not_relevant"}),
+    ],
+    ids=["one value each, the same", "one and two", "the other one and two", "two and two", "one each, opposite"],
+)
+def test_dawid_skene_with_annotators_who_used_one_value_or_both(used):
+    """Issue 63: crowd-kit leaves out the error-table rows of a value an annotator never used; the accuracy reads
+    them as probability 0 instead of failing (the team report said "computing" for good)."""
+    mine, theirs = used
+    votes = {}
+    for item in range(12):
+        votes[(1, item)] = {
+            "ann": sorted(mine)[item % len(mine)],
+            "bob": sorted(theirs)[(item // 2) % len(theirs)],
+        }
+    accuracy = agreement.dawid_skene(votes)
+    assert set(accuracy) == {"ann", "bob"}
+    assert all(value is not None and 0.0 <= value <= 1.0 for value in accuracy.values()), accuracy
+    if mine == theirs == {"relevant"}:
+        assert accuracy == {"ann": 1.0, "bob": 1.0}  # both always say what the estimated truth is

@@ -173,6 +173,10 @@ def test_a_blind_annotator_learns_nothing_on_any_route(sealed):
         ("POST", f"/api/queries/{query.pk}/labels/", {"labels": [{"image": hidden[14], "value": "unsure"}]}),
         ("POST", "/api/labels/", {"query": query.pk, "image": hidden[15], "value": "relevant"}),
         ("POST", f"/queries/{query.pk}/adjudicate", {"image": hidden[16], "value": "relevant"}),
+        # Issue 63: Bob is staff who judges blind; a check's cost is read off every judgment, so it is refused alike.
+        ("POST", f"/api/queries/{query.pk}/completeness/", {"dry_run": True, "second_judgments": False}),
+        ("POST", f"/api/queries/{query.pk}/completeness/", {"dry_run": True}),
+        ("POST", "/api/completeness/benchmark/", {"dry_run": True, "target_recall": 0.5}),
     ]
     reads = [
         f"/api/labels/?query={query.pk}",
@@ -218,6 +222,8 @@ def test_a_blind_annotator_learns_nothing_on_any_route(sealed):
     assert answered["GET", "/exports/inquire_labels.csv"][0] == 403
     refused = answered["GET", "/exports/inquire_labels.csv"][1]
     assert b'id="refusal"' in refused and b"blind overlap samples" in refused  # Quire's page, with the reason
+    dry = answered["POST", f"/api/queries/{query.pk}/completeness/"]
+    assert dry[0] == 403 and b"A completeness check's cost and frame" in dry[1]
 
 
 def test_every_route_is_walked():
@@ -263,7 +269,13 @@ def test_a_blind_judge_learns_nothing_through_the_checks(sealed):
         ("GET", "/", None),
         ("POST", f"/api/queries/{query.pk}/completeness/", {**dry, "frame": {"kind": "collection"}}),
         ("POST", "/api/completeness/benchmark/", dry),
+        ("GET", f"/api/queries/{query.pk}/completeness/frame/", None),
+        ("GET", f"/api/completeness/benchmark/frame/?query={query.pk}", None),
+        ("GET", f"/queries/{query.pk}/completeness/cost?kind=collection&target_recall=0.5&confidence=0.9", None),
     ]
+    # Issue 63: a check's cost and frame are computed from every judgment, so they are refused to a staff member who
+    # judges some of the query's images blind, with the same sentence in every world.
+    refused = {(method, path) for method, path, _ in requests[-5:]}
     walked = {}
     for world in WORLDS[1:]:
         with transaction.atomic():
@@ -272,5 +284,10 @@ def test_a_blind_judge_learns_nothing_through_the_checks(sealed):
             transaction.set_rollback(True)
     same_in_every_world(walked)
     answered = walked[WORLDS[1]]
-    assert all(status == 200 for status, _ in answered.values()), {k: v[0] for k, v in answered.items()}
+    expected = {key: 403 if key in refused else 200 for key in answered}
+    assert {key: status for key, (status, _) in answered.items()} == expected
+    for key in refused:
+        assert b"A completeness check&#x27;s cost and frame" in answered[key][1] or (
+            b"A completeness check's cost and frame" in answered[key][1]
+        ), key
     assert b'"image_id"' in answered["GET", f"/api/queries/{query.pk}/candidates/?strategy=check&k=500"][1]

@@ -11,7 +11,7 @@ from annotator.inquire.exporters import export_inquire
 from annotator.labels import LabelChange, set_labels
 from annotator.labels.sealed import seen_by
 from annotator.models import Judgment, Label, LabelEvent, OverlapImage, Query
-from annotator.team.overlap import draw_sample
+from annotator.team.overlap import draw_sample, open_sample
 from catalog.importers import import_inat
 from search.facade import search
 from tests.factories import inat_document
@@ -76,11 +76,15 @@ def test_a_second_annotator_gets_the_overlap_sample_unlabeled(labeling):
         row["image_id"] for row in client_of(bob).get(f"/api/queries/{query.pk}/candidates/?k=20").json()["results"]
     }
     assert sample <= found and not (set(top) - sample) & found  # offered to Bob as unlabeled, the rest not
-    # Once Bob has judged an image of the sample it has its two judgments: everyone sees the final label.
+    # Once Bob has judged an image of the sample it has its two judgments, and it stays sealed: each judge sees
+    # their own vote, anyone else nothing, until staff open the sample (or an adjudicator decides it).
     first = min(sample)
     set_labels(query_id=query.pk, changes=[LabelChange(first, "not_relevant")], user=bob, source="keyboard")
-    assert seen_by(query, judge)[first] == "undecided"
+    assert first not in seen_by(query, judge)
     assert seen_by(query, ann)[first] == "relevant" and seen_by(query, bob)[first] == "not_relevant"
+    assert open_sample(query) == (1, 4)  # the images still waiting for Bob stay sealed
+    assert seen_by(query, judge)[first] == "undecided"
+    assert seen_by(query, ann)[first] == "relevant"  # a judge sees their own judgment, opened or not
     # Drawing again does not grow a sample that already holds its share.
     assert draw_sample(query, fraction=0.5) == 0
 

@@ -205,3 +205,45 @@ def test_a_release_states_what_it_cost_and_the_teams_quality(scripted, settings,
     croissant = json.loads((folder / "croissant.json").read_text(encoding="utf-8"))
     analysis = croissant["rai:dataAnnotationAnalysis"]
     assert expected in (analysis if isinstance(analysis, list) else [analysis])
+
+
+def test_the_team_report_for_a_query_where_one_annotator_used_one_value_and_another_two(labeling, client):
+    """Issue 63: /exports/team.json?query=N answered 500 (crowd-kit's error table had no row for a value one
+    annotator never used), and the background report raised the same, so the pages said "computing" for good."""
+    query, ann, admin = labeling["query"], labeling["annotator"], labeling["admin"]
+    bob = User.objects.create_user("bob", password="pw")
+    images = [hit.image_id for hit in search(text=query.text, k=10)]
+    set_labels(query_id=query.pk, changes=[LabelChange(i, R) for i in images], user=ann, source="keyboard")
+    bob_says = [LabelChange(i, R if n % 3 else N) for n, i in enumerate(images)]
+    set_labels(query_id=query.pk, changes=bob_says, user=bob, source="keyboard")
+    client.force_login(admin)
+    for path in (f"/exports/team.json?query={query.pk}", f"/exports/team.csv?query={query.pk}"):
+        answer = client.get(path)
+        assert answer.status_code == 200, path
+        body = b"".join(answer.streaming_content) if answer.streaming else answer.content
+        assert b"ann" in body and b"bob" in body
+    costs.refresh(query.pk)  # the background half: no exception, the figures cached
+    rows = APIClient()
+    rows.force_authenticate(admin)
+    found = rows.get(f"/api/team/annotators/?query={query.pk}").json()["results"]
+    assert {row["annotator"] for row in found} == {"ann", "bob"}
+    assert all(row["accuracy_dawid_skene"] is not None for row in found)
+
+
+def test_a_team_report_that_cannot_be_computed_says_so_instead_of_computing(labeling, client, monkeypatch):
+    query, admin = labeling["query"], labeling["admin"]
+
+    def broken(*args, **kwargs):
+        raise ValueError("a figure came out as NaN")
+
+    monkeypatch.setattr(costs, "report", broken)
+    with pytest.raises(ValueError):
+        costs.refresh(query.pk)  # the job itself still fails, for the worker's record
+    api = APIClient()
+    api.force_authenticate(admin)
+    answer = api.get(f"/api/team/queries/?query={query.pk}")
+    assert answer.status_code == 200 and answer.json()["failed"] is True
+    assert "could not be computed (ValueError: a figure came out as NaN)" in answer.json()["detail"]
+    client.force_login(admin)
+    page = client.get(f"/dashboard/{query.pk}/").content.decode()
+    assert "could not be computed (ValueError: a figure came out as NaN)" in page

@@ -3,7 +3,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.models import Query
-from annotator.team.overlap import MAX_JUDGMENTS_WANTED, draw_sample
+from annotator.team.overlap import MAX_JUDGMENTS_WANTED, draw_sample, open_sample
 from common.cli import progress_bar
 from search.facade import SearchUnavailable
 
@@ -12,7 +12,8 @@ class Command(BaseCommand):
     help = (
         "Draw blind double labeling samples: a share of each query's labeled images (--fraction 0.1) and/or every "
         "image down to a rank of its text ranking (--top 50), to be judged by --judgments annotators each. "
-        "An annotator who has not judged an image of the sample sees it unlabeled until it has them all."
+        "An image of the sample stays sealed (its judges see only their own vote) until an adjudicator decides it "
+        "or staff open the sample: --open opens the images that have their judgments."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -22,18 +23,33 @@ class Command(BaseCommand):
         parser.add_argument(
             "--judgments", type=int, default=2, help=f"judgments per image, 2 to {MAX_JUDGMENTS_WANTED}"
         )
+        parser.add_argument(
+            "--open", action="store_true", help="open the samples: their judged images show every vote from now on"
+        )
 
     def handle(
         self, query_ids: list[int] | None, fraction: float | None, top: int | None, judgments: int, **options: Any
     ) -> None:
-        if fraction is None and top is None:
-            raise CommandError("Say what to sample: --fraction 0.1 (10% of the labeled images), --top 50, or both.")
+        if options["open"] and (fraction is not None or top is not None):
+            raise CommandError("--open opens the samples drawn; draw (--fraction, --top) and open in two runs.")
+        if fraction is None and top is None and not options["open"]:
+            raise CommandError(
+                "Say what to sample: --fraction 0.1 (10% of the labeled images), --top 50, or both; or --open."
+            )
         chosen = Query.objects.all()
         if query_ids:
             chosen = chosen.filter(id__in=query_ids)
             if unknown := sorted(set(query_ids) - set(chosen.values_list("id", flat=True))):
                 raise CommandError(f"unknown query id(s) {', '.join(map(str, unknown))}")
         queries = list(chosen)
+        if options["open"]:
+            counted = [open_sample(query) for query in queries]
+            opened, waiting = sum(n for n, _ in counted), sum(n for _, n in counted)
+            self.stdout.write(
+                f"{opened} images of the overlap samples of {len(queries)} queries opened; {waiting} still wait for a "
+                "judgment and stay sealed."
+            )
+            return
         added = 0
         with progress_bar("overlap", "queries") as progress:
             for done, query in enumerate(queries, start=1):
