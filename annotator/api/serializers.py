@@ -57,8 +57,8 @@ class LabelSerializer(serializers.ModelSerializer):
     decided_by = serializers.ChoiceField(
         choices=[*Decision.values, SEALED],
         read_only=True,
-        help_text="how the final label was reached; sealed: the image is in a blind overlap sample still waiting "
-        "for judgments, and value is your own judgment",
+        help_text="how the final label was reached; sealed: the image is in a blind overlap sample, sealed until an "
+        "adjudicator decides it or staff open the sample, and value is your own judgment",
     )
 
     class Meta:

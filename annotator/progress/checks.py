@@ -209,6 +209,7 @@ def draw(query: Query, request: CheckRequest, user: Writer) -> tuple[Completenes
     sampled image joins the overlap sample for its second look. BadCheck (nothing drawn) for a query with no
     labels, an empty frame, or one that no sample can certify."""
     if (current := open_check(query)) is not None:
+        _continues(current, request)
         return current, False
     _has_labels(query)
     frame = frame_of(query, request.frame)  # the rankings are read outside the transaction: seconds on a large frame
@@ -253,6 +254,21 @@ def draw(query: Query, request: CheckRequest, user: Writer) -> tuple[Completenes
             raise
         return current, False
     return check, True
+
+
+def _continues(check: CompletenessCheck, request: CheckRequest) -> None:
+    """A request that meets an open check continues it, unless it declares another frame: BadCheck then, rather than
+    answering with a check over a frame the request did not ask for."""
+    declared = request.frame
+    if declared is None:
+        return
+    top = CompletenessCheck.Frame.TOP
+    if declared.kind != check.frame_kind or (declared.kind == top and declared.depth != check.frame_depth):
+        raise BadCheck(
+            f"Check {check.ordinal} of query {check.query_id} is open over its own frame ({check.frame_kind}"
+            f"{f', depth {check.frame_depth}' if check.frame_depth else ''}): label its sample first; a new frame is "
+            "declared at the next draw."
+        )
 
 
 def seal_judged(query_id: int, sample: list[int]) -> None:

@@ -540,3 +540,15 @@ def test_the_advice_says_when_a_checks_images_need_someone_who_has_not_judged_th
     said = api_for(team["admin"]).get(team["url"]).json()["advice"]
     assert "judged by everyone" not in said["reason"]
     assert set(theirs) <= set(check_candidates(bob, query))
+
+
+def test_a_draw_that_meets_an_open_check_over_another_frame_is_refused(team):
+    """Issue 63: a draw with a check open answered the open check whatever frame the body declared."""
+    confirm_positives(team)
+    body = {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}}
+    assert draw(team, body).status_code == 201
+    assert draw(team, body).status_code == 200  # the same frame: the open check continues
+    assert draw(team, {k: v for k, v in body.items() if k != "frame"}).status_code == 200  # no frame: the query's
+    other = draw(team, {**body, "frame": {"kind": "top", "depth": 40}})
+    assert other.status_code == 400 and "is open over its own frame (collection)" in str(other.json())
+    assert CompletenessCheck.objects.count() == 1
