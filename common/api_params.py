@@ -133,6 +133,16 @@ class StrictPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):  # type:
 
 
 # What list endpoints answer when a parameter is wrong, for the OpenAPI schema.
+# An id or count as the API reads one (strict_id, int_param): a whole number from 0, so that the schema refuses
+# what the code refuses (a negative id is a 400, not a request the schema allows).
+ID_SCHEMA: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": BIGINT - 1}
+
+
+def counted(low: int, high: int) -> dict[str, Any]:
+    """The schema of a whole-number parameter from `low` to `high`."""
+    return {"type": "integer", "minimum": low, "maximum": high}
+
+
 BAD_PARAMETERS = {400: OpenApiResponse(description="A parameter is malformed; the body names it and says why.")}
 NOT_FOUND = {404: OpenApiResponse(description="No such object.")}
 REFUSED = {

@@ -8,6 +8,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -17,7 +18,7 @@ from annotator.labels import visibility
 from annotator.progress import benchmark
 from annotator.progress.check_requests import read_flag
 from annotator.progress.frames import BadCheck
-from common.api_params import BAD_PARAMETERS, NOT_FOUND, REFUSED, signed_in, strict_id
+from common.api_params import BAD_PARAMETERS, ID_SCHEMA, NOT_FOUND, REFUSED, signed_in, strict_id
 
 DRAW_REFUSED = "Drawing a benchmark check needs the permission to change queries: ask staff."
 NO_CHECK = "No benchmark check yet: staff draw one (POST /api/completeness/benchmark/, or the dashboard)."
@@ -25,6 +26,8 @@ NO_CHECK = "No benchmark check yet: staff draw one (POST /api/completeness/bench
 
 class BenchmarkCheckViewSet(viewsets.ViewSet):
     """The benchmark's completeness claim: micro-recall over the frames of many queries."""
+
+    parser_classes = [JSONParser]  # its bodies are JSON objects (the schema then says so, not form or multipart)
 
     @extend_schema(
         responses={200: OpenApiTypes.OBJECT, **NOT_FOUND},
@@ -60,7 +63,7 @@ class BenchmarkCheckViewSet(viewsets.ViewSet):
         return Response(benchmark.report(check, withheld=_withheld(request, check)), status=201 if drawn else 200)
 
     @extend_schema(
-        parameters=[OpenApiParameter("query", int, required=True, description="a query id")],
+        parameters=[OpenApiParameter("query", ID_SCHEMA, required=True, description="a query id")],
         responses={200: OpenApiTypes.OBJECT, **BAD_PARAMETERS, **REFUSED, **NOT_FOUND},
         description='That query\'s frame in the latest benchmark check: {"image_ids": [...]}. Staff only, and not to '
         "staff some image of the query is sealed to (a frame is made from every judgment).",

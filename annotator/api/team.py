@@ -16,10 +16,10 @@ from rest_framework.response import Response
 from annotator.labels import visibility
 from annotator.models import Query
 from annotator.team import costs
-from common.api_params import BAD_PARAMETERS, NOT_FOUND, REFUSED, strict_id
+from common.api_params import BAD_PARAMETERS, ID_SCHEMA, NOT_FOUND, REFUSED, strict_id
 
 VIEW = "annotator.view_label"
-QUERY = OpenApiParameter("query", int, description="one query's figures (default: every query)")
+QUERY = OpenApiParameter("query", ID_SCHEMA, description="one query's figures (default: every query)")
 COMPUTING = {202: OpenApiTypes.OBJECT}
 
 

@@ -11,6 +11,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -41,11 +42,13 @@ from catalog.models import Image
 from common.api_params import (
     BAD_PARAMETERS,
     CONFLICT,
+    ID_SCHEMA,
     NOT_FOUND,
     REFUSED,
     SEARCH_NOT_READY,
     ByIdCursorPagination,
     choice_param,
+    counted,
     int_list_param,
     int_param,
     signed_in,
@@ -228,7 +231,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         'collection; taxa with "taxa": [...]; top with "depth"). {"dry_run": true} answers what it would cost '
         "and draws nothing. 201 when drawn, 200 with the open check.",
     )
-    @action(detail=True, methods=["get", "post"])
+    @action(detail=True, methods=["get", "post"], parser_classes=[JSONParser])  # its bodies are JSON objects
     def completeness(
         self, request: Request, pk: int | None = None, format: str | None = None
     ) -> Response:  # format: the .json suffix the router allows
@@ -291,9 +294,9 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("after", OpenApiTypes.INT, description="the cursor: points with a larger image id"),
+            OpenApiParameter("after", ID_SCHEMA, description="the cursor: points with a larger image id"),
             OpenApiParameter(
-                "page_size", OpenApiTypes.INT, description=f"points per page, 1 to {map_view.MAX_PAGE:,} (10,000)"
+                "page_size", counted(1, map_view.MAX_PAGE), description=f"points per page, 1 to {map_view.MAX_PAGE:,}"
             ),
         ],
         responses={200: MapPageSerializer, **BAD_PARAMETERS, **NOT_FOUND, **SEARCH_NOT_READY},
@@ -376,8 +379,8 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
 @extend_schema_view(
     list=extend_schema(
         parameters=[
-            OpenApiParameter("query", OpenApiTypes.INT),
-            OpenApiParameter("image", OpenApiTypes.INT),
+            OpenApiParameter("query", ID_SCHEMA),
+            OpenApiParameter("image", ID_SCHEMA),
             OpenApiParameter("value", OpenApiTypes.STR, enum=LabelValue.values),
         ],
         responses={200: LabelSerializer(many=True), **BAD_PARAMETERS},
