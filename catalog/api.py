@@ -7,7 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import viewsets
 
-from common.api_params import BAD_PARAMETERS, NOT_FOUND, ByIdCursorPagination, int_param, text_param
+from common.api_params import BAD_PARAMETERS, NOT_FOUND, ByIdCursorPagination, counted, int_param, text_param
 
 from .models import Image, Taxon
 from .serializers import ImageSerializer, TaxonSerializer
@@ -32,7 +32,7 @@ class TaxonViewSet(viewsets.ReadOnlyModelViewSet):
 
 @extend_schema_view(
     list=extend_schema(
-        parameters=[OpenApiParameter("taxon", OpenApiTypes.INT)],
+        parameters=[OpenApiParameter("taxon", counted(0, 2**31 - 1))],
         responses={200: ImageSerializer(many=True), **BAD_PARAMETERS},
     ),
     retrieve=extend_schema(responses={200: ImageSerializer, **NOT_FOUND}),

@@ -46,6 +46,10 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
         int_param(request, self.limit_query_param, high=BIGINT)
         return super().get_limit(request)
 
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        """DRF's parameters with the bounds get_offset and get_limit hold them to."""
+        return _bounded(super().get_schema_operation_parameters(view), {"limit": 0, "offset": 0})
+
 
 class ByIdCursorPagination(CursorPagination):
     """Paging without COUNT(*): a count over 5M images costs more than the page itself."""
@@ -57,11 +61,31 @@ class ByIdCursorPagination(CursorPagination):
 
     def decode_cursor(self, request: Request) -> Cursor | None:
         """DRF's decoding, and the position checked to be an id: a forged cursor (`p=abc`) would otherwise
-        reach the database's filter and answer 500."""
+        reach the database's filter and answer 500. Either way a cursor that is not one of ours names no page: 404,
+        as DRF answers and the schema says (postprocess_schema)."""
         cursor = super().decode_cursor(request)
         if cursor is not None and cursor.position is not None and strict_id(cursor.position) is None:
             raise NotFound(self.invalid_cursor_message)
         return cursor
+
+    def get_page_size(self, request: Request) -> int | None:
+        """The page size asked for: 1 or more (a larger one is cut to max_page_size), 400 otherwise."""
+        asked = int_param(request, self.page_size_query_param, high=BIGINT)
+        if asked is not None and asked < 1:
+            raise ValidationError({self.page_size_query_param: "must be 1 or more"})
+        return super().get_page_size(request)
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        """DRF's parameters with the bounds get_page_size holds the page size to."""
+        return _bounded(super().get_schema_operation_parameters(view), {self.page_size_query_param: 1})
+
+
+def _bounded(parameters: list[dict[str, Any]], lowest: dict[str, int]) -> list[dict[str, Any]]:
+    """Paging parameters whose integer schemas say their bounds: what the paginators refuse, the schema does too."""
+    for parameter in parameters:
+        if parameter["name"] in lowest:
+            parameter["schema"] = {"type": "integer", "minimum": lowest[parameter["name"]], "maximum": BIGINT - 1}
+    return parameters
 
 
 BIGINT = 2**63  # the database's whole numbers end here: a larger one must be refused, not sent
@@ -149,6 +173,12 @@ REFUSED = {
     403: OpenApiResponse(description="Not allowed: a permission is missing or the query locked; the body says which.")
 }
 CONFLICT = {409: OpenApiResponse(description="Nothing to do in this state (the judgments agree); the body says why.")}
+STATE = {
+    409: OpenApiResponse(
+        description="A well-formed request the project's state refuses (no labels yet, no sample can certify, "
+        "positives waiting for confirmation, a check open over another frame); the body says what to do first."
+    )
+}
 SEARCH_NOT_READY = {
     503: OpenApiResponse(
         description="Search cannot serve now (no index built, the vector database away); the body says what to do."

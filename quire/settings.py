@@ -331,6 +331,10 @@ SPECTACULAR_SETTINGS = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Two value sets share the field name "value": what a request sends, and what a final label may answer.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "common.api_schema.document_common_answers",  # 401, 429 and a cursor's 404 on every operation
+    ],
     "ENUM_NAME_OVERRIDES": {
         "LabelValueEnum": "annotator.models.LabelValue",
         "FinalLabelValueEnum": "annotator.api.serializers.FINAL_VALUES",

@@ -18,7 +18,7 @@ from annotator.labels import visibility
 from annotator.progress import benchmark
 from annotator.progress.check_requests import read_flag
 from annotator.progress.frames import BadCheck
-from common.api_params import BAD_PARAMETERS, ID_SCHEMA, NOT_FOUND, REFUSED, signed_in, strict_id
+from common.api_params import BAD_PARAMETERS, ID_SCHEMA, NOT_FOUND, REFUSED, STATE, signed_in, strict_id
 
 DRAW_REFUSED = "Drawing a benchmark check needs the permission to change queries: ask staff."
 NO_CHECK = "No benchmark check yet: staff draw one (POST /api/completeness/benchmark/, or the dashboard)."
@@ -44,7 +44,7 @@ class BenchmarkCheckViewSet(viewsets.ViewSet):
 
     @extend_schema(
         request=OpenApiTypes.OBJECT,
-        responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT, **BAD_PARAMETERS, **REFUSED},
+        responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT, **BAD_PARAMETERS, **REFUSED, **STATE},
         description='Draw a benchmark check (staff): {"target_recall": 0.9, "confidence": 0.95} over every query, '
         'or "queries": [ids], or "split": "val"; "dry_run": true answers its cost and draws nothing. 201 when '
         "drawn, 200 with the open check.",
@@ -54,12 +54,16 @@ class BenchmarkCheckViewSet(viewsets.ViewSet):
             raise PermissionDenied(DRAW_REFUSED)
         try:
             asked = benchmark.read_request(request.data)
+            dry_run = read_flag(request.data, "dry_run", False)
+        except BadCheck as bad:  # the body is malformed
+            raise ValidationError({"detail": str(bad)}) from None
+        try:
             blind_staff.refuse_if_blind(request, [query.pk for query in benchmark.chosen(asked)])
-            if read_flag(request.data, "dry_run", False):
+            if dry_run:
                 return Response({"dry_run": True, **benchmark.situation(asked).as_json()})
             check, drawn = benchmark.draw(asked, signed_in(request))
-        except BadCheck as bad:
-            raise ValidationError({"detail": str(bad)}) from None
+        except BadCheck as bad:  # a well-formed request the project's state refuses (unknown queries, no sample, ...)
+            return Response({"detail": str(bad)}, status=409)
         return Response(benchmark.report(check, withheld=_withheld(request, check)), status=201 if drawn else 200)
 
     @extend_schema(

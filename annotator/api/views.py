@@ -46,6 +46,7 @@ from common.api_params import (
     NOT_FOUND,
     REFUSED,
     SEARCH_NOT_READY,
+    STATE,
     ByIdCursorPagination,
     choice_param,
     counted,
@@ -225,7 +226,14 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(
         methods=["POST"],
         request=OpenApiTypes.OBJECT,
-        responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT, **BAD_PARAMETERS, **REFUSED, **NOT_FOUND},
+        responses={
+            200: OpenApiTypes.OBJECT,
+            201: OpenApiTypes.OBJECT,
+            **BAD_PARAMETERS,
+            **REFUSED,
+            **NOT_FOUND,
+            **STATE,
+        },  # fmt: skip
         description="Draw a completeness check (staff: permission to change queries), or continue the open one: "
         '{"target_recall": 0.9, "confidence": 0.95, "frame": {"kind": "top", "depth": 5000}} (frame kinds: '
         'collection; taxa with "taxa": [...]; top with "depth"). {"dry_run": true} answers what it would cost '
@@ -242,12 +250,15 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
             blind_staff.refuse_if_blind(request, [query.pk])
             try:
                 asked = check_requests.read_request(request.data)
-                if check_requests.read_flag(request.data, "dry_run", False):
-                    seen = checks.situation(query, asked)
-                    return Response({"dry_run": True, **seen.as_json()})
-                _, drawn = checks.draw(query, asked, signed_in(request))
-            except BadCheck as bad:
+                dry_run = check_requests.read_flag(request.data, "dry_run", False)
+            except BadCheck as bad:  # the body is malformed
                 raise ValidationError({"detail": str(bad)}) from None
+            try:
+                if dry_run:
+                    return Response({"dry_run": True, **checks.situation(query, asked).as_json()})
+                _, drawn = checks.draw(query, asked, signed_in(request))
+            except BadCheck as bad:  # a well-formed request the query's state refuses (no labels, no sample, ...)
+                return Response({"detail": str(bad)}, status=status.HTTP_409_CONFLICT)
             return Response(self._completeness_seen(query), status=201 if drawn else 200)
         return Response(self._completeness_seen(query))
 
@@ -389,7 +400,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     create=extend_schema(
         description="Set your judgment of (query, image); posting an existing pair changes it. The answer is the "
         "final label, or where the image is sealed to you (a blind overlap sample), your own judgment.",
-        responses={200: LabelSerializer, 201: LabelSerializer, **BAD_PARAMETERS, **REFUSED},
+        responses={200: LabelSerializer, 201: LabelSerializer, **BAD_PARAMETERS, **REFUSED, **NOT_FOUND},
     ),
     partial_update=extend_schema(
         request=LabelValueSerializer, responses={200: LabelSerializer, **BAD_PARAMETERS, **REFUSED, **NOT_FOUND}
@@ -430,7 +441,12 @@ class LabelViewSet(
     @retry_once_if_dropped
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = self.get_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        if not serializer.is_valid():
+            # A well-formed id of no query or image names nothing to label: 404, as the per-query routes answer.
+            errors: dict[str, Any] = dict(serializer.errors)
+            if errors and all(getattr(e, "code", "") == "does_not_exist" for found in errors.values() for e in found):
+                raise NotFound(" ".join(f"{name}: {found[0]}" for name, found in errors.items()))
+            raise ValidationError(errors)
         query, image = serializer.validated_data["query"], serializer.validated_data["image"]
         # "Changed" (200) or "created" (201) as the viewer sees it: a label hidden from them did not exist for them.
         existed = self.get_queryset().filter(query=query, image=image).exists()

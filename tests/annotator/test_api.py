@@ -119,8 +119,12 @@ def test_labels_filter_by_query_and_value(api):
 )
 def test_bad_label_requests_say_what_to_fix_and_write_nothing(api, body, field, message):
     response = api.post("/api/labels/", body, format="json")
-    assert response.status_code == 400
-    assert message in " ".join(response.json()[field])
+    if message == "does not exist":  # a well-formed id of nothing: 404, as the per-query routes answer (issue 63)
+        assert response.status_code == 404 and f"{field}: " in response.json()["detail"]
+        assert message in response.json()["detail"]
+    else:
+        assert response.status_code == 400
+        assert message in " ".join(response.json()[field])
     assert not LabelEvent.objects.exists()
 
 

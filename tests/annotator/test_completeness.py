@@ -77,7 +77,8 @@ def test_no_check_yet_says_so_and_what_to_do(team):
 def test_bad_input_is_refused_with_a_sentence_and_nothing_drawn(team, body, words):
     before = database_snapshot()
     answer = api_for(team["admin"]).post(team["url"], body, format="json")
-    assert answer.status_code == 400, answer.content
+    # A malformed body is a 400; a well-formed one the collection cannot serve (an unknown taxon), a 409 (issue 63).
+    assert answer.status_code == (409 if words == "No such bird" else 400), answer.content
     assert words in answer.json()["detail"]
     assert database_snapshot() == before
 
@@ -87,7 +88,7 @@ def test_a_query_with_no_labels_cannot_be_checked(labeling):
     answer = api_for(labeling["admin"]).post(
         f"/api/queries/{labeling['query'].pk}/completeness/", {"frame": {"kind": "collection"}}, format="json"
     )
-    assert answer.status_code == 400 and "no labels yet" in answer.json()["detail"]
+    assert answer.status_code == 409 and "no labels yet" in answer.json()["detail"]
     assert database_snapshot() == before
 
 
@@ -137,7 +138,7 @@ def test_a_draw_over_unconfirmed_positives_is_refused_with_both_costs_unless_ask
     before = database_snapshot()
     body = {"target_recall": 0.5, "confidence": 0.95, "frame": {"kind": "collection"}}
     refused = api_for(team["admin"]).post(team["url"], body, format="json")
-    assert refused.status_code == 400
+    assert refused.status_code == 409
     now = certify.check_size(4, 116, 0.5, 0.955, ONE_LOOK, tolerate=1)
     after = certify.check_size(7, 113, 0.5, 0.955, ONE_LOOK, tolerate=1)
     assert now > after
@@ -268,7 +269,7 @@ def test_drawing_again_answers_the_open_check_and_alpha_is_spent_nine_tenths_fir
     query, ann, bob = team["query"], team["annotator"], team["bob"]
     confirm_positives(team)
     assert draw(team).status_code == 201
-    again = draw(team, {"target_recall": 0.99, "confidence": 0.99, "frame": {"kind": "collection"}})
+    again = draw(team, {"target_recall": 0.99, "confidence": 0.99})
     assert again.status_code == 200 and again.json()["target_recall"] == 0.5  # the open one, unchanged
     first, sample = the_check(query)
     for user in (ann, bob):  # a check full of positives, confirmed by the adjudicator
@@ -550,5 +551,5 @@ def test_a_draw_that_meets_an_open_check_over_another_frame_is_refused(team):
     assert draw(team, body).status_code == 200  # the same frame: the open check continues
     assert draw(team, {k: v for k, v in body.items() if k != "frame"}).status_code == 200  # no frame: the query's
     other = draw(team, {**body, "frame": {"kind": "top", "depth": 40}})
-    assert other.status_code == 400 and "is open over its own frame (collection)" in str(other.json())
+    assert other.status_code == 409 and "is open over its own frame (collection)" in str(other.json())
     assert CompletenessCheck.objects.count() == 1

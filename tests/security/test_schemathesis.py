@@ -10,6 +10,7 @@ from io import StringIO
 import pytest
 import schemathesis
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.management import call_command
 from django.core.signals import request_finished, request_started
@@ -52,6 +53,9 @@ def api_schema(client, labeling):
     client.force_login(user)
     document = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     schema = schemathesis.openapi.from_dict(document)
+    # Quire refuses a NUL character in any parameter or field with a 400 and a sentence, by design (databases refuse
+    # it; tests/security/test_audit_two.py): generated values leave it out, so the checks test the rest.
+    schema.config.generation.update(allow_x00=False)
     csrf = get_random_string(32)
     return schema, {
         "session": {"Cookie": f"sessionid={client.cookies['sessionid'].value}; csrftoken={csrf}", "X-CSRFToken": csrf},
@@ -66,8 +70,9 @@ def exercise(operation, headers, calls):
     @EXAMPLES
     @given(case=operation.as_strategy())
     def run(case):
+        cache.clear()  # the anonymous rate (60 a minute) counts the checks' requests without credentials
         calls[operation.label] = calls.get(operation.label, 0) + 1
-        case.call_and_validate(headers=headers, checks=CHECKS)
+        case.call_and_validate(headers=headers)
 
     run()
 
@@ -83,8 +88,8 @@ def test_the_api_keeps_its_schema_and_never_fails(api_schema, wsgi_app, auth):
         operation = result.ok()
         try:
             exercise(operation, headers[auth], calls)
-        except Exception as error:  # every operation is run; each failing one is reported with the first line
-            failures.append(f"{operation.label}: {type(error).__name__}: {str(error).strip().splitlines()[0]}")
+        except (Exception, BaseExceptionGroup) as error:  # every operation is run, each failing one reported
+            failures.append(f"{operation.label}: {type(error).__name__}: {error}")
     assert not failures, "\n".join(failures)
     print(f"schemathesis {auth}: {sum(calls.values())} requests over {len(calls)} operations, no failure")
     assert len(calls) == len(operations) and sum(calls.values()) >= 5 * len(operations), calls
