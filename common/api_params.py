@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 from django.contrib.auth.models import User
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema_field
 from rest_framework import serializers
 from rest_framework.authentication import BaseAuthentication, TokenAuthentication, get_authorization_header
 from rest_framework.exceptions import (
@@ -147,6 +147,12 @@ def strict_id(value: Any) -> int | None:
     return value
 
 
+# An id or count as the API reads one (strict_id, int_param): a whole number from 0, so that the schema refuses
+# what the code refuses (a negative id is a 400, not a request the schema allows).
+ID_SCHEMA: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": BIGINT - 1}
+
+
+@extend_schema_field(ID_SCHEMA)
 class StrictPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):  # type: ignore[type-arg]  # any model
     """A primary key that must be a strict_id."""
 
@@ -157,9 +163,6 @@ class StrictPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):  # type:
 
 
 # What list endpoints answer when a parameter is wrong, for the OpenAPI schema.
-# An id or count as the API reads one (strict_id, int_param): a whole number from 0, so that the schema refuses
-# what the code refuses (a negative id is a 400, not a request the schema allows).
-ID_SCHEMA: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": BIGINT - 1}
 
 
 def counted(low: int, high: int) -> dict[str, Any]:

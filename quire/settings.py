@@ -331,13 +331,15 @@ SPECTACULAR_SETTINGS = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Two value sets share the field name "value": what a request sends, and what a final label may answer.
+    # Requests and answers get their own components: a label's value as sent and as answered differ (undecided).
+    "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "common.api_schema.document_common_answers",  # 401, 429 and a cursor's 404 on every operation
     ],
     "ENUM_NAME_OVERRIDES": {
         "LabelValueEnum": "annotator.models.LabelValue",
-        "FinalLabelValueEnum": "annotator.api.serializers.FINAL_VALUES",
+        "FinalLabelValueEnum": "annotator.api.serializers.FINAL_LABEL_VALUES",
     },
 }
 

@@ -1,5 +1,6 @@
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
 from annotator.labels.changes import (
@@ -33,6 +34,7 @@ class QuerySerializer(serializers.ModelSerializer):
 
 
 FINAL_VALUES = [*LabelValue.choices, (UNDECIDED, "undecided")]
+FINAL_LABEL_VALUES = [value for value, _ in FINAL_VALUES]  # the answer's enum (FinalValueFieldSchema)
 
 
 class FinalValueField(LabelValueField):
@@ -97,11 +99,8 @@ class LabelBatchSerializer(serializers.Serializer):
     """The API's batch body as the schema documents it; annotator.labels.changes.read_changes reads it (the page's
     saves go through the same reader, so both refuse a bad item in the same words)."""
 
-    labels = LabelChangeSerializer(  # many=True: DRF's ListSerializer takes max_length (its stubs do not say)
-        many=True,
-        allow_empty=False,
-        max_length=MAX_LABELS_PER_API_BATCH,  # type: ignore[call-arg]
-    )
+    # A ListField, not many=True: its bounds reach the schema (minItems, maxItems), as read_changes holds them.
+    labels = serializers.ListField(child=LabelChangeSerializer(), min_length=1, max_length=MAX_LABELS_PER_API_BATCH)
 
 
 class LabelBatchResultSerializer(serializers.Serializer):
@@ -151,3 +150,14 @@ class MapPointSerializer(serializers.Serializer):
 class MapPageSerializer(serializers.Serializer):
     points = MapPointSerializer(many=True)
     next = serializers.URLField(allow_null=True, help_text="the next page's URL; null at the end")
+
+
+class FinalValueFieldSchema(OpenApiSerializerFieldExtension):  # type: ignore[no-untyped-call]  # its registry hook
+    """FinalValueField in the schema by direction: a request sends a label value (LabelValue), an answer may also
+    say undecided. (COMPONENT_SPLIT_REQUEST gives requests their own components, so the two enums do not meet.)"""
+
+    target_class = FinalValueField
+
+    def map_serializer_field(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        values = LabelValue.values if direction == "request" else FINAL_LABEL_VALUES
+        return {"type": "string", "enum": values}

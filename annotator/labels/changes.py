@@ -8,7 +8,6 @@ The page answers the sentence as {"error": ...}, the API as {"detail": ...}.
 from collections.abc import Iterable
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -35,7 +34,7 @@ class LabelValueField(serializers.ChoiceField):
         self.fail("invalid_choice", input=echo(data))
 
 
-@extend_schema_field(OpenApiTypes.INT)
+@extend_schema_field({"type": "integer", "minimum": 0, "maximum": 2**63 - 1})  # strict_id's range
 class ImageIdField(serializers.Field):
     """An image id, checked in one query for the whole batch (annotator.labels.changes), not one per label."""
 
@@ -50,7 +49,7 @@ class ImageIdField(serializers.Field):
         return value
 
 
-@extend_schema_field(OpenApiTypes.INT)
+@extend_schema_field({"type": "integer", "minimum": 0, "maximum": 2**31 - 1})
 class MillisecondsField(serializers.Field):
     """A JSON whole number of milliseconds, 0 to 2^31 - 1: not "2700", not 1.5, not true."""
 

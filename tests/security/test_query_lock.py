@@ -101,8 +101,9 @@ def test_an_annotator_removes_only_their_own_labels(world):
     theirs = world["query"].labels.get(image_id=ids[0]).pk  # staff's
     mine = world["query"].labels.get(image_id=ids[1]).pk
     before = database_snapshot()
-    # Deleting staff's label removes ann's own judgment of it, which she has none of: nothing changes.
-    assert api.delete(f"/api/labels/{theirs}/").status_code == 204
+    # Deleting staff's label would remove ann's own judgment of it, which she has none of: 404, nothing changes.
+    refused = api.delete(f"/api/labels/{theirs}/")
+    assert refused.status_code == 404 and "You have no judgment of image" in refused.json()["detail"]
     assert database_snapshot() == before
     assert api.delete(f"/api/labels/{mine}/").status_code == 204
     assert api_as(world["staff"]).delete(f"/api/labels/{theirs}/").status_code == 204
