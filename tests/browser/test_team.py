@@ -67,7 +67,7 @@ def test_the_team_panel_fills_in_from_the_background(page, live_server, labeling
 
     log_in(page, live_server, "boss", "pw-boss-1", f"/dashboard/{query.pk}/")
     agreement = page.locator("#query-agreement")
-    expect(agreement).to_contain_text("Agreement on 12 double-labeled images", timeout=60_000)
+    expect(agreement).to_contain_text("Agreement (blind votes) on 12 double-labeled images", timeout=60_000)
     expect(page.locator("#team .pair")).to_contain_text("ann · bob: 12 items")
     # The run fills in too: the two split votes are undecided, the ten below them not relevant.
     expect(page.locator("#query-run")).to_have_text("10 of 100", timeout=60_000)

@@ -108,7 +108,7 @@ def test_the_dashboard_shows_the_team(split):
     assert "Agreement: computing…" in judge.get("/dashboard/7/").content.decode()  # the background's work
     panel.refresh(7)  # what annotator.refresh_agreement runs
     one = judge.get("/dashboard/7/").content.decode()
-    assert "Agreement on <strong>2</strong> double-labeled images" in one
+    assert "Agreement (blind votes) on <strong>2</strong> double-labeled images" in one
     assert "1 disagreement to adjudicate" in one
     figures = judge.get("/dashboard/agreement/").content.decode()
     assert "Overall: <strong>2</strong> items" in figures and "ann · bob" in figures
@@ -151,7 +151,7 @@ def test_the_team_figures_are_never_computed_in_a_request(split, monkeypatch, dj
     assert computed == [2]
     page = judge.get("/dashboard/7/").content.decode()
     assert (
-        "Agreement on <strong>2</strong> double-labeled images" in page
+        "Agreement (blind votes) on <strong>2</strong> double-labeled images" in page
         and "computing" not in page.split('id="team"')[1]
     )
     assert computed == [2]  # read from the cache
