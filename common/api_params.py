@@ -110,12 +110,14 @@ def int_list_param(request: Request, name: str, *, high: int = BIGINT) -> list[i
 
 
 def choice_param(request: Request, name: str, choices: Iterable[str]) -> str | None:
-    """A query parameter that must be one of `choices`, None when absent; otherwise 400."""
+    """A query parameter that must be one of `choices`, None when absent; otherwise 400. Empty is not one of them
+    (the schema's enum does not list it): leave the parameter out for any value."""
     value = request.query_params.get(name)
-    if value is None or value == "":
+    if value is None:
         return None
     if value not in choices:
-        raise ValidationError({name: f"must be one of {', '.join(choices)}, not {value[:40]!r}"})
+        shown = f"{value[:40]!r}" if value else "empty (leave it out for any)"
+        raise ValidationError({name: f"must be one of {', '.join(choices)}, not {shown}"})
     return value
 
 

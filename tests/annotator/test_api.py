@@ -169,3 +169,21 @@ def test_a_bad_query_in_the_team_report_is_refused_before_anything_else(labeling
     for value in ("null", "-3", "x"):
         answer = api.get("/api/team/annotators/", {"query": value})
         assert answer.status_code == 400 and "must be a query id" in str(answer.json()), value
+
+
+def test_an_empty_choice_is_refused_not_read_as_any(labeling):
+    """Issue 63: `?status=` and `?strategy=` were accepted as "any" though the schema's enum does not list "": the
+    parameter is left out for any value."""
+    api = APIClient()
+    api.force_authenticate(labeling["annotator"])
+    query = labeling["query"]
+    for path, name in (
+        ("/api/queries/?status=", "status"),
+        ("/api/queries/?split=", "split"),
+        (f"/api/queries/{query.pk}/map/scores/?strategy=", "strategy"),
+        (f"/api/queries/{query.pk}/candidates/?strategy=", "strategy"),
+        ("/api/labels/?value=", "value"),
+    ):
+        answer = api.get(path)
+        assert answer.status_code == 400 and "leave it out for any" in str(answer.json()[name]), path
+    assert api.get("/api/queries/").status_code == 200

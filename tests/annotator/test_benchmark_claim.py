@@ -258,3 +258,14 @@ def test_a_benchmark_draw_over_unconfirmed_positives_states_both_costs_and_waits
     assert database_snapshot() == before
     drawn = draw(bench, with_unconfirmed=True)
     assert drawn.status_code == 201 and drawn.json()["sample"]["size"] == cost["sample"]
+
+
+def test_a_draw_with_a_check_open_still_refuses_unknown_queries_and_an_empty_split(bench):
+    """Issue 63: with a check open, a draw answered the open check whatever queries or split the body named."""
+    assert draw(bench, split="val").status_code == 201
+    assert draw(bench, split="val").status_code == 200  # continues the open one
+    unknown = draw(bench, queries=[99999])
+    assert unknown.status_code == 409 and "99999" in unknown.json()["detail"]
+    empty = draw(bench, split="test")
+    assert empty.status_code == 409 and "No query is in the test split" in empty.json()["detail"]
+    assert BenchmarkCheck.objects.count() == 1
