@@ -27,7 +27,7 @@ ADJUDICATE = "annotator.adjudicate_labels"
 
 def sealed_pairs(
     viewer: Writer, *, query: Query | None = None, image_ids: Iterable[int] | None = None
-) -> "QuerySet[Any]":  # OverlapImage rows annotated `judged` and `mine`
+) -> "QuerySet[Any]":  # OverlapImage rows annotated `mine`
     """The overlap-sample rows (query, image) sealed to `viewer`, each annotated `mine` (whether `viewer`
     judged it): images of an overlap sample not yet opened by staff nor decided by an adjudicator. The one
     rule of blindness, which the page, the API, the counts and figures, the exports and the admin all ask
