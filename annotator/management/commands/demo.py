@@ -11,6 +11,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.core.management.base import BaseCommand  # noqa: E402
+from django.test.utils import override_settings  # noqa: E402
 
 from annotator.demo import (  # noqa: E402
     DEMO_ADMIN,
@@ -85,7 +86,10 @@ class Command(BaseCommand):
         self.stdout.write(f"Admin login:     {DEMO_ADMIN[0]} / {DEMO_ADMIN[1]}")
         self.stdout.write(f"Annotator login: {DEMO_ANNOTATOR[0]} / {DEMO_ANNOTATOR[1]}")
         if team:
-            added = build_team()
+            # The sample is drawn from the ranking of the model just recorded: on a first run that is the random
+            # stand-in, which this process's settings (read at start, before the file had it) do not name yet.
+            with override_settings(QUIRE_CLIP_MODEL=spec.model, QUIRE_CLIP_PRETRAINED=spec.pretrained):
+                added = build_team()
             self.stdout.write(f"The team (password {TEAM_PASSWORD} for each):")
             for member in TEAM:
                 self.stdout.write(f"  {member.username:<12} {member.role}")
