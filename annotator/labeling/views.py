@@ -22,6 +22,7 @@ from django.http import (
 )
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh
 
@@ -115,6 +116,7 @@ def _results(
 
 @login_required
 @require_GET
+@never_cache  # no-store: Back must ask again, not show the labels as they were before the last saves (issue 64)
 def label_page(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     query = get_object_or_404(Query, pk=query_id)
     state = _search_state(request, query)
@@ -169,6 +171,7 @@ def _with_within(request: SignedInRequest, within: str) -> str:
     return f"?{params.urlencode()}"
 
 
+@never_cache  # the tiles' labels, as the page: never from a cache
 @login_required
 @require_http_methods(["GET", "POST"])
 def results_fragment(request: SignedInRequest, query_id: int) -> HttpResponseBase:

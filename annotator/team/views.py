@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.http import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotator import labels
@@ -27,6 +28,7 @@ VALUE_WORDS = {**{value: label.lower() for value, label in LabelValue.choices}, 
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@never_cache  # Back shows the queue as it is now, not before the last decisions
 def adjudicate(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """The query's disagreements not adjudicated yet, each image large with every annotator's judgment; the
     decision (a button, or the keys 1, 0 and u) becomes the final label. Refusals are shown at the top of the

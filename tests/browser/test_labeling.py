@@ -127,3 +127,27 @@ def test_a_failed_save_is_flagged_retried_and_not_lost(page, live_server, labeli
     expect(page.locator(".tile.unsaved")).to_have_count(0)
     assert len(refused) == 2
     assert Label.objects.get(query=query, image_id=first).value == LabelValue.RELEVANT
+
+
+def test_back_to_the_labeling_page_shows_the_labels_saved_since(page, live_server, labeling, artifacts):
+    """Issue 64: labels saved, away by the breadcrumb, then Back: the page came from the browser's cache with the
+    tiles as they were before the saves, while the counts (fetched anew) included them. The page is no-store now."""
+    query = labeling["query"]
+    log_in(page, live_server, "ann", "pw-ann-1", f"/queries/{query.pk}/")
+    expect(page.locator(".tile")).to_have_count(50)
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    expect(tile(page, 1)).to_have_attribute("data-label", "relevant")
+    expect(tile(page, 2)).to_have_attribute("data-label", "relevant")
+    saved(page)
+    page.locator(".crumbs a, a", has_text="Queries").first.click()
+    page.wait_for_load_state("load")
+    page.go_back()
+    expect(page.locator(".tile")).to_have_count(50)
+    expect(tile(page, 1)).to_have_attribute("data-label", "relevant")
+    expect(tile(page, 2)).to_have_attribute("data-label", "relevant")
+    page.screenshot(path=str(artifacts / "labeling-after-back.png"))
+    response = page.request.get(f"{live_server.url}/queries/{query.pk}/")
+    assert "no-store" in response.headers["cache-control"]
