@@ -5,6 +5,7 @@ from django.db.models import Q
 from django.http import HttpResponseBase
 from django.shortcuts import redirect, render
 
+from annotator import labels
 from annotator.api.tokens import current_token, new_token, revoke_token
 from annotator.forms import QueryForm
 from annotator.inquire.exporters import EXPORTS
@@ -38,6 +39,11 @@ def home(request: SignedInRequest) -> HttpResponseBase:
     queries = figures.with_completeness(sight.count_queries(list(selectors.sorted_by(counted, sort))))
     if any(query.withheld for query in queries):  # the stored order reads the hidden labels: sort what they see
         queries = selectors.sorted_list(queries, sort)
+    adjudicates = request.user.has_perm(labels.ADJUDICATE)
+    if adjudicates:  # the adjudicator's way in: each query's queue, from the list
+        undecided = selectors.undecided_by_query(queries)
+        for query in queries:
+            query.undecided = undecided.get(query.pk, 0)  # read by the template
     return render(
         request,
         "annotator/home.html",
@@ -48,6 +54,7 @@ def home(request: SignedInRequest) -> HttpResponseBase:
             "search": search,
             "sort": sort,
             "run_goal": figures.RUN_GOAL,
+            "adjudicates": adjudicates,
         },
     )
 

@@ -115,6 +115,13 @@ def annotators_by_query(queries: Iterable[Query]) -> dict[int, list[str]]:
     return {query_id: sorted(users) for query_id, users in names.items()}
 
 
+def undecided_by_query(queries: Iterable[Query]) -> dict[int, int]:
+    """{query id: how many of its final labels are undecided (split, or a revised blind vote)}: what waits for an
+    adjudicator, counted in one read for the query list."""
+    found = Label.objects.filter(query__in=list(queries), decided_by=Decision.UNDECIDED)
+    return dict(found.order_by().values("query_id").annotate(n=Count("id")).values_list("query_id", "n"))
+
+
 def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str, Any]]:
     """The images of `query` whose judgments differ (unsure against a vote included), undecided ones first,
     each with every annotator's judgment, the final label and whether an adjudicator decided it:

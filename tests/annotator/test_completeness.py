@@ -4,6 +4,7 @@ second judgments of its positives and adjudication), the claim, and every refusa
 import numpy as np
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.test import Client
 from rest_framework.test import APIClient
 
 from annotator.labels import LabelChange, sealed, set_labels
@@ -485,6 +486,15 @@ def test_before_any_draw_the_frames_single_positives_are_queued_and_the_advice_s
     assert shown["advice"]["reason"].startswith("7 positives of the frame wait for an adjudicator's confirmation")
     queued = api_for(admin).get(f"/api/queries/{query.pk}/disagreements/", {"pending": 1}).json()["results"]
     assert sorted(row["image"] for row in queued if row["reason"] == "confirm") == relevant
+    # The side pane's "wait" takes an adjudicator to the queue (issue 64); an annotator gets the advice alone.
+    pane = Client()
+    pane.force_login(admin)
+    assert (
+        f'href="/queries/{query.pk}/adjudicate" id="open-adjudication"'
+        in pane.get(f"/queries/{query.pk}/figures").content.decode()
+    )
+    pane.force_login(ann)
+    assert 'id="open-adjudication"' not in pane.get(f"/queries/{query.pk}/figures").content.decode()
     for image_id in relevant[:-1]:
         assert adjudicate(admin, query, image_id, "relevant").status_code == 200
     assert api_for(ann).get(team["url"]).json()["advice"]["reason"].startswith("1 positive of the frame waits")

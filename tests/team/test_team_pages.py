@@ -160,3 +160,13 @@ def test_the_team_figures_are_never_computed_in_a_request(split, monkeypatch, dj
     set_labels(query_id=7, changes=[LabelChange(1001, "relevant")], user=carl, source="click")
     assert "Agreement: computing…" in judge.get("/dashboard/7/").content.decode()  # a new judgment: a new key
     assert computed == [2]
+
+
+def test_an_adjudicator_finds_the_queue_from_the_query_list(split):
+    """Issue 64: the demo's adjudicator had no way to their queue (the dashboard is staff's; nothing linked it)."""
+    judge = User.objects.create_user("adjudicator", password="pw")  # the demo's: adjudication alone, not staff
+    judge.user_permissions.add(Permission.objects.get(codename="adjudicate_labels"))
+    listed = logged_in(judge).get("/").content.decode()
+    assert 'class="adjudicate-link" href="/queries/7/adjudicate"' in listed and "(1 undecided)" in listed
+    assert "adjudicate-link" not in logged_in(split["ann"]).get("/").content.decode()
+    assert logged_in(judge).get("/queries/7/adjudicate").status_code == 200
