@@ -4,9 +4,11 @@ Thin: the work is in labels.adjudicate, selectors.disagreements and annotator.te
 """
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
+from django.contrib.auth.views import redirect_to_login
 from django.http import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
@@ -26,16 +28,23 @@ QUEUE_PAGE = 20  # disagreements shown at once: each image is shown large
 VALUE_WORDS = {**{value: label.lower() for value, label in LabelValue.choices}, UNDECIDED: "undecided", "": "none"}
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 @never_cache  # Back shows the queue as it is now, not before the last decisions
 def adjudicate(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """The query's disagreements not adjudicated yet, each image large with every annotator's judgment; the
     decision (a button, or the keys 1, 0 and u) becomes the final label. Refusals are shown at the top of the
-    queue, with a 4xx status, and change nothing."""
+    queue, with a 4xx status, and change nothing. A decision sent after the session ended is not lost in silence:
+    the way back from the login page carries it (`?unsaved=IMAGE:VALUE`), and the queue says it was not saved."""
+    if not request.user.is_authenticated:
+        back = request.path
+        if request.method == "POST" and (image_id := strict_id(request.POST.get("image"))) is not None:
+            value = request.POST.get("value", "")
+            if value in LabelValue.values:
+                back += "?" + urlencode({"unsaved": f"{image_id}:{value}"})
+        return redirect_to_login(back)
     query = get_object_or_404(Query, pk=query_id)
     allowed = request.user.has_perm(labels.ADJUDICATE)
-    error, status = "", 200
+    error, status = _unsaved(request.GET.get("unsaved", "")), 200
     if not allowed:
         error, status = labels.ADJUDICATE_MESSAGE, 403
     elif request.method == "POST":
@@ -63,6 +72,17 @@ def adjudicate(request: SignedInRequest, query_id: int) -> HttpResponseBase:
         "decided": len(pending) - undecided, "allowed": allowed, "error": error,
     }  # fmt: skip
     return render(request, "annotator/adjudicate.html", context, status=status)
+
+
+def _unsaved(said: str) -> str:
+    """The sentence for a decision the session's end kept from being saved ("" for none, or a malformed one)."""
+    image, _, value = said.partition(":")
+    if strict_id(image) is None or value not in LabelValue.values:
+        return ""
+    return (
+        f"Your session had ended, so your decision on image {image} ({LabelValue(value).label.lower()}) was not "
+        "saved: decide it again below."
+    )
 
 
 def _decide(request: SignedInRequest, query: Query) -> tuple[str, int]:

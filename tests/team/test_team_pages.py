@@ -170,3 +170,17 @@ def test_an_adjudicator_finds_the_queue_from_the_query_list(split):
     assert 'class="adjudicate-link" href="/queries/7/adjudicate"' in listed and "(1 undecided)" in listed
     assert "adjudicate-link" not in logged_in(split["ann"]).get("/").content.decode()
     assert logged_in(judge).get("/queries/7/adjudicate").status_code == 200
+
+
+def test_a_decision_sent_after_the_session_ended_is_said_unsaved_after_logging_in(split):
+    """Issue 64: on the adjudication page an ended session dropped the decision in silence (a bare login form, then
+    the image still undecided and nothing said)."""
+    before = state()
+    ended = Client()  # nobody signed in: the session ended
+    answer = ended.post("/queries/7/adjudicate", {"image": 1000, "value": "relevant"})
+    assert answer.status_code == 302
+    assert answer["Location"] == "/accounts/login/?next=/queries/7/adjudicate%3Funsaved%3D1000%253Arelevant"
+    assert state() == before  # nothing decided
+    back = logged_in(split["judge"]).get("/queries/7/adjudicate?unsaved=1000:relevant").content.decode()
+    assert "Your session had ended, so your decision on image 1000 (relevant) was not saved" in back
+    assert "was not saved" not in logged_in(split["judge"]).get("/queries/7/adjudicate?unsaved=x:y").content.decode()
