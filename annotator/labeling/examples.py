@@ -6,7 +6,9 @@ records why it could not. The labeling page shows the example as "embedding…" 
 ready; `ensure_embedding` sends any example still waiting again (after a crash, or an admin upload).
 """
 
+import hashlib
 import logging
+from typing import Any
 
 import numpy as np
 from PIL import Image as PILImage
@@ -73,3 +75,26 @@ def ensure_embedding(query: Query) -> list[int]:
     for example_id in pending:
         send(example_id)
     return pending
+
+
+def uploaded_already(query: Query, upload: Any) -> QueryExample | None:
+    """The example of `query` whose uploaded file has the same bytes as `upload`, if one has: a second click while
+    the first upload was sent, or the same file chosen twice, keeps one example."""
+    digest = _digest(upload)
+    for example in QueryExample.objects.filter(query=query).exclude(upload=""):
+        try:
+            with example.upload.open("rb") as kept:
+                if _digest(kept) == digest:
+                    return example
+        except OSError:  # a file gone from the disk is no duplicate
+            continue
+    return None
+
+
+def _digest(handle: Any) -> str:
+    handle.seek(0)
+    found = hashlib.sha256()
+    for chunk in iter(lambda: handle.read(1 << 20), b""):
+        found.update(chunk)
+    handle.seek(0)
+    return found.hexdigest()

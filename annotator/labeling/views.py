@@ -311,10 +311,15 @@ def upload_example(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     form = ExampleUploadForm(request.POST, request.FILES)
     if not form.is_valid():
         return HttpResponseBadRequest(" ".join(str(message) for errors in form.errors.values() for message in errors))
-    example = QueryExample.objects.create(
-        query=query, upload=form.cleaned_data["image"], relevant=True, note=form.cleaned_data["note"]
-    )
-    examples.send(example.pk)
+    upload = form.cleaned_data["image"]
+    with transaction.atomic():
+        # Uploads of one query in turn: the second half of a double click finds the first's example and adds none.
+        Query.objects.select_for_update().filter(pk=query.pk).exists()
+        if examples.uploaded_already(query, upload) is None:
+            example = QueryExample.objects.create(
+                query=query, upload=upload, relevant=True, note=form.cleaned_data["note"]
+            )
+            transaction.on_commit(lambda: examples.send(example.pk))
     # The side pane's form ranks by the text and the examples; an image dropped on the search box, by the image.
     ranking = "image" if request.POST.get("ranking") == "image" else "fusion"
     ranked = f"{reverse('label', args=[query.pk])}?ranking={ranking}"

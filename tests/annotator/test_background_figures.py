@@ -187,3 +187,16 @@ def test_with_a_broker_a_polled_job_is_sent_once_a_minute_not_on_every_poll(
         for _ in range(3):
             background.submit_when_polled("annotator.refresh_progress", 1, key="poll-test")
     assert len(sent) == 3
+
+
+def test_the_same_upload_sent_twice_keeps_one_example(ann, labeling):
+    """Issue 64: a double click on "Upload and rank like it" stored the example twice (the guide: a second click
+    while it is sent does nothing). The page drops the second request; the server keeps one example of one file."""
+    query = labeling["query"]
+    for _ in range(2):
+        assert ann.post(reverse("upload-example", args=[query.pk]), {"image": _png()}).status_code == 302
+    assert QueryExample.objects.filter(query=query).count() == 1
+    ann.post(reverse("upload-example", args=[query.pk]), {"image": _png((200, 10, 10))})  # another image: kept
+    assert QueryExample.objects.filter(query=query).count() == 2
+    page = ann.get(reverse("label", args=[query.pk])).content.decode()
+    assert 'hx-sync="this:drop" hx-disabled-elt="find button"' in page
