@@ -316,7 +316,12 @@ TEAM = (
         # adjudicate_labels too: staff who do not adjudicate are blind judges, and every label is sealed to them
         # while an overlap sample waits (annotator/labels/visibility.py).
         ("annotator.view_label", "annotator.change_query", "annotator.export_labels", "annotator.view_release",
-         "annotator.add_release", "annotator.adjudicate_labels", "evaluation.evaluate_runs"),
+         "annotator.add_release", "annotator.adjudicate_labels", "evaluation.evaluate_runs",
+         # Assigning annotators and keeping a query's examples, on the query's admin page (its inlines); the
+         # annotator field's search needs to see the users.
+         "annotator.view_assignment", "annotator.add_assignment", "annotator.change_assignment",
+         "annotator.delete_assignment", "annotator.view_queryexample", "annotator.change_queryexample",
+         "annotator.delete_queryexample", "auth.view_user"),
         staff=True,
     ),
 )  # fmt: skip

@@ -44,3 +44,19 @@ def test_each_member_of_the_demo_team_reaches_their_work_and_no_more(labeling):
             assert (status == 200) == (page in allowed), (username, page, status)
     lead = User.objects.get(username="lead")
     assert lead.is_staff and not lead.is_superuser and lead.has_perm("annotator.change_query")
+
+
+def test_the_lead_assigns_annotators_and_removes_an_example_on_the_querys_admin_page(labeling):
+    """Issue 64: the dashboard tells the lead to assign annotators "in the admin", but the lead's admin page of a
+    query had no assignment rows (only the superuser's had), and the lead could not delete an uploaded example."""
+    from annotator.models import QueryExample
+
+    query = labeling["query"]
+    build_team()
+    QueryExample.objects.create(query=query, image_id=1, relevant=True)
+    page = client_of("lead").get(f"/admin/annotator/query/{query.pk}/change/").content.decode()
+    assert 'name="assignments-TOTAL_FORMS"' in page  # the assignment rows, to add and remove annotators
+    assert 'name="examples-0-DELETE"' in page  # the example's delete box
+    autocomplete = {"app_label": "annotator", "model_name": "assignment", "field_name": "annotator", "term": "annot"}
+    found = client_of("lead").get("/admin/autocomplete/", autocomplete)
+    assert found.status_code == 200 and {"annotator", "annotator2"} <= {row["text"] for row in found.json()["results"]}
