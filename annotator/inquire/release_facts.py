@@ -8,11 +8,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
 from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE
 from annotator.progress.claims import query_claims
 from annotator.team import costs
+from search.facade import configured_spec
 
 TODO_LICENSE = "TO DO (authors): the release's license (each image keeps its own: images.parquet)"
 
@@ -27,8 +26,6 @@ def facts(folder: Path, name: str, version: str, team: dict[str, Any] | None = N
     completeness = json.loads((folder / COMPLETENESS_FILE).read_text(encoding="utf-8"))
     claims = query_claims(completeness)
     pooled = completeness.get("benchmark") if isinstance(completeness, dict) else None
-    doubled = sum(1 for n in per_image.values() if n >= 2)
-    most = max(per_image.values(), default=0)
     return {
         "name": name,
         "version": version,
@@ -49,15 +46,10 @@ def facts(folder: Path, name: str, version: str, team: dict[str, Any] | None = N
         "annotation_protocol": _protocol(claims),
         "annotation_analysis": _analysis(agreement, claims, pooled)
         + ([costs.benchmark_sentence(team)] if team is not None else []),
-        "annotations_per_item": (
-            f"1 to {most} judgments per image; {doubled} of {len(per_image)} judged images "
-            f"({doubled / len(per_image):.0%}) have two or more (blind overlap samples, completeness checks)."
-            if per_image
-            else "No judgment recorded."
-        ),
+        "annotations_per_item": _per_item(per_image),
         "machine_tools": [
-            f"{settings.QUIRE_CLIP_MODEL} ({settings.QUIRE_CLIP_PRETRAINED}) ranks the images shown; models only "
-            "order and pre-label, a person's judgment makes every label"
+            f"{ranking_model()} ranks the images shown; models only order and pre-label, a person's judgment makes "
+            "every label"
         ],
         "use_cases": [
             "Evaluating text-to-image retrieval and reranking (AP@k, nDCG@k, MRR) against the qrels.",
@@ -75,6 +67,30 @@ def facts(folder: Path, name: str, version: str, team: dict[str, Any] | None = N
         "labels": dict(labels),
         "team": team["overall"] if team is not None else None,
     }
+
+
+def _per_item(per_image: Counter[tuple[str, str]]) -> str:
+    """How many judgments each judged image has, as the files hold them (not a range the files do not show)."""
+    if not per_image:
+        return "No judgment recorded."
+    least, most = min(per_image.values()), max(per_image.values())
+    doubled = sum(1 for n in per_image.values() if n >= 2)
+    counts = f"{most} judgment{'s' if most > 1 else ''}" if least == most else f"{least} to {most} judgments"
+    return (
+        f"{counts} per image; {doubled} of {len(per_image)} judged images ({doubled / len(per_image):.0%}) have two "
+        "or more (blind overlap samples, completeness checks)."
+    )
+
+
+def ranking_model() -> str:
+    """The model that ranked the images, as a release may publish it: never a path of the machine that made it, and
+    saying so where its weights were random (the offline demo's stand-in)."""
+    spec = configured_spec()
+    if spec.pretrained.startswith("local-dir:"):
+        named = f"a local open_clip model (folder {Path(spec.pretrained.removeprefix('local-dir:')).name})"
+    else:
+        named = f"{spec.model} ({spec.pretrained or 'no pretrained weights'})"
+    return named + (" with random weights, so its rankings meant nothing (a demo)" if spec.random_weights else "")
 
 
 def _protocol(claims: list[dict[str, Any]]) -> list[str]:

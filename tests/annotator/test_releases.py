@@ -338,8 +338,19 @@ def test_a_release_of_the_demo_passes_the_validators_checks(settings, tmp_path, 
         hits = images[10 * n : 10 * n + 10]
         changes = [LabelChange(i, "relevant" if n < 2 else "not_relevant") for n, i in enumerate(hits)]
         set_labels(query_id=query.pk, changes=changes, user=annotator, source="keyboard")
+    recorded = json.loads((tmp_path / "settings.json").read_text())  # what a new process after the demo reads
+    settings.QUIRE_CLIP_MODEL, settings.QUIRE_CLIP_PRETRAINED = (
+        recorded.get("QUIRE_CLIP_MODEL", ""),
+        recorded["QUIRE_CLIP_PRETRAINED"],
+    )
     call_command("release", "create", "demo-v1")
     folder = tmp_path / "releases" / "demo-v1"
+    # Issue 64: no path of this machine, the stand-in said to be random, and the judgments per image as they are.
+    document = json.loads((folder / "croissant.json").read_text())
+    tools = json.dumps(document["rai:machineAnnotationTools"])
+    assert str(tmp_path) not in tools and "local-dir" not in tools and "ViT-H" not in tools
+    assert "random weights, so its rankings meant nothing" in tools
+    assert document["rai:annotationsPerItem"].startswith("1 judgment per image; 0 of 30 judged images")
     validated = subprocess.run(
         [str(Path(sys.executable).with_name("mlcroissant")), "validate", "--jsonld", str(folder / "croissant.json")],
         capture_output=True,
