@@ -98,6 +98,7 @@ class Report:
             "run": self.run,
             "ground_truth": self.ground_truth,
             "queries": len(self.per_query),
+            "scored": len(self.scored()),  # the queries the averages are over: those with a relevant image
             "overall": {name: summary["mean"] for name, summary in self.overall().items()},
             "uncertainty": {name: {"se": s["se"], "ci95": s["ci95"]} for name, s in self.overall().items()},
             "groups": self.groups(group_by),

@@ -256,7 +256,13 @@ def test_queries_without_positives_are_undefined_and_left_out_in_both_modes(tmp_
         }
         assert "ap" in report.per_query_csv().splitlines()[0] and "\n2,0,1,,," in report.per_query_csv()
         assert "overall" in format_table(report)
+        # Issue 64: the report's header said "2 queries" of a ground truth where 1 was scored.
+        assert (report.as_json()["queries"], report.as_json()["scored"]) == (2, 1)
     assert json.loads(json.dumps(from_files.as_json()))["per_query"][1]["ap"] is None
+    from django.template.loader import render_to_string
+
+    header = render_to_string("evaluation/report.html", {"result": from_files.as_json(), "saved": {"pk": 1}})
+    assert "1 query scored (of 2: the others have no relevant image)" in header
 
 
 def test_tied_scores_are_averaged_by_default_and_the_report_says_so(tmp_path):
