@@ -16,6 +16,7 @@ unsure judgment is left out as missing (so an item judged relevant by one and un
 """
 
 import itertools
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -65,15 +66,21 @@ def _pair_shares(votes: Votes) -> np.ndarray:
 
 def cohen_kappa(votes: Votes) -> float | None:
     """Cohen's kappa where exactly two annotators voted on the items; None otherwise or where undefined."""
-    from sklearn.metrics import cohen_kappa_score
-
     annotators = sorted({name for by in votes.values() for name in by})
     if len(annotators) != 2 or not votes:
         return None
     first, second = annotators
-    a = [by[first] for by in votes.values()]
-    b = [by[second] for by in votes.values()]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    return kappa_score([by[first] for by in votes.values()], [by[second] for by in votes.values()])
+
+
+def kappa_score(a: list[str], b: list[str]) -> float | None:
+    """scikit-learn's Cohen's kappa of two lists of votes over VOTES; None where it is undefined. scikit-learn then
+    warns and answers NaN: the same fact, said here as None, so commands print no warning lines."""
+    from sklearn.exceptions import UndefinedMetricWarning
+    from sklearn.metrics import cohen_kappa_score
+
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
         kappa = float(cohen_kappa_score(a, b, labels=list(VOTES)))
     return kappa if np.isfinite(kappa) else None
 

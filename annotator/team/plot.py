@@ -10,11 +10,13 @@ COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
 
 
 def seconds_per_label(days: list[dict[str, Any]]) -> str:
-    """An SVG of `days` (costs.report's rows: annotator, day, seconds_per_label); "" with fewer than one point."""
-    if not days:
+    """An SVG of `days` (costs.report's rows: annotator, day, seconds_per_label); "" with fewer than one point, or
+    where no label took any time (no lead time recorded: a range, an import), which an axis from 0 to 0 cannot show."""
+    days = [row for row in days if row.get("seconds_per_label") is not None]
+    top = max((row["seconds_per_label"] for row in days), default=0.0)
+    if not top:
         return ""
     dates = sorted({row["day"] for row in days})
-    top = max(row["seconds_per_label"] for row in days) or 1.0
     span = WIDTH - LEFT - RIGHT
     # One day: its points in the middle (a line needs two days); more: the first day at the left, the last at the right.
     x_of = {day: LEFT + (span * n / (len(dates) - 1) if len(dates) > 1 else span / 2) for n, day in enumerate(dates)}
@@ -30,7 +32,7 @@ def seconds_per_label(days: list[dict[str, Any]]) -> str:
         f'width="{WIDTH}" height="{HEIGHT}"><title>Median seconds per label, per annotator and day</title>',
         f'<line x1="{LEFT}" y1="{y(0):.1f}" x2="{WIDTH - RIGHT}" y2="{y(0):.1f}" stroke="#888"/>',
         f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{y(0):.1f}" stroke="#888"/>',
-        f'<text x="{LEFT - 4}" y="{TOP + 4}" text-anchor="end" font-size="11">{top:.1f} s</text>',
+        f'<text x="{LEFT - 4}" y="{TOP + 4}" text-anchor="end" font-size="11">{top:.3g} s</text>',
         f'<text x="{LEFT - 4}" y="{y(0):.1f}" text-anchor="end" font-size="11">0</text>',
     ]
     if len(dates) == 1:

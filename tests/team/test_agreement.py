@@ -209,3 +209,14 @@ def test_dawid_skene_with_annotators_who_used_one_value_or_both(used):
     assert all(value is not None and 0.0 <= value <= 1.0 for value in accuracy.values()), accuracy
     if mine == theirs == {"relevant"}:
         assert accuracy == {"ann": 1.0, "bob": 1.0}  # both always say what the estimated truth is
+
+
+def test_an_undefined_kappa_is_none_and_warns_nothing():
+    """Issue 64: `export_inquire` and `release create` printed scikit-learn's UndefinedMetricWarning lines where
+    kappa is undefined (both annotators always said the same one value)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails the test
+        assert agreement.kappa_score(["relevant"] * 5, ["relevant"] * 5) is None
+        assert agreement.kappa_score(["relevant", "not_relevant"], ["relevant", "not_relevant"]) == 1.0

@@ -247,3 +247,16 @@ def test_a_team_report_that_cannot_be_computed_says_so_instead_of_computing(labe
     client.force_login(admin)
     page = client.get(f"/dashboard/{query.pk}/").content.decode()
     assert "could not be computed (ValueError: a figure came out as NaN)" in page
+
+
+def test_the_plot_of_seconds_per_label_reads_its_top_and_draws_nothing_untimed():
+    """Issue 64: the team page's plot topped its axis at "0.0 s" (labels that took well under a tenth of a second on
+    average, or none timed)."""
+    from annotator.team import plot
+
+    assert plot.seconds_per_label([{"annotator": "ann", "day": "2026-11-28", "seconds_per_label": 0.0}]) == ""
+    assert plot.seconds_per_label([{"annotator": "ann", "day": "2026-11-28", "seconds_per_label": None}]) == ""
+    quick = plot.seconds_per_label([{"annotator": "ann", "day": "2026-11-28", "seconds_per_label": 0.04}])
+    assert ">0.04 s</text>" in quick and ">0.0 s<" not in quick
+    slow = plot.seconds_per_label([{"annotator": "ann", "day": "2026-11-28", "seconds_per_label": 98.25}])
+    assert ">98.2 s</text>" in slow or ">98.3 s</text>" in slow
