@@ -58,7 +58,11 @@ def advice(query: Query, aim: str = "query") -> dict[str, Any]:
                      "confirmed positives).")  # fmt: skip
     recent = _recent(query)
     if len(recent) < WINDOW:
-        return _said("label", f"Label down the ranking: {len(recent)} judgments so far, a check reads {WINDOW}.")
+        return _said(
+            "label",
+            f"Label down the ranking: {len(recent)} judgments so far outside the overlap samples and checks (theirs "
+            f"do not tell how the ranking yields), a check reads {WINDOW}.",
+        )
     share = sum(value == LabelValue.RELEVANT for value in recent) / len(recent)
     if share > DRY[aim]:
         return _said("label", f"The last {WINDOW} judgments were {share:.0%} relevant: the ranking still yields.")

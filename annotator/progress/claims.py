@@ -71,6 +71,18 @@ BLIND_NEXT = "Checking: label the check's images you have not judged (ranking �
 NO_CHECK = "No check yet: when the query looks done, staff draw a random check of its frame (side pane or API)."
 
 
+def _no_check_of_its_own(query: Query) -> str:
+    """The next step of a query without a check: a benchmark check that samples it says so (the box read "no check
+    yet" while its pairs were being looked at)."""
+    pooled = benchmark.open_check()
+    if pooled is not None and pooled.strata.filter(query=query).exists():
+        return (
+            f"No check of its own yet; the open benchmark check {pooled.ordinal} samples this query's frame: label "
+            "its pairs (ranking “completeness check”)."
+        )
+    return NO_CHECK
+
+
 def reports(query_ids: Any = None) -> list[dict[str, Any]]:
     """report() of every query (or of `query_ids`), by id."""
     queries = Query.objects.order_by("pk")
@@ -98,7 +110,7 @@ def _report(query: Query) -> dict[str, Any]:
         return {
             "query_id": query.pk, "status": "no_check", "frame": None, "target_recall": None, "confidence": None,
             "method": method(), "sample": None, "recall_lower_bound": None, "estimated_positives": None,
-            "claim": None, "outside_frame": OUTSIDE, "next": NO_CHECK,
+            "claim": None, "outside_frame": OUTSIDE, "next": _no_check_of_its_own(query),
         }  # fmt: skip
     now = current(check)
     decided = check.status != CompletenessCheck.Status.CHECKING

@@ -269,3 +269,14 @@ def test_a_draw_with_a_check_open_still_refuses_unknown_queries_and_an_empty_spl
     empty = draw(bench, split="test")
     assert empty.status_code == 409 and "No query is in the test split" in empty.json()["detail"]
     assert BenchmarkCheck.objects.count() == 1
+
+
+def test_a_query_the_benchmark_check_samples_does_not_read_no_check_yet(bench):
+    """Issue 64: the per-query box said "no check yet" while a benchmark check sampled the query."""
+    first, _ = bench["queries"]
+    before = api_for(bench["annotator"]).get(f"/api/queries/{first.pk}/completeness/").json()
+    assert before["status"] == "no_check" and before["next"].startswith("No check yet")
+    assert draw(bench, split="val").status_code == 201
+    during = api_for(bench["annotator"]).get(f"/api/queries/{first.pk}/completeness/").json()
+    assert during["status"] == "no_check"
+    assert "the open benchmark check 1 samples this query's frame" in during["next"]
