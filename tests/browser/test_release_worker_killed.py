@@ -3,6 +3,7 @@ Celery worker on a real Redis, sharing the PostgreSQL test database; its steps s
 beat's reaper fails the job, the page says so with its sentence, and a new release of another name is made whole."""
 
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -26,13 +27,14 @@ def test_a_release_whose_worker_is_killed_says_failed_and_the_next_one_is_made(
     top = [hit.image_id for hit in search(text=query.text, k=10)]
     changes = [LabelChange(image_id, "relevant" if n < 3 else "not_relevant") for n, image_id in enumerate(top)]
     set_labels(query_id=query.pk, changes=changes, user=labeling["annotator"], source="keyboard")
-    worker = start_worker(QUIRE_TEST_SLOW_STEPS="2")
+    worker = start_worker(QUIRE_TEST_SLOW_STEPS="4")  # room for the page's 2 s polls on a loaded CI machine
     log_in(page, live_server, "boss", "pw-boss-1", "/releases/")
     page.fill('input[name="name"]', "v1")
     page.click("#release-form button[type=submit]")
     row = page.locator("#release-jobs tr[data-job]").first
     expect(row.locator(".status")).to_have_text("running", timeout=60_000)
-    expect(row).to_contain_text("1 / 5", timeout=60_000)  # a step shown while the snapshot is still open
+    # A step shown while the snapshot is still open (which of them the page's poll meets depends on the machine).
+    expect(row).to_contain_text(re.compile(r"[1-4] / 5"), timeout=60_000)
     folder = Path(tiny_settings.QUIRE_DATA_DIR) / "releases"
     assert list(folder.glob(".v1.partial-*"))
 
