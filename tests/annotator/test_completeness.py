@@ -567,3 +567,17 @@ def test_a_draw_that_meets_an_open_check_over_another_frame_is_refused(team):
     other = draw(team, {**body, "frame": {"kind": "top", "depth": 40}})
     assert other.status_code == 409 and "is open over its own frame (collection)" in str(other.json())
     assert CompletenessCheck.objects.count() == 1
+
+
+def test_a_refused_draw_says_its_reason_once(labeling, client):
+    """Issue 64: "Query N has no labels yet" appeared twice in one box: the refusal, and the cost box asking again
+    at once and answering the same. After a refusal the cost is asked again only when the form changes."""
+    query = labeling["query"]
+    client.force_login(labeling["admin"])
+    asked = {"kind": "collection", "target_recall": "0.9", "confidence": "0.95"}
+    drawn = client.post(f"/queries/{query.pk}/completeness/draw", asked, HTTP_HX_REQUEST="true")
+    page = drawn.content.decode()
+    assert drawn.status_code == 400 and page.count("has no labels yet") == 1
+    assert 'hx-trigger="change from:closest form"' in page  # no "load": the refusal stands until the form changes
+    fresh = client.get(f"/queries/{query.pk}/").content.decode()
+    assert 'hx-trigger="load, change from:closest form"' in fresh  # a form not refused asks its cost at once
