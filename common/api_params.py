@@ -62,7 +62,7 @@ class ByIdCursorPagination(CursorPagination):
     def decode_cursor(self, request: Request) -> Cursor | None:
         """DRF's decoding, and the position checked to be an id: a forged cursor (`p=abc`) would otherwise
         reach the database's filter and answer 500. Either way a cursor that is not one of ours names no page: 404,
-        as DRF answers and the schema says (postprocess_schema)."""
+        as DRF answers and the schema says (common.api_schema)."""
         cursor = super().decode_cursor(request)
         if cursor is not None and cursor.position is not None and strict_id(cursor.position) is None:
             raise NotFound(self.invalid_cursor_message)
