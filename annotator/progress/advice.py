@@ -39,8 +39,7 @@ def advice(query: Query, aim: str = "query") -> dict[str, Any]:
     if check is not None and check.status == CompletenessCheck.Status.CHECKING:
         now = checks.progress(check)
         if now.unjudged or now.second:
-            left = len(now.unjudged) + len(now.second)
-            said = f"Label the check's {left} looks left (ranking \u201ccompleteness check\u201d)."
+            said = _looks_left("Label the check's {left} looks left", now)
             return _said("label", said + _someone_new(query, now), CHECK)
         return _said("wait", f"{len(now.adjudication)} of the check's images wait for an adjudicator.")
     pooled = benchmark.query_progress(query)
@@ -78,13 +77,24 @@ def advice(query: Query, aim: str = "query") -> dict[str, Any]:
 def _pooled(query: Query, pooled: checks.Progress) -> dict[str, Any]:
     """The step an open benchmark check asks of one of its queries: its pairs' looks, then the adjudicator."""
     if pooled.unjudged or pooled.second:
-        left = len(pooled.unjudged) + len(pooled.second)
-        said = f"Label this query's {left} pairs of the benchmark check left (ranking \u201ccompleteness check\u201d)."
+        said = _looks_left("Label this query's {left} looks left in the benchmark check", pooled)
         return _said("label", said + _someone_new(query, pooled), CHECK)
     if pooled.adjudication:  # every look given: nobody judges these pairs blind any more
         return _said("wait", f"{len(pooled.adjudication)} of this query's pairs of the benchmark check wait for an "
                      "adjudicator.")  # fmt: skip
     return _said("wait", "This query's pairs of the benchmark check have their looks; it waits for other queries.")
+
+
+def _looks_left(said: str, now: checks.Progress) -> str:
+    """The looks a check still wants (`said`, with {left}), in its two kinds, so that the counts the box shows beside
+    it add up."""
+    parts = []
+    if now.unjudged:
+        parts.append(f"{len(now.unjudged)} images nobody has looked at since the draw")
+    if now.second:
+        parts.append(f"{len(now.second)} wanting another blind look")
+    left = len(now.unjudged) + len(now.second)
+    return f"{said.format(left=left)}: {' and '.join(parts)} (ranking \u201ccompleteness check\u201d)."
 
 
 def _someone_new(query: Query, now: checks.Progress) -> str:

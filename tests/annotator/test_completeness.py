@@ -581,3 +581,17 @@ def test_a_refused_draw_says_its_reason_once(labeling, client):
     assert 'hx-trigger="change from:closest form"' in page  # no "load": the refusal stands until the form changes
     fresh = client.get(f"/queries/{query.pk}/").content.decode()
     assert 'hx-trigger="load, change from:closest form"' in fresh  # a form not refused asks its cost at once
+
+
+def test_the_advice_during_a_check_names_the_looks_it_counts(team):
+    """Issue 64: right after a draw the box said "0 of N looked at", "M images left" and "N looks left" together,
+    each counting something else without saying what: the advice now names its two kinds, which add up."""
+    confirm_positives(team)
+    assert draw(team, {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}}).status_code == 201
+    shown = api_for(team["admin"]).get(team["url"]).json()  # the judges of the re-looked images read it withheld
+    check, sample = the_check(team["query"])
+    reason = shown["advice"]["reason"]
+    # Right after the draw no image of the sample has a look given since: judged before or not, each wants one.
+    assert reason.startswith(f"Label the check's {len(sample)} looks left: {len(sample)} images nobody has looked at")
+    assert "wanting another blind look" not in reason
+    assert shown["sample"]["size"] == len(sample) and shown["sample"]["labeled"] == 0
