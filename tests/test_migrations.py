@@ -197,3 +197,28 @@ def test_the_labels_already_stored_are_counted(back_to_latest):
         (7, "ann", 2),
         (7, "bob", 1),
     ]
+
+
+BEFORE_BLIND_VOTES, BLIND_VOTES = ("annotator", "0022_fresh_looks"), ("annotator", "0023_blind_votes")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_samples_drawn_before_keep_what_their_judges_saw(back_to_latest):
+    """Issue 63's migration: an image that had its judgments was open to everyone under the old rule, so it is opened
+    (nothing seen before becomes hidden); on one still waiting, its present judgments become the blind votes."""
+    old = migrate([BEFORE_BLIND_VOTES])
+    Query, Judgment, OverlapImage = (old.get_model("annotator", name) for name in ("Query", "Judgment", "OverlapImage"))
+    three_images(old)
+    User = old.get_model("auth", "User")
+    query = Query.objects.create(id=7, text="Black Skimmer performing skimming", judgments_wanted=2)
+    ann, bob = User.objects.create(username="ann"), User.objects.create(username="bob")
+    for image_id in (1, 2):
+        OverlapImage.objects.create(query=query, image_id=image_id)
+    for image_id, annotator, value in ((1, ann, "relevant"), (1, bob, "not_relevant"), (2, ann, "relevant")):
+        Judgment.objects.create(query=query, image_id=image_id, annotator=annotator, value=value, source="click")
+
+    new = migrate([BLIND_VOTES])
+    OverlapImage, BlindVote = new.get_model("annotator", "OverlapImage"), new.get_model("annotator", "BlindVote")
+    opened = dict(OverlapImage.objects.values_list("image_id", "opened_at"))
+    assert opened[1] is not None and opened[2] is None  # image 1 had its two judgments: everyone saw it
+    assert list(BlindVote.objects.values_list("image_id", "annotator__username", "value")) == [(2, "ann", "relevant")]
