@@ -125,6 +125,9 @@ class DisagreementSerializer(serializers.Serializer):
     judgments = JudgmentOfSerializer(many=True)
     final = serializers.CharField(help_text="the final label: undecided until an adjudicator decides a tie")
     decided_by = serializers.CharField()
+    blind_votes = JudgmentOfSerializer(
+        many=True, required=False, help_text="revised only: each judge's blind vote, the one agreement counts"
+    )
     reason = serializers.ChoiceField(
         choices=["disagreement", "confirm", "revised"],
         help_text="disagreement: the judgments differ; confirm: a positive a completeness claim counts only once an "

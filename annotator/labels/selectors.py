@@ -12,6 +12,7 @@ from annotator.labels.checked import CHECKED, sampled_images
 from annotator.models import (
     UNDECIDED,
     Assignment,
+    BlindVote,
     CompletenessCheck,
     Decision,
     Judgment,
@@ -152,6 +153,7 @@ def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str,
             "image_id", "value", "decided_by"
         )
     )
+    voted = _blind_votes(query, revised)
     found = [
         {
             "image": image_id,
@@ -159,6 +161,7 @@ def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str,
             "final": finals.get(image_id, ("", ""))[0],
             "decided_by": finals.get(image_id, ("", ""))[1],
             "reason": "confirm" if image_id in confirm else "revised" if image_id in revised else "disagreement",
+            **({"blind_votes": voted[image_id]} if image_id in revised else {}),
         }
         for image_id, judgments in split.items()
         if image_id not in confirm or finals.get(image_id, ("", ""))[0] in ("relevant", "unsure")
@@ -166,6 +169,19 @@ def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str,
     if pending_only:
         found = [item for item in found if item["decided_by"] != Decision.ADJUDICATED]
     return sorted(found, key=lambda item: (item["decided_by"] != Decision.UNDECIDED, item["image"]))
+
+
+def _blind_votes(query: Query, image_ids: set[int]) -> dict[int, list[dict[str, str]]]:
+    """{image id: [{"annotator", "value"}]}: the blind votes of revised images, which the adjudicator reads beside the
+    judgments as they are now."""
+    votes: dict[int, list[dict[str, str]]] = {image_id: [] for image_id in image_ids}
+    for image_id, name, value in (
+        BlindVote.objects.filter(query=query, image_id__in=image_ids)
+        .order_by("image_id", "annotator__username")
+        .values_list("image_id", "annotator__username", "value")
+    ):
+        votes[image_id].append({"annotator": name, "value": value})
+    return votes
 
 
 def _single_positives_in_frame(query: Query, judged: dict[int, list[dict[str, Any]]]) -> set[int]:

@@ -60,6 +60,7 @@ def adjudicate(request: SignedInRequest, query_id: int) -> HttpResponseBase:
             "file": images[item["image"]],
             "final_said": VALUE_WORDS.get(item["final"], item["final"]),
             "judgments": [{**judgment, "said": VALUE_WORDS[judgment["value"]]} for judgment in item["judgments"]],
+            "blind_votes": [{**vote, "said": VALUE_WORDS[vote["value"]]} for vote in item.get("blind_votes", [])],
         }
         for item in pending[:QUEUE_PAGE]
         if item["image"] in images

@@ -119,6 +119,17 @@ def test_a_vote_changed_after_both_looks_goes_to_the_adjudicator_and_agreement_c
     waiting = {item["image"]: item for item in disagreements(query, pending_only=True)}
     assert waiting[image]["reason"] == "revised"
     assert {j["value"] for j in waiting[image]["judgments"]} == {"relevant"}
+    assert waiting[image]["blind_votes"] == [
+        {"annotator": "ann", "value": "relevant"},
+        {"annotator": "bob", "value": "not_relevant"},
+    ]
+    judge = Client()
+    judge.force_login(User.objects.get(username="boss"))
+    page = judge.get(f"/queries/{query.pk}/adjudicate").content.decode()
+    assert f'id="revised-{image}">A judge changed their blind vote' in page
+    assert 'bob <span class="value not_relevant">not relevant</span>' in page
+    listed = judge.get(f"/api/queries/{query.pk}/disagreements/").json()["results"]
+    assert [row["blind_votes"] for row in listed if row["image"] == image] == [waiting[image]["blind_votes"]]
     assert dict(BlindVote.objects.filter(query=query, image_id=image).values_list("annotator__username", "value")) == {
         "ann": "relevant",
         "bob": "not_relevant",
