@@ -107,26 +107,38 @@ def seal(query_id: int, image_ids: Iterable[int]) -> int:
     Images already in the sample stay as they are, opened or not. Returns how many were added."""
     wanted = set(image_ids)
     before = set(OverlapImage.objects.filter(query_id=query_id, image_id__in=wanted).values_list("image_id", flat=True))
+    added = wanted - before
     OverlapImage.objects.bulk_create(
-        [OverlapImage(query_id=query_id, image_id=image_id) for image_id in wanted - before], ignore_conflicts=True
+        [OverlapImage(query_id=query_id, image_id=image_id) for image_id in added], ignore_conflicts=True
     )
-    record_votes(query_id, wanted - before)
-    return len(wanted - before)
+    judged = Judgment.objects.filter(query_id=query_id, image_id__in=added, annotator__isnull=False)
+    keep_votes(query_id, judged.values_list("image_id", "annotator_id", "value"))
+    return len(added)
 
 
-def record_votes(query_id: int, image_ids: Iterable[int], annotator: Writer = None) -> None:
-    """Keep the present judgments of these images (by `annotator` only, when given) as blind votes where their
-    judges have none yet: the first judgment given under seal is the vote; the system's (imports) are no one's."""
-    judged = Judgment.objects.filter(query_id=query_id, image_id__in=list(image_ids), annotator__isnull=False)
-    if annotator is not None:
-        judged = judged.filter(annotator=annotator)
+def keep_votes(query_id: int, votes: Iterable[tuple[int, int, str]]) -> None:
+    """Keep (image id, judge id, value) as blind votes where their judges have none yet: the first judgment given
+    under seal is the vote, and it is never changed (the one writer of BlindVote rows)."""
     BlindVote.objects.bulk_create(
         [
-            BlindVote(query_id=query_id, image_id=image_id, annotator_id=annotator_id, value=value)
-            for image_id, annotator_id, value in judged.values_list("image_id", "annotator_id", "value")
+            BlindVote(query_id=query_id, image_id=image, annotator_id=judge, value=value)
+            for image, judge, value in votes
         ],
         ignore_conflicts=True,
     )
+
+
+def counted_votes(*fields: str, **where: Any) -> dict[tuple[int, int, int], tuple[Any, ...]]:
+    """{(query id, image id, judge id): `fields` of the vote the figures count}, over the judgments and blind votes
+    `where` selects (filters both share, such as query_id__in): each judge's blind vote where they gave one, revised
+    or withdrawn since, else their judgment. An import's labels are nobody's vote. Agreement, kappa, Dawid-Skene and
+    the per-look record all read this."""
+    keys = ("query_id", "image_id", "annotator_id")
+    judged = Judgment.objects.filter(annotator__isnull=False, **where).values_list(*keys, *fields)
+    counted = {row[:3]: row[3:] for row in judged.iterator(chunk_size=20_000)}
+    voted = BlindVote.objects.filter(**where).values_list(*keys, *fields)
+    counted.update((row[:3], row[3:]) for row in voted.iterator(chunk_size=20_000))
+    return counted
 
 
 def revised(query_id: int, image_ids: Iterable[int]) -> set[int]:

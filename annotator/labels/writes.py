@@ -334,7 +334,7 @@ def _write(
         _write_judgments(query_id, own, plans, user, source, import_batch)
         if query.sampled and user is not None:  # a judgment given under seal is the judge's blind vote
             under_seal = [image_id for _, image_id, _ in sealed.sealed_to(user, query=query_id, image_ids=plans)]
-            sealed.record_votes(query_id, under_seal, user)
+            sealed.keep_votes(query_id, [(i, user.pk, plans[i].value) for i in under_seal if plans[i].value])
         _settle(query_id, held, query.final_rule, blind=query.sampled)
         if query.checking:  # read with the query: the everyday save pays no extra round trip
             judgments_settled.send(sender=Label, query_id=query_id, image_ids=list(plans))

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 from django.db.models import Exists, OuterRef, Q
 
+from annotator.labels import sealed
 from annotator.labels.checked import CHECKED
-from annotator.models import BlindVote, Decision, Judgment, Label, LabelValue, OverlapImage
+from annotator.models import Decision, Label, LabelValue, OverlapImage
 from annotator.progress import certify
 from annotator.progress.check_requests import ENOUGH_LOOKS, LOOK_BOUND_CONFIDENCE, PER_LOOK
 
@@ -87,21 +88,10 @@ def record() -> LookRecord:
         .iterator(chunk_size=ROWS)
         if (query_id, image_id) in blind
     }
-    wanted = {"query_id__in": {q for q, _ in decided}, "image_id__in": {i for _, i in decided}}
-    fields = ("query_id", "image_id", "annotator_id", "value")
-    given = {
-        (query_id, image_id, judge): value
-        for query_id, image_id, judge, value in Judgment.objects.filter(annotator__isnull=False, **wanted)
-        .values_list(*fields)
-        .iterator(chunk_size=ROWS)
-    }
     # Each judge's blind vote is the look, revised or withdrawn since.
-    given.update(
-        ((query_id, image_id, judge), value)
-        for query_id, image_id, judge, value in BlindVote.objects.filter(**wanted).values_list(*fields)
-    )
+    given = sealed.counted_votes("value", query_id__in={q for q, _ in decided}, image_id__in={i for _, i in decided})
     per_image: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
-    for (query_id, image_id, _), value in given.items():
+    for (query_id, image_id, _), (value,) in given.items():
         if (query_id, image_id) in decided:
             counts = per_image[(query_id, image_id)]
             counts[0] += 1

@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from annotator.labels import sealed
 from annotator.methods.rerank import latest_prelabels
-from annotator.models import BlindVote, Decision, Judgment, Label, LabelValue, Query
+from annotator.models import Decision, Label, LabelValue, Query
 
 UNSURE_RULE = (
     "Unsure is not a vote: an item counts where at least two annotators voted relevant or not relevant; "
@@ -226,23 +227,10 @@ def dawid_skene(votes: Votes) -> dict[str, float | None] | None:
 
 
 def counted_votes(query_ids: Iterable[int] | None = None) -> list[tuple[Item, str, str]]:
-    """[((query id, image id), annotator, value)]: the votes the figures count, of `query_ids` (default all). Each
-    judge's blind vote where they gave one (annotator.labels.sealed), revised or withdrawn since, else their
-    judgment: the figures are computed from blind votes. An import's labels are nobody's vote."""
-    judgments = Judgment.objects.filter(annotator__isnull=False)
-    blind = BlindVote.objects.all()
-    if query_ids is not None:
-        ids = list(query_ids)
-        judgments, blind = judgments.filter(query_id__in=ids), blind.filter(query_id__in=ids)
-    fields = ("query_id", "image_id", "annotator_id", "annotator__username", "value")
-    counted = {
-        (query_id, image_id, judge): (name, value)
-        for query_id, image_id, judge, name, value in judgments.values_list(*fields).iterator(chunk_size=20_000)
-    }
-    counted.update(
-        ((query_id, image_id, judge), (name, value))
-        for query_id, image_id, judge, name, value in blind.values_list(*fields).iterator(chunk_size=20_000)
-    )
+    """[((query id, image id), annotator, value)]: the votes the figures count, of `query_ids` (default all): the
+    blind votes (annotator.labels.sealed.counted_votes)."""
+    where = {} if query_ids is None else {"query_id__in": list(query_ids)}
+    counted = sealed.counted_votes("annotator__username", "value", **where)
     return [((query_id, image_id), name, value) for (query_id, image_id, _), (name, value) in counted.items()]
 
 

@@ -54,4 +54,4 @@ def open_sample(query: Query) -> tuple[int, int]:
     )
     complete = [image_id for image_id, n in counts.items() if n >= wanted]
     opened = sealed.open_images(query.pk, complete)
-    return opened, closed.count()
+    return opened, sealed.sealed_queries([query.pk]).get(query.pk, 0)  # an adjudicated image is sealed no more
