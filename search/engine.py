@@ -28,7 +28,7 @@ from .exceptions import NoIndex, SearchError, SearchUnavailable
 from .index import Searcher, inner_products
 from .request import RankingRequest
 from .results import Hit
-from .spec import ClipSpec, configured_spec, index_folder, store_root
+from .spec import ClipSpec, configured_spec, index_folder, store_root, where_configured
 from .store import EmbeddingStore
 from .text_orders import TextOrders
 
@@ -76,7 +76,11 @@ def _get(model_name: str) -> _Loaded:
     try:
         stat = os.stat(pointer)
     except FileNotFoundError:
-        raise NoIndex(f"No search index has been built for {model_name} yet: run `manage.py build_index`.") from None
+        source = where_configured(model_name)
+        raise NoIndex(
+            f"No search index has been built for {model_name} yet{f' ({source})' if source else ''}: "
+            "run `manage.py build_index`."
+        ) from None
     stamp = (stat.st_mtime_ns, stat.st_ino, stat.st_size)
     with _lock:
         loaded = _loaded.get(model_name)

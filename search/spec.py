@@ -8,6 +8,8 @@ The model is named by two settings, as open_clip names it:
                          name is then taken from the folder and QUIRE_CLIP_MODEL is ignored)
 """
 
+import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +59,37 @@ class ClipSpec:
 
 def configured_spec() -> ClipSpec:
     return ClipSpec(settings.QUIRE_CLIP_MODEL, settings.QUIRE_CLIP_PRETRAINED)
+
+
+def where_configured(model_name: str) -> str:
+    """Where this process's model setting came from, in a sentence for an error about `model_name`, or "" for a
+    model the settings do not name (an evaluation's). The data directory's settings file is read again: a file
+    written after this process started (the demo records its stand-in there) names a model this process does not
+    search with, and the sentence says so."""
+    spec = configured_spec()
+    if model_name != spec.name:
+        return ""
+    names = ("QUIRE_CLIP_PRETRAINED",) if spec.pretrained.startswith("local-dir:") else SETTINGS
+    if any(os.environ.get(name) for name in names):
+        source = "the environment's " + " and ".join(names)
+    elif spec == DEFAULT:
+        source = f"the default (neither the environment nor {settings.DATA_DIR_SETTINGS_FILE} set a model)"
+    else:
+        them = "them" if len(names) > 1 else "it"
+        source = f"{' and '.join(names)} as this process read {them} at start from {settings.DATA_DIR_SETTINGS_FILE}"
+    said = f"this process searches with {model_name}, from {source}"
+    try:
+        recorded = json.loads(Path(settings.DATA_DIR_SETTINGS_FILE).read_text(encoding="utf-8"))
+        now = ClipSpec(recorded.get("QUIRE_CLIP_MODEL", ""), recorded.get("QUIRE_CLIP_PRETRAINED", ""))
+    except (OSError, ValueError, AttributeError):
+        return said
+    if now.pretrained and now.name != model_name and not any(os.environ.get(name) for name in names):
+        said += f"; that file now names {now.name}: restart this process to search with it"
+    return said
+
+
+SETTINGS = ("QUIRE_CLIP_MODEL", "QUIRE_CLIP_PRETRAINED")
+DEFAULT = ClipSpec("ViT-H-14-378-quickgelu", "dfn5b")  # quire/settings.py's default
 
 
 def store_root() -> Path:
