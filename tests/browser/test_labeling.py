@@ -151,3 +151,26 @@ def test_back_to_the_labeling_page_shows_the_labels_saved_since(page, live_serve
     page.screenshot(path=str(artifacts / "labeling-after-back.png"))
     response = page.request.get(f"{live_server.url}/queries/{query.pk}/")
     assert "no-store" in response.headers["cache-control"]
+
+
+def test_next_unlabeled_passes_the_labeled_tiles_it_loads(page, live_server, labeling):
+    """Issue 64: `n` at the last tile loaded the next page and selected its first tile (rank 51), labeled or not;
+    it now selects the first unlabeled one (rank 75 here), loading on while a loaded page holds none."""
+    query = labeling["query"]
+    log_in(page, live_server, "ann", "pw-ann-1", f"/queries/{query.pk}/")
+    expect(page.locator(".tile")).to_have_count(50)
+    page.keyboard.press("m")
+    expect(page.locator(".tile")).to_have_count(100)
+    tile(page, 50).click()
+    for _ in range(23):
+        page.keyboard.press("Shift+ArrowRight")
+    page.keyboard.press("0")
+    expect(page.locator('.tile[data-label="not_relevant"]')).to_have_count(24)
+    saved(page)
+    page.reload()
+    expect(page.locator(".tile")).to_have_count(50)
+    tile(page, 49).click()
+    page.keyboard.press("n")
+    expect(page.locator(".tile")).to_have_count(100)
+    expect(page.locator(".tile.selected")).to_have_attribute("data-rank", "75")
+    expect(tile(page, 74)).to_have_class("tile selected")

@@ -317,13 +317,24 @@ function start(page) {
     return `${plural(written.length, "image")} of the selection marked not relevant (z undoes it).`;
   }
 
+  // Where the selection goes once more tiles are in: the first new one, or (for `n`) the first new unlabeled one,
+  // loading on while a whole page of them is labeled.
   let selectFirstNew = null;
-  function loadMore() {
+  let seekUnlabeled = false;
+  function loadMore({ unlabeled = false } = {}) {
     const button = document.querySelector('#more [data-action="load-more"]');
     if (!button) return false;
     selectFirstNew = grid.tiles.length;
+    seekUnlabeled = unlabeled;
     button.click();
     return true;
+  }
+
+  function firstUnlabeled(from) {
+    for (let i = from; i < grid.tiles.length; i += 1) {
+      if (!grid.tiles[i].dataset.label && !queue.has(grid.tiles[i].dataset.imageId)) return i;
+    }
+    return -1;
   }
 
   function zoom(tile) {
@@ -355,10 +366,9 @@ function start(page) {
   }
 
   function nextUnlabeled() {
-    for (let i = grid.selected + 1; i < grid.tiles.length; i += 1) {
-      if (!grid.tiles[i].dataset.label) return grid.select(i);
-    }
-    if (!loadMore()) say("No unlabeled image below this one.", "saved");
+    const next = firstUnlabeled(grid.selected + 1);
+    if (next >= 0) return grid.select(next);
+    if (!loadMore({ unlabeled: true })) say("No unlabeled image below this one.", "saved");
   }
 
   // --- keys and clicks ------------------------------------------------------------------------
@@ -493,8 +503,14 @@ function start(page) {
     if (event.detail.target !== grid.element) return;
     collect();
     refresh();
-    if (selectFirstNew !== null && selectFirstNew < grid.tiles.length) grid.select(selectFirstNew);
+    const from = selectFirstNew;
     selectFirstNew = null;
+    if (from === null || from >= grid.tiles.length) return;
+    if (!seekUnlabeled) return grid.select(from);
+    const next = firstUnlabeled(from);
+    if (next >= 0) return grid.select(next);
+    grid.select(grid.tiles.length - 1);
+    if (!loadMore({ unlabeled: true })) say("No unlabeled image below this one.", "saved");
   });
 
   collect();
