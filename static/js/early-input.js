@@ -5,14 +5,18 @@
 // through the same handlers. Until then the status line says the page is starting and keeps the keys; it
 // never says "saved" (main.js writes the line from the save queue alone).
 (() => {
-  const CONTROLS = "input, select, textarea, button, a[href], summary, [contenteditable]";
+  // As main.js reads them: a control typed into keeps its keys, a button or a link only the keys that press it.
+  const TYPED_INTO = "input, select, textarea, [contenteditable]";
+  const PRESSES = new Set(["Enter", " ", "Tab"]);
+  const PRESSED = "button, a[href], summary";
   const MODIFIERS = new Set(["Shift", "Alt", "Control", "Meta", "AltGraph", "CapsLock"]);
   const SCROLLING = new Set([" ", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "PageUp", "PageDown"]);
   const kept = [];
   let taking = true;
 
   function onKey(event) {
-    if (!taking || MODIFIERS.has(event.key) || (event.target.closest && event.target.closest(CONTROLS))) return;
+    if (!taking || MODIFIERS.has(event.key) || !event.target.closest) return;
+    if (event.target.closest(TYPED_INTO) || (PRESSES.has(event.key) && event.target.closest(PRESSED))) return;
     const { key, code, shiftKey, ctrlKey, metaKey, altKey } = event;
     kept.push({ kind: "key", key, code, shiftKey, ctrlKey, metaKey, altKey });
     if (!ctrlKey && !metaKey && !altKey && SCROLLING.has(key)) event.preventDefault();

@@ -174,3 +174,25 @@ def test_next_unlabeled_passes_the_labeled_tiles_it_loads(page, live_server, lab
     expect(page.locator(".tile")).to_have_count(100)
     expect(page.locator(".tile.selected")).to_have_attribute("data-rank", "75")
     expect(tile(page, 74)).to_have_class("tile selected")
+
+
+def test_the_keys_work_after_a_submit_with_nothing_to_submit(page, live_server, labeling):
+    """Issue 64: a click on Submit with every tile labeled left the focus on the button, and the label keys stopped
+    working with nothing saying why."""
+    query = labeling["query"]
+    log_in(page, live_server, "ann", "pw-ann-1", f"/queries/{query.pk}/")
+    expect(page.locator(".tile")).to_have_count(50)
+    page.click("#submit")
+    expect(page.locator(".tile[data-label='not_relevant']")).to_have_count(50)
+    expect(page.locator("#save-status")).to_contain_text("Submitted: 50 images marked not relevant")
+    page.click("#submit")
+    expect(page.locator("#save-status")).to_have_text("Nothing to submit: every image shown is labeled.")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("1")
+    expect(tile(page, 1)).to_have_attribute("data-label", "relevant")
+    saved(page)
+    page.locator("#submit").focus()  # tabbed to: a letter or a digit still labels, Enter presses the button
+    page.keyboard.press("0")
+    expect(tile(page, 1)).to_have_attribute("data-label", "not_relevant")
+    saved(page)
+    assert Label.objects.get(query=query, image_id=tile(page, 1).get_attribute("data-image-id")).value == "not_relevant"

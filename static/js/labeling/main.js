@@ -374,6 +374,9 @@ function start(page) {
   // --- keys and clicks ------------------------------------------------------------------------
 
   const CONTROLS = "input, select, textarea, button, a[href], summary, [contenteditable]";
+  // Controls that take typed keys; a button, a link or a summary takes only the keys that press it.
+  const TYPED_INTO = "input, select, textarea, [contenteditable]";
+  const PRESSES = new Set(["Enter", " ", "Tab"]);
   const toggled = (tile) => (tile.dataset.label === "relevant" ? "not_relevant" : "relevant");
 
   // What each action of keymap.js does; `extend` is whether Shift was held (a range).
@@ -414,12 +417,14 @@ function start(page) {
       }
     }
     if (event.target.closest(CONTROLS)) {
-      // Keys belong to the control; Esc leaves it (a text box, a button, a link) for the grid.
+      // Keys belong to the control; Esc leaves it (a text box, a button, a link) for the grid. A label key typed
+      // while a button has the focus (Submit, clicked a moment ago) is the grid's: the keys never stop working.
       if (event.key === "Escape") {
         event.preventDefault(); // a search box would otherwise empty itself
         event.target.blur();
+        return;
       }
-      return;
+      if (event.target.closest(TYPED_INTO) || PRESSES.has(event.key)) return;
     }
     const action = actionFor(event);
     if (action) {
@@ -442,7 +447,8 @@ function start(page) {
     const tile = event.target.closest(".tile");
     if (tile) onTileClick(tile, event);
   });
-  submitButton.addEventListener("click", submitShown);
+  // A click leaves the focus on the button, where Enter and space would press it again: back to the grid.
+  submitButton.addEventListener("click", () => { submitButton.blur(); submitShown(); });
   detail.addEventListener("click", (event) => {
     if (event.target.closest('[data-action="like"]') && grid.current()) moreLikeThis(grid.current());
   });
