@@ -11,11 +11,9 @@ class QueryForm(forms.ModelForm):
     class Meta:
         model = Query
         fields = ["text", "supercategory", "category", "iconic_group", "split"]
-        widgets = {
-            "text": forms.TextInput(
-                attrs={"placeholder": "what the images should show", "size": 50, "maxlength": MAX_QUERY_TEXT}
-            )
-        }
+        # No maxlength: a browser cuts a longer pasted text to it without a word, and the cut query is saved. The
+        # server refuses it instead, with the count (clean_text).
+        widgets = {"text": forms.TextInput(attrs={"placeholder": "what the images should show", "size": 50})}
         error_messages = {"text": {"required": "Type the query: what the images should show."}}
 
     def clean_text(self) -> str:

@@ -64,3 +64,18 @@ def test_load_more_after_the_session_ended_says_so_and_adds_no_tile(page, contex
     assert page.locator(".tile").count() == tiles
     assert page.locator("#grid input[name=password]").count() == 0  # no login page in the grid
     page.screenshot(path=str(artifacts / "refused-session-ended.png"))
+
+
+def test_a_query_text_over_the_limit_is_refused_not_cut(page, live_server, labeling, artifacts):
+    """Issue 64: a 1,005-character text pasted into the query form was cut to 1,000 by the field's maxlength and
+    saved; the guide says it is refused. It is refused now, with the count, and nothing is stored."""
+    log_in(page, live_server, next_url="/")
+    before = Query.objects.count()
+    text = "egrets " * 143 + "fish"  # 1,005 characters
+    assert len(text) == 1005
+    page.locator('input[name="text"]').fill(text)
+    page.get_by_role("button", name="Add and start labeling").click()
+    page.wait_for_load_state("load")
+    expect(page.locator(".errorlist")).to_contain_text("A query is at most 1,000 characters; this one has 1,005.")
+    assert Query.objects.count() == before
+    page.screenshot(path=str(artifacts / "query-text-too-long.png"))
