@@ -209,6 +209,19 @@ def latest() -> BenchmarkCheck | None:
     return BenchmarkCheck.objects.order_by("-ordinal").first()
 
 
+def open_words(check: BenchmarkCheck, asked: BenchmarkRequest) -> str:
+    """Why nothing was drawn: the open check, its target and scope beside the one asked for."""
+    same = (asked.target, asked.confidence, asked.scope) == (check.target_recall, check.confidence, check.scope)
+    said = f"Benchmark check {check.ordinal} is open (target {check.target_recall:.0%} at {check.confidence:.0%} "
+    said += f"confidence over {check.scope}): label its pairs before drawing another. "
+    if same:
+        return said + "It is the check you asked for."
+    return said + (
+        f"Nothing was drawn for the target {asked.target:.0%} at {asked.confidence:.0%} confidence over {asked.scope} "
+        "as you asked; draw it once this check is decided."
+    )
+
+
 def draw(request: BenchmarkRequest, user: Writer) -> tuple[BenchmarkCheck, bool]:
     """Draw a benchmark check as `request` asks, or answer the open one: (check, drawn). Each query's frame is
     frozen (where it was not), and the strata, their confirmed positives and the sample are kept in the check;

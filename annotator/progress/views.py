@@ -103,11 +103,11 @@ def draw_benchmark(request: SignedInRequest) -> HttpResponseBase:
         asked = benchmark.read_request(data)
         if refused := visibility.of(request).refused_check([query.pk for query in benchmark.chosen(asked)]):
             return _benchmark_refused(request, refused, 403)
-        _, drawn = benchmark.draw(asked, request.user)
+        check, drawn = benchmark.draw(asked, request.user)
     except BadCheck as bad:
         return _benchmark_refused(request, str(bad), 400)
-    if not drawn:
-        messages.info(request, "A benchmark check is open already: label its pairs (below) before drawing another.")
+    if not drawn:  # said in the panel, where the button was pressed, with what was asked and what is open
+        return _benchmark_refused(request, benchmark.open_words(check, asked), 409)
     return redirect(reverse("dashboard") + "#benchmark")
 
 
