@@ -138,6 +138,26 @@ class SearchState:
         return set().union(*valid) if valid else None
 
     @property
+    def nothing_shown(self) -> str:
+        """Why a ranking's first page holds no image, in what the annotator set (the grid would be blank)."""
+        species = self.taxon_ids is not None
+        lasso = self.within_ids is not None
+        if species and lasso:
+            why = "the species filters and the map's selection have no image in common: remove a chip or draw the "
+            why += "selection again"
+        elif species:
+            why = "no image of the filters' species is in the collection: remove a chip"
+        elif lasso:
+            why = "the map's selection holds no image of the collection: draw it again"
+        elif self.hide_labeled:
+            why = "every image of this ranking is labeled and labeled images are hidden: untick hide labeled"
+        elif self.ranking == "check":
+            why = "no image of the check waits for your look"
+        else:
+            why = "the ranking holds no image yet"
+        return f"No image to show: {why}."
+
+    @property
     def filter_errors(self) -> list[str]:
         return [item.error for item in self.filters if item.error] + ([self.within_error] if self.within_error else [])
 

@@ -335,3 +335,21 @@ def test_a_layout_that_keeps_killing_its_worker_fails_with_a_sentence(mapped):
     assert map_jobs.reap() == [job.pk]
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and "stopped 3 times" in job.error and "unchanged" in job.error
+
+
+def test_a_filter_and_a_selection_with_nothing_in_common_say_so_in_the_grid(mapped, client):
+    """Issue 64: an empty grid (a species filter and a map selection with no image in common) showed no sentence."""
+    query, stored = mapped["query"], mapped["layout"]
+    embeddings = EmbeddingStore.existing(store_root(), configured_spec().name).load()
+    taxon_of = dict(zip(embeddings.image_ids.tolist(), embeddings.taxon_ids.tolist(), strict=True))
+    first = taxon_of[int(stored.image_ids[0])]
+    x, y = (float(v) for v in stored.xy[0])
+    tiny = ",".join(f"{v!r}" for v in (x - 0.01, y - 0.01, x + 0.01, y - 0.01, x + 0.01, y + 0.01, x - 0.01, y + 0.01))
+    other = next(t for t in sorted(set(taxon_of.values())) if t != first)
+    client.force_login(mapped["annotator"])
+    url = f"/queries/{query.pk}/"
+    both = client.get(url, {"within": tiny, "taxon": str(other)}).content.decode()
+    assert '<figure class="tile' not in both
+    assert "No image to show: the species filters and the map&#x27;s selection have no image in common" in both
+    alone = client.get(url, {"within": tiny}).content.decode()
+    assert '<figure class="tile' in alone and "No image to show" not in alone
