@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from markdown_it import MarkdownIt
+
 from annotator.inquire.croissant import TODO, TODO_FIELDS
 
 CONFIGS = ("qrels", "queries", "images", "judgments")  # qrels first: the default config
@@ -85,3 +87,11 @@ _FILES = [
     ("agreement.json", "agreement between annotators, per query and overall"),
     ("completeness.json", "each query's completeness claim"),
 ]
+
+
+def as_html(card: str) -> str:
+    """The card as the releases page shows it: CommonMark with its tables, raw HTML escaped (a query's text is
+    written into the card as it was typed) and links only of the safe schemes (markdown-it's validateLink)."""
+    if card.startswith("---\n") and (end := card.find("\n---\n", 4)) > 0:  # the YAML header, shown as it is
+        card = f"```yaml\n{card[4:end]}\n```\n{card[end + 5 :]}"
+    return MarkdownIt("commonmark", {"html": False}).enable("table").render(card)

@@ -11,7 +11,7 @@ from django.http import FileResponse, Http404, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotator.inquire import release_files, releases
+from annotator.inquire import release_card, release_files, releases
 from annotator.labels import visibility
 from annotator.models import Query, Release, ReleaseJob
 from common import background, held
@@ -19,8 +19,11 @@ from common.background import QueueUnavailable
 from common.http import SignedInRequest
 
 CREATE = "annotator.add_release"
-# The files the page links, in the order a reader wants them (every file of SHA256SUMS can be downloaded).
+# The files a reader wants first; the page links every file of a release, these first, then the rest by name.
 FILES = ("README.md", "croissant.json", "qrels.txt", "qrels.parquet", "inquire_annotations.csv", "SHA256SUMS")
+# What a browser shows as it is (a link opens it, `?download=1` saves it); the card (Markdown) is rendered; anything
+# else (Parquet) is only downloaded.
+SHOWN = {".json": "application/json", ".txt": "text/plain", ".csv": "text/plain", ".tsv": "text/plain"}
 VIEW = "annotator.view_release"
 REAPER = "annotator.reap_release_jobs"  # annotator/tasks.py: releases.reap_jobs
 
@@ -30,9 +33,8 @@ REAPER = "annotator.reap_release_jobs"  # annotator/tasks.py: releases.reap_jobs
 @require_http_methods(["GET", "POST"])
 def releases_page(request: SignedInRequest) -> HttpResponseBase:
     shown: dict[str, Any] = {
-        "releases": Release.objects.select_related("created_by"),
+        "releases": [_with_files(release) for release in Release.objects.select_related("created_by")],
         "jobs": _with_workers(list(ReleaseJob.objects.all()[:10])),
-        "release_files": FILES,
         "splits": Query.Split.values,
     }
     if request.method == "POST":
@@ -55,6 +57,18 @@ def releases_page(request: SignedInRequest) -> HttpResponseBase:
     if running and background.embedded():  # no beat without a broker: the page's polls send its reaper (a job)
         background.submit_when_polled(REAPER, key="reap-release-jobs")
     return render(request, "annotator/releases.html", {**shown, "diff": compared, "running": running})
+
+
+def _with_files(release: Release) -> Release:
+    """The release, with `files`: every file its SHA256SUMS lists and that file, in the order a reader wants."""
+    folder = Path(release.folder)
+    try:
+        names = [*release_files.listed(folder / releases.SUMS), releases.SUMS]
+    except OSError:  # its folder is gone or unreadable: the page still lists the release, with no file to open
+        names = []
+    first = [name for name in FILES if name in names]
+    release.files = first + sorted(set(names) - set(first))  # type: ignore[attr-defined]
+    return release
 
 
 def _with_workers(jobs: list[ReleaseJob]) -> list[ReleaseJob]:
@@ -97,4 +111,17 @@ def release_file(request: SignedInRequest, name: str, file_name: str) -> HttpRes
     folder = Path(release.folder)
     if file_name not in {*release_files.listed(folder / releases.SUMS), releases.SUMS}:
         raise Http404(f"Release {release.name} has no file {file_name[:100]!r}: its files are listed on the page.")
-    return FileResponse((folder / file_name).open("rb"), as_attachment=True, filename=f"{release.name}-{file_name}")
+    path = folder / file_name
+    download = f"{release.name}-{file_name}"
+    if request.GET.get("download") == "1":
+        return FileResponse(path.open("rb"), as_attachment=True, filename=download)
+    if path.suffix == ".md":
+        card = release_card.as_html(path.read_text(encoding="utf-8"))
+        shown = {"release": release, "file_name": file_name, "card": card}
+        return render(request, "annotator/release_card.html", shown)
+    kind = SHOWN.get(path.suffix, "text/plain" if file_name == releases.SUMS else "")
+    if not kind:
+        return FileResponse(path.open("rb"), as_attachment=True, filename=download)
+    answer = FileResponse(path.open("rb"), content_type=f"{kind}; charset=utf-8")
+    answer["Content-Disposition"] = f'inline; filename="{download}"'
+    return answer

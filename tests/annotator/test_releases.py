@@ -299,8 +299,23 @@ def test_the_releases_page_makes_one_in_the_background_lists_it_serves_its_files
     assert (job.status, job.done, job.total, job.release.name) == ("done", 5, 5, "v1")
     page = client.get("/releases/").content.decode()
     assert 'data-release="v1"' in page and ">12<" in page and "first" in page
-    card = client.get("/releases/v1/README.md")
+    folder = Path(releases.get("v1").folder)
+    every = sorted(path.name for path in folder.iterdir())
+    assert len(every) > 6 and all(f'href="/releases/v1/{name}"' in page for name in every)  # issue 64: 6 linked
+    assert all(f'href="/releases/v1/{name}?download=1"' in page for name in every)
+    card = client.get("/releases/v1/README.md?download=1")
     assert card.status_code == 200 and b"".join(card.streaming_content).startswith(b"---\nlicense: other")
+    assert card["Content-Disposition"].startswith("attachment")
+    shown = client.get("/releases/v1/README.md")  # the card rendered, its YAML header as a block
+    assert shown.status_code == 200 and shown["Content-Type"].startswith("text/html")
+    html = shown.content.decode()
+    assert '<code class="language-yaml">license: other' in html and "<h1>" in html and "<table>" in html
+    croissant = client.get("/releases/v1/croissant.json")
+    assert croissant["Content-Type"] == "application/json; charset=utf-8"
+    assert croissant["Content-Disposition"].startswith("inline")
+    assert json.loads(b"".join(croissant.streaming_content))["@type"] == "sc:Dataset"
+    parquet = next(name for name in every if name.endswith(".parquet"))
+    assert client.get(f"/releases/v1/{parquet}")["Content-Disposition"].startswith("attachment")
     assert client.get("/releases/v1/nothing.txt").status_code == 404
     assert client.get("/releases/v1/..%2Fv1%2FREADME.md").status_code == 404
     assert client.get("/releases/v9/README.md").status_code == 404
@@ -485,3 +500,16 @@ def test_a_release_waits_for_a_sealed_overlap_sample_and_is_made_once_it_is_open
     )
     open_sample(query)
     assert releases.create("v1").name == "v1"
+
+
+def test_a_card_is_shown_with_hostile_text_escaped():
+    """The releases page renders a card (issue 64); a query's text is written into it as typed, so raw HTML and
+    script links in it are shown as text, never run."""
+    card = (
+        "---\nlicense: other\n---\n# Card\n\n| query | text |\n|---|---|\n| 1 | <script>alert(1)</script> |\n\n"
+        '<img src=x onerror="alert(2)"> [a link](javascript:alert(3)) and\x00 a NUL\n'
+    )
+    html = release_card.as_html(card)
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<img" not in html and 'href="javascript:' not in html
+    assert '<code class="language-yaml">license: other' in html and "<table>" in html and "<h1>Card</h1>" in html

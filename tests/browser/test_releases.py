@@ -29,8 +29,16 @@ def test_staff_make_a_release_and_compare_two(page, live_server, labeling, artif
     row = page.locator('tr[data-release="v1.0"]')
     expect(row).to_contain_text("The first public version.")
     with page.expect_download() as download:
-        row.locator("a", has_text="README.md").click()
+        row.get_by_label("download README.md").click()
     assert download.value.suggested_filename == "v1.0-README.md"
+    row.get_by_role("link", name="README.md", exact=True).click()  # issue 64: the card is read on the page
+    expect(page.locator("#release-card h1").first).to_be_visible()
+    expect(page.locator("#release-card")).to_contain_text("license: other")
+    page.screenshot(path=str(artifacts / "release-card.png"))
+    page.go_back()
+    row.get_by_role("link", name="croissant.json", exact=True).click()
+    expect(page.locator("body")).to_contain_text('"@type": "sc:Dataset"')
+    page.go_back()
     set_labels(query_id=query.pk, changes=[LabelChange(top[3], "relevant")], user=ann, source="keyboard")
     releases.create("v1.1")
     page.reload()
