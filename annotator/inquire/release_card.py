@@ -94,4 +94,4 @@ def as_html(card: str) -> str:
     written into the card as it was typed) and links only of the safe schemes (markdown-it's validateLink)."""
     if card.startswith("---\n") and (end := card.find("\n---\n", 4)) > 0:  # the YAML header, shown as it is
         card = f"```yaml\n{card[4:end]}\n```\n{card[end + 5 :]}"
-    return MarkdownIt("commonmark", {"html": False}).enable("table").render(card)
+    return str(MarkdownIt("commonmark", {"html": False}).enable("table").render(card))
