@@ -52,9 +52,11 @@ from annotator.progress.checks import (
     fresh_since,
     in_frame,
     looks_at,
+    sample_figures,
     seal_judged,
     unconfirmed_positives,
     unconfirmed_words,
+    withheld_figures,
 )
 from annotator.progress.frames import BadCheck, Frame, frame_of, freeze
 
@@ -477,7 +479,7 @@ def report(check: BenchmarkCheck, *, withheld: str = "") -> dict[str, Any]:
         "tested_miss_rate": check.miss_rate, "looks_per_pair": check.looks or 2,
         "recall_lower_bound": check.recall_lower_bound if decided else None,
         "found": check.found if decided else check.found_at_draw, "sampled_from": check.sampled_from,
-        "sample": {"size": now.size, "labeled": now.labeled, "positives": now.positives, "pending": now.pending},
+        "sample": sample_figures(now.per_query.values()),
         "queries": rows, "claim": claim_words(check, len(rows)),
         # Each query's own interval, uncorrected for the N of them (reads like a certificate; it is not one) ...
         "queries_above_target": (
@@ -494,7 +496,7 @@ def report(check: BenchmarkCheck, *, withheld: str = "") -> dict[str, Any]:
         "advice": advice(check, rows, now),
     }  # fmt: skip
     if withheld:  # nor how many looks were given: it would tell who has judged what the viewer judges blind
-        shown["sample"] = {"size": now.size, "labeled": None, "positives": None, "pending": None}
+        shown["sample"] = withheld_figures(now.size)
         shown["queries"] = [{**row, "positives_in_sample": None, "recall": None} for row in rows]
         shown["queries_above_target"] = shown["queries_above_target_corrected"] = shown["smallest_query"] = None
         shown["advice"] = {"label_more": None, "reason": withheld}

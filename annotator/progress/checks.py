@@ -31,6 +31,7 @@ Blind judges see nothing through a check: its candidates come in the sample's ra
 waits for a look depends on how many judged it, never on what they said.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -320,6 +321,32 @@ class Progress:
     @property
     def complete(self) -> bool:
         return not self.unjudged and not self.pending
+
+
+def sample_figures(parts: Iterable[Progress]) -> dict[str, int]:
+    """A sample's figures as every report shows them (one query's check: one part; the benchmark's: a part per
+    query), in images, and they add up: size = labeled + waiting_for_look + left; the images waiting for an
+    adjudicator are among those labeled (their looks are in) and `pending` is both waits together."""
+    parts = list(parts)
+    figures = {
+        "size": sum(p.size for p in parts),
+        "labeled": sum(p.labeled for p in parts),
+        "positives": sum(p.positives for p in parts),
+        "pending": sum(p.pending for p in parts),
+        "left": sum(len(p.unjudged) for p in parts),
+        "waiting_for_look": sum(len(p.second) for p in parts),
+        "waiting_for_adjudicator": sum(len(p.adjudication) for p in parts),
+    }
+    return figures
+
+
+def withheld_figures(size: int) -> dict[str, int | None]:
+    """A sample's figures for a viewer who judges some of it blind: its size alone (how many looks were given would
+    tell who has judged what they judge)."""
+    return {"size": size, **dict.fromkeys(SAMPLE_FIGURES, None)}
+
+
+SAMPLE_FIGURES = ("labeled", "positives", "pending", "left", "waiting_for_look", "waiting_for_adjudicator")
 
 
 def progress(check: CompletenessCheck) -> Progress:

@@ -7,7 +7,7 @@ from annotator.models import CompletenessCheck, Query
 from annotator.progress import benchmark, looks
 from annotator.progress.advice import advice
 from annotator.progress.check_requests import DEFAULT_DEPTH
-from annotator.progress.checks import Progress, current, latest, open_check
+from annotator.progress.checks import Progress, current, latest, open_check, sample_figures, withheld_figures
 from annotator.progress.frames import MAX_DEPTH
 
 
@@ -58,7 +58,7 @@ def report(query: Query, *, withheld: str = "", aim: str = "query") -> dict[str,
         shown = {**_report(query), "advice": {"next": "label", "reason": withheld}}
         if shown["sample"]:
             shown |= {name: None for name in WITHHELD_FIELDS}
-            shown["sample"] = {"size": shown["sample"]["size"], "labeled": None, "positives": None, "pending": None}
+            shown["sample"] = withheld_figures(shown["sample"]["size"])
             shown["next"] = BLIND_NEXT if shown["status"] == "checking" else shown["next"]
         shown["withheld"] = withheld
         return shown
@@ -71,13 +71,18 @@ BLIND_NEXT = "Checking: label the check's images you have not judged (ranking �
 NO_CHECK = "No check yet: when the query looks done, staff draw a random check of its frame (side pane or API)."
 
 
-def _no_check_of_its_own(query: Query) -> str:
+def sampled_by(query: Query) -> int | None:
+    """The number of the open benchmark check that samples `query`'s frame, or None."""
+    pooled = benchmark.open_check()
+    return pooled.ordinal if pooled is not None and pooled.strata.filter(query=query).exists() else None
+
+
+def _no_check_of_its_own(pooled: int | None) -> str:
     """The next step of a query without a check: a benchmark check that samples it says so (the box read "no check
     yet" while its pairs were being looked at)."""
-    pooled = benchmark.open_check()
-    if pooled is not None and pooled.strata.filter(query=query).exists():
+    if pooled is not None:
         return (
-            f"No check of its own yet; the open benchmark check {pooled.ordinal} samples this query's frame: label "
+            f"No check of its own yet; the open benchmark check {pooled} samples this query's frame: label "
             "its pairs (ranking “completeness check”)."
         )
     return NO_CHECK
@@ -107,10 +112,11 @@ def query_claims(data: Any) -> list[dict[str, Any]]:
 def _report(query: Query) -> dict[str, Any]:
     check = latest(query)
     if check is None:
+        pooled = sampled_by(query)
         return {
             "query_id": query.pk, "status": "no_check", "frame": None, "target_recall": None, "confidence": None,
             "method": method(), "sample": None, "recall_lower_bound": None, "estimated_positives": None,
-            "claim": None, "outside_frame": OUTSIDE, "next": _no_check_of_its_own(query),
+            "claim": None, "outside_frame": OUTSIDE, "next": _no_check_of_its_own(pooled), "benchmark_check": pooled,
         }  # fmt: skip
     now = current(check)
     decided = check.status != CompletenessCheck.Status.CHECKING
@@ -130,7 +136,7 @@ def _report(query: Query) -> dict[str, Any]:
         "tested_at": check.tested_at,
         "method": method(check.looks),
         "second_judgments": check.second_judgments,
-        "sample": {"size": now.size, "labeled": now.labeled, "positives": now.positives, "pending": now.pending},
+        "sample": sample_figures([now]),
         "found": check.found if decided else check.found_at_draw,
         "sampled_from": check.sampled_from,
         "recall_lower_bound": check.recall_lower_bound if decided else None,
