@@ -29,7 +29,7 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefre
 from annotator import labels
 from annotator.labeling import examples, grid
 from annotator.labeling.forms import ExampleUploadForm, LabelingSearchForm, SearchState
-from annotator.labels import visibility
+from annotator.labels import selectors, visibility
 from annotator.labels.changes import MAX_LABELS_PER_SAVE, BadChanges, read_changes, read_image_ids
 from annotator.labels.sealed import seen_by
 from annotator.map import points as map_view
@@ -156,6 +156,12 @@ def label_page(request: SignedInRequest, query_id: int) -> HttpResponseBase:
             else None,
             "tracking": TrackingForm(instance=query, staff=labels.may_manage(request.user)),
             "locked": labels.locked_for(query, request.user),
+            # The adjudicator's way in from the query's own page: its queue, with what waits there.
+            "undecided": (
+                selectors.undecided_by_query([query]).get(query.pk, 0)
+                if request.user.has_perm(labels.ADJUDICATE)
+                else None
+            ),
             "map_hints": [
                 (hint, _with_within(request, hint.within)) for hint in map_view.cluster_hints(query, request.user, seen)
             ],

@@ -129,16 +129,3 @@ def test_the_demo_then_search_embed_and_runserver_as_separate_processes(tmp_path
     finally:
         server.terminate()
         server.wait(timeout=20)
-
-
-def test_the_team_demo_on_a_first_run(tmp_path):
-    """Issue 64: `./dev demo --team` on a fresh data folder drew its overlap sample with the settings the process
-    started with (no model recorded yet) and ended in NoIndex; the team demo is the first command of a team trial."""
-    data = tmp_path / "data"
-    first = subprocess.run(
-        ["./dev", "demo", "--no-serve", "--images", "40", "--team"],
-        cwd=ROOT, env=environment(data), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert first.returncode == 0, first.stderr
-    assert "NoIndex" not in first.stderr and "Traceback" not in first.stderr
-    assert "Overlap sample: the top" in first.stdout and "images added now" in first.stdout
