@@ -114,3 +114,22 @@ def test_mid_benchmark_check_the_query_says_it_is_sampled_and_its_share_adds_up(
         len(pairs) - 12,
         2,
     )
+
+
+def test_once_every_pair_has_its_look_the_advice_is_to_wait_not_to_label(reviewed):
+    """Issue 64: after the annotators had judged every image of a benchmark check, the pane still said "Next:
+    label". With every pair looked at and two positive looks waiting for an adjudicator, it says wait, and where."""
+    query, client, bob = reviewed["query"], reviewed["client"], reviewed["bob"]
+    check, _ = benchmark.draw(benchmark.read_request({"target_recall": 0.8, "confidence": 0.9}), None)
+    pairs = list(BenchmarkImage.objects.filter(benchmark=check).order_by("position").values_list("image_id", flat=True))
+    unjudged = fresh(pairs, set(reviewed["top"]), len(pairs))
+    # Bob looks at every pair: two positive looks among those nobody had judged, and Ann's earlier judgments agreed
+    # with (a look at an image judged before the draw is blind to the old vote).
+    relevant = set(reviewed["top"][::4])
+    looks = [LabelChange(i, "relevant" if i in unjudged[:2] or i in relevant else "not_relevant") for i in pairs]
+    set_labels(query_id=query.pk, changes=looks, user=bob, source="keyboard")
+    report = client.get("/api/completeness/benchmark/").json()
+    assert report["sample"]["left"] == 0 and report["sample"]["waiting_for_adjudicator"] >= 2, report["sample"]
+    said = box(client, query)
+    assert "Next: wait" in said and "Next: label" not in said, said
+    assert "Open the adjudication queue" in said
