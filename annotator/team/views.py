@@ -33,8 +33,9 @@ VALUE_WORDS = {**{value: label.lower() for value, label in LabelValue.choices}, 
 def adjudicate(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     """The query's disagreements not adjudicated yet, each image large with every annotator's judgment; the
     decision (a button, or the keys 1, 0 and u) becomes the final label. Refusals are shown at the top of the
-    queue, with a 4xx status, and change nothing. A decision sent after the session ended is not lost in silence:
-    the way back from the login page carries it (`?unsaved=IMAGE:VALUE`), and the queue says it was not saved."""
+    queue, with a 4xx status, and change nothing. A decision sent after the session ended is kept, as the labeling
+    page keeps its labels: the way back from the login page carries it (`?unsaved=IMAGE:VALUE`), and the page
+    sends it again once it is loaded (a POST: the GET itself changes nothing), saying so."""
     if not request.user.is_authenticated:
         back = request.path
         if request.method == "POST" and (image_id := strict_id(request.POST.get("image"))) is not None:
@@ -44,7 +45,7 @@ def adjudicate(request: SignedInRequest, query_id: int) -> HttpResponseBase:
         return redirect_to_login(back)
     query = get_object_or_404(Query, pk=query_id)
     allowed = request.user.has_perm(labels.ADJUDICATE)
-    error, status = _unsaved(request.GET.get("unsaved", "")), 200
+    error, status, kept = "", 200, _kept(request.GET.get("unsaved", ""))
     if not allowed:
         error, status = labels.ADJUDICATE_MESSAGE, 403
     elif request.method == "POST":
@@ -70,20 +71,19 @@ def adjudicate(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     undecided = sum(item["decided_by"] == Decision.UNDECIDED for item in pending)
     context = {
         "query": query, "queue": queue, "pending": len(pending), "undecided": undecided,
-        "decided": len(pending) - undecided, "allowed": allowed, "error": error,
+        "decided": len(pending) - undecided, "allowed": allowed, "error": error, "kept": kept if allowed else None,
     }  # fmt: skip
     return render(request, "annotator/adjudicate.html", context, status=status)
 
 
-def _unsaved(said: str) -> str:
-    """The sentence for a decision the session's end kept from being saved ("" for none, or a malformed one)."""
+def _kept(said: str) -> dict[str, Any] | None:
+    """The decision the session's end kept from being saved, to send again ({"image", "value", "said"}), or None for
+    none or a malformed one."""
     image, _, value = said.partition(":")
-    if strict_id(image) is None or value not in LabelValue.values:
-        return ""
-    return (
-        f"Your session had ended, so your decision on image {image} ({LabelValue(value).label.lower()}) was not "
-        "saved: decide it again below."
-    )
+    image_id = strict_id(image)
+    if image_id is None or value not in LabelValue.values:
+        return None
+    return {"image": image_id, "value": value, "said": LabelValue(value).label.lower()}
 
 
 def _decide(request: SignedInRequest, query: Query) -> tuple[str, int]:

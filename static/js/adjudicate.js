@@ -12,3 +12,11 @@
     form.querySelector(`button[value="${value}"]`).click();
   });
 })();
+
+// A decision sent while the session had ended comes back through the login (?unsaved=IMAGE:VALUE): it is sent
+// again now, as the labeling page sends its waiting labels after logging in; the server's answer is the page.
+(() => {
+  const kept = document.getElementById("kept-decision");
+  if (!kept) return;
+  kept.querySelector("button").click();
+})();

@@ -9,7 +9,7 @@ from annotator.labels import LabelChange, set_labels
 from annotator.models import Judgment, Label
 from annotator.team.overlap import draw_sample
 from search.facade import search
-from tests.browser.pages import log_in
+from tests.browser.pages import log_in, post_form
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,3 +72,37 @@ def test_the_team_panel_fills_in_from_the_background(page, live_server, labeling
     # The run fills in too: the two split votes are undecided, the ten below them not relevant.
     expect(page.locator("#query-run")).to_have_text("10 of 100", timeout=60_000)
     page.screenshot(path=str(artifacts / "team-panel.png"), full_page=True)
+
+
+def test_a_decision_made_after_the_session_ended_waits_and_is_saved_after_logging_in(
+    page, live_server, labeling, artifacts
+):
+    """Issue 64: on the adjudication page an ended session turned a decision into a bare login form, and after
+    logging in the image was still undecided with nothing said. Now the login page says the decision waits, and the
+    queue sends it once the adjudicator is back, as the labeling page does with its labels."""
+    query, ann = labeling["query"], labeling["annotator"]
+    bob = User.objects.create_user("bob", password="pw-bob-1")
+    image = search(text=query.text, k=1)[0].image_id
+    set_labels(query_id=query.pk, changes=[LabelChange(image, "not_relevant")], user=ann, source="keyboard")
+    set_labels(query_id=query.pk, changes=[LabelChange(image, "relevant")], user=bob, source="keyboard")
+    assert Label.objects.get(query=query, image_id=image).value == "undecided"
+
+    url = f"/queries/{query.pk}/adjudicate"
+    log_in(page, live_server, "boss", "pw-boss-1", url)
+    expect(page.locator(f'.adjudication[data-image-id="{image}"]')).to_be_visible()
+    post_form(page.context, live_server, "/accounts/logout/")  # the session ends while the queue is open
+    page.keyboard.press("1")
+    page.wait_for_url("**/accounts/login/**")
+    expect(page.locator("#session-ended")).to_have_text(
+        "Your session ended: your decision waits and is saved after you log in."
+    )
+    page.screenshot(path=str(artifacts / "adjudication-session-ended.png"))
+    assert Label.objects.get(query=query, image_id=image).value == "undecided"
+    page.fill('input[name="username"]', "boss")
+    page.fill('input[name="password"]', "pw-boss-1")
+    page.click('button[type="submit"]')
+    expect(page.locator(".messages")).to_contain_text(f"Image {image}: final label relevant.")
+    expect(page.locator("#queue-empty")).to_be_visible()
+    page.screenshot(path=str(artifacts / "adjudication-saved-after-login.png"))
+    label = Label.objects.get(query=query, image_id=image)
+    assert (label.value, label.decided_by, label.annotator.username) == ("relevant", "adjudicated", "boss")

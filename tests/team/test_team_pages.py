@@ -181,6 +181,10 @@ def test_a_decision_sent_after_the_session_ended_is_said_unsaved_after_logging_i
     assert answer.status_code == 302
     assert answer["Location"] == "/accounts/login/?next=/queries/7/adjudicate%3Funsaved%3D1000%253Arelevant"
     assert state() == before  # nothing decided
+    login = Client().get(answer["Location"]).content.decode()
+    assert "Your session ended: your decision waits and is saved after you log in." in login
     back = logged_in(split["judge"]).get("/queries/7/adjudicate?unsaved=1000:relevant").content.decode()
-    assert "Your session had ended, so your decision on image 1000 (relevant) was not saved" in back
-    assert "was not saved" not in logged_in(split["judge"]).get("/queries/7/adjudicate?unsaved=x:y").content.decode()
+    assert "Your session had ended, so your decision on image 1000 (relevant) waited" in back
+    assert '<form method="post" action="/queries/7/adjudicate" class="notice" id="kept-decision"' in back
+    assert state() == before  # the GET sends nothing: the page's script posts it (tests/browser/test_team.py)
+    assert "kept-decision" not in logged_in(split["judge"]).get("/queries/7/adjudicate?unsaved=x:y").content.decode()
