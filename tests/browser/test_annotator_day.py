@@ -332,3 +332,21 @@ def test_a_range_and_submit_are_recorded_as_what_they_were(page, live_server, la
     expect(page.locator('.tile[data-label="not_relevant"]')).to_have_count(len(shown) - 3)
     given = dict(LabelEvent.objects.filter(query=query).values_list("image_id", "source"))
     assert {given[i] for i in shown[:3]} == {"keyboard"} and {given[i] for i in shown[3:]} == {"submit"}
+
+
+def test_a_double_click_on_upload_stores_one_example(page, live_server, labeling, tmp_path, artifacts):
+    """Issue 64: a double click on "Upload and rank like it" stored the example twice; the guide says a second click
+    while it is sent does nothing."""
+    from PIL import Image as Picture
+
+    from annotator.models import QueryExample
+
+    query = labeling["query"]
+    photo = tmp_path / "heron.png"
+    Picture.new("RGB", (64, 48), (30, 90, 160)).save(photo)
+    log_in(page, live_server, next_url=f"/queries/{query.pk}/")
+    page.set_input_files('#upload-example input[type="file"]', str(photo))
+    assert double_click(page, "Upload and rank like it") == 1  # the second click sent nothing
+    expect(page.locator(".examples figure, #examples figure").first).to_be_visible(timeout=20_000)
+    assert QueryExample.objects.filter(query=query).count() == 1
+    page.screenshot(path=str(artifacts / "upload-double-click.png"))
