@@ -31,6 +31,7 @@ ROLES = ("run", "qrels", "queries")
 
 # evaluation/tasks.py: runs `score` below on a worker.
 SCORE_TASK = "evaluation.score_run"
+UNFINISHED = (Scoring.Status.QUEUED, Scoring.Status.RUNNING)
 
 
 def upload_name(upload: "File[Any]", role: str) -> str:
@@ -85,13 +86,18 @@ def _send(scoring_id: int) -> None:
         raise
 
 
-def resume_if_lost(scoring: Scoring) -> bool:
-    """With no broker, send again a scoring that no background thread of this process holds (the server
-    was restarted while it waited or ran). With a broker, the broker gives back a lost worker's task."""
-    if scoring.finished or not background.embedded() or background.is_pending(SCORE_TASK, scoring.pk):
-        return False
-    background.submit(SCORE_TASK, scoring.pk)
-    return True
+def resume_lost() -> list[int]:
+    """With no broker, send again each unfinished scoring that no background thread of this process holds (the
+    server was restarted while it waited or ran); the ids sent. Embedded beat's task (common/beat.py): with a
+    broker, the broker gives back a lost worker's task and this sends nothing."""
+    if not background.embedded():
+        return []
+    sent = []
+    for scoring_id in Scoring.objects.filter(status__in=UNFINISHED).values_list("pk", flat=True):
+        if not background.is_pending(SCORE_TASK, scoring_id):
+            background.submit(SCORE_TASK, scoring_id)
+            sent.append(scoring_id)
+    return sent
 
 
 def score(scoring_id: int) -> Scoring:

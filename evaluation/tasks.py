@@ -11,3 +11,8 @@ from . import scoring
 def score_run(scoring_id: int) -> dict[str, Any]:
     done = scoring.score(scoring_id)
     return {"scoring": scoring_id, "status": done.status, "report": done.report_id}
+
+
+@shared_task(name="evaluation.resume_scorings")
+def resume_scorings() -> list[int]:
+    return scoring.resume_lost()

@@ -69,8 +69,7 @@ def index(request: SignedInRequest) -> HttpResponseBase:
 @labels_visible
 def scoring_status(request: SignedInRequest, scoring_id: int) -> HttpResponseBase:
     """The status page of an uploaded run; htmx polls it, and is sent to the report once it is ready."""
-    job = get_object_or_404(Scoring, pk=scoring_id)
-    scoring.resume_if_lost(job)
+    job = get_object_or_404(Scoring, pk=scoring_id)  # a GET only reads: a lost scoring is resumed by beat
     if request.htmx and job.status == Scoring.Status.DONE:
         return HttpResponseClientRedirect(reverse("evaluation:report", args=[job.report_id]))
     return _scoring_page(request, job)

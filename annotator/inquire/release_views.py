@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from annotator.inquire import release_card, release_files, releases
 from annotator.labels import visibility
 from annotator.models import Query, Release, ReleaseJob
-from common import background, held
+from common import held
 from common.background import QueueUnavailable
 from common.http import SignedInRequest
 
@@ -25,7 +25,6 @@ FILES = ("README.md", "croissant.json", "qrels.txt", "qrels.parquet", "inquire_a
 # else (Parquet) is only downloaded.
 SHOWN = {".json": "application/json", ".txt": "text/plain", ".csv": "text/plain", ".tsv": "text/plain"}
 VIEW = "annotator.view_release"
-REAPER = "annotator.reap_release_jobs"  # annotator/tasks.py: releases.reap_jobs
 
 
 @login_required
@@ -53,9 +52,8 @@ def releases_page(request: SignedInRequest) -> HttpResponseBase:
             compared = releases.diff(releases.get(request.GET["from"]), releases.get(request.GET["to"]))
         except releases.BadRelease as bad:
             return render(request, "annotator/releases.html", {**shown, "error": str(bad)}, status=404)
+    # A GET only reads: a job whose worker died is reaped by beat (Celery's, or the embedded server's: common/beat.py).
     running = any(job.status in (ReleaseJob.Status.QUEUED, ReleaseJob.Status.RUNNING) for job in shown["jobs"])
-    if running and background.embedded():  # no beat without a broker: the page's polls send its reaper (a job)
-        background.submit_when_polled(REAPER, key="reap-release-jobs")
     return render(request, "annotator/releases.html", {**shown, "diff": compared, "running": running})
 
 

@@ -3,11 +3,14 @@ a second or more on a CPU, too long to hold the upload's request (and a web work
 
 The upload is kept at once with no vector; `embed` (the task annotator.embed_example) encodes it, or
 records why it could not. The labeling page shows the example as "embedding…" and reloads when it is
-ready; `ensure_embedding` sends any example still waiting again (after a crash, or an admin upload).
+ready; `ensure_embedding` sends any example still waiting again (after a crash, or an admin upload), and says
+why where the queue is away, without writing it down (the pages that call it answer GETs).
 """
 
 import hashlib
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -50,16 +53,22 @@ def _failed(example_id: int, reason: str) -> str:
     return "failed"
 
 
-def send(example_id: int) -> None:
+def send(example_id: int, refused: Callable[[background.QueueUnavailable], None] | None = None) -> None:
     """Ask the background for `example_id`'s vector (background.submit_when_polled: the page asks on every
-    poll). With the queue away, the example keeps the reason, and the page shows it instead of "embedding…"."""
-
-    def refused(error: background.QueueUnavailable) -> None:
-        QueryExample.objects.filter(pk=example_id).update(embedding_error=str(error)[:500])
-
+    poll); `refused(error)` when the queue is away."""
     background.submit_when_polled(
         "annotator.embed_example", example_id, key=f"embed-example:{example_id}", on_unavailable=refused
     )
+
+
+@dataclass
+class Embedding:
+    """What the pages say of a query's uploads still without a vector: their ids, and why the queue could not take
+    them now (a sentence, "" when it could). Nothing is written: a GET only reads, and the next poll asks again, so
+    the uploads are embedded once the queue is back."""
+
+    waiting: list[int] = field(default_factory=list)
+    refused: str = ""
 
 
 def waiting(query: Query) -> list[int]:
@@ -69,12 +78,16 @@ def waiting(query: Query) -> list[int]:
     )
 
 
-def ensure_embedding(query: Query) -> list[int]:
-    """Send every upload of `query` still waiting for its vector (see `send`); returns their ids."""
-    pending = waiting(query)
-    for example_id in pending:
-        send(example_id)
-    return pending
+def ensure_embedding(query: Query) -> Embedding:
+    """Send every upload of `query` still waiting for its vector (see `send`), for the pages that poll for them."""
+    found = Embedding(waiting(query))
+
+    def refused(error: background.QueueUnavailable) -> None:
+        found.refused = f"Your example cannot be embedded now: {error} The page asks again by itself."
+
+    for example_id in found.waiting:
+        send(example_id, refused)
+    return found
 
 
 def uploaded_already(query: Query, upload: Any) -> QueryExample | None:

@@ -340,7 +340,10 @@ def examples_embedding(request: SignedInRequest, query_id: int) -> HttpResponseB
     """Polled by the labeling page while an uploaded example is being embedded: 204 while any still is (and
     sends it again if its job was lost), then htmx's refresh, so that the page ranks with it."""
     query = get_object_or_404(Query, pk=query_id)
-    if examples.ensure_embedding(query):
+    embedding = examples.ensure_embedding(query)
+    if embedding.refused:  # said in the polling line, which keeps polling: the queue may come back
+        return HttpResponse(embedding.refused)
+    if embedding.waiting:
         return HttpResponse(status=204)
     return HttpResponseClientRefresh()
 

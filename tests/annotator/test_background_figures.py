@@ -200,3 +200,37 @@ def test_the_same_upload_sent_twice_keeps_one_example(ann, labeling):
     assert QueryExample.objects.filter(query=query).count() == 2
     page = ann.get(reverse("label", args=[query.pk])).content.decode()
     assert 'hx-sync="this:drop" hx-disabled-elt="find button"' in page
+
+
+@pytest.mark.django_db(transaction=True)  # as a server runs: no test transaction holding the sends back
+def test_with_the_queue_away_the_pages_say_why_and_write_nothing(ann, labeling, monkeypatch):
+    """Issue 65: the labeling page and its poll wrote the queue's refusal onto the example (a GET that wrote), and
+    the example was never sent again. Now they say it, write nothing, and the next poll sends it once the queue is
+    back."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from common import background
+
+    query = labeling["query"]
+    away = "The job was not started: the queue (Redis) did not answer."
+    sent = []
+
+    def unavailable(task, *args):
+        raise background.QueueUnavailable(away)
+
+    monkeypatch.setattr(background, "submit", unavailable)
+    ann.post(reverse("upload-example", args=[query.pk]), {"image": _png()})
+    with CaptureQueriesContext(connection) as asked:
+        page = ann.get(reverse("label", args=[query.pk])).content.decode()
+        polled = ann.get(reverse("examples-embedding", args=[query.pk]))
+    writes = [q["sql"] for q in asked if q["sql"].split()[0].upper() in {"INSERT", "UPDATE", "DELETE"}]
+    assert not [sql for sql in writes if "django_session" not in sql], writes
+    assert f"Your example cannot be embedded now: {away} The page asks again by itself." in page
+    assert polled.status_code == 200 and polled.content.decode().startswith("Your example cannot be embedded now")
+    example = QueryExample.objects.get(query=query)
+    assert example.embedding_error == "" and example.vector is None  # still waiting, nothing written down
+
+    monkeypatch.setattr(background, "submit", lambda task, *args: sent.append((task, *args)))  # the queue is back
+    assert ann.get(reverse("examples-embedding", args=[query.pk])).status_code == 204
+    assert sent == [("annotator.embed_example", example.pk)]

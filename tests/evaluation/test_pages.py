@@ -103,9 +103,12 @@ def test_the_upload_answers_at_once_and_the_status_page_polls_until_the_report(s
     assert "hx-trigger" not in finished and f"/evaluation/reports/{job.report_id}/" in finished  # polling stops
 
 
-def test_a_scoring_lost_with_its_server_is_sent_again_when_its_page_is_opened(staff):
-    """Embedded mode: the thread that held a scoring died with its process. The row says queued and no
-    thread holds it; opening its page sends it again."""
+def test_a_scoring_lost_with_its_server_is_sent_again_by_beat_not_by_its_page(staff):
+    """Embedded mode: the thread that held a scoring died with its process. The row says queued and no thread
+    holds it; the embedded server's beat sends it again (common/beat.py). Opening its page sends nothing: a GET
+    only reads (issue 65)."""
+    from evaluation.tasks import resume_scorings
+
     run = SimpleUploadedFile("run.csv", RUN_A.encode())
     job = Scoring.objects.create(name="lost", protocol="fullrank", k=50, run=run, run_name="run.csv")
     (Path(job.qrels.storage.location) / "lost-qrels.csv").write_text(QRELS)
@@ -113,7 +116,12 @@ def test_a_scoring_lost_with_its_server_is_sent_again_when_its_page_is_opened(st
     staff.get(f"/evaluation/scorings/{job.pk}/")
     background.wait_for_all(timeout=120)
     job.refresh_from_db()
+    assert job.status == Scoring.Status.QUEUED
+    assert resume_scorings() == [job.pk]  # beat's task, as the embedded server's beat thread sends it
+    background.wait_for_all(timeout=120)
+    job.refresh_from_db()
     assert job.status == Scoring.Status.DONE and job.report.result["overall"]["ap"] == pytest.approx(2 / 3)
+    assert resume_scorings() == []  # nothing unfinished is left to send
 
 
 def test_a_huge_upload_is_refused_before_reading(staff, monkeypatch):
