@@ -357,4 +357,8 @@ def example_file(request: SignedInRequest, query_id: int, example_id: int) -> Ht
         raise Http404("This example is an image of the collection.")
     kind = (example.upload.name or "").rsplit(".", 1)[-1].upper()
     content_type = RASTER_TYPES.get("JPEG" if kind == "JPG" else kind, "application/octet-stream")
-    return sandboxed(FileResponse(example.upload.open("rb"), content_type=content_type))
+    try:
+        stored = example.upload.open("rb")
+    except OSError:  # lost from the disk (a disk fault, a restore without the media folder): not a server error
+        raise Http404("This example's stored file is gone: upload it again.") from None
+    return sandboxed(FileResponse(stored, content_type=content_type))
