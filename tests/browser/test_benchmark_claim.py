@@ -114,7 +114,7 @@ def test_a_benchmark_check_drawn_from_the_dashboard_labeled_from_two_queries_pag
     releases.create("v1")
     page.goto(f"{live_server.url}/releases/")
     with page.expect_download() as download:
-        page.locator('tr[data-release="v1"] a', has_text="README.md").click()
+        page.locator('tr[data-release="v1"]').get_by_label("download README.md").click()
     card = Path(download.value.path()).read_text(encoding="utf-8")
     assert f"Benchmark completeness: {sentence}" in card
     page.set_content(f"<pre style='white-space: pre-wrap; font: 13px monospace'>{_escaped(card)}</pre>")
