@@ -1,4 +1,5 @@
-"""Quire settings: the one home of configuration, read from the environment.
+"""Quire settings: the one home of configuration, read from the environment. Every setting read here has a row in
+docs/operations.md (tests/test_docs.py checks it).
 
 Environment variables (all optional unless stated):
 

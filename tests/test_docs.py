@@ -112,3 +112,14 @@ def test_the_guides_commands_run_after_the_demo(tmp_path):
         assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
     assert (data / "releases" / "demo-v1" / "SHA256SUMS").is_file()
     assert (data / "export" / "inquire_annotations.csv").is_file()
+
+
+def test_every_setting_read_from_the_environment_is_in_the_operations_guide():
+    """Issue 65: seven settings were in no guide. Each name quire/settings.py reads from the environment (or the
+    data directory's settings file) appears in docs/operations.md, in code type."""
+    source = (ROOT / "quire" / "settings.py").read_text(encoding="utf-8")
+    read = set(re.findall(r'(?:env_\w+|os\.environ\.get|env_or_file)\(\s*"([A-Z][A-Z0-9_]+)"', source))
+    assert {"DATABASE_URL", "QUIRE_CLIP_MODEL", "QUIRE_EMBED_BATCH_SIZE", "LOG_LEVEL"} <= read  # the reader reads
+    guide = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    missing = sorted(name for name in read if f"`{name}`" not in guide)
+    assert not missing, f"settings in no row of docs/operations.md: {missing}"
