@@ -1,3 +1,6 @@
+"""Labeling in the admin: queries with their assignments and examples, labels and their history (read only),
+overlap samples and the staff's actions."""
+
 from typing import Any
 
 from django.contrib import admin, messages

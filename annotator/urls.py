@@ -1,3 +1,5 @@
+"""annotator's pages, room by room (the API's routes are in quire/api.py)."""
+
 from django.urls import path
 
 from annotator import views

@@ -1,3 +1,5 @@
+"""The query list (home): progress, search, sort and the form that adds a query; and the API key page."""
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError, transaction

@@ -1,3 +1,5 @@
+"""The collection in the admin: taxa, image roots and images, each image with its thumbnail and file."""
+
 from typing import Any
 
 from django.contrib import admin

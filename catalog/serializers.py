@@ -1,3 +1,5 @@
+"""The API's view of taxa and images (read only)."""
+
 from rest_framework import serializers
 
 from .models import Image, Taxon

@@ -1,3 +1,5 @@
+"""The collection's pages: taxon suggestions for the filters, and image files (thumbnails and full size)."""
+
 from django.urls import path
 
 from . import views

@@ -1,3 +1,5 @@
+"""The evaluation app's upload form: a run, its ground truth and the protocol, checked before anything is stored."""
+
 import uuid
 from typing import Any
 

@@ -1,3 +1,5 @@
+"""The evaluation app's pages: upload and scoring, reports and their downloads, simulations."""
+
 from django.urls import path
 
 from . import views

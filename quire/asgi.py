@@ -1,3 +1,5 @@
+"""The ASGI application (Django's), for servers that speak ASGI; Quire's deployments serve WSGI (gunicorn)."""
+
 import os
 
 from django.core.asgi import get_asgi_application

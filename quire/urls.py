@@ -1,3 +1,5 @@
+"""The project's URLs: each app's pages, the API and its schema, the admin, sign-in and the health check."""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.templatetags.static import static

@@ -1,3 +1,5 @@
+"""The WSGI application gunicorn and runserver serve."""
+
 import os
 
 from django.core.wsgi import get_wsgi_application

@@ -1,3 +1,5 @@
+"""A ranked image as every ranking returns it (Hit)."""
+
 from dataclasses import dataclass
 
 

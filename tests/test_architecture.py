@@ -496,3 +496,27 @@ def test_the_circle_checker_sees_three_modules_in_a_circle(tmp_path):
     (tmp_path / "search" / "c.py").write_text("def f():\n    from search.a import x  # hidden\n")
     (tmp_path / "search" / "d.py").write_text("from .a import x\n")  # into the circle, not part of it
     assert circles(("search",), tmp_path) == [("search.a", "search.b", "search.c")]
+
+
+def test_the_guide_lists_every_module_as_the_code_has_it():
+    """Issue 65: docs/architecture.md's tree left out a dozen modules. Its list of every module is written from the
+    modules' docstrings (tools/module_tree.py) and must be what the code has now."""
+    from tools import module_tree
+
+    assert module_tree.undocumented() == [], "say what each module is for in its docstring"
+    assert module_tree.written() == module_tree.listing(), "run: .venv/bin/python -m tools.module_tree --write"
+
+
+def test_the_module_list_sees_a_module_added_and_one_without_a_docstring(tmp_path):
+    from tools import module_tree
+
+    for app in module_tree.APPS:
+        (tmp_path / app).mkdir()
+    (tmp_path / "common" / "kept.py").write_text('"""Kept: a module the list names."""\n')
+    guide = tmp_path / "guide.md"
+    guide.write_text(f"# Guide\n\n{module_tree.listing(tmp_path)}\n")
+    assert module_tree.written(guide) == module_tree.listing(tmp_path)
+    assert "- `common/kept.py`: Kept" in module_tree.written(guide)
+    (tmp_path / "search" / "added.py").write_text("x = 1\n")  # planted: a new module, no docstring
+    assert module_tree.written(guide) != module_tree.listing(tmp_path)
+    assert module_tree.undocumented(tmp_path) == ["search/added.py"]

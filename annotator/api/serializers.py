@@ -1,3 +1,5 @@
+"""The API's labels, queries and judgments as JSON, and the schema's words for them."""
+
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension

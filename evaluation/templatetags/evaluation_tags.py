@@ -1,3 +1,5 @@
+"""Template filters of the evaluation pages: a metric as the papers print it."""
+
 from typing import Any
 
 from django import template
