@@ -156,7 +156,8 @@ pack, unpack = pack_ids, unpack_ids
 
 def default_spec(query: Query) -> FrameSpec:
     """The frame chosen for a query that has none: the images judged so far and the top of its rankings to twice
-    the images judged (rounded up to 500), at least 1,000 and at most MAX_DEPTH."""
+    the images judged (rounded up to DEFAULT_DEPTH_STEP, 500), at least DEFAULT_MIN_DEPTH (500) and at most
+    MAX_DEPTH."""
     judged = Judgment.objects.filter(query=query).values("image_id").distinct().count()
     depth = -(-2 * judged // DEFAULT_DEPTH_STEP) * DEFAULT_DEPTH_STEP
     return FrameSpec(CompletenessCheck.Frame.REVIEWED, depth=min(MAX_DEPTH, max(DEFAULT_MIN_DEPTH, depth)))
