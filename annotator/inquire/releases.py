@@ -341,7 +341,8 @@ def _write_snapshot(
         rows |= release_files.write_parquet(folder, ids)
         team = costs.report(ids, dawid_skene=False)  # the same snapshot: what making these labels cost
         _step(progress, 3)
-    described = release_facts.facts(folder, name, version=f"{Release.objects.count() + 1}.0.0", team=team)
+    version = next_version()
+    described = release_facts.facts(folder, name, version=version, team=team)
     write_croissant(folder, name, described)
     write_card(folder, described, rows)
     _step(progress, 4)
@@ -349,11 +350,27 @@ def _write_snapshot(
     _step(progress, 5)
     claims = query_claims(json.loads((folder / COMPLETENESS_FILE).read_text(encoding="utf-8")))
     return {
+        "version": version,
         "rows": rows,
         "queries": len(ids),
         "labels": rows.get(release_files.QRELS, 0),
         "certified": sum(1 for claim in claims if claim["status"] == "certified"),
     }
+
+
+def next_version() -> str:
+    """The version a new release publishes (its croissant.json's and card's): one major version past every release
+    kept, so that it never repeats one, even after a release was deleted (a count would: issue 65). A release made
+    before versions were recorded counts as its place among the releases."""
+    kept = list(Release.objects.order_by("created_at", "pk").values_list("figures", flat=True))
+    majors = [_major(figures) or place for place, figures in enumerate(kept, start=1)]
+    return f"{max(majors, default=0) + 1}.0.0"
+
+
+def _major(figures: Any) -> int:
+    version = figures.get("version", "") if isinstance(figures, dict) else ""
+    head = str(version).split(".", 1)[0]
+    return int(head) if head.isdigit() else 0
 
 
 def _step(progress: Callable[[int, int], None] | None, done: int) -> None:

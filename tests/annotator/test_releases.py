@@ -513,3 +513,18 @@ def test_a_card_is_shown_with_hostile_text_escaped():
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<img" not in html and 'href="javascript:' not in html
     assert '<code class="language-yaml">license: other' in html and "<table>" in html and "<h1>Card</h1>" in html
+
+
+def test_a_release_version_never_repeats_after_a_deletion(project):
+    """Issue 65: a release's version was the count of releases + 1, so deleting one made the next repeat a version a
+    release kept still has."""
+    for name in ("v1", "v2"):
+        releases.create(name)
+    assert [r.figures["version"] for r in Release.objects.order_by("pk")] == ["1.0.0", "2.0.0"]
+    Release.objects.filter(name="v1").delete()
+    third = releases.create("v3")
+    assert third.figures["version"] == "3.0.0"  # a count would have said 2.0.0, v2's
+    croissant = json.loads((Path(third.folder) / "croissant.json").read_text(encoding="utf-8"))
+    assert croissant["version"] == "3.0.0"
+    Release.objects.filter(name="v2").update(figures={"queries": 1})  # made before versions were recorded
+    assert releases.next_version() == "4.0.0"
