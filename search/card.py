@@ -53,13 +53,22 @@ def fits(count: int, dim: int, device: torch.device) -> bool:
     return count * dim * 2 <= (1 - HEADROOM) * free
 
 
+def exact_fp16_sums() -> None:
+    """fp16 products summed in fp32, never in fp16 (cuBLAS may otherwise reduce in fp16 for speed): ERROR's bound
+    on a first-pass score assumes it. torch keeps this flag for the whole process; it is set here, where vectors go
+    on a card, once and on purpose, and it only ever makes an fp16 product more exact (the CLIP embedder's too)."""
+    if torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction:
+        logger.info("fp16 matrix products now sum in fp32 in this process (search/card.py: the ranking's error bound)")
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+
+
 class CardRanker:
     """The store's vectors on `device` (fp16, store row order) and exact rankings of them, single or batched."""
 
     def __init__(self, vectors: np.ndarray, image_ids: np.ndarray, device: torch.device | str) -> None:
         self.device = torch.device(device)
         if self.device.type == "cuda":
-            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False  # ERROR's bound needs it
+            exact_fp16_sums()
         self.vectors = _to_device(vectors, self.device)
         self.image_ids = np.asarray(image_ids, dtype=np.int64)
 
@@ -78,6 +87,9 @@ class CardRanker:
         as (rows, fp32 scores), best first, ties by image id. `rows`: rank only these store rows (a species, a
         lasso); `excluded_rows`: per query, rows left out (its labeled images)."""
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        dim = int(self.vectors.shape[1])
+        if queries.ndim != 2 or queries.shape[1] != dim:
+            raise ValueError(f"the query vectors have {queries.shape[-1]} dimensions, the vectors on the card {dim}")
         chosen = None if rows is None else np.asarray(rows, dtype=np.int64)
         vectors = self.vectors
         if chosen is not None:

@@ -283,3 +283,12 @@ def test_the_card_answers_as_the_cpu_does():
     for taxa in (None, species):
         for query, hits in zip(queries, card.search_many(queries, k=500, taxon_ids=taxa), strict=True):
             same_answer(hits, cpu.search(query, k=500, taxon_ids=taxa))
+
+
+def test_a_query_vector_of_other_dimensions_is_refused_with_a_sentence(world):
+    """Issue 65: the card's ranker did not check a vector's dimension (torch's own error, or a wrong broadcast)."""
+    embeddings, cpu, _ = world
+    ranker = CardRanker(embeddings.vectors[:100], embeddings.image_ids[:100], "cpu")
+    with pytest.raises(ValueError, match=f"the query vectors have 12 dimensions, the vectors on the card {DIM}"):
+        ranker.rank(np.ones((2, 12), dtype=np.float32), 5)
+    assert len(ranker.rank(embeddings.vectors[:2], 5)) == 2
