@@ -59,7 +59,7 @@ def log(message: str) -> None:
 
 
 def write_jpegs(count: int) -> list[ImageFile]:
-    from PIL import Image as PILImage  # noqa: PLC0415  (only the embedding part needs Pillow's writer)
+    from PIL import Image as PILImage  # only the embedding part needs Pillow's writer
 
     folder = Path(tempfile.mkdtemp(prefix="quire-gpu-bench-"))
 
@@ -80,7 +80,7 @@ def write_jpegs(count: int) -> list[ImageFile]:
 def bench_embedding(
     model: str, files: list[ImageFile], batch: int, threads: list[int], processes: list[int], repeat: int
 ) -> dict:
-    from PIL import Image as PILImage  # noqa: PLC0415  (see write_jpegs)
+    from PIL import Image as PILImage  # see write_jpegs
 
     started = time.perf_counter()
     embedder = ClipEmbedder(ClipSpec(model, ""), device=DEVICE)

@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 1_000_000])
     parser.add_argument("--frames", type=int, default=180)
     args = parser.parse_args()
-    from playwright.sync_api import sync_playwright  # noqa: PLC0415  (a test dependency, only for this bench)
+    from playwright.sync_api import sync_playwright  # a test dependency, only for this bench
 
     folder = Path(tempfile.mkdtemp(prefix="quire-map-fps-"))
     (ROOT / "test-artifacts").mkdir(exist_ok=True)

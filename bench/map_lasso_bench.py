@@ -72,7 +72,7 @@ def choose_query(
 
 def regions_of(xy: np.ndarray, seed: int) -> np.ndarray:
     """What an annotator sees as the map's clusters: k-means regions of the 2-D positions."""
-    from sklearn.cluster import MiniBatchKMeans  # noqa: PLC0415  (only this bench groups the map)
+    from sklearn.cluster import MiniBatchKMeans  # only this bench groups the map
 
     k = max(2, len(xy) // REGION_SIZE)
     return MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=3, batch_size=4096).fit_predict(xy)

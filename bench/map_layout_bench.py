@@ -87,15 +87,15 @@ def compare(sample: int) -> dict:
         try:
             started = time.perf_counter()
             if name == "openTSNE":
-                from openTSNE import TSNE  # noqa: PLC0415  (each library only where it is compared)
+                from openTSNE import TSNE  # each library only where it is compared
 
                 low = np.asarray(TSNE(metric="cosine", n_jobs=-1, random_state=0).fit(pca))
             elif name == "umap":
-                import umap  # noqa: PLC0415  (as above)
+                import umap  # as above
 
                 low = umap.UMAP(metric="cosine").fit_transform(pca)
             else:
-                import pacmap  # noqa: PLC0415  (as above)
+                import pacmap  # as above
 
                 low = pacmap.PaCMAP(n_components=2).fit_transform(pca)
         except ImportError:

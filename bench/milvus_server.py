@@ -53,7 +53,7 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 def _start(folder: Path, *, next_target_every: int | None = None) -> tuple[Server, subprocess.Popen[bytes]]:
     try:
-        import milvus  # noqa: PLC0415 (a test dependency: importing it here lets the runtime do without it)
+        import milvus  # a test dependency: importing it here lets the runtime do without it
     except ImportError as error:
         raise ServerUnavailable(
             f"the `milvus` package is not installed ({error}): pip install -r requirements-dev.txt"
@@ -84,7 +84,7 @@ def _start(folder: Path, *, next_target_every: int | None = None) -> tuple[Serve
             env=env,
             stdout=out,
             stderr=err,
-            preexec_fn=_stop_with_parent,  # noqa: PLW1509 (the only call made in the child is prctl)
+            preexec_fn=_stop_with_parent,  # the only call made in the child is prctl
         )
     server = Server(
         f"http://127.0.0.1:{config.get('proxy_port')}", process.pid, f"http://127.0.0.1:{health_port}/healthz", folder

@@ -213,7 +213,7 @@ def bench_search(args) -> dict:
     )
     # A deployment holds one index: the 10 GB flat one would push the store out of the page cache.
     built.pop("flat")
-    flat = None  # noqa: F841  (drops the searcher's reference to the index)
+    flat = None  # drops the searcher's reference to the index
     gc.collect()
 
     for kind in args.kinds:

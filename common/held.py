@@ -48,7 +48,7 @@ def holding(kind: str, job_id: int) -> Iterator[None]:
             try:
                 with connection.cursor() as cursor:
                     cursor.execute("SELECT pg_advisory_unlock(%s, %s)", _key(kind, job_id))
-            except Exception:  # the connection itself is gone: so is its lock  # noqa: BLE001, S110
+            except Exception:  # the connection itself is gone: so is its lock  # S110
                 pass
 
 

@@ -125,7 +125,7 @@ class Fit:
 
 def fit(vectors: np.ndarray, image_ids: np.ndarray, *, sample: int, seed: int = 0) -> Fit:
     """PCA and t-SNE on a random sample of at most `sample` rows."""
-    from openTSNE import TSNE  # noqa: PLC0415  (openTSNE loads only where a map is computed)
+    from openTSNE import TSNE  # openTSNE loads only where a map is computed
 
     rng = np.random.default_rng(seed)
     count = len(image_ids)
@@ -157,7 +157,7 @@ def regions_of(xy: np.ndarray) -> np.ndarray:
     """The map's clusters as a person would outline them: k-means on the 2-D positions, about REGION_SIZE
     images each (what the page's cluster hints count labels in). Seconds at 1M (scikit-learn's mini-batch
     k-means)."""
-    from sklearn.cluster import MiniBatchKMeans  # noqa: PLC0415  (scikit-learn loads only where a map is made)
+    from sklearn.cluster import MiniBatchKMeans  # scikit-learn loads only where a map is made
 
     k = int(min(MAX_REGIONS, max(1, len(xy) // REGION_SIZE)))
     if k == 1 or len(xy) < 2:
@@ -168,7 +168,7 @@ def regions_of(xy: np.ndarray) -> np.ndarray:
 
 def place(fitted: Fit, vectors: np.ndarray) -> np.ndarray:
     """2-D positions of `vectors`: the similarity-weighted mean of their nearest sample images' positions."""
-    import faiss  # noqa: PLC0415  (FAISS loads only where images are placed)
+    import faiss  # FAISS loads only where images are placed
 
     rows = fitted.project(vectors)
     index = faiss.IndexFlatIP(fitted.sample_rows.shape[1])
@@ -204,7 +204,7 @@ def compute(
     """Compute or update the map of `model_name`'s embeddings. Resumable: a run stopped half-way (a killed
     worker) finds its placed chunks on disk and goes on from them; `fitted_now` is told once a new fit is
     saved (a job asked to refit then resumes instead of fitting again). FileNotFoundError without embeddings."""
-    from . import spec  # noqa: PLC0415  (the store's root is a setting, read at call time)
+    from . import spec  # the store's root is a setting, read at call time
 
     embeddings = EmbeddingStore.existing(spec.store_root(), model_name).load()
     if len(embeddings) == 0:

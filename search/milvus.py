@@ -303,7 +303,7 @@ def _sealed_segment_rows(
         return None
     try:
         segments = client.list_loaded_segments(name) if loaded else client.list_persistent_segments(name)
-    except Exception:  # noqa: BLE001 (grpc's own error class for UNIMPLEMENTED, and pymilvus's: the answer is "unknown")
+    except Exception:  # grpc's own error class for UNIMPLEMENTED, and pymilvus's: the answer is "unknown"
         return None
     done = {common_pb2.SegmentState.Sealed, common_pb2.SegmentState.Flushed}  # no longer growing: indexed
     return [

@@ -120,7 +120,7 @@ def milvus_server(tmp_path_factory):
     """The address of a real Milvus standalone server: QUIRE_TEST_MILVUS_URI's when set (a server already
     running), else one started from PyPI's `milvus` package on free loopback ports, its data in a temporary folder,
     stopped by its PID when the session ends. Skips, saying why, only when that package cannot start."""
-    from bench import milvus_server as server  # noqa: PLC0415 (only the Milvus tests need it)
+    from bench import milvus_server as server  # only the Milvus tests need it
 
     if os.environ.get("QUIRE_TEST_MILVUS_URI"):
         yield os.environ["QUIRE_TEST_MILVUS_URI"]
@@ -138,7 +138,7 @@ def milvus_server(tmp_path_factory):
 def milvus_server_uri(milvus_server, settings):
     """QUIRE_MILVUS_URI pointed at the test server for one test; the collections it made are dropped after it
     (only those: a server named by QUIRE_TEST_MILVUS_URI may hold others')."""
-    from pymilvus import MilvusClient  # noqa: PLC0415 (only the Milvus tests need it)
+    from pymilvus import MilvusClient  # only the Milvus tests need it
 
     settings.QUIRE_MILVUS_URI = milvus_server
     client = MilvusClient(uri=milvus_server, timeout=30)

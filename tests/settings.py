@@ -12,7 +12,7 @@ os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret-0123456789-abcdefgh
 os.environ.setdefault("QUIRE_DATA_DIR", tempfile.mkdtemp(prefix="quire-tests-"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from quire.settings import *  # noqa: E402,F403
+from quire.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 # The tests speak plain HTTP to the test client and to live_server (DEBUG is off, so production's

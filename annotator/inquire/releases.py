@@ -292,7 +292,7 @@ def _stamp(job_id: int, done: int, total: int) -> None:
     try:
         with other.cursor() as cursor:
             cursor.execute(
-                f"UPDATE {ReleaseJob._meta.db_table} SET done = %s, total = %s WHERE id = %s",  # noqa: S608 (a model's table)
+                f"UPDATE {ReleaseJob._meta.db_table} SET done = %s, total = %s WHERE id = %s",  # a model's table
                 [done, total, job_id],
             )
     finally:

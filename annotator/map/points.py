@@ -231,7 +231,7 @@ def _region_sizes_and_centres(layout: Layout) -> tuple[np.ndarray, np.ndarray, C
 
 def _outline(points: np.ndarray) -> str:
     """A cluster's convex hull, a little widened so that its edge points fall inside, as within= text."""
-    from scipy.spatial import ConvexHull, QhullError  # noqa: PLC0415  (SciPy loads only where a hint is drawn)
+    from scipy.spatial import ConvexHull, QhullError  # SciPy loads only where a hint is drawn
 
     centre = points.mean(axis=0)
     try:

@@ -150,6 +150,6 @@ def team_report(request: SignedInRequest) -> HttpResponseBase:
         context["queries"], context["query_sort"] = costs.sorted_rows(
             found["queries"], request.GET.get("query_sort", "query"), "query"
         )
-        context["plot"] = mark_safe(plot.seconds_per_label(found["days"]))  # noqa: S308  (built and escaped by plot.py)
+        context["plot"] = mark_safe(plot.seconds_per_label(found["days"]))  # built and escaped by plot.py
         context["lines"] = {row["query"]: costs.cost_line(row) for row in found["queries"]}
     return render(request, "annotator/team_report.html", context)

@@ -172,7 +172,7 @@ def test_within_returns_exactly_the_points_inside_in_ranking_order(mapped):
     assert response.status_code == 200, response.content
     got = [r["image_id"] for r in response.json()["results"]]
     # The expected set by an independent test: the winding number, plus the two points placed on the boundary.
-    from tests.search.test_polygon import winding  # noqa: PLC0415  (the second opinion the geometry tests use)
+    from tests.search.test_polygon import winding  # the second opinion the geometry tests use
 
     xs, ys = np.array([c[0] for c in corners]), np.array([c[1] for c in corners])
     expected = set(stored.image_ids[winding(xs, ys, stored.xy.astype(np.float64))].tolist())
@@ -292,7 +292,7 @@ class _Killed(BaseException):
 
 
 def test_a_refit_killed_half_way_keeps_the_map_in_use_and_the_reaper_resumes_it(mapped, monkeypatch):
-    from search import map_jobs  # noqa: PLC0415  (only this test runs the job function itself)
+    from search import map_jobs  # only this test runs the job function itself
 
     model = configured_spec().name
     before = layout.load(model)
@@ -329,7 +329,7 @@ def test_a_refit_killed_half_way_keeps_the_map_in_use_and_the_reaper_resumes_it(
 
 
 def test_a_layout_that_keeps_killing_its_worker_fails_with_a_sentence(mapped):
-    from search import map_jobs  # noqa: PLC0415  (only this test runs the job function itself)
+    from search import map_jobs  # only this test runs the job function itself
 
     job = MapLayout.objects.create(model_name=configured_spec().name, status=JobStatus.RUNNING, attempts=3)
     assert map_jobs.reap() == [job.pk]

@@ -146,7 +146,7 @@ def test_lasso_filters_the_grid_and_labels_recolour_the_map(page, live_server, l
 
 
 def test_an_image_dropped_on_the_search_box_ranks_like_it(page, live_server, labeling, artifacts):
-    from annotator.models import QueryExample  # noqa: PLC0415  (only this test reads examples)
+    from annotator.models import QueryExample  # only this test reads examples
 
     query = labeling["query"]
     log_in(page, live_server, "ann", "pw-ann-1", f"/queries/{query.pk}/")
@@ -186,7 +186,7 @@ def test_staff_map_of_the_whole_collection_counts_a_box(page, live_server, label
     settings.QUIRE_MAP_SAMPLE = 80
     call_command("map_layout")
     query = labeling["query"]
-    from annotator.labels import LabelChange, set_labels  # noqa: PLC0415  (only this test writes labels)
+    from annotator.labels import LabelChange, set_labels  # only this test writes labels
 
     top = [hit.image_id for hit in search(text=query.text, k=4)]
     set_labels(

@@ -40,7 +40,7 @@ def test_a_rerank_on_the_models_queue_survives_its_pool_process_being_killed(
     chat_server,
     sending_to_broker,
     start_worker,
-    settings,  # noqa: F811
+    settings,
 ):
     model_env = slow_model(chat_server, settings)
     celery_only = start_worker(pool="solo")  # the default queue's worker must not take model work
@@ -69,7 +69,7 @@ def test_a_rerank_whose_whole_worker_was_killed_is_queued_again_and_finishes_on_
     chat_server,
     sending_to_broker,
     start_worker,
-    settings,  # noqa: F811
+    settings,
 ):
     """Issue 27: a killed worker (not only its pool process) left its job "running" until the broker's
     visibility timeout (3 hours). Its heartbeat goes stale; the reaper (Celery beat, every minute) queues it

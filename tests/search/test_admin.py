@@ -95,10 +95,10 @@ def test_eta_and_rate_come_from_the_job_clock(tiny_spec):
 
 
 def test_the_map_button_computes_the_map_outside_the_request(tiny_spec, tmp_path, staff_client, settings):
-    from django.core.management import call_command  # noqa: PLC0415  (only this test embeds by command)
+    from django.core.management import call_command  # only this test embeds by command
 
-    from search import layout  # noqa: PLC0415  (as above)
-    from search.models import MapLayout  # noqa: PLC0415  (as above)
+    from search import layout  # as above
+    from search.models import MapLayout  # as above
 
     settings.QUIRE_MAP_SAMPLE = 6
     make_collection(tmp_path / "images", 12)

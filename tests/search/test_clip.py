@@ -59,8 +59,8 @@ def test_half_precision_weights_get_half_pixels(tmp_path):
     class embedding and layer norms kept in fp32. Pixels must go in at the image tower's dtype, not the first
     parameter's (that sent fp32 pixels into a half convolution and failed every GPU embedding job; found on an
     H100). The same conversion, done here on the CPU, shows it without a GPU."""
-    import open_clip  # noqa: PLC0415  (search.clip has already made torchvision importable)
-    import torch  # noqa: PLC0415  (as above)
+    import open_clip  # search.clip has already made torchvision importable
+    import torch  # as above
 
     embedder = ClipEmbedder(ClipSpec("", write_tiny_model(tmp_path / "half")))
     open_clip.convert_weights_to_lp(embedder.model, dtype=torch.float16)

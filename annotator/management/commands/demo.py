@@ -8,12 +8,12 @@ from django.core.management.base import CommandError, CommandParser
 # a minute before saying the weights are not here. It must be set before it is imported.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from django.conf import settings  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.core.management.base import BaseCommand  # noqa: E402
-from django.test.utils import override_settings  # noqa: E402
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+from django.test.utils import override_settings
 
-from annotator.demo import (  # noqa: E402
+from annotator.demo import (
     DEMO_ADMIN,
     DEMO_ANNOTATOR,
     OVERLAP_TOP,
@@ -23,8 +23,8 @@ from annotator.demo import (  # noqa: E402
     build_team,
     remember_settings,
 )
-from annotator.models import Query  # noqa: E402
-from search.facade import WARM_UP_AT_START, configured_spec, has_index, prepare_demo_model  # noqa: E402
+from annotator.models import Query
+from search.facade import WARM_UP_AT_START, configured_spec, has_index, prepare_demo_model
 
 DEFAULT_ADDRPORT = "127.0.0.1:8000"
 
