@@ -293,6 +293,10 @@ class QueryTally(models.Model):
     unsure = models.PositiveIntegerField(default=0)
     undecided = models.PositiveIntegerField(default=0)
     last_activity = models.DateTimeField(null=True, blank=True)  # the last change of a final label
+    # Moves with every write of the query's labels (each event recorded, each change of final labels): the cheap
+    # marker the figures computed in the background are cached by (common/cached_figures.py), one row read
+    # instead of a COUNT and a MAX over every judgment on each poll.
+    changes = models.PositiveBigIntegerField(default=0, db_default=0)
 
     def __str__(self) -> str:
         return f"query {self.query_id}: {self.labeled} labeled"

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Count
+from django.db.models import Count, Sum
 
 from annotator.labels import selectors
 from annotator.models import UNDECIDED, Judgment, LabelValue, Query, QueryAnnotator, QueryTally
@@ -36,7 +36,22 @@ def count_final_labels(query_id: int, before: Iterable[str], after: Iterable[str
     change.subtract(value for value in before if value)
     deltas = {column: change[value] for value, column in _COUNTERS.items()}
     deltas["labeled"] = sum(deltas.values())
+    deltas["changes"] = 1
     _upsert(QueryTally, ["query_id"], {"query_id": query_id}, deltas, {"last_activity": when})
+
+
+def count_events(query_id: int, events: int) -> None:
+    """Move the query's change marker (QueryTally.changes) by the `events` a write records."""
+    if events:  # the counters added as zeros: a new row gets them (they have no default in the database)
+        zeros = dict.fromkeys(["labeled", *_COUNTERS.values()], 0)
+        _upsert(QueryTally, ["query_id"], {"query_id": query_id}, {**zeros, "changes": events}, {})
+
+
+def change_marker(query_ids: Iterable[int] | None = None) -> int:
+    """A number that moves with every write of the labels of `query_ids` (None: every query): one read of the
+    tallies, what a figure computed in the background is cached by."""
+    tallies = QueryTally.objects.all() if query_ids is None else QueryTally.objects.filter(query_id__in=list(query_ids))
+    return int(tallies.aggregate(total=Sum("changes"))["total"] or 0)
 
 
 def count_judgments(query_id: int, changes: Counter[int]) -> None:
@@ -82,8 +97,12 @@ def recount(query_ids: Iterable[int] | None = None) -> int:
     names = ["labeled", *_COUNTERS.values()]
     counted = queries.annotate(**selectors.counted_from_labels()).values_list("pk", *names, "last_activity")
     with transaction.atomic():
+        # The change marker moves on (never back: a figure cached at an earlier value must not match again).
+        marked = dict(QueryTally.objects.filter(query__in=queries).values_list("query_id", "changes"))
         rows = [
-            QueryTally(query_id=pk, **dict(zip(names, counts, strict=True)), last_activity=last)
+            QueryTally(
+                query_id=pk, **dict(zip(names, counts, strict=True)), last_activity=last, changes=marked.get(pk, 0) + 1
+            )
             for pk, *counts, last in counted
         ]
         QueryTally.objects.filter(query__in=queries).delete()

@@ -206,7 +206,7 @@ def clear_labels(labels: Iterable[Label], *, user: Writer, source: str) -> int:
             Judgment.objects.filter(query_id=query_id, image_id__in=image_ids).delete()
             removed = Counter(j.annotator_id for j in judgments if j.annotator_id is not None)
             tallies.count_judgments(query_id, Counter({annotator_id: -n for annotator_id, n in removed.items()}))
-            LabelEvent.objects.bulk_create(events)
+            _record(query_id, events)
             cleared += sum(1 for label in held.values() if label.value)
             _settle(query_id, held, _rule(query_id))
     return cleared
@@ -238,9 +238,7 @@ def adjudicate(*, query_id: int, image_id: int, value: str, user: Writer) -> Lab
         )  # fmt: skip
         Label.objects.bulk_update([label], ["value", "decided_by", "annotator", "updated_at"])
         tallies.count_final_labels(query_id, [old], [value], label.updated_at)
-        LabelEvent.objects.bulk_create(
-            [_event(query_id, image_id, old, value, user, LabelSource.ADJUDICATION, annotator_id=None)]
-        )
+        _record(query_id, [_event(query_id, image_id, old, value, user, LabelSource.ADJUDICATION, annotator_id=None)])
         judgments_settled.send(sender=Label, query_id=query_id, image_ids=[image_id])
     return label
 
@@ -437,21 +435,30 @@ def _write_judgments(
     Judgment.objects.filter(pk__in=removed).delete()
     if user is not None and len(created) != len(removed):  # the system's judgments (imports) are nobody's
         tallies.count_judgments(query_id, Counter({user.pk: len(created) - len(removed)}))
-    LabelEvent.objects.bulk_create(
-        _event(
-            query_id,
-            image_id,
-            old,
-            new,
-            user,
-            given_by,
-            annotator_id=user.pk if user else None,
-            lead_time_ms=lead_time_ms,
-            import_batch=import_batch,
-        )  # fmt: skip
-        for image_id, plan in plans.items()
-        for old, new, lead_time_ms, given_by in plan.events
+    _record(
+        query_id,
+        [
+            _event(
+                query_id,
+                image_id,
+                old,
+                new,
+                user,
+                given_by,
+                annotator_id=user.pk if user else None,
+                lead_time_ms=lead_time_ms,
+                import_batch=import_batch,
+            )  # fmt: skip
+            for image_id, plan in plans.items()
+            for old, new, lead_time_ms, given_by in plan.events
+        ],
     )
+
+
+def _record(query_id: int, events: list[LabelEvent]) -> None:
+    """Append a write's events to the history, and move the query's change marker by them."""
+    LabelEvent.objects.bulk_create(events)
+    tallies.count_events(query_id, len(events))
 
 
 def _event(

@@ -14,7 +14,7 @@ bottom up to the first label that is not "not relevant".
 """
 
 import hashlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,7 +22,6 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Avg, Count, Q
 from django.db.models.functions import TruncDate
@@ -32,6 +31,7 @@ from annotator.labels.selectors import CountedQuery
 from annotator.models import Judgment, Label, LabelEvent, LabelValue, Query
 from annotator.progress import checks, claims, stopping
 from common import background
+from common.cached_figures import BackgroundFigure
 from search.facade import SearchUnavailable, rank, score_images
 
 RUN_GOAL = 100
@@ -39,6 +39,7 @@ RUN_GOAL = 100
 
 # annotator/tasks.py: computes and caches a list of queries' figures (refresh, below).
 REFRESH_TASK = "annotator.refresh_progress"
+SIGNALS = BackgroundFigure("signals", REFRESH_TASK)
 
 
 def ranked_label_values(query: Query) -> list[str] | None:
@@ -70,7 +71,9 @@ def label_order_signals(query: Query) -> dict[str, Any]:
 def cached_signals(query: Query, labeled: int, last_activity: datetime | None) -> dict[str, Any]:
     """label_order_signals, cached until the query's labels (count, last change) or its text change:
     ranking every label needs the query's text vector and a pass over the labeled images."""
-    signals: dict[str, Any] = _cached("signals", query, labeled, last_activity, partial(label_order_signals, query))[1]
+    signals: dict[str, Any] = SIGNALS.computed(
+        _parts(query, labeled, last_activity), partial(label_order_signals, query)
+    )
     return signals
 
 
@@ -125,15 +128,8 @@ def figures_or_computing(query: Query, labeled: int, last_activity: datetime | N
     request: it ranks every label, and the cache key moves with every label, so computing on a miss put that
     into every refresh after a save (issue 38). A page showing "computing" polls its fragment, which asks again
     until the value is cached."""
-    have_signals, signals = _cached("signals", query, labeled, last_activity)
-    if not have_signals:
-        _ask_background(query, labeled, last_activity)
+    have_signals, signals = SIGNALS.cached(_parts(query, labeled, last_activity), (query.pk,))
     return RunState(signals["run"], False) if have_signals else RunState(None, True)
-
-
-def _ask_background(query: Query, labeled: int, last_activity: datetime | None) -> None:
-    """Have the background compute and cache the query's signals (once per state of its labels)."""
-    background.submit_when_polled(REFRESH_TASK, (query.pk,), key=_key("refresh", query, labeled, last_activity))
 
 
 def _send_refresh(query_ids: list[int]) -> None:
@@ -148,36 +144,11 @@ def _send_refresh(query_ids: list[int]) -> None:
     transaction.on_commit(send)
 
 
-def _key(kind: str, query: Query, labeled: int, last_activity: datetime | None) -> str:
-    """A cache key that changes with the query's labels (count, last change) and its text."""
+def _parts(query: Query, labeled: int, last_activity: datetime | None) -> tuple[object, ...]:
+    """What the signals are cached by: the query's labels (count and last change: its tally's, one row) and its
+    text."""
     activity = last_activity.timestamp() if last_activity else None
-    text = hashlib.md5(query.text.encode()).hexdigest()
-    return f"quire:{kind}:{query.pk}:{labeled}:{activity}:{text}"
-
-
-def _cached(
-    kind: str, query: Query, labeled: int, last_activity: datetime | None, compute: Callable[[], Any] | None = None
-) -> tuple[bool, Any]:
-    """(found, value): compute(), cached for a day or until the query's labels (count, last change) or its
-    text change. Without `compute`, only what is cached: (False, None) when nothing is. The value is stored
-    in a tuple, so that a None result (no index; nothing to estimate from yet) is cached too."""
-    key = _key(kind, query, labeled, last_activity)
-    stored = cache.get(key)
-    if stored is not None:
-        return True, stored[0]
-    if compute is None:
-        return False, None
-    value = compute()
-    cache.set(key, (value,), timeout=24 * 3600)
-    return True, value
-
-
-def _cached_many(kind: str, queries: Iterable[CountedQuery]) -> dict[int, tuple[bool, Any]]:
-    """{query id: (found, value)} as _cached gives without `compute`, for many queries in one cache read (with
-    Redis, one round trip instead of one a query)."""
-    keys = {query.pk: _key(kind, query, query.labeled, query.last_activity) for query in queries}
-    stored = cache.get_many(list(keys.values()))
-    return {pk: (key in stored, stored[key][0] if key in stored else None) for pk, key in keys.items()}
+    return query.pk, labeled, activity, hashlib.md5(query.text.encode()).hexdigest()
 
 
 def refresh(query_ids: Iterable[int]) -> None:
@@ -205,7 +176,7 @@ def with_completeness(queries: list[CountedQuery]) -> list[CountedQuery]:
     check (or None), read for all of them at once."""
     pending = []
     claims = checks.latest_of([query.pk for query in queries])
-    cached = _cached_many("signals", queries)
+    cached = SIGNALS.peek_many({query.pk: _parts(query, query.labeled, query.last_activity) for query in queries})
     for query in queries:
         query.claim = claims.get(query.pk)
         if getattr(query, "withheld", ""):  # the viewer judges images of it blind (annotator.labels.visibility)

@@ -29,18 +29,17 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
-from django.db.models import Count, Max
 
+from annotator.labels.tallies import change_marker
 from annotator.models import Decision, Judgment, Label, LabelEvent, LabelSource, LabelValue
 from annotator.team import agreement
-from common import background
+from common.cached_figures import BackgroundFigure
 
 ACTION_GAP = 1.0  # seconds: labels without a lead time this close together are one action (a range, a Submit)
 KAPPA_LEAST = 10  # adjudicated images an annotator's kappa against gold needs
 WORK = (LabelSource.CLICK, LabelSource.KEYBOARD, LabelSource.SUBMIT, LabelSource.API, LabelSource.ADMIN)
 REPORT_TASK = "annotator.team_report"  # annotator/tasks.py: computes and caches the report (refresh below)
-DAY = 24 * 3600
+REPORT = BackgroundFigure("team-report", REPORT_TASK)
 
 
 @dataclass
@@ -201,20 +200,17 @@ def _kappa(theirs: list[str], truth: list[str]) -> float | None:
 
 def cached_report(query_id: int | None = None) -> dict[str, Any] | None:
     """The report of one query or of every query as cached, or None (and its job sent: the page asks again)
-    while it is computed. The cache key changes with the judgments and the events."""
-    key = _key(query_id)
-    found = cache.get(key)
-    if found is None:
-        background.submit_when_polled(REPORT_TASK, query_id, key=key)
-    return found  # type: ignore[no-any-return]
+    while it is computed. It is cached by the labels' change marker (every event moves it) and the idle cap."""
+    have, found = REPORT.cached(_parts(query_id), query_id)
+    return found if have else None
 
 
 def refresh(query_id: int | None) -> None:
     """Compute and cache the report of `query_id` (None: every query): the background half of cached_report. A
     report that cannot be computed is cached as its failure (`failure`), so that the pages say so instead of
     "computing" for good; the error is raised again for the job's record, and the next change of the labels
-    tries anew (a new key)."""
-    key = _key(query_id)
+    tries anew (a new marker)."""
+    parts = _parts(query_id)  # read before computing: a write meanwhile moves the marker past what is stored
     try:
         computed = report(None if query_id is None else [query_id])
     except Exception as error:
@@ -222,9 +218,9 @@ def refresh(query_id: int | None) -> None:
             f"The team's figures could not be computed ({type(error).__name__}: {error}). They are tried again after "
             "the next label; the worker's log has the details."
         )
-        cache.set(key, {FAILED: said}, timeout=DAY)
+        REPORT.store(parts, {FAILED: said})
         raise
-    cache.set(key, computed, timeout=DAY)
+    REPORT.store(parts, computed)
 
 
 FAILED = "failed"  # the key of a cached report that could not be computed: its sentence
@@ -235,13 +231,8 @@ def failure(found: dict[str, Any] | None) -> str:
     return str(found.get(FAILED, "")) if found else ""
 
 
-def _key(query_id: int | None) -> str:
-    judgments = Judgment.objects.all() if query_id is None else Judgment.objects.filter(query_id=query_id)
-    events = LabelEvent.objects.all() if query_id is None else LabelEvent.objects.filter(query_id=query_id)
-    judged = judgments.aggregate(count=Count("id"), last=Max("updated_at"))
-    last_event = events.aggregate(last=Max("id"))["last"]
-    last = judged["last"].timestamp() if judged["last"] else None
-    return f"quire:team-report:{query_id or 'all'}:{judged['count']}:{last}:{last_event}:{idle_cap()}"
+def _parts(query_id: int | None) -> tuple[object, ...]:
+    return query_id or "all", change_marker(None if query_id is None else [query_id]), idle_cap()
 
 
 def duration(seconds: float) -> str:

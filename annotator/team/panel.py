@@ -8,31 +8,26 @@ page says "computing…" and asks again until they are there, as the side pane d
 
 from typing import Any
 
-from django.core.cache import cache
-from django.db.models import Count, Max
-
 from annotator.labels import selectors
-from annotator.models import Judgment, Query
+from annotator.labels.tallies import change_marker
+from annotator.models import Query
 from annotator.team import agreement
-from common import background
+from common.cached_figures import BackgroundFigure
 
 # annotator/tasks.py: computes and caches a query's agreement figures (refresh below).
 AGREEMENT_TASK = "annotator.refresh_agreement"
-DAY = 24 * 3600
+AGREEMENT = BackgroundFigure("agreement", AGREEMENT_TASK)
 
 
 def team_panel(query: Query) -> dict[str, Any]:
     """The query's team panel: who is assigned, its overlap sample, the agreement figures and the pairs (None
     with `computing` while the background works them out), the disagreements waiting and the judge panel."""
-    key = _key(query)
-    found = cache.get(key)
-    if found is None:
-        background.submit_when_polled(AGREEMENT_TASK, query.pk, key=key)
+    have, found = AGREEMENT.cached(_parts(query.pk), query.pk)
     return {
         "assigned": selectors.assignments_by_query([query]).get(query.pk, []),
         "overlap": query.overlap.count(),
-        "computing": found is None,
-        **(found or {"figures": None, "pairs": None}),
+        "computing": not have,
+        **(found if have else {"figures": None, "pairs": None}),
         "pending": len(selectors.disagreements(query, pending_only=True)),
         "judge_panel": agreement.judge_panel(query),
     }
@@ -46,13 +41,12 @@ def team_figures(query: Query) -> dict[str, Any]:
 
 
 def refresh(query_id: int) -> None:
-    """Compute and cache the team figures of `query_id` (the background half of team_panel)."""
-    query = Query.objects.get(pk=query_id)
-    cache.set(_key(query), team_figures(query), timeout=DAY)
+    """Compute and cache the team figures of `query_id` (the background half of team_panel), under the marker read
+    before computing."""
+    parts = _parts(query_id)
+    AGREEMENT.store(parts, team_figures(Query.objects.get(pk=query_id)))
 
 
-def _key(query: Query) -> str:
-    """A cache key that changes with the query's judgments: how many, and the last change (a clear deletes one)."""
-    judged = Judgment.objects.filter(query=query).aggregate(count=Count("id"), last=Max("updated_at"))
-    last = judged["last"].timestamp() if judged["last"] else None
-    return f"quire:agreement:{query.pk}:{judged['count']}:{last}"
+def _parts(query_id: int) -> tuple[int, int]:
+    """What the figures are cached by: the query, and its labels' change marker."""
+    return query_id, change_marker([query_id])
