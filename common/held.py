@@ -8,6 +8,16 @@ timeout to wait out. Without PostgreSQL (the embedded demo: one process, its bac
 the set of jobs its thread runs; a job that process does not hold was cut short by a restart.
 
 Keys are (kind, job id): the kind's CRC-32 as the lock's first 32-bit half, the id as the second.
+
+The contract with a job's model, for `orphans` and `requeue_or_fail` (search.models.MapLayout and IndexBuild keep
+it; annotator.models.ReleaseJob, reaped by its own code, the part `orphans` reads):
+- `status`, a text field whose values include "queued", "running" and "failed" (the reapers write these literals);
+  a reaper reads only rows its caller selected as "running";
+- for `requeue_or_fail`: `attempts`, an integer the job's worker raises by one each time it takes the job up (the
+  reaper compares it with `most`, never changes it), `error` (text: the failure's sentence) and `finished_at` (a
+  datetime);
+- the worker wraps its whole run in `holding(kind, job.pk)`, with the same `kind` the reaper is given, and sets
+  "running" itself inside it: a row marked running outside `holding` looks orphaned to the next reaper.
 """
 
 import threading
