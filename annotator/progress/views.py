@@ -42,32 +42,34 @@ _MARK = 2**31 - 1  # an id no row has: reversed once, then replaced by each row'
 @login_required
 @permission_required("annotator.view_label", raise_exception=True)
 def dashboard(request: SignedInRequest) -> HttpResponseBase:
+    return render(request, "annotator/dashboard.html", _dashboard_context(request, request.GET))
+
+
+def _dashboard_context(request: SignedInRequest, params: Any, benchmark_error: str = "") -> dict[str, Any]:
+    """The dashboard as `params` (the address's sort and filters) asks: every page that shows it builds it here,
+    the benchmark panel with `benchmark_error` in it where a draw was refused."""
     queries, totals = figures.dashboard(
         sight=visibility.of(request),
-        sort=request.GET.get("sort", "id"),
-        status=request.GET.get("status", ""),
-        split=request.GET.get("split", ""),
+        sort=params.get("sort", "id"),
+        status=params.get("status", ""),
+        split=params.get("split", ""),
     )
     # Each row's link from one reversed URL: reversing it for each row was 5% of the page at 250 rows (cProfile).
     page, mark = reverse("dashboard-query", args=[_MARK]), str(_MARK)
     for query in queries:
         query.page_url = page.replace(mark, str(query.pk))
-    return render(
-        request,
-        "annotator/dashboard.html",
-        {
-            "queries": queries,
-            "totals": totals,
-            "run_goal": figures.RUN_GOAL,
-            "statuses": Query.Status.choices,
-            "splits": Query.Split.choices,
-            "fully_choices": Query.FullyLabeled.choices,
-            "params": request.GET,
-            # The filters a column's sort link keeps (sorting once dropped them).
-            "filters": urlencode({name: request.GET[name] for name in ("status", "split") if request.GET.get(name)}),
-            **_benchmark_panel(request),
-        },
-    )
+    return {
+        "queries": queries,
+        "totals": totals,
+        "run_goal": figures.RUN_GOAL,
+        "statuses": Query.Status.choices,
+        "splits": Query.Split.choices,
+        "fully_choices": Query.FullyLabeled.choices,
+        "params": params,
+        # The filters a column's sort link keeps (sorting once dropped them).
+        "filters": urlencode({name: params[name] for name in ("status", "split") if params.get(name)}),
+        **_benchmark_panel(request, benchmark_error),
+    }
 
 
 def _benchmark_panel(request: SignedInRequest, error: str = "") -> dict[str, object]:
@@ -112,12 +114,7 @@ def draw_benchmark(request: SignedInRequest) -> HttpResponseBase:
 
 
 def _benchmark_refused(request: SignedInRequest, sentence: str, status: int) -> HttpResponse:
-    queries, totals = figures.dashboard(sight=visibility.of(request), sort="id", status="", split="")
-    shown = {
-        "queries": queries, "totals": totals, "run_goal": figures.RUN_GOAL, "statuses": Query.Status.choices,
-        "splits": Query.Split.choices, "params": {}, "filters": "", **_benchmark_panel(request, sentence),
-    }  # fmt: skip
-    return render(request, "annotator/dashboard.html", shown, status=status)
+    return render(request, "annotator/dashboard.html", _dashboard_context(request, {}, sentence), status=status)
 
 
 @login_required
