@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Count, Sum
+from django.db.models import Count, Max, Sum
 
 from annotator.labels import selectors
 from annotator.models import UNDECIDED, Judgment, LabelValue, Query, QueryAnnotator, QueryTally
@@ -47,11 +47,14 @@ def count_events(query_id: int, events: int) -> None:
         _upsert(QueryTally, ["query_id"], {"query_id": query_id}, {**zeros, "changes": events}, {})
 
 
-def change_marker(query_ids: Iterable[int] | None = None) -> int:
-    """A number that moves with every write of the labels of `query_ids` (None: every query): one read of the
-    tallies, what a figure computed in the background is cached by."""
+def change_marker(query_ids: Iterable[int] | None = None) -> str:
+    """A mark that moves with every write of the labels of `query_ids` (None: every query), read from the tallies
+    in one statement: what a figure computed in the background is cached by. The count of changes moves with every
+    write; the last change's time sets apart two histories that reach the same count (a database restored from a
+    backup and written again, while the cache kept figures of the first history)."""
     tallies = QueryTally.objects.all() if query_ids is None else QueryTally.objects.filter(query_id__in=list(query_ids))
-    return int(tallies.aggregate(total=Sum("changes"))["total"] or 0)
+    found = tallies.aggregate(total=Sum("changes"), last=Max("last_activity"))
+    return f"{found['total'] or 0}-{found['last'].timestamp() if found['last'] else 0}"
 
 
 def count_judgments(query_id: int, changes: Counter[int]) -> None:
