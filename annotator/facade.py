@@ -6,8 +6,6 @@ Importing it loads no model library: the model clients (lmm) load torch, transfo
 model is asked (tests/test_architecture.py checks that a command starts without them).
 """
 
-from annotator.inquire.releases import BadRelease, ground_truth_files
-from annotator.inquire.releases import names as release_names
 from annotator.labels.visibility import of as sight_of
 from annotator.methods import rerank
 from annotator.methods.registry import MODEL_METHODS
@@ -17,6 +15,8 @@ from annotator.progress.check_requests import ADJUDICATOR, MISS_RATE, PER_LOOK
 from annotator.progress.figures import recall_estimate
 from annotator.progress.frames import DEFAULT_DEPTH_STEP, DEFAULT_MIN_DEPTH
 from annotator.progress.stopping import DEPTH, cross_fitted
+from annotator.releases.publish import BadRelease, ground_truth_files
+from annotator.releases.publish import names as release_names
 
 __all__ = [
     "ADJUDICATOR",

@@ -817,7 +817,7 @@ class BenchmarkImage(models.Model):
 
 
 class Release(models.Model):
-    """A published benchmark: a folder of files frozen at its creation (annotator.inquire.releases), never changed
+    """A published benchmark: a folder of files frozen at its creation (annotator.releases.publish), never changed
     afterwards, and this record of who made it, when, and the hash of its SHA256SUMS (which covers every file)."""
 
     name = models.CharField(max_length=100, unique=True, help_text="Letters, digits, '.', '_' and '-' only.")
@@ -837,7 +837,7 @@ class Release(models.Model):
 
 
 class ReleaseJob(models.Model):
-    """A release being made in the background (annotator.inquire.releases.run_job): the page shows its step; a
+    """A release being made in the background (annotator.releases.publish.run_job): the page shows its step; a
     finished job points at its release, a failed one says why (and left nothing behind)."""
 
     class Status(models.TextChoices):

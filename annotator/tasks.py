@@ -3,10 +3,10 @@ machine's worker (`celery -A quire worker -Q models`) takes them and web and CPU
 
 from celery import shared_task
 
-from annotator.inquire import releases
 from annotator.labeling import examples
 from annotator.methods import rerank as reranking
 from annotator.progress import figures
+from annotator.releases import publish as releases
 from annotator.team import costs, panel
 
 
@@ -45,13 +45,13 @@ def refresh_agreement(query_id: int) -> int:
 
 @shared_task(name="annotator.create_release")
 def create_release(job_id: int) -> str:
-    """A release made in the background, its steps shown on the releases page (annotator.inquire.releases.run_job)."""
+    """A release made in the background, its steps shown on the releases page (annotator.releases.publish.run_job)."""
     return releases.run_job(job_id).status
 
 
 @shared_task(name="annotator.reap_release_jobs")
 def reap_release_jobs() -> list[int]:
-    """Celery beat's reaper for releases whose worker stopped (annotator.inquire.releases.reap_jobs)."""
+    """Celery beat's reaper for releases whose worker stopped (annotator.releases.publish.reap_jobs)."""
     return releases.reap_jobs()
 
 

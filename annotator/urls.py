@@ -3,12 +3,12 @@
 from django.urls import path
 
 from annotator import views
-from annotator.inquire import release_views
 from annotator.inquire import views as inquire
 from annotator.labeling import views as labeling
 from annotator.map import views as maps
 from annotator.methods import views as methods
 from annotator.progress import views as progress
+from annotator.releases import views as release_views
 from annotator.team import views as team
 
 urlpatterns = [

@@ -4,7 +4,7 @@ It fills a scratch PostgreSQL database as bench/export_bench.py does (--queries 
 10% relevant), with one annotator's judgment behind each label, then, --repeat times each and alternating:
 
   export   export_inquire into a fresh folder: the INQUIRE CSVs, the judgments, agreement.json, completeness.json
-  release  annotator.inquire.releases.create: the same files from one snapshot, and TREC qrels, four Parquet
+  release  annotator.releases.publish.create: the same files from one snapshot, and TREC qrels, four Parquet
            files, croissant.json, the dataset card and SHA256SUMS, renamed into place and recorded
 
 and prints the medians in seconds and their ratio, as JSON; then validates the last release's croissant.json with
@@ -60,9 +60,9 @@ def main() -> None:
     from export_bench import fill, setup
 
     setup()
-    from annotator.inquire import releases
     from annotator.inquire.exporters import export_inquire
     from annotator.models import Release
+    from annotator.releases import publish as releases
 
     labels = fill(args.queries, args.images_per_query)
     judgments = judge_every_label()

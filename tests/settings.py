@@ -40,8 +40,8 @@ if _SLOW_STEPS:
     def _slow_steps(**_: object) -> None:
         import time
 
-        from annotator.inquire import releases
         from annotator.progress import figures
+        from annotator.releases import publish as releases
         from search import layout
 
         if getattr(releases, "_slowed_for_tests", False):

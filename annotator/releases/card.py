@@ -9,7 +9,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from annotator.inquire.croissant import TODO, TODO_FIELDS
+from annotator.releases.croissant import TODO, TODO_FIELDS
 
 CONFIGS = ("qrels", "queries", "images", "judgments")  # qrels first: the default config
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from annotator.inquire.release_files import sha256_of
+from annotator.releases.files import sha256_of
 
 TODO = "TO DO (authors): "
 TODO_FIELDS = {

@@ -40,14 +40,15 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, connections, transaction
 from django.utils.timezone import localtime, now
 
-from annotator.inquire import release_facts, release_files
-from annotator.inquire.croissant import write_croissant
 from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE, export_inquire
-from annotator.inquire.release_card import write_card
 from annotator.labels import sealed
 from annotator.labels.sealed import Writer
 from annotator.models import Query, Release, ReleaseJob
 from annotator.progress.claims import query_claims
+from annotator.releases import facts as release_facts
+from annotator.releases import files as release_files
+from annotator.releases.card import write_card
+from annotator.releases.croissant import write_croissant
 from annotator.team import costs
 from common import background, held
 

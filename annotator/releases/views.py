@@ -11,9 +11,11 @@ from django.http import FileResponse, Http404, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotator.inquire import release_card, release_files, releases
 from annotator.labels import visibility
 from annotator.models import Query, Release, ReleaseJob
+from annotator.releases import card as release_card
+from annotator.releases import files as release_files
+from annotator.releases import publish as releases
 from common import held
 from common.background import QueueUnavailable
 from common.http import SignedInRequest

@@ -180,7 +180,7 @@ def test_a_blind_judge_reads_no_sampled_positive_and_the_same_order(bench):
 def test_a_release_carries_the_benchmark_claim_in_its_card_croissant_and_completeness_json(bench, settings, tmp_path):
     import json
 
-    from annotator.inquire import releases
+    from annotator.releases import publish as releases
 
     settings.QUIRE_DATA_DIR = tmp_path / "data"
     ann, bob = bench["annotator"], bench["bob"]

@@ -17,10 +17,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from markdown_it import MarkdownIt
 
-from annotator.inquire import release_card, release_files, releases
 from annotator.inquire.exporters import export_inquire
 from annotator.labels import LabelChange, adjudicate, set_labels
 from annotator.models import Label, Query, Release, ReleaseJob
+from annotator.releases import card as release_card
+from annotator.releases import files as release_files
+from annotator.releases import publish as releases
 from catalog.models import Image
 from search.facade import search
 

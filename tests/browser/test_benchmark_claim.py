@@ -8,9 +8,9 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from annotator.inquire import releases
 from annotator.labels import LabelChange, set_labels
 from annotator.models import BenchmarkCheck, BenchmarkImage, Judgment, Label, Query
+from annotator.releases import publish as releases
 from search.facade import search
 from tests.browser.pages import log_in
 

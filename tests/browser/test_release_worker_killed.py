@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from annotator.inquire import releases
 from annotator.labels import LabelChange, set_labels
 from annotator.models import Release, ReleaseJob
+from annotator.releases import publish as releases
 from search.facade import search
 from tests.browser.pages import log_in
 from tests.search.test_celery_worker import wait_for

@@ -4,9 +4,9 @@ and compare two releases."""
 import pytest
 from playwright.sync_api import expect
 
-from annotator.inquire import releases
 from annotator.labels import LabelChange, set_labels
 from annotator.models import Release
+from annotator.releases import publish as releases
 from search.facade import search
 from tests.browser.pages import log_in
 

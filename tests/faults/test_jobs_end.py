@@ -17,9 +17,9 @@ from django.core.management import call_command
 from django.db import connection
 from rest_framework.test import APIClient
 
-from annotator.inquire import releases
 from annotator.labels import LabelChange, set_labels
 from annotator.models import Release, ReleaseJob
+from annotator.releases import publish as releases
 from search import layout, map_jobs
 from search.facade import search
 from search.models import JobStatus

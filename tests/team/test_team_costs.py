@@ -193,7 +193,7 @@ def test_the_page_the_cost_line_and_the_exports(scripted, client):
 
 
 def test_a_release_states_what_it_cost_and_the_teams_quality(scripted, settings, tmp_path):
-    from annotator.inquire import releases
+    from annotator.releases import publish as releases
 
     settings.QUIRE_DATA_DIR = tmp_path / "data"
     folder = tmp_path / "data" / "releases" / "v1"

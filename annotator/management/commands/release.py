@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotator.inquire import releases
 from annotator.models import Release
+from annotator.releases import publish as releases
 from common.cli import progress_bar
 
 
