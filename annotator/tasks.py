@@ -7,7 +7,7 @@ from annotator.labeling import examples
 from annotator.methods import rerank as reranking
 from annotator.progress import figures
 from annotator.releases import publish as releases
-from annotator.team import costs, panel
+from annotator.team import agreement, costs, panel
 
 
 @shared_task(name="annotator.rerank")
@@ -56,8 +56,16 @@ def reap_release_jobs() -> list[int]:
 
 
 @shared_task(name="annotator.team_report")
-def team_report(query_id: int | None) -> int | None:
-    """The team's cost and quality figures (of one query, or every query), computed and cached
+def team_report(query_ids: int | list[int] | None) -> int | list[int] | None:
+    """The team's cost and quality figures (of one query, some, or every query), computed and cached
     (annotator.team.costs.refresh)."""
-    costs.refresh(query_id)
-    return query_id
+    costs.refresh(query_ids)
+    return query_ids
+
+
+@shared_task(name="annotator.agreement_report")
+def agreement_report(query_ids: list[int] | None, resamples: int) -> list[int] | None:  # a list: JSON's tuple
+    """agreement.json's figures (of some queries, or every query), computed and cached
+    (annotator.team.agreement.refresh_report)."""
+    agreement.refresh_report(query_ids, resamples)
+    return query_ids

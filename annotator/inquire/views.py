@@ -7,12 +7,13 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
 from django.http import (
     Http404,
+    HttpResponse,
     HttpResponseBadRequest,
     HttpResponseBase,
     JsonResponse,
     StreamingHttpResponse,
 )
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 
@@ -37,13 +38,21 @@ def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
         query_ids = sorted({int(value) for value in raw})
     if refused := visibility.of(request).refusal(query_ids):
         raise PermissionDenied(refused)  # Quire's 403 page says it, with the way back
+    figures = None
+    if name in COMPUTED:  # heavy figures come from the background, never computed in the request
+        figures = COMPUTED[name](query_ids)
+        if figures is None:
+            return _computing(request, name)
+        if failed := costs.failure(figures):
+            return HttpResponse(failed, status=503, content_type="text/plain; charset=utf-8")
     if name in JSON_FILES:  # what export_inquire writes beside the CSVs, at full precision
-        response = JsonResponse(JSON_FILES[name](query_ids), json_dumps_params={"indent": 2}, safe=False)
+        found = figures if figures is not None else JSON_FILES[name](query_ids)
+        response = JsonResponse(found, json_dumps_params={"indent": 2}, safe=False)
         response["Content-Disposition"] = f'attachment; filename="{export_file_name(name, query_ids)}"'
         return response
     for_spreadsheets = request.GET.get("spreadsheet_safe") in ("1", "on")
     lines = (
-        (line.encode() for line in csv_lines(CSV_FILES[name](query_ids), for_spreadsheets=for_spreadsheets))
+        (line.encode() for line in csv_lines(costs.csv_rows(figures or {}), for_spreadsheets=for_spreadsheets))
         if name in CSV_FILES
         else export_lines(name, query_ids, for_spreadsheets=for_spreadsheets)
     )
@@ -55,14 +64,30 @@ def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
     return streamed
 
 
-# The figures export_inquire writes beside the CSVs: the agreement, and one completeness claim per query.
+# The figures export_inquire writes beside the CSVs: the agreement, and one completeness claim per query (read off
+# the checks' stored decisions: computed here).
 JSON_FILES: dict[str, Callable[[list[int] | None], Any]] = {
     AGREEMENT_FILE: agreement.report,
     COMPLETENESS_FILE: claims.completeness_file,
     "team.json": costs.report,  # the team's cost and quality (annotator.team.costs), at full precision
 }
 # Staff downloads that are no INQUIRE file: the team's figures as one CSV (a row per annotator and per query).
-CSV_FILES: dict[str, Callable[[list[int] | None], Any]] = {"team.csv": costs.csv_rows}
+CSV_FILES = ("team.csv",)
+# The heavy ones (bootstrap intervals, Dawid-Skene): served as the background computed them (None: not yet).
+COMPUTED: dict[str, Callable[[list[int] | None], Any]] = {
+    AGREEMENT_FILE: agreement.cached_report,
+    "team.json": costs.cached_report,
+    "team.csv": costs.cached_report,
+}
+RETRY_SECONDS = 3
+
+
+def _computing(request: SignedInRequest, name: str) -> HttpResponse:
+    """202: the file's figures are being computed in the background; the page asks again by itself (a script reads
+    Retry-After), and the download starts once they are there."""
+    answer = render(request, "annotator/computing.html", {"name": name, "retry": RETRY_SECONDS}, status=202)
+    answer["Retry-After"] = str(RETRY_SECONDS)
+    return answer
 
 
 def export_file_name(name: str, query_ids: list[int] | None) -> str:

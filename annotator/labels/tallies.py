@@ -28,7 +28,9 @@ _COUNTERS = {
 }
 
 
-def count_final_labels(query_id: int, before: Iterable[str], after: Iterable[str], when: datetime) -> None:
+def count_final_labels(
+    query_id: int, before: Iterable[str], after: Iterable[str], when: datetime, *, events: int = 0
+) -> None:
     """Add to the query's tally the change of some final labels from `before` to `after` (their values, ""
     for none or a placeholder) and make `when` its last activity. Called only when those labels changed (a
     label whose decider alone changed moves no count but is activity)."""
@@ -36,7 +38,7 @@ def count_final_labels(query_id: int, before: Iterable[str], after: Iterable[str
     change.subtract(value for value in before if value)
     deltas = {column: change[value] for value, column in _COUNTERS.items()}
     deltas["labeled"] = sum(deltas.values())
-    deltas["changes"] = 1
+    deltas["changes"] = max(1, events)  # the change marker: by the write's events, in this same statement
     _upsert(QueryTally, ["query_id"], {"query_id": query_id}, deltas, {"last_activity": when})
 
 

@@ -206,9 +206,9 @@ def clear_labels(labels: Iterable[Label], *, user: Writer, source: str) -> int:
             Judgment.objects.filter(query_id=query_id, image_id__in=image_ids).delete()
             removed = Counter(j.annotator_id for j in judgments if j.annotator_id is not None)
             tallies.count_judgments(query_id, Counter({annotator_id: -n for annotator_id, n in removed.items()}))
-            _record(query_id, events)
+            recorded = _record(events)
             cleared += sum(1 for label in held.values() if label.value)
-            _settle(query_id, held, _rule(query_id))
+            _settle(query_id, held, _rule(query_id), events=recorded)
     return cleared
 
 
@@ -237,8 +237,8 @@ def adjudicate(*, query_id: int, image_id: int, value: str, user: Writer) -> Lab
             value, Decision.ADJUDICATED, user, timezone.now(),
         )  # fmt: skip
         Label.objects.bulk_update([label], ["value", "decided_by", "annotator", "updated_at"])
-        tallies.count_final_labels(query_id, [old], [value], label.updated_at)
-        _record(query_id, [_event(query_id, image_id, old, value, user, LabelSource.ADJUDICATION, annotator_id=None)])
+        recorded = _record([_event(query_id, image_id, old, value, user, LabelSource.ADJUDICATION, annotator_id=None)])
+        tallies.count_final_labels(query_id, [old], [value], label.updated_at, events=recorded)
         judgments_settled.send(sender=Label, query_id=query_id, image_ids=[image_id])
     return label
 
@@ -329,11 +329,11 @@ def _write(
         mine = Judgment.objects.filter(query_id=query_id, image_id__in=list(by_image))
         own = {j.image_id: j for j in (mine.filter(annotator=user) if user else mine.filter(annotator__isnull=True))}
         plans = {image_id: _replay(own.get(image_id), todo, source) for image_id, todo in by_image.items()}
-        _write_judgments(query_id, own, plans, user, source, import_batch)
+        recorded = _write_judgments(query_id, own, plans, user, source, import_batch)
         if query.sampled and user is not None:  # a judgment given under seal is the judge's blind vote
             under_seal = [image_id for _, image_id, _ in sealed.sealed_to(user, query=query_id, image_ids=plans)]
             sealed.keep_votes(query_id, [(i, user.pk, plans[i].value) for i in under_seal if plans[i].value])
-        _settle(query_id, held, query.final_rule, blind=query.sampled)
+        _settle(query_id, held, query.final_rule, blind=query.sampled, events=recorded)
         if query.checking:  # read with the query: the everyday save pays no extra round trip
             judgments_settled.send(sender=Label, query_id=query_id, image_ids=list(plans))
     return plans
@@ -407,7 +407,7 @@ def _write_judgments(
     user: Writer,
     source: str,
     import_batch: ImportBatch | None,
-) -> None:
+) -> int:
     now = timezone.now()
     created, updated, removed = [], [], []
     for image_id, plan in plans.items():
@@ -435,8 +435,7 @@ def _write_judgments(
     Judgment.objects.filter(pk__in=removed).delete()
     if user is not None and len(created) != len(removed):  # the system's judgments (imports) are nobody's
         tallies.count_judgments(query_id, Counter({user.pk: len(created) - len(removed)}))
-    _record(
-        query_id,
+    return _record(
         [
             _event(
                 query_id,
@@ -451,14 +450,15 @@ def _write_judgments(
             )  # fmt: skip
             for image_id, plan in plans.items()
             for old, new, lead_time_ms, given_by in plan.events
-        ],
+        ]
     )
 
 
-def _record(query_id: int, events: list[LabelEvent]) -> None:
-    """Append a write's events to the history, and move the query's change marker by them."""
+def _record(events: list[LabelEvent]) -> int:
+    """Append a write's events to the history; how many (the caller's `_settle` counts them into the query's change
+    marker)."""
     LabelEvent.objects.bulk_create(events)
-    tallies.count_events(query_id, len(events))
+    return len(events)
 
 
 def _event(
@@ -526,11 +526,12 @@ def settle_again(
     return changed
 
 
-def _settle(query_id: int, held: dict[int, Label], rule: str, *, blind: bool = True) -> int:
+def _settle(query_id: int, held: dict[int, Label], rule: str, *, blind: bool = True, events: int = 0) -> int:
     """Derive the held images' final labels from their judgments (annotator.labels.final): update those that
     changed, remove those with no judgment left (placeholders included). Returns how many stored final
     labels were made, changed or removed. `blind` False: the query has no overlap sample, so no blind vote to
-    have been revised (the everyday save skips that read)."""
+    have been revised (the everyday save skips that read). `events`: how many the write recorded, counted into the
+    query's change marker by the same statement as its final labels (one UPDATE of the tally a write)."""
     revised = sealed.revised(query_id, held) if blind else set()
     votes: dict[int, list[tuple[int | None, str]]] = defaultdict(list)
     for image_id, annotator_id, value in Judgment.objects.filter(
@@ -560,7 +561,9 @@ def _settle(query_id: int, held: dict[int, Label], rule: str, *, blind: bool = T
     _update_alike(Label, updated, ["value", "decided_by", "annotator_id", "updated_at"])
     Label.objects.filter(pk__in=removed).delete()
     if before or after:
-        tallies.count_final_labels(query_id, before, after, now)
+        tallies.count_final_labels(query_id, before, after, now, events=events)
+    else:
+        tallies.count_events(query_id, events)
     return len(updated) + gone
 
 

@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 
 from annotator.labels import sealed
+from annotator.labels.tallies import change_marker
 from annotator.methods.rerank import latest_prelabels
 from annotator.models import Decision, Label, LabelValue, Query
+from common.cached_figures import BackgroundFigure
 
 UNSURE_RULE = (
     "Unsure is not a vote: an item counts where at least two annotators voted relevant or not relevant; "
@@ -305,3 +307,28 @@ def _round(value: Any) -> float | None:
     """A figure as JSON carries it: a float at full precision (so agreement.json equals the reference
     libraries), or None where undefined. Pages and the table round for reading."""
     return None if value is None else float(value)
+
+
+# agreement.json and the agreement page: computed in the background (annotator/tasks.py: agreement_report), cached
+# by the labels' change marker, never in a request (1,000 bootstrap resamples a query for agreement.json).
+REPORT = BackgroundFigure("agreement-report", "annotator.agreement_report")
+
+
+def cached_report(query_ids: Iterable[int] | None, *, resamples: int = RESAMPLES) -> dict[str, Any] | None:
+    """`report` of `query_ids` (None: every query) as cached, or None with its job sent (the page asks again)."""
+    ids = None if query_ids is None else sorted(set(query_ids))
+    job = None if ids is None else tuple(ids)  # a tuple: a job's arguments are its key in the embedded queue
+    have, found = REPORT.cached(_report_parts(ids, resamples), job, resamples)
+    return found if have else None
+
+
+def refresh_report(query_ids: Iterable[int] | None, resamples: int) -> None:
+    """Compute and cache `report` (the background half of cached_report), under the marker read before."""
+    ids = None if query_ids is None else sorted(set(query_ids))
+    parts = _report_parts(ids, resamples)
+    REPORT.store(parts, report(ids, resamples=resamples))
+
+
+def _report_parts(ids: list[int] | None, resamples: int) -> tuple[object, ...]:
+    named = "all" if ids is None else "q" + "-".join(map(str, ids))
+    return named, change_marker(ids), resamples

@@ -198,21 +198,23 @@ def _kappa(theirs: list[str], truth: list[str]) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def cached_report(query_id: int | None = None) -> dict[str, Any] | None:
-    """The report of one query or of every query as cached, or None (and its job sent: the page asks again)
-    while it is computed. It is cached by the labels' change marker (every event moves it) and the idle cap."""
-    have, found = REPORT.cached(_parts(query_id), query_id)
+def cached_report(query_ids: int | Iterable[int] | None = None) -> dict[str, Any] | None:
+    """The report of one query, of some, or of every query (None) as cached, or None (and its job sent: the page
+    asks again) while it is computed. It is cached by the labels' change marker and the idle cap."""
+    ids = _ids(query_ids)
+    have, found = REPORT.cached(_parts(ids), ids)  # a tuple: a job's arguments are its key in the embedded queue
     return found if have else None
 
 
-def refresh(query_id: int | None) -> None:
-    """Compute and cache the report of `query_id` (None: every query): the background half of cached_report. A
+def refresh(query_ids: int | Iterable[int] | None) -> None:
+    """Compute and cache the report of `query_ids` (None: every query): the background half of cached_report. A
     report that cannot be computed is cached as its failure (`failure`), so that the pages say so instead of
     "computing" for good; the error is raised again for the job's record, and the next change of the labels
     tries anew (a new marker)."""
-    parts = _parts(query_id)  # read before computing: a write meanwhile moves the marker past what is stored
+    ids = _ids(query_ids)
+    parts = _parts(ids)  # read before computing: a write meanwhile moves the marker past what is stored
     try:
-        computed = report(None if query_id is None else [query_id])
+        computed = report(None if ids is None else list(ids))
     except Exception as error:
         said = (
             f"The team's figures could not be computed ({type(error).__name__}: {error}). They are tried again after "
@@ -231,8 +233,15 @@ def failure(found: dict[str, Any] | None) -> str:
     return str(found.get(FAILED, "")) if found else ""
 
 
-def _parts(query_id: int | None) -> tuple[object, ...]:
-    return query_id or "all", change_marker(None if query_id is None else [query_id]), idle_cap()
+def _ids(query_ids: int | Iterable[int] | None) -> tuple[int, ...] | None:
+    if query_ids is None:
+        return None
+    return (query_ids,) if isinstance(query_ids, int) else tuple(sorted(set(query_ids)))
+
+
+def _parts(ids: tuple[int, ...] | None) -> tuple[object, ...]:
+    named = "all" if ids is None else "q" + "-".join(map(str, ids))
+    return named, change_marker(ids), idle_cap()
 
 
 def duration(seconds: float) -> str:
@@ -277,10 +286,9 @@ TEAM_COLUMNS = (
 )  # fmt: skip
 
 
-def csv_rows(query_ids: Iterable[int] | None = None) -> Iterable[list[Any]]:
-    """team.csv: a header, then one row per annotator and one per query (`row` says which; "" where a figure is
-    undefined or belongs to the other kind), at full precision."""
-    figures = report(query_ids)
+def csv_rows(figures: dict[str, Any]) -> Iterable[list[Any]]:
+    """team.csv of a report: a header, then one row per annotator and one per query (`row` says which; "" where a
+    figure is undefined or belongs to the other kind), at full precision."""
     yield ["row", "name", *TEAM_COLUMNS]
     for row in figures["annotators"]:
         yield ["annotator", row["annotator"], *("" if row.get(k) is None else row[k] for k in TEAM_COLUMNS)]

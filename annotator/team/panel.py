@@ -47,6 +47,6 @@ def refresh(query_id: int) -> None:
     AGREEMENT.store(parts, team_figures(Query.objects.get(pk=query_id)))
 
 
-def _parts(query_id: int) -> tuple[int, int]:
+def _parts(query_id: int) -> tuple[int, str]:
     """What the figures are cached by: the query, and its labels' change marker."""
     return query_id, change_marker([query_id])

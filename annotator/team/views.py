@@ -111,8 +111,8 @@ def agreement_page(request: SignedInRequest) -> HttpResponseBase:
     # The figures of a query where the viewer still judges images blind would tell how the others voted.
     withheld = sorted(sight.hidden)
     shown = list(Query.objects.exclude(pk__in=withheld).values_list("pk", flat=True)) if withheld else None
-    figures = agreement.report(shown, resamples=0)
-    context = {"figures": figures, "queries": Query.objects.in_bulk(), "withheld": withheld}
+    figures = agreement.cached_report(shown, resamples=0)  # from the background, never computed in the request
+    context = {"figures": figures, "computing": figures is None, "withheld": withheld}
     return render(request, "annotator/agreement.html", context)
 
 

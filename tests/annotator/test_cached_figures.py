@@ -63,7 +63,7 @@ def test_a_figure_is_asked_for_once_cached_then_read(settings, django_capture_on
 
 
 @pytest.mark.parametrize(
-    "parts", [lambda q: panel._parts(q.pk), lambda q: costs._parts(q.pk), lambda q: costs._parts(None)]
+    "parts", [lambda q: panel._parts(q.pk), lambda q: costs._parts((q.pk,)), lambda q: costs._parts(None)]
 )
 def test_a_poll_reads_one_tally_not_every_judgment(labeling, parts):
     query = labeling["query"]

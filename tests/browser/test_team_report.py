@@ -1,6 +1,8 @@
 """Issue 55 in a real Chromium: staff open the team page (annotators and queries, sorted by a click, the plot of
 seconds per label) and a query's cost line; screenshots for review."""
 
+from pathlib import Path
+
 import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
@@ -40,3 +42,21 @@ def test_staff_read_what_the_benchmark_cost_and_each_annotators_quality(page, li
     expect(page.locator("#query-cost")).to_contain_text("5 positives")  # image 3 is undecided: ann and bob split
     page.locator("#query-cost").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "team-query-cost.png"))
+
+
+def test_a_heavy_download_waits_for_the_background_then_starts_once(page, live_server, labeling, artifacts):
+    """Issue 65: team.json was computed in the request (Dawid-Skene). Now its link answers 202 with a page that
+    says the figures are being computed and asks again; once the background has them, the download starts, once."""
+    query, ann = labeling["query"], labeling["annotator"]
+    images = [hit.image_id for hit in search(text=query.text, k=10)]
+    set_labels(query_id=query.pk, changes=[LabelChange(i, "relevant") for i in images], user=ann, source="keyboard")
+    log_in(page, live_server, "boss", "pw-boss-1", "/dashboard/")
+    downloads = []
+    page.on("download", lambda download: downloads.append(download))
+    page.goto(f"{live_server.url}/exports/team.json")
+    expect(page.locator("#computing")).to_contain_text("being computed in the background")
+    page.screenshot(path=str(artifacts / "download-computing.png"))
+    expect(page.locator("#computing")).to_have_text("Ready: the download has started.", timeout=30_000)
+    page.wait_for_timeout(4000)  # a page that asked again would download again
+    assert len(downloads) == 1 and downloads[0].suggested_filename == "team.json"
+    assert '"annotators"' in Path(downloads[0].path()).read_text(encoding="utf-8")

@@ -110,6 +110,7 @@ def test_the_dashboard_shows_the_team(split):
     one = judge.get("/dashboard/7/").content.decode()
     assert "Agreement (blind votes) on <strong>2</strong> double-labeled images" in one
     assert "1 disagreement to adjudicate" in one
+    agreement.refresh_report(None, 0)  # what annotator.agreement_report runs for the page
     figures = judge.get("/dashboard/agreement/").content.decode()
     assert "Overall: <strong>2</strong> items" in figures and "ann · bob" in figures
 
