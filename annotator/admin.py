@@ -9,7 +9,6 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from annotator import labels
-from annotator.labeling.forms import ExampleInlineForm
 from annotator.labels import selectors, visibility
 from annotator.labels.selectors import CountedQuery
 from annotator.models import (
@@ -25,6 +24,7 @@ from annotator.models import (
     RerankJob,
 )
 from annotator.team import overlap
+from annotator.web.labeling_forms import ExampleInlineForm
 from common.http import user_of
 from search.facade import SearchUnavailable
 

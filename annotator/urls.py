@@ -2,14 +2,11 @@
 
 from django.urls import path
 
-from annotator import views
-from annotator.inquire import views as inquire
-from annotator.labeling import views as labeling
-from annotator.map import views as maps
-from annotator.methods import views as methods
-from annotator.progress import views as progress
-from annotator.releases import views as release_views
-from annotator.team import views as team
+from annotator.web import exports as inquire
+from annotator.web import home as views
+from annotator.web import labeling, methods, progress, team
+from annotator.web import map as maps
+from annotator.web import releases as release_views
 
 urlpatterns = [
     path("", views.home, name="home"),

@@ -7,7 +7,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from annotator import views as annotator_views
+from annotator.web import home as annotator_views
 from quire.api import router as api_router
 
 # The admin registers its models when the URLs load (SimpleAdminConfig in settings), not in every process

@@ -426,8 +426,8 @@ def test_a_page_reads_what_the_viewer_sees_once(ann, labeling, monkeypatch, rank
     """Issue 38: what the viewer sees of the query's labels (3 to 4 queries, all of its labels) was read up to
     three times a request: by the grid, by its tiles and by "labeled down to". Now once, and passed down."""
     from annotator.labeling import grid
-    from annotator.labeling import views as labeling_views
     from annotator.labels import sealed
+    from annotator.web import labeling as labeling_views
 
     query = labeling["query"]
     ranked = tile_ids(ann.get(reverse("label", args=[query.pk])).content.decode())

@@ -3,8 +3,8 @@
 import pytest
 from django.http import QueryDict
 
-from annotator.labeling.forms import MAX_LIKE, LabelingSearchForm
 from annotator.models import Query
+from annotator.web.labeling_forms import MAX_LIKE, LabelingSearchForm
 
 pytestmark = pytest.mark.django_db
 

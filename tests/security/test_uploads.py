@@ -89,7 +89,7 @@ def test_a_jpeg_comment_does_not_survive_the_re_encoding(client, labeling):
 def test_the_admin_checks_example_uploads_as_the_page_does(client, labeling):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from annotator.labeling.forms import ExampleInlineForm
+    from annotator.web.labeling_forms import ExampleInlineForm
 
     svg = SimpleUploadedFile("x.svg", b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>',
                              content_type="image/svg+xml")  # fmt: skip

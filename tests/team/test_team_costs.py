@@ -253,7 +253,7 @@ def test_a_team_report_that_cannot_be_computed_says_so_instead_of_computing(labe
 def test_the_plot_of_seconds_per_label_reads_its_top_and_draws_nothing_untimed():
     """Issue 64: the team page's plot topped its axis at "0.0 s" (labels that took well under a tenth of a second on
     average, or none timed)."""
-    from annotator.team import plot
+    from annotator.web import team_plot as plot
 
     assert plot.seconds_per_label([{"annotator": "ann", "day": "2026-11-28", "seconds_per_label": 0.0}]) == ""
     assert plot.seconds_per_label([{"annotator": "ann", "day": "2026-11-28", "seconds_per_label": None}]) == ""

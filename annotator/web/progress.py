@@ -19,10 +19,10 @@ from annotator.inquire.exporters import EXPORTS
 from annotator.labels import visibility
 from annotator.models import Query
 from annotator.progress import benchmark, check_requests, checks, claims, figures
-from annotator.progress.forms import TrackingForm
 from annotator.progress.frames import BadCheck, NothingToCheckYet
 from annotator.team import costs
 from annotator.team.panel import team_panel
+from annotator.web.tracking_form import TrackingForm
 from common.http import SignedInRequest
 from common.refusals import drawn_for_target
 

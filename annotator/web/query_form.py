@@ -1,4 +1,4 @@
-"""The forms of the pages annotator/ keeps outside its rooms (the query list); each room keeps its own."""
+"""The query list's form: a query added by its text, refused with a sentence where it repeats one or is too long."""
 
 from django import forms
 

@@ -1,6 +1,6 @@
 """The annotators' pages: labeling one query, its results, label saves and Submit.
 
-Thin: the work is in grid.py, labels.py, selectors.py, catalog.taxa and the search engine.
+Thin: the work is in labeling/grid.py, annotator.labels, catalog.taxa and the search engine.
 Taxon suggestions and image files are the catalog's (catalog/views.py).
 """
 
@@ -28,15 +28,15 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefre
 
 from annotator import labels
 from annotator.labeling import examples, grid
-from annotator.labeling.forms import ExampleUploadForm, LabelingSearchForm, SearchState
 from annotator.labels import selectors, visibility
 from annotator.labels.changes import MAX_LABELS_PER_SAVE, BadChanges, read_changes, read_image_ids
 from annotator.labels.sealed import seen_by
 from annotator.map import points as map_view
-from annotator.methods.pane import model_box
 from annotator.models import LabelSource, LabelValue, Query, QueryExample
 from annotator.progress import claims, figures
-from annotator.progress.forms import TrackingForm
+from annotator.web.labeling_forms import ExampleUploadForm, LabelingSearchForm, SearchState
+from annotator.web.model_box import model_box
+from annotator.web.tracking_form import TrackingForm
 from common.api_params import BadJson, parse_json, strict_id
 from common.database import retry_once_if_dropped
 from common.formats import RASTER_TYPES

@@ -9,9 +9,9 @@ from django.views.decorators.http import require_GET, require_POST
 from annotator import labels
 from annotator.labels import visibility
 from annotator.methods import rerank
-from annotator.methods.pane import model_box
 from annotator.methods.registry import MODEL_METHODS
 from annotator.models import GeneratedImage, Query
+from annotator.web.model_box import model_box
 from common.background import QueueUnavailable
 from common.http import SignedInRequest, sandboxed
 from common.refusals import drawn_for_target

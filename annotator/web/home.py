@@ -9,11 +9,11 @@ from django.shortcuts import redirect, render
 
 from annotator import labels
 from annotator.api.tokens import current_token, new_token, revoke_token
-from annotator.forms import QueryForm
 from annotator.inquire.exporters import EXPORTS
 from annotator.labels import selectors, visibility
 from annotator.models import Query, duplicate_text_message, text_key
 from annotator.progress import figures
+from annotator.web.query_form import QueryForm
 from common.http import SignedInRequest
 
 

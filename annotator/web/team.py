@@ -18,7 +18,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from annotator import labels
 from annotator.labels import selectors, visibility
 from annotator.models import UNDECIDED, Decision, LabelValue, Query
-from annotator.team import agreement, costs, plot
+from annotator.team import agreement, costs
+from annotator.web import team_plot as plot
 from catalog.models import Image
 from common.api_params import strict_id
 from common.http import SignedInRequest
