@@ -1,4 +1,4 @@
-// A download whose figures are computed in the background (annotator/inquire/views.py answers 202 meanwhile):
+// A download whose figures are computed in the background (annotator/web/exports.py answers 202 meanwhile):
 // ask again every few seconds, and once the answer is the file, fetch it once and say so. No reload loop: the
 // page itself is never asked for again after the file came.
 (() => {
