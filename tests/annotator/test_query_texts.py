@@ -5,9 +5,9 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
-from annotator import forms
 from annotator.inquire.importers import InputError, import_queries
 from annotator.models import Query
+from annotator.web import query_form as forms
 
 pytestmark = pytest.mark.django_db
 
