@@ -29,8 +29,8 @@ from common.http import SignedInRequest
 def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
     """Stream one INQUIRE CSV, or agreement.json (optionally for ?query=ID&query=ID only); a CSV is never built
     whole in memory. Refused, with the reason, to a viewer for whom an overlap sample still waits (visibility)."""
-    if name not in EXPORTS and name not in JSON_FILES and name not in CSV_FILES:
-        raise Http404(f"No export named {name}; the exports are {', '.join([*EXPORTS, *JSON_FILES, *CSV_FILES])}.")
+    if name not in EXPORTS and name not in FIGURES:
+        raise Http404(f"No export named {name}; the exports are {', '.join([*EXPORTS, *FIGURES])}.")
     query_ids = None
     if raw := request.GET.getlist("query"):
         if not all(value.isascii() and value.isdigit() and int(value) < 2**63 for value in raw):
@@ -38,22 +38,19 @@ def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
         query_ids = sorted({int(value) for value in raw})
     if refused := visibility.of(request).refusal(query_ids):
         raise PermissionDenied(refused)  # Quire's 403 page says it, with the way back
-    figures = None
-    if name in COMPUTED:  # heavy figures come from the background, never computed in the request
-        figures = COMPUTED[name](query_ids)
-        if figures is None:
-            return _computing(request, name)
-        if failed := costs.failure(figures):
-            return HttpResponse(failed, status=503, content_type="text/plain; charset=utf-8")
-    if name in JSON_FILES:  # what export_inquire writes beside the CSVs, at full precision
-        found = figures if figures is not None else JSON_FILES[name](query_ids)
-        response = JsonResponse(found, json_dumps_params={"indent": 2}, safe=False)
+    figures = FIGURES[name](query_ids) if name in FIGURES else None
+    if name in FIGURES and figures is None:  # a heavy one, still being computed in the background
+        return _computing(request, name)
+    if failed := costs.failure(figures):
+        return HttpResponse(failed, status=503, content_type="text/plain; charset=utf-8")
+    if name.endswith(".json"):  # what export_inquire writes beside the CSVs, at full precision
+        response = JsonResponse(figures, json_dumps_params={"indent": 2}, safe=False)
         response["Content-Disposition"] = f'attachment; filename="{export_file_name(name, query_ids)}"'
         return response
     for_spreadsheets = request.GET.get("spreadsheet_safe") in ("1", "on")
     lines = (
-        (line.encode() for line in csv_lines(costs.csv_rows(figures or {}), for_spreadsheets=for_spreadsheets))
-        if name in CSV_FILES
+        (line.encode() for line in csv_lines(costs.csv_rows(figures), for_spreadsheets=for_spreadsheets))
+        if figures is not None
         else export_lines(name, query_ids, for_spreadsheets=for_spreadsheets)
     )
     streamed = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
@@ -64,18 +61,13 @@ def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
     return streamed
 
 
-# The figures export_inquire writes beside the CSVs: the agreement, and one completeness claim per query (read off
-# the checks' stored decisions: computed here).
-JSON_FILES: dict[str, Callable[[list[int] | None], Any]] = {
-    AGREEMENT_FILE: agreement.report,
-    COMPLETENESS_FILE: claims.completeness_file,
-    "team.json": costs.report,  # the team's cost and quality (annotator.team.costs), at full precision
-}
-# Staff downloads that are no INQUIRE file: the team's figures as one CSV (a row per annotator and per query).
-CSV_FILES = ("team.csv",)
-# The heavy ones (bootstrap intervals, Dawid-Skene): served as the background computed them (None: not yet).
-COMPUTED: dict[str, Callable[[list[int] | None], Any]] = {
+# The files of figures, besides the INQUIRE CSVs: what export_inquire writes beside them (the agreement, one
+# completeness claim per query) and the team's cost and quality as JSON and as one CSV (a row per annotator and per
+# query). The heavy ones (bootstrap intervals, Dawid-Skene) come as the background computed them, None while it
+# works; the claims are read off the checks' stored decisions, in the request.
+FIGURES: dict[str, Callable[[list[int] | None], Any]] = {
     AGREEMENT_FILE: agreement.cached_report,
+    COMPLETENESS_FILE: claims.completeness_file,
     "team.json": costs.cached_report,
     "team.csv": costs.cached_report,
 }
