@@ -57,3 +57,16 @@ class BackgroundFigure:
         parts = list(parts)
         found, value = self.peek(parts)
         return value if found else self.store(parts, compute())
+
+
+def id_set(ids: int | Iterable[int] | None) -> tuple[int, ...] | None:
+    """Ids (one, some, or None for all) as a figure's parts and its task's arguments take them: sorted, once each,
+    a tuple (a job's arguments are its key in the embedded queue, so they must hash)."""
+    if ids is None:
+        return None
+    return (ids,) if isinstance(ids, int) else tuple(sorted(set(ids)))
+
+
+def ids_part(ids: tuple[int, ...] | None) -> str:
+    """An id_set as one part of a cache key: "all", or "q3-7-12"."""
+    return "all" if ids is None else "q" + "-".join(map(str, ids))

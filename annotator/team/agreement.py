@@ -28,7 +28,7 @@ from annotator.labels import sealed
 from annotator.labels.tallies import change_marker
 from annotator.methods.rerank import latest_prelabels
 from annotator.models import Decision, Label, LabelValue, Query
-from common.cached_figures import BackgroundFigure
+from common.cached_figures import BackgroundFigure, id_set, ids_part
 
 UNSURE_RULE = (
     "Unsure is not a vote: an item counts where at least two annotators voted relevant or not relevant; "
@@ -316,19 +316,17 @@ REPORT = BackgroundFigure("agreement-report", "annotator.agreement_report")
 
 def cached_report(query_ids: Iterable[int] | None, *, resamples: int = RESAMPLES) -> dict[str, Any] | None:
     """`report` of `query_ids` (None: every query) as cached, or None with its job sent (the page asks again)."""
-    ids = None if query_ids is None else sorted(set(query_ids))
-    job = None if ids is None else tuple(ids)  # a tuple: a job's arguments are its key in the embedded queue
-    have, found = REPORT.cached(_report_parts(ids, resamples), job, resamples)
+    ids = id_set(query_ids)
+    have, found = REPORT.cached(_report_parts(ids, resamples), ids, resamples)
     return found if have else None
 
 
 def refresh_report(query_ids: Iterable[int] | None, resamples: int) -> None:
     """Compute and cache `report` (the background half of cached_report), under the marker read before."""
-    ids = None if query_ids is None else sorted(set(query_ids))
+    ids = id_set(query_ids)
     parts = _report_parts(ids, resamples)
     REPORT.store(parts, report(ids, resamples=resamples))
 
 
-def _report_parts(ids: list[int] | None, resamples: int) -> tuple[object, ...]:
-    named = "all" if ids is None else "q" + "-".join(map(str, ids))
-    return named, change_marker(ids), resamples
+def _report_parts(ids: tuple[int, ...] | None, resamples: int) -> tuple[object, ...]:
+    return ids_part(ids), change_marker(ids), resamples

@@ -33,7 +33,7 @@ from django.conf import settings
 from annotator.labels.tallies import change_marker
 from annotator.models import Decision, Judgment, Label, LabelEvent, LabelSource, LabelValue
 from annotator.team import agreement
-from common.cached_figures import BackgroundFigure
+from common.cached_figures import BackgroundFigure, id_set, ids_part
 
 ACTION_GAP = 1.0  # seconds: labels without a lead time this close together are one action (a range, a Submit)
 KAPPA_LEAST = 10  # adjudicated images an annotator's kappa against gold needs
@@ -201,7 +201,7 @@ def _kappa(theirs: list[str], truth: list[str]) -> float | None:
 def cached_report(query_ids: int | Iterable[int] | None = None) -> dict[str, Any] | None:
     """The report of one query, of some, or of every query (None) as cached, or None (and its job sent: the page
     asks again) while it is computed. It is cached by the labels' change marker and the idle cap."""
-    ids = _ids(query_ids)
+    ids = id_set(query_ids)
     have, found = REPORT.cached(_parts(ids), ids)  # a tuple: a job's arguments are its key in the embedded queue
     return found if have else None
 
@@ -211,7 +211,7 @@ def refresh(query_ids: int | Iterable[int] | None) -> None:
     report that cannot be computed is cached as its failure (`failure`), so that the pages say so instead of
     "computing" for good; the error is raised again for the job's record, and the next change of the labels
     tries anew (a new marker)."""
-    ids = _ids(query_ids)
+    ids = id_set(query_ids)
     parts = _parts(ids)  # read before computing: a write meanwhile moves the marker past what is stored
     try:
         computed = report(None if ids is None else list(ids))
@@ -233,15 +233,8 @@ def failure(found: dict[str, Any] | None) -> str:
     return str(found.get(FAILED, "")) if found else ""
 
 
-def _ids(query_ids: int | Iterable[int] | None) -> tuple[int, ...] | None:
-    if query_ids is None:
-        return None
-    return (query_ids,) if isinstance(query_ids, int) else tuple(sorted(set(query_ids)))
-
-
 def _parts(ids: tuple[int, ...] | None) -> tuple[object, ...]:
-    named = "all" if ids is None else "q" + "-".join(map(str, ids))
-    return named, change_marker(ids), idle_cap()
+    return ids_part(ids), change_marker(ids), idle_cap()
 
 
 def duration(seconds: float) -> str:
