@@ -20,6 +20,9 @@ from common import background
 
 log = logging.getLogger(__name__)
 
+# The environment variable `manage.py demo` sets for the server it starts (search.spec.WARM_UP_AT_START: the same).
+SERVER_STARTED = "QUIRE_WARM_UP_AT_START"
+
 # A broker hands a lost worker's task to another worker; in one process, a job lost with the previous process is
 # sent again by this entry.
 EMBEDDED_SCHEDULE = {"resume-scorings": {"task": "evaluation.resume_scorings", "schedule": 60.0}}
@@ -54,7 +57,7 @@ def serving() -> bool:
     (QUIRE_WARM_UP_AT_START) or in `runserver` (its autoreloader's watcher excepted: it serves nothing)."""
     if not background.embedded():
         return False
-    if os.environ.get("QUIRE_WARM_UP_AT_START") == "1":
+    if os.environ.get(SERVER_STARTED) == "1":
         return True
     arguments = sys.argv[1:]
     return (

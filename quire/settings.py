@@ -88,8 +88,9 @@ elif not DEBUG and (len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5):
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1")
 
 # The CLIP model (file) (see search/spec.py). Default: the ViT-H/14 INQUIRE evaluated.
-QUIRE_CLIP_MODEL = env_or_file("QUIRE_CLIP_MODEL", "ViT-H-14-378-quickgelu")
-QUIRE_CLIP_PRETRAINED = env_or_file("QUIRE_CLIP_PRETRAINED", "dfn5b")
+QUIRE_CLIP_DEFAULT = ("ViT-H-14-378-quickgelu", "dfn5b")  # what an error names as "the default" (search/spec.py)
+QUIRE_CLIP_MODEL = env_or_file("QUIRE_CLIP_MODEL", QUIRE_CLIP_DEFAULT[0])
+QUIRE_CLIP_PRETRAINED = env_or_file("QUIRE_CLIP_PRETRAINED", QUIRE_CLIP_DEFAULT[1])
 # Where vectors are searched (search/backends.py): "faiss", an index in each process (the default), or "milvus",
 # a vector database (search/milvus.py; docs/vector-backends.md says when to switch). QUIRE_MILVUS_URI names a
 # Milvus Lite file (ending .db: Milvus's server started by this process, one process at a time) or a server

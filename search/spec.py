@@ -16,11 +16,13 @@ from pathlib import Path
 
 from django.conf import settings
 
+from common.beat import SERVER_STARTED
+
 RANDOM_WEIGHTS_MARKER = "RANDOM_WEIGHTS"
-# Set by `manage.py demo` for the development server it starts: load the index and the text encoder in the
-# background at start (search/apps.py), so the first search does not pay for them (gunicorn's workers do the
-# same from quire/gunicorn_hooks.py, before they take requests).
-WARM_UP_AT_START = "QUIRE_WARM_UP_AT_START"
+# Set by `manage.py demo` for the development server it starts (common/beat.py names it): load the index and the text
+# encoder in the background at start (search/apps.py), so the first search does not pay for them (gunicorn's
+# workers do the same from quire/gunicorn_hooks.py, before they take requests).
+WARM_UP_AT_START = SERVER_STARTED
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ def where_configured(model_name: str) -> str:
     names = ("QUIRE_CLIP_PRETRAINED",) if spec.pretrained.startswith("local-dir:") else SETTINGS
     if any(os.environ.get(name) for name in names):
         source = "the environment's " + " and ".join(names)
-    elif spec == DEFAULT:
+    elif spec == ClipSpec(*settings.QUIRE_CLIP_DEFAULT):
         source = f"the default (neither the environment nor {settings.DATA_DIR_SETTINGS_FILE} set a model)"
     else:
         them = "them" if len(names) > 1 else "it"
@@ -89,7 +91,6 @@ def where_configured(model_name: str) -> str:
 
 
 SETTINGS = ("QUIRE_CLIP_MODEL", "QUIRE_CLIP_PRETRAINED")
-DEFAULT = ClipSpec("ViT-H-14-378-quickgelu", "dfn5b")  # quire/settings.py's default
 
 
 def store_root() -> Path:
