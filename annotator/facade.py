@@ -10,7 +10,14 @@ from annotator.labels.visibility import of as sight_of
 from annotator.methods import rerank
 from annotator.methods.registry import MODEL_METHODS
 from annotator.models import Query
-from annotator.progress.certify import check_size, claim, missing_at_target, pair_miss_rate, tested_at
+from annotator.progress.certify import (
+    check_size,
+    claim,
+    missing_at_target,
+    pair_miss_rate,
+    tested_at,
+    tolerance_for_misses,
+)
 from annotator.progress.check_requests import ADJUDICATOR, MISS_RATE, PER_LOOK
 from annotator.progress.figures import recall_estimate
 from annotator.progress.frames import DEFAULT_DEPTH_STEP, DEFAULT_MIN_DEPTH
@@ -39,6 +46,7 @@ __all__ = [
     "release_names",
     "sight_of",
     "tested_at",
+    "tolerance_for_misses",
 ]
 
 

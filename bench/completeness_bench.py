@@ -71,6 +71,11 @@ def main() -> None:
         "its window with the check's looks yields (the tool's advice), or draw again at once",
     )  # fmt: skip
     parser.add_argument(
+        "--sizing", choices=("share", "misses", "larger"), default="share",
+        help="a benchmark check's tolerance: a tenth of the misses the target allows (the tool's), from the positives "
+        "the last windows expect (certify.tolerance_for_misses), or the larger of the two",
+    )  # fmt: skip
+    parser.add_argument(
         "--through-api", action="store_true", help="the benchmark claim through the HTTP API beside the simulator"
     )
     parser.add_argument("--json", type=Path)
@@ -124,7 +129,7 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         noise=arguments.noise, expert_noise=arguments.expert_noise, target=arguments.target,
         confidence=arguments.confidence, extend=arguments.extend, design=design, pooled=arguments.pooled,
         after_failure=arguments.after_failure, annotators=arguments.annotators, window_rule=arguments.window,
-        ranking=arguments.ranking,
+        ranking=arguments.ranking, sizing=arguments.sizing,
     )  # fmt: skip
 
 

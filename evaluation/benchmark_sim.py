@@ -38,6 +38,7 @@ from annotator.facade import (
     claim,
     missing_at_target,
     tested_at,
+    tolerance_for_misses,
 )
 from search.facade import RECENT_ANSWERS, strategy_vector
 
@@ -67,6 +68,9 @@ class Settings:
     max_review: int = 6000  # per query
     max_checks: int = 6
     tolerate_share: int = 10  # as the tool's benchmark.TOLERATE_SHARE: a tenth of the misses the target allows, <= 20
+    # How a benchmark check's tolerance is chosen: "share", as above; "misses", from the positives the team expects
+    # it to meet (certify.tolerance_for_misses over expected_misses); "larger", the larger of the two.
+    sizing: str = "share"
     window: int = WINDOW  # the judgments the advice's yield is read over
     extend: float = 0.0  # > 1: a failed benchmark check is extended (nested samples, `extended_claim`), not redrawn
     design: str = "fresh"  # evaluation.certification.DESIGNS: one fresh look per sampled pair, or the two of before
@@ -342,7 +346,7 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
         checks += 1
         confidence = tested_at(options.confidence, checks)
         found, owner, pairs = _pooled(runs)
-        tolerate = _tolerated(options)(found)
+        tolerate = _tolerance(runs, found, len(pairs), confidence, rate, options)
         if least is None:
             least = check_size(found, len(pairs), options.target, confidence, rate)
         if options.extend > 1:
@@ -412,6 +416,24 @@ def after_failure(
     elif options.after_failure == "review":  # label where the sample met positives, then redraw
         for query_id in sorted(new, key=lambda q: -new[q]):
             runs[query_id].review(options.dry, options, least=max(options.window, sampled // max(1, len(new))))
+
+
+def expected_misses(runs: dict[int, QueryRun], window: int = WINDOW) -> int:
+    """The positives the frames are expected still to hide, read off the review as the tool reads it
+    (annotator.progress.benchmark): each query's confirmed positives among the last `window` images its review
+    reached. A ranking yields less as it goes down, so what the last window found is about what lies below it; at
+    the first draw of 12 seeds (10 queries) the truth was 0.5 to 4.5 times this, a median 1.1."""
+    return sum(sum(run.confirmed(image_id) for image_id in run.order[-window:]) for run in runs.values())
+
+
+def _tolerance(
+    runs: dict[int, QueryRun], found: int, population: int, confidence: float, rate: float, options: Settings
+) -> int:
+    share = _tolerated(options)(found)
+    if options.sizing == "share":
+        return share
+    misses = tolerance_for_misses(found, population, options.target, confidence, rate, expected_misses(runs))
+    return misses if options.sizing == "misses" else max(share, misses)
 
 
 def _tolerated(options: Settings) -> Callable[[int], int]:

@@ -246,6 +246,31 @@ def check_size(
     return low
 
 
+def tolerance_for_misses(
+    found: int, unlabeled: int, target: float, confidence: float, miss_rate: float, expected_misses: float,
+    fail_share: float = 0.1, most: int = 60,
+) -> int:  # fmt: skip
+    """The tolerance that sizes a check from the positives it expects to meet (issue 62: "the first check sized from
+    the expected misses so that it rarely fails"): the least `tolerate` up to `most` whose check (check_size) would
+    count more than `tolerate` positives with probability at most `fail_share` were `expected_misses` positives
+    hiding among the `unlabeled` images, each sampled one counted with probability 1 - `miss_rate`. `most` when none
+    does (the frame hides so many that no affordable check certifies: the review is not done). The choice reads
+    only what was labeled before the draw, so every tolerance keeps the claim's level; it moves the cost only: a
+    tolerance too small fails and a re-check follows at a tenth of alpha, one too large samples more than needed."""
+    _check(found, unlabeled, 0, 0, confidence, miss_rate)
+    if not (isinstance(expected_misses, int | float) and math.isfinite(expected_misses) and expected_misses >= 0):
+        raise ValueError(f"expected_misses must be a finite number, 0 or more, not {expected_misses!r}.")
+    hiding = min(unlabeled, math.ceil(expected_misses))
+    for tolerate in range(most + 1):
+        at_target = missing_at_target(found + tolerate, target) + tolerate
+        if tolerate and at_target > unlabeled:  # no check tolerates this many (check_size falls back to 0)
+            return tolerate - 1
+        size = check_size(found, unlabeled, target, confidence, miss_rate, tolerate)
+        if not size or 1.0 - _lower_tail(tolerate, unlabeled, hiding, size, miss_rate) <= fail_share:
+            return tolerate
+    return most
+
+
 def pair_miss_rate(per_look: float, looks: int, adjudicator: float) -> float:
     """The share of a sample's true positives a check may lose when each gets `looks` fresh, independent looks
     that each miss it with probability at most `per_look`, and the adjudicator who decides every pair a look called

@@ -337,3 +337,41 @@ def test_the_per_look_bound_covers_the_true_rate_as_often_as_it_says():
     assert certify.per_look_upper_bound(0, 0, 0.95) == 1.0
     with pytest.raises(ValueError, match="cannot come from"):
         certify.per_look_upper_bound(5, 4, 0.95)
+
+
+@pytest.mark.parametrize(("found", "unlabeled", "expected"), [(611, 10_030, 31), (450, 8_713, 13), (46, 1_500, 3)])
+def test_a_check_sized_from_its_expected_misses_fails_at_most_the_share_asked_and_the_next_smaller_would_not(
+    found, unlabeled, expected
+):
+    """The tolerance sizes the check from the positives the review's last windows expect: a Monte Carlo of the
+    check itself (the sample drawn, each met positive lost at the looks' rate, certify.claim asked) fails at most the
+    share asked when that many hide; the tolerance below it would fail more often (so no smaller check would do)."""
+    confidence, rate = certify.tested_at(0.95, 1), certify.pair_miss_rate(0.05, 1, 0.0025)
+    tolerate = certify.tolerance_for_misses(found, unlabeled, 0.9, confidence, rate, expected, fail_share=0.1)
+    rng = np.random.default_rng(62)
+
+    def fails(tolerance: int) -> float:
+        size = certify.check_size(found, unlabeled, 0.9, confidence, rate, tolerance)
+        drawn = rng.hypergeometric(expected, unlabeled - expected, size, 20_000)
+        counted = rng.binomial(drawn, 1 - rate).tolist()
+        said = {m: certify.claim(found, unlabeled, size, m, 0.9, confidence, rate).certified for m in set(counted)}
+        return float(np.mean([not said[m] for m in counted]))
+
+    assert fails(tolerate) <= 0.1 + 0.01  # 20,000 draws: a standard error of 0.002
+    if tolerate:
+        assert fails(tolerate - 1) > 0.1 - 0.01
+
+
+def test_the_tolerance_grows_with_the_expected_misses_and_stays_where_a_check_can_certify():
+    confidence, rate = certify.tested_at(0.95, 1), certify.pair_miss_rate(0.05, 1, 0.0025)
+    chosen = [certify.tolerance_for_misses(600, 10_000, 0.9, confidence, rate, m, most=40) for m in (0, 5, 20, 40, 80)]
+    assert chosen[0] == 0 and chosen == sorted(chosen) and chosen[-1] <= 40
+    # A frame too small to tolerate many: the tolerance stops where check_size still tolerates it.
+    small = certify.tolerance_for_misses(20, 40, 0.9, confidence, 0.0, 30.0)
+    assert certify.missing_at_target(20 + small, 0.9) + small <= 40
+
+
+@pytest.mark.parametrize("expected", [-1, float("nan"), float("inf"), "3", None])
+def test_expected_misses_that_are_no_count_are_refused_with_a_sentence(expected):
+    with pytest.raises(ValueError, match="expected_misses must be a finite number"):
+        certify.tolerance_for_misses(600, 10_000, 0.9, 0.955, 0.05, expected)
