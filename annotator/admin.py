@@ -192,7 +192,7 @@ class RerankJobAdmin(ViewOnlyAdmin):
 
 @admin.register(CompletenessCheck)
 class CompletenessCheckAdmin(ViewOnlyAdmin):
-    """Completeness checks as drawn and decided (annotator.progress.checks): read here, drawn from the side pane,
+    """Completeness checks as drawn and decided (annotator.completeness.checks): read here, drawn from the side pane,
     the API or `manage.py completeness --draw`. A check's frame and sample are frozen: nothing edits them."""
 
     list_display = [

@@ -6,11 +6,7 @@ Importing it loads no model library: the model clients (lmm) load torch, transfo
 model is asked (tests/test_architecture.py checks that a command starts without them).
 """
 
-from annotator.labels.visibility import of as sight_of
-from annotator.methods import rerank
-from annotator.methods.registry import MODEL_METHODS
-from annotator.models import Query
-from annotator.progress.certify import (
+from annotator.completeness.certify import (
     check_size,
     claim,
     missing_at_target,
@@ -18,9 +14,13 @@ from annotator.progress.certify import (
     tested_at,
     tolerance_for_misses,
 )
-from annotator.progress.check_requests import ADJUDICATOR, MISS_RATE, PER_LOOK
+from annotator.completeness.check_requests import ADJUDICATOR, MISS_RATE, PER_LOOK
+from annotator.completeness.frames import DEFAULT_DEPTH_STEP, DEFAULT_MIN_DEPTH
+from annotator.labels.visibility import of as sight_of
+from annotator.methods import rerank
+from annotator.methods.registry import MODEL_METHODS
+from annotator.models import Query
 from annotator.progress.figures import recall_estimate
-from annotator.progress.frames import DEFAULT_DEPTH_STEP, DEFAULT_MIN_DEPTH
 from annotator.progress.stopping import DEPTH, cross_fitted
 from annotator.releases.publish import BadRelease, ground_truth_files
 from annotator.releases.publish import names as release_names

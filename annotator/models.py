@@ -617,7 +617,7 @@ class FreshLooks(models.Model):
         "issue 62, whose images wanted two judgments in all.",
     )
     per_look_miss_rate = models.FloatField(
-        null=True, blank=True, help_text="The per-look bound the test used (annotator.progress.looks)."
+        null=True, blank=True, help_text="The per-look bound the test used (annotator.completeness.looks)."
     )
 
     class Meta:
@@ -625,9 +625,9 @@ class FreshLooks(models.Model):
 
 
 class CompletenessCheck(FreshLooks):
-    """A random check of a query's completeness (annotator.progress.checks): a simple random sample of the images
+    """A random check of a query's completeness (annotator.completeness.checks): a simple random sample of the images
     of a frame that were not its positives when it was drawn, judged (again, blind) like any other image, and the
-    claim it supports (annotator.progress.certify). The frame, its positives at the draw and the sample are frozen
+    claim it supports (annotator.completeness.certify). The frame, its positives at the draw and the sample are frozen
     here, so the claim speaks of the images it was drawn from whatever the index or the labels do later."""
 
     class Frame(models.TextChoices):
@@ -647,7 +647,7 @@ class CompletenessCheck(FreshLooks):
     frame_depth = models.PositiveIntegerField(null=True, blank=True, help_text="`top` frames: ranks per ranking.")
     frame_taxa = models.JSONField(default=list, blank=True, help_text="`taxa` frames: the taxa as given.")
     frame_size = models.PositiveIntegerField()
-    frame_ids = models.BinaryField(help_text="The frame's image ids, packed (annotator.progress.frames).")
+    frame_ids = models.BinaryField(help_text="The frame's image ids, packed (annotator.completeness.frames).")
     found_ids = models.BinaryField(help_text="The frame's positives at the draw (final label relevant), packed.")
     sampled_from = models.PositiveIntegerField(
         help_text="The frame's images the sample was drawn from: all but its positives (with second judgments off, "
@@ -656,7 +656,7 @@ class CompletenessCheck(FreshLooks):
     found_at_draw = models.PositiveIntegerField(help_text="The frame's positives labeled at the draw.")
     target_recall = models.FloatField()
     confidence = models.FloatField(help_text="The claim's, over all of the query's checks.")
-    tested_at = models.FloatField(help_text="This check's own confidence (annotator.progress.certify.tested_at).")
+    tested_at = models.FloatField(help_text="This check's own confidence (annotator.completeness.certify.tested_at).")
     miss_rate = models.FloatField(
         default=0.0, help_text="The bound the test assumes on the share of sampled positives its looks lose."
     )
@@ -701,7 +701,7 @@ def unpack_ids(blob: bytes | memoryview) -> "npt.NDArray[np.int64]":
 
 
 class QueryFrame(models.Model):
-    """The frame a query's completeness claims speak of, frozen once (annotator.progress.frames): its first check
+    """The frame a query's completeness claims speak of, frozen once (annotator.completeness.frames): its first check
     freezes the default chosen for the query, and every later check is drawn over the same images, so that
     re-checks speak of one set; staff may declare another (a new row replaces this one, and the claim says so)."""
 
@@ -710,7 +710,7 @@ class QueryFrame(models.Model):
     depth = models.PositiveIntegerField(null=True, blank=True, help_text="`top` frames: ranks per ranking.")
     taxa = models.JSONField(default=list, blank=True, help_text="`taxa` frames: the taxa as given.")
     size = models.PositiveIntegerField()
-    ids = models.BinaryField(help_text="The frame's image ids, packed (annotator.progress.frames).")
+    ids = models.BinaryField(help_text="The frame's image ids, packed (annotator.completeness.frames).")
     chosen = models.BooleanField(
         default=True, help_text="Chosen by Quire for the query (the default), not declared by staff."
     )
@@ -739,7 +739,7 @@ class CheckImage(models.Model):
 
 
 class BenchmarkCheck(FreshLooks):
-    """One random check over the union of several queries' frames (annotator.progress.benchmark): a simple random
+    """One random check over the union of several queries' frames (annotator.completeness.benchmark): a simple random
     sample of the (query, image) pairs that were not confirmed positives at the draw, each given a fresh blind look,
     and the claim it supports: micro-recall (every positive found in the frames over every positive in them) at
     least a target, with a confidence."""
@@ -753,7 +753,7 @@ class BenchmarkCheck(FreshLooks):
     scope = models.CharField(max_length=200, help_text="Which queries: all, a split, or a list, in words.")
     target_recall = models.FloatField()
     confidence = models.FloatField(help_text="The claim's, over every benchmark check.")
-    tested_at = models.FloatField(help_text="This check's own confidence (annotator.progress.certify.tested_at).")
+    tested_at = models.FloatField(help_text="This check's own confidence (annotator.completeness.certify.tested_at).")
     miss_rate = models.FloatField(help_text="The bound the test assumes on the share of sampled positives lost.")
     sampled_from = models.PositiveIntegerField(help_text="The pairs the sample was drawn from.")
     found_at_draw = models.PositiveIntegerField(help_text="Confirmed positives in the frames at the draw.")

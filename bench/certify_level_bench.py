@@ -14,7 +14,7 @@ median 96-100% of the misses in the simulator), so it gets exactly the fresh loo
   before      the check before issue 62: tested at 0.5% (two looks), but the review's "not relevant" was one of them,
               so a missing positive had one fresh look, lost 5% of the time
   estimated   fresh, each team's per-look bound estimated from `--looks` blind looks at a true 5% (the 95% Clopper-
-              Pearson upper bound, as annotator.progress.looks): the level over teams and checks
+              Pearson upper bound, as annotator.completeness.looks): the level over teams and checks
   correlated  fresh, the fresh look missing the review's misses 15% of the time (the hard images both miss): what the
               claim does not cover ("looks err independently"), measured
 
@@ -78,7 +78,7 @@ def main() -> None:
 
 
 def measure(state: dict, checks: int, looks: int, rng: np.random.Generator) -> dict:
-    from annotator.progress import certify
+    from annotator.completeness import certify
 
     found, unlabeled = state["found"], state["U"]
     tested = certify.tested_at(CONFIDENCE, 1)
@@ -105,7 +105,7 @@ class Check:
     """One check's design at one state: its sample and which counts certify, by the tool's own certify.claim."""
 
     def __init__(self, found: int, unlabeled: int, tested: float, rate: float, tolerate: int) -> None:
-        from annotator.progress import certify
+        from annotator.completeness import certify
 
         self.found, self.unlabeled, self.tested, self.rate = found, unlabeled, tested, rate
         self.sample = certify.check_size(found, unlabeled, TARGET, tested, rate, tolerate) or 0
@@ -132,7 +132,7 @@ class Check:
         return float(counted.sum(axis=0) @ bad)
 
     def worst(self, true_loss: float) -> tuple[int, float]:
-        from annotator.progress import certify
+        from annotator.completeness import certify
 
         first = certify.missing_at_target(self.found, TARGET)
         best = (first, self.wrong(first, true_loss))
@@ -159,7 +159,7 @@ def estimated_level(found, unlabeled, tested, tolerate, truth, checks, looks, rn
     """The level over teams whose per-look bound is their own estimate: each Monte Carlo check is a team's (misses
     among `looks` blind looks at a true 5%), sized and tested at that team's bound, at the worst truth for the
     bound the true rate would give."""
-    from annotator.progress import certify
+    from annotator.completeness import certify
 
     misses = rng.binomial(looks, PER_LOOK, size=checks)
     designs: dict[int, Check] = {}

@@ -124,8 +124,8 @@ def run(queries: int, median: float, seed: int, noise: float, annotators: int, w
     from django.core.management import call_command
     from rest_framework.authtoken.models import Token
 
+    from annotator.completeness.frames import unpack
     from annotator.models import BenchmarkCheck, Label, QueryFrame
-    from annotator.progress.frames import unpack
     from evaluation import api_team, benchmark_sim, worlds
     from evaluation.api_team import Member
 

@@ -5,7 +5,7 @@ pooled benchmark check over every query's frame (the benchmark's claim), with ev
 The world is evaluation/worlds.py's `inquire_world` (or the team world's ten queries): clustered CLIP-shaped
 embeddings with a text-image gap and near-duplicate crowds, each query's positives lognormal in number (INQUIRE's
 median 46). Annotators are wrong on a `noise` share of the images, each on their own; the adjudicator on an
-`expert_noise` share. As the tool does (annotator.progress):
+`expert_noise` share. As the tool does (annotator.completeness):
 
   review      the learned ranking (search's feedback strategy, recomputed every 200 labels from the final labels)
               in batches of 50, until the last 200 judgments are at most `dry` relevant (the advice's "check")
@@ -59,7 +59,7 @@ class Settings:
     confidence: float = 0.95
     dry: float = 0.05  # window_rule "confirmed": at most this share of the last window confirmed relevant
     # How the simulated team reads that a ranking looks dry: "judgments", as the tool's advice does
-    # (annotator.progress.advice: at most `judged_dry` of the last window's judgments relevant, the reviewer's own
+    # (annotator.completeness.advice: at most `judged_dry` of the last window's judgments relevant, the reviewer's own
     # calls, a check's looks at images nobody had judged too), or "confirmed", the simulator's rule before issue 62's
     # comparison through the API (confirmed positives only, at `dry`).
     window_rule: str = "judgments"
@@ -420,7 +420,7 @@ def after_failure(
 
 def expected_misses(runs: dict[int, QueryRun], window: int = WINDOW) -> int:
     """The positives the frames are expected still to hide, read off the review as the tool reads it
-    (annotator.progress.benchmark): each query's confirmed positives among the last `window` images its review
+    (annotator.completeness.benchmark): each query's confirmed positives among the last `window` images its review
     reached. A ranking yields less as it goes down, so what the last window found is about what lies below it; at
     the first draw of 12 seeds (10 queries) the truth was 0.5 to 4.5 times this, a median 1.1."""
     return sum(sum(run.confirmed(image_id) for image_id in run.order[-window:]) for run in runs.values())
@@ -437,7 +437,7 @@ def _tolerance(
 
 
 def _tolerated(options: Settings) -> Callable[[int], int]:
-    """The benchmark check's tolerance for `found` confirmed positives (annotator.progress.benchmark)."""
+    """The benchmark check's tolerance for `found` confirmed positives (annotator.completeness.benchmark)."""
     return lambda found: max(0, min(20, missing_at_target(found, options.target) // options.tolerate_share))
 
 

@@ -5,7 +5,7 @@ positives) down the learned ranking (the labeling page's batch rules), every ann
 the images (each on their own images: the mistakes of two annotators are independent). Three rules watch the same
 labeling and say when to stop:
 
-  check      Quire's completeness check (annotator.progress.checks), run as the tool runs it: when the last
+  check      Quire's completeness check (annotator.completeness.checks), run as the tool runs it: when the last
              200 labels look dry (at most 10% judged relevant; after a failed check, no sooner than as many labels
              as it sampled), draw a check over the frame (the top `depth` of the text and learned rankings): a
              sample of its images that are not its positives, each judged before getting a second blind look;
@@ -51,7 +51,7 @@ INQUIRE_RUN = 100
 
 class NoFreshLook(Exception):
     """A sampled image everyone on the team has judged: no look after the draw can be fresh, so the tool's check
-    waits for someone new (annotator.progress.checks); a simulated check stops there, undecided."""
+    waits for someone new (annotator.completeness.checks); a simulated check stops there, undecided."""
 
 
 @dataclass
@@ -103,9 +103,9 @@ class Team:
         return False
 
     def look_fresh(self, image_id: int) -> bool:
-        """A sampled image as a check sees it now (issue 62; annotator.progress.checks): one look given after the draw
-        by an annotator who had not judged it (the review's judgment is not counted: a positive still missing is
-        one a look already missed), and the adjudicator's decision where it says relevant. Whether it counts."""
+        """A sampled image as a check sees it now (issue 62; annotator.completeness.checks): one look given after the
+        draw by an annotator who had not judged it (the review's judgment is not counted: a positive still missing
+        is one a look already missed), and the adjudicator's decision where it says relevant. Whether it counts."""
         if image_id not in self.first:
             said = self.judge(image_id)
         elif image_id not in self.second:  # the reviewer judged it: the second annotator's look
@@ -149,7 +149,7 @@ class Settings:
     noise: float = 0.05
     target: float = 0.9
     confidence: float = 0.95
-    depth: int = 0  # 0: the tool's default frame for the query (annotator.progress.frames.default_spec)
+    depth: int = 0  # 0: the tool's default frame for the query (annotator.completeness.frames.default_spec)
     expert_noise: float = 0.0  # the adjudicator's share of mistakes
     batch: int = 50
     max_review: int = 3000
@@ -203,7 +203,7 @@ def _check(
     world: World, query_id: int, team: Team, ordinal: int, options: Settings, rng: np.random.Generator,
     frame: np.ndarray,
 ) -> dict[str, Any]:  # fmt: skip
-    """One completeness check as the tool draws and decides it (annotator.progress.checks) over the query's frozen
+    """One completeness check as the tool draws and decides it (annotator.completeness.checks) over the query's frozen
     `frame`: its single-judgment positives confirmed by the adjudicator first and counted found; a sample of the
     rest sized to certify on one positive, every sampled image looked at as `options.design` says and decided by
     the adjudicator wherever a look says relevant; the claim tested at the looks' miss-rate bound."""

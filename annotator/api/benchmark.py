@@ -1,4 +1,4 @@
-"""The benchmark claim's endpoints (annotator.progress.benchmark): draw a check over many queries' frames, read the
+"""The benchmark claim's endpoints (annotator.completeness.benchmark): draw a check over many queries' frames, read the
 latest claim, and each query's frame in it."""
 
 from typing import Any
@@ -14,10 +14,10 @@ from rest_framework.response import Response
 
 from annotator import labels
 from annotator.api import blind_staff
+from annotator.completeness import benchmark
+from annotator.completeness.check_requests import read_flag
+from annotator.completeness.frames import BadCheck
 from annotator.labels import visibility
-from annotator.progress import benchmark
-from annotator.progress.check_requests import read_flag
-from annotator.progress.frames import BadCheck
 from common.api_params import BAD_PARAMETERS, ID_SCHEMA, NOT_FOUND, REFUSED, STATE, signed_in, strict_id
 
 DRAW_REFUSED = "Drawing a benchmark check needs the permission to change queries: ask staff."

@@ -28,14 +28,14 @@ from annotator.api.serializers import (
     MapPageSerializer,
     QuerySerializer,
 )
+from annotator.completeness import check_requests, checks, claims, sampled
+from annotator.completeness.advice import AIMS
+from annotator.completeness.frames import BadCheck, unpack
 from annotator.labeling import grid
 from annotator.labels import selectors, visibility
 from annotator.labels.changes import MAX_LABELS_PER_API_BATCH, BadChanges, read_changes
 from annotator.map import points as map_view
 from annotator.models import Label, LabelSource, LabelValue, Query
-from annotator.progress import check_requests, checks, claims, sampled
-from annotator.progress.advice import AIMS
-from annotator.progress.frames import BadCheck, unpack
 from annotator.team import overlap
 from catalog.facade import UnknownTaxon, species_for_all
 from catalog.models import Image
@@ -59,7 +59,7 @@ from search.facade import STRATEGIES, BadPolygon, SearchNotReady, SearchUnavaila
 
 DRAW_REFUSED = "Drawing a completeness check needs the permission to change queries: ask staff."
 
-CHECK = "check"  # the candidates of a completeness check (annotator.progress.checks), beside search's strategies
+CHECK = "check"  # the candidates of a completeness check (annotator.completeness.checks), beside search's strategies
 
 
 def _within_param(request: Request) -> Any:  # numpy int64 ids, or None when absent

@@ -12,7 +12,7 @@ inquire_labels.csv       query_id,image_id,image_path,label,annotator,updated_at
 inquire_judgments.csv    query_id,image_id,annotator,label,source,lead_time_ms,updated_at  (every annotator's
                          judgment: what researchers ask benchmarks for beside the gold labels)
 agreement.json           the agreement figures (annotator.team.agreement), written beside them by export_inquire
-completeness.json        one record per query: its completeness claim (annotator.progress.checks), beside them
+completeness.json        one record per query: its completeness claim (annotator.completeness.checks), beside them
 """
 
 import csv
@@ -24,8 +24,8 @@ from typing import Any
 from django.db import connection
 from django.db.models import F, QuerySet
 
+from annotator.completeness import claims
 from annotator.models import Judgment, Label, LabelValue, Query
-from annotator.progress import claims
 from annotator.team.agreement import report
 from catalog.models import ROWS_PER_STATEMENT, Image
 from common.files import atomic_path

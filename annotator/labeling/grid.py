@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from annotator.completeness import sampled
 from annotator.labeling.examples import waiting
 from annotator.labels.sealed import Writer, seen_by
 from annotator.methods.registry import MODEL_RANKINGS
 from annotator.methods.rerank import latest_prelabels, latest_scores, panel_ranking, visret_ranking
 from annotator.models import Judgment, LabelValue, Query
-from annotator.progress import sampled
 from catalog.models import Image
 from search.facade import (
     NO_TAXON,
@@ -199,7 +199,7 @@ def labeled_down_to(
 # and alpha_qe are for research: simulate_labeling and the API), then the finished model jobs'.
 PAGE_STRATEGIES = ("text", "feedback", "image", "fusion")
 EMBEDDING_EXAMPLE = "Your uploaded example is still being embedded: this ranking appears once it is ready."
-# The open completeness check's sample (annotator.progress.checks): not a ranking, a random order to label.
+# The open completeness check's sample (annotator.completeness.checks): not a ranking, a random order to label.
 CHECK = "check"
 WITHIN_SEARCH_RANKINGS_ONLY = (
     "The map's selection filters the search rankings (text, feedback, image, fusion): choose one of them, "

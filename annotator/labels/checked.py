@@ -1,5 +1,5 @@
 """Which images the open completeness checks hold, as the write room needs to know it: an adjudicator may confirm
-a positive the looks agree on only there (annotator.progress.checks says why)."""
+a positive the looks agree on only there (annotator.completeness.checks says why)."""
 
 from collections.abc import Iterable
 

@@ -138,7 +138,7 @@ def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str,
     # A judge who changed their blind vote (annotator.labels.sealed) has not agreed: the adjudicator decides.
     revised = sealed.revised(query.pk, judged) - set(split)
     split.update({image_id: judged[image_id] for image_id in revised})
-    # Positives that wait for an adjudicator's confirmation, beside the disagreements (annotator.progress.checks):
+    # Positives that wait for an adjudicator's confirmation, beside the disagreements (annotator.completeness.checks):
     # a completeness check's sampled images its looks agree are relevant or unsure (two agreeing mistakes must not
     # count as a positive), and the single-judgment positives of the query's frozen frame (a claim counts only
     # confirmed positives; before any draw, the default frame's: every judged image), leaving out images whose second
@@ -186,7 +186,7 @@ def _blind_votes(query: Query, image_ids: set[int]) -> dict[int, list[dict[str, 
 
 def _single_positives_in_frame(query: Query, judged: dict[int, list[dict[str, Any]]]) -> set[int]:
     """The single-judgment positives of the query's frame: the frozen one, or before any draw the default frame,
-    which holds every image judged (annotator.progress.frames), so they are routed as they are labeled."""
+    which holds every image judged (annotator.completeness.frames), so they are routed as they are labeled."""
     single = {i for i, found in judged.items() if len(found) == 1 and found[0]["value"] in CHECKED}
     waiting = set(
         OverlapImage.objects.filter(query=query, image_id__in=list(single)).values_list("image_id", flat=True)

@@ -58,7 +58,7 @@ ADJUDICATE_MESSAGE = 'Adjudicating needs the permission "can adjudicate": ask st
 
 
 # Sent inside a write's transaction, after the final labels of `image_ids` of `query_id` are settled, when the query
-# has an open completeness check: annotator.progress decides a check whose last sampled image this settled (the
+# has an open completeness check: annotator.completeness decides a check whose last sampled image this settled (the
 # decision lands with the write that makes it, never on a read). A signal, so that this room imports no other.
 judgments_settled = Signal()
 
@@ -247,7 +247,7 @@ def _to_confirm(query_id: int, image_id: int, label: Label) -> bool:
     """Whether an adjudicator may decide `image_id` although its judgments agree: a positive (relevant or unsure)
     that one judgment alone calls so (a completeness claim counts only confirmed positives), or a sampled image of
     an open completeness check, the query's or the benchmark's, that its looks called a positive (every such image
-    is confirmed, so that two agreeing mistakes do not count as one: annotator.progress.checks)."""
+    is confirmed, so that two agreeing mistakes do not count as one: annotator.completeness.checks)."""
     if label.value not in CHECKED:
         return False
     return label.decided_by == Decision.SINGLE or image_id in sampled_images(query_id, [image_id])

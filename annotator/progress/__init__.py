@@ -1,3 +1,3 @@
-"""How far each query is: the side pane's figures, completeness checks and their claims (frames, checks, certify),
-the stopping signals (stopping), the dashboard. Figures that read every label are computed in the background,
-never in a request."""
+"""How far each query is: the side pane's and the dashboard's figures (figures), and the stopping signals
+(stopping), read off annotator.completeness's checks and claims. Figures that read every label are computed in the
+background, never in a request."""

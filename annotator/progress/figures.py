@@ -1,6 +1,6 @@
 """How complete a query's labeling is: the numbers on the dashboard.
 
-The claim of its latest completeness check (annotator.progress.checks: recall at least a target with a stated
+The claim of its latest completeness check (annotator.completeness.checks: recall at least a target with a stated
 confidence over a frame), and beside it two signals with no guarantee: INQUIRE's not-relevant run (below) and RMIR's
 tail-negativeness. The old point estimate of the share of positives found (recall_estimate, stopping.py) left the
 pages: under an annotator wrong 5% of the time it was off by 38 to 57 points and never reached 90% (issue 39,
@@ -26,10 +26,11 @@ from django.db import transaction
 from django.db.models import Avg, Count, Q
 from django.db.models.functions import TruncDate
 
+from annotator.completeness import checks, claims
 from annotator.labels import selectors, visibility
 from annotator.labels.selectors import CountedQuery
 from annotator.models import Judgment, Label, LabelEvent, LabelValue, Query
-from annotator.progress import checks, claims, stopping
+from annotator.progress import stopping
 from common import background
 from common.cached_figures import BackgroundFigure
 from search.facade import SearchUnavailable, rank, score_images
@@ -285,7 +286,7 @@ def activity(query: Query) -> dict[str, Any]:
 
 
 def side_pane(query: Query, sight: visibility.Sight, counts: dict[str, Any]) -> dict[str, Any]:
-    """What the side pane shows: the completeness claim (annotator.progress.checks) and the not-relevant run, the
+    """What the side pane shows: the completeness claim (annotator.completeness.checks) and the not-relevant run, the
     cached value or "computing" (asked of the background: it is not computed in a request); for a viewer judging
     images of the query blind, why the run and the claim's figures are withheld (read off every label, the hidden
     ones too)."""

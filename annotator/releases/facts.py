@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from annotator.completeness.claims import query_claims
 from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE
-from annotator.progress.claims import query_claims
 from annotator.team import costs
 from search.facade import configured_spec
 

@@ -40,11 +40,11 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, connections, transaction
 from django.utils.timezone import localtime, now
 
+from annotator.completeness.claims import query_claims
 from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE, export_inquire
 from annotator.labels import sealed
 from annotator.labels.sealed import Writer
 from annotator.models import Query, Release, ReleaseJob
-from annotator.progress.claims import query_claims
 from annotator.releases import facts as release_facts
 from annotator.releases import files as release_files
 from annotator.releases.card import write_card

@@ -17,9 +17,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from annotator.completeness import claims
 from annotator.inquire.exporters import AGREEMENT_FILE, COMPLETENESS_FILE, EXPORTS, csv_lines, export_lines
 from annotator.labels import visibility
-from annotator.progress import claims
 from annotator.team import agreement, costs
 from common.http import SignedInRequest
 

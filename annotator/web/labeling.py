@@ -27,13 +27,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseClientRefresh
 
 from annotator import labels
+from annotator.completeness import claims
 from annotator.labeling import examples, grid
 from annotator.labels import selectors, visibility
 from annotator.labels.changes import MAX_LABELS_PER_SAVE, BadChanges, read_changes, read_image_ids
 from annotator.labels.sealed import seen_by
 from annotator.map import points as map_view
 from annotator.models import LabelSource, LabelValue, Query, QueryExample
-from annotator.progress import claims, figures
+from annotator.progress import figures
 from annotator.web.labeling_forms import ExampleUploadForm, LabelingSearchForm, SearchState
 from annotator.web.model_box import model_box
 from annotator.web.tracking_form import TrackingForm

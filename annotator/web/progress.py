@@ -15,11 +15,12 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotator import labels
 from annotator.api import benchmark as benchmark_api
+from annotator.completeness import benchmark, check_requests, checks, claims
+from annotator.completeness.frames import BadCheck, NothingToCheckYet
 from annotator.inquire.exporters import EXPORTS
 from annotator.labels import visibility
 from annotator.models import Query
-from annotator.progress import benchmark, check_requests, checks, claims, figures
-from annotator.progress.frames import BadCheck, NothingToCheckYet
+from annotator.progress import figures
 from annotator.team import costs
 from annotator.team.panel import team_panel
 from annotator.web.tracking_form import TrackingForm

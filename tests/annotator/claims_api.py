@@ -2,7 +2,7 @@
 
 from rest_framework.test import APIClient
 
-from annotator.progress import certify
+from annotator.completeness import certify
 
 # What a check is tested at while the team has no blind looks at confirmed positives: each sampled image looked at
 # once after the draw, a look assumed to miss 5%, the adjudicator 0.25% (issue 62).

@@ -1,4 +1,4 @@
-"""The benchmark claim end to end through the API (annotator.progress.benchmark): one pooled random check over two
+"""The benchmark claim end to end through the API (annotator.completeness.benchmark): one pooled random check over two
 queries' frames, its pairs labeled through each query's check ranking with one fresh blind look and an adjudicator, the
 claim decided by the write that settles its last pair, per-query intervals, advice, and every refusal leaving
 the data as it was."""
@@ -6,9 +6,9 @@ the data as it was."""
 import pytest
 from django.contrib.auth.models import User
 
+from annotator.completeness import certify
 from annotator.labels import LabelChange, set_labels
 from annotator.models import BenchmarkCheck, BenchmarkImage, Judgment, Label, OverlapImage, Query, QueryFrame
-from annotator.progress import certify
 from search.facade import search
 from tests.annotator.claims_api import ONE_LOOK, api_for, check_candidates, label
 from tests.factories import database_snapshot

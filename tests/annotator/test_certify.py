@@ -1,4 +1,4 @@
-"""The completeness claim's statistics (annotator/progress/certify.py) against exact enumeration: on small
+"""The completeness claim's statistics (annotator/completeness/certify.py) against exact enumeration: on small
 frames every sample a check can draw is weighed with math.comb, so the guarantee itself is checked (a claim
 that recall >= T at confidence 1 - alpha is wrong in at most alpha of draws, whatever the truth), not a
 formula restated."""
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from annotator.progress import certify
+from annotator.completeness import certify
 
 
 def pmf(met: int, unlabeled: int, missing: int, sample: int) -> float:

@@ -10,10 +10,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
+from annotator.completeness import check_requests, checks
+from annotator.completeness.frames import unpack
 from annotator.labels import LabelChange, set_labels
 from annotator.models import CompletenessCheck, OverlapImage, Query
-from annotator.progress import check_requests, checks
-from annotator.progress.frames import unpack
 from catalog.importers import import_inat
 from catalog.models import Image
 from tests.factories import inat_document

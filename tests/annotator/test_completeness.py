@@ -7,10 +7,10 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from rest_framework.test import APIClient
 
+from annotator.completeness import certify, checks
+from annotator.completeness.frames import pack, unpack
 from annotator.labels import LabelChange, sealed, set_labels
 from annotator.models import CompletenessCheck, Judgment, Label, OverlapImage, Query, QueryFrame
-from annotator.progress import certify, checks
-from annotator.progress.frames import pack, unpack
 from search.facade import rank, search
 from tests.annotator.claims_api import ONE_LOOK, api_for, check_candidates, label
 from tests.factories import database_snapshot

@@ -1,14 +1,14 @@
-"""The team's per-look miss rate (annotator.progress.looks): counted from blind looks at confirmed positives, an
+"""The team's per-look miss rate (annotator.completeness.looks): counted from blind looks at confirmed positives, an
 unbiased estimate under independent looks, and the bound a check is tested at (5% until enough looks)."""
 
 import numpy as np
 import pytest
 from django.contrib.auth.models import User
 
+from annotator.completeness import certify, looks
+from annotator.completeness.check_requests import ENOUGH_LOOKS, LOOK_BOUND_CONFIDENCE, PER_LOOK
 from annotator.labels import LabelChange, adjudicate, set_labels
 from annotator.models import Image, OverlapImage, Query
-from annotator.progress import certify, looks
-from annotator.progress.check_requests import ENOUGH_LOOKS, LOOK_BOUND_CONFIDENCE, PER_LOOK
 from annotator.team.overlap import open_sample
 
 

@@ -8,9 +8,9 @@ import re
 import pytest
 from django.contrib.auth.models import User
 
+from annotator.completeness import benchmark, check_requests, checks
 from annotator.labels import LabelChange, set_labels
 from annotator.models import BenchmarkImage, CompletenessCheck
-from annotator.progress import benchmark, check_requests, checks
 from search.facade import search
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,9 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
+from annotator.completeness import certify, check_requests, checks
 from annotator.labels import LabelChange, set_labels
 from annotator.models import CompletenessCheck, Judgment
-from annotator.progress import certify, check_requests, checks
 from search.facade import search
 from tests.annotator.claims_api import ONE_LOOK
 from tests.browser.pages import log_in

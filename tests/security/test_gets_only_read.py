@@ -13,9 +13,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import clear_url_caches
 
+from annotator.completeness import benchmark, check_requests, checks
 from annotator.labels import LabelChange, set_labels
 from annotator.models import QueryExample
-from annotator.progress import benchmark, check_requests, checks
 from annotator.releases import publish as releases
 from common import background
 from search.facade import search

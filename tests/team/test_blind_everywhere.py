@@ -241,8 +241,8 @@ def test_a_blind_judge_learns_nothing_through_the_checks(sealed):
     counts, the claims, the advice and both dry runs, and they are the same byte for byte whatever Ann said. Issue 62:
     each sampled image wants one fresh look, so the ranking tells Bob that someone looked at an image (it leaves his
     list once Ann has), never what they said: the worlds compared are those where Ann judged."""
+    from annotator.completeness import benchmark, check_requests, checks
     from annotator.models import BenchmarkImage, CompletenessCheck
-    from annotator.progress import benchmark, check_requests, checks
 
     query, client, ann = sealed["query"], sealed["client"], sealed["ann"]
     anyway = {"target_recall": 0.5, "confidence": 0.9, "with_unconfirmed": True}  # the sealed world's own clicks

@@ -3,10 +3,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotator.completeness import check_requests, checks, claims
+from annotator.completeness.check_requests import DEFAULT_DEPTH
+from annotator.completeness.frames import KINDS, BadCheck
 from annotator.models import Query
-from annotator.progress import check_requests, checks, claims
-from annotator.progress.check_requests import DEFAULT_DEPTH
-from annotator.progress.frames import KINDS, BadCheck
 
 
 class Command(BaseCommand):

@@ -4,9 +4,9 @@ and the decision each check gets from the write that settles its last image."""
 
 from typing import Any
 
+from annotator.completeness import benchmark, checks
 from annotator.labels.sealed import Writer
 from annotator.models import CompletenessCheck, Judgment, Query
-from annotator.progress import benchmark, checks
 
 
 def candidates(query: Query, viewer: Writer, k: int) -> list[int]:

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 
 from django.db.models import Exists, OuterRef, Q
 
+from annotator.completeness import certify
+from annotator.completeness.check_requests import ENOUGH_LOOKS, LOOK_BOUND_CONFIDENCE, PER_LOOK
 from annotator.labels import sealed
 from annotator.labels.checked import CHECKED
 from annotator.models import Decision, Label, LabelValue, OverlapImage
-from annotator.progress import certify
-from annotator.progress.check_requests import ENOUGH_LOOKS, LOOK_BOUND_CONFIDENCE, PER_LOOK
 
 CALLED = CHECKED  # a look that calls an image relevant or unsure: a positive look
-# A positive the claims count: two judgments agree on it, or an adjudicator decided it (annotator.progress.checks).
+# A positive the claims count: two judgments agree on it, or an adjudicator decided it (annotator.completeness.checks).
 CONFIRMED = (Decision.AGREED, Decision.MAJORITY, Decision.ADJUDICATED)
 
 

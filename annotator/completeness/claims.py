@@ -3,12 +3,12 @@ completeness.json all read report(); the side pane's form reads form_choices()."
 
 from typing import Any
 
+from annotator.completeness import benchmark, looks
+from annotator.completeness.advice import advice
+from annotator.completeness.check_requests import DEFAULT_DEPTH
+from annotator.completeness.checks import Progress, current, latest, open_check, sample_figures, withheld_figures
+from annotator.completeness.frames import MAX_DEPTH
 from annotator.models import CompletenessCheck, Query
-from annotator.progress import benchmark, looks
-from annotator.progress.advice import advice
-from annotator.progress.check_requests import DEFAULT_DEPTH
-from annotator.progress.checks import Progress, current, latest, open_check, sample_figures, withheld_figures
-from annotator.progress.frames import MAX_DEPTH
 
 
 def method(looks: int = 1) -> str:

@@ -1,6 +1,6 @@
 """Completeness checks: draw a random sample of a query's frame, follow its labeling, state the claim.
 
-A check is drawn over the query's frame (annotator.progress.frames: frozen at its first check, the same for every
+A check is drawn over the query's frame (annotator.completeness.frames: frozen at its first check, the same for every
 re-check unless staff declare another). Its positives `found` are the frame's *confirmed* positives: final label
 relevant with two agreeing judgments, or an adjudicator's decision. One click is not a positive: sizing the
 sample on single clicks (5% of a thousand reviewed negatives) asked for a sample that could not certify even when
@@ -12,7 +12,7 @@ Only looks given after the draw count (certify's doc says why): every sampled im
 annotator who had not judged it (a sampled image someone had judged joins the query's overlap sample, so that the
 fresh look is blind to the old vote), and an adjudicator decides every sampled image a fresh look called relevant or
 unsure, or whose looks split. A true positive of the sample is lost only when the fresh look misses it or the
-adjudicator does; the test takes the team's per-look bound (annotator.progress.looks) and the adjudicator's
+adjudicator does; the test takes the team's per-look bound (annotator.completeness.looks) and the adjudicator's
 allowance together (certify.pair_miss_rate) and says so. Where staff turn second judgments off, single judgments
 are trusted, the judged images are settled, only the unjudged are sampled, and no adjudicator decides.
 
@@ -24,7 +24,7 @@ costs now and after confirmation, unless the request says `with_unconfirmed`.
 
 The sample is sized to certify the target when it counts at most one positive (or none, where one cannot), tested
 at the share of alpha its ordinal gets (certify.tested_at: 0.9 alpha first, the rest halving after). The check is
-decided by the write that settles its last sampled image (annotator.progress.sampled.decide_if_complete, connected
+decided by the write that settles its last sampled image (annotator.completeness.sampled.decide_if_complete, connected
 to annotator.labels' `judgments_settled` signal): reading a claim never writes one.
 
 Blind judges see nothing through a check: its candidates come in the sample's random order, and whether an image
@@ -41,6 +41,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
+from annotator.completeness import certify, looks
+from annotator.completeness.check_requests import ADJUDICATOR, LOOKS, CheckRequest
+from annotator.completeness.frames import BadCheck, Frame, NothingToCheckYet, frame_of, freeze, pack, unpack
 from annotator.labels import sealed
 from annotator.labels.sealed import Writer
 from annotator.models import (
@@ -55,9 +58,6 @@ from annotator.models import (
     Query,
     QueryFrame,
 )
-from annotator.progress import certify, looks
-from annotator.progress.check_requests import ADJUDICATOR, LOOKS, CheckRequest
-from annotator.progress.frames import BadCheck, Frame, NothingToCheckYet, frame_of, freeze, pack, unpack
 
 # The values that count as a positive in the sample: unsure counts, so that doubt never helps a claim.
 SAMPLE_POSITIVE = looks.CALLED

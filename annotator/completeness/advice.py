@@ -17,6 +17,7 @@ then meet more positives), so it is not offered until measured better.
 
 from typing import Any
 
+from annotator.completeness import benchmark, checks
 from annotator.models import (
     BenchmarkCheck,
     CompletenessCheck,
@@ -25,7 +26,6 @@ from annotator.models import (
     OverlapImage,
     Query,
 )
-from annotator.progress import benchmark, checks
 
 WINDOW = 200  # the last judgments the yield is read over
 DRY = {"query": 0.10, "benchmark": 0.10}  # at most this share of them relevant: the ranking looks dry

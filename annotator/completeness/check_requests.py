@@ -1,21 +1,21 @@
 """What a completeness check is asked for: the target, the confidence, the frame and whether positives get a
 second judgment, read from the API's JSON, the side pane's form or a command's options. Every refusal is a
-BadCheck (annotator.progress.frames) with a sentence that says what to change."""
+BadCheck (annotator.completeness.frames) with a sentence that says what to change."""
 
 import math
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
+from annotator.completeness.frames import BadCheck, FrameSpec, read_frame
 from annotator.models import CompletenessCheck
-from annotator.progress.frames import BadCheck, FrameSpec, read_frame
 
 # The depth the side pane's form and the command offer for a declared `top` frame (a check without a frame uses the
-# query's own: annotator.progress.frames.frame_of).
+# query's own: annotator.completeness.frames.frame_of).
 DEFAULT_DEPTH = 1000
-# What the test assumes of a look (annotator.progress.certify): only looks given after the draw count, each sampled
+# What the test assumes of a look (annotator.completeness.certify): only looks given after the draw count, each sampled
 # pair gets LOOKS of them, and each misses a true positive with probability at most the team's per-look bound
-# (annotator.progress.looks: an upper confidence bound from its own blind looks at confirmed positives), PER_LOOK
+# (annotator.completeness.looks: an upper confidence bound from its own blind looks at confirmed positives), PER_LOOK
 # until ENOUGH_LOOKS such looks are counted. The adjudicator, who decides every pair a look called relevant or
 # unsure, is taken to reject at most ADJUDICATOR of the true positives. Declared in every claim.
 PER_LOOK = 0.05

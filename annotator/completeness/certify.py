@@ -2,7 +2,7 @@
 
 When a check is drawn, the frame (the images a claim speaks of) holds `found` positives already labeled and
 `unlabeled` other images (here: those not yet found, whether nobody judged them or someone judged them not
-relevant; annotator.progress.checks says why), of which an unknown number K are positives. The check labels a
+relevant; annotator.completeness.checks says why), of which an unknown number K are positives. The check labels a
 simple random sample of `sample` of them and meets `positives` (they join the labels).
 The number met follows the hypergeometric law, so the sample bounds K, and with it the recall after the check:
 
@@ -30,16 +30,16 @@ at 5% annotator mistakes and one look at negatives was 0.030 for 0.025 at F = 18
 Which looks count. A positive still missing when a check is drawn is, by selection, one that every earlier look
 missed: the review's "not relevant" on it is a miss already made, not a look the check may count (issue 62 measured
 the first check's real level at 0.0585 where 0.045 was stated, counting it). So only looks given after the draw
-count (annotator.progress.checks), each sampled pair gets `looks` of them, and a sampled positive is lost when every
+count (annotator.completeness.checks), each sampled pair gets `looks` of them, and a sampled positive is lost when every
 fresh look misses it or the adjudicator rejects it: `pair_miss_rate` combines a per-look bound (from the team's
-own blind looks at confirmed positives, annotator.progress.looks) with the adjudicator's allowance. Looks that
+own blind looks at confirmed positives, annotator.completeness.looks) with the adjudicator's allowance. Looks that
 err together (a hard image every annotator misses) are not covered by a bound measured on independent looks: the
 claims say "assuming looks err independently".
 
-Looks add up: a query's k-th check (annotator.progress.checks) is tested at the share of alpha that
+Looks add up: a query's k-th check (annotator.completeness.checks) is tested at the share of alpha that
 `tested_at` gives it; the shares sum to alpha, so the chance that any certified claim is wrong stays under it.
 
-The benchmark's claim (annotator.progress.benchmark) is the same test over the union of the queries' frames:
+The benchmark's claim (annotator.completeness.benchmark) is the same test over the union of the queries' frames:
 one simple random sample of the (query, image) pairs that are not confirmed positives bounds the positives all
 frames still hide together, so micro-recall (every positive found over every positive in the frames) is at
 least its lower bound. A simple random sample of the union, restricted to one query's pairs, is a simple random

@@ -3,10 +3,10 @@
 A per-query claim at 90% costs a sample that tolerates a tenth of the query's positives missing: for a query of
 46 positives, about 5, so a check sees most of a small frame. Over a benchmark the misses a claim tolerates grow
 with the whole benchmark, so one pooled check is cheap per query. Staff choose the queries (all, a split, or a
-list); each query's frame is its frozen frame (annotator.progress.frames), and a simple random sample is drawn
+list); each query's frame is its frozen frame (annotator.completeness.frames), and a simple random sample is drawn
 from the union of the (query, image) pairs that are not confirmed positives. Each sampled pair gets one
 fresh look, blind, and is adjudicated where the look says relevant, through the query's normal "completeness check"
-ranking (annotator.progress.sampled), exactly as a query's own check. The claim (certify.claim over the pooled
+ranking (annotator.completeness.sampled), exactly as a query's own check. The claim (certify.claim over the pooled
 counts) is
 
     micro-recall >= T with confidence 1 - alpha over these N queries' frames,
@@ -16,7 +16,7 @@ are not bounded. Per query the same sample, restricted to its pairs, is a simple
 size, so it gives an interval of that query's recall (certify.recall_interval): reported, never certified.
 Benchmark checks spend alpha as a query's checks do (certify.tested_at, by their ordinal). No peer or paper we
 found offers a benchmark-level completeness certificate; the statistics are Callaghan and Müller-Hansen's test
-(annotator.progress.certify) applied to the pooled frame.
+(annotator.completeness.certify) applied to the pooled frame.
 """
 
 from collections import defaultdict
@@ -30,6 +30,22 @@ from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotator.completeness import certify, looks
+from annotator.completeness.check_requests import ADJUDICATOR, LOOKS, read_flag, read_share
+from annotator.completeness.checks import (
+    Progress,
+    confirmed_positives,
+    found_after,
+    fresh_since,
+    in_frame,
+    looks_at,
+    sample_figures,
+    seal_judged,
+    unconfirmed_positives,
+    unconfirmed_words,
+    withheld_figures,
+)
+from annotator.completeness.frames import BadCheck, Frame, frame_of, freeze
 from annotator.labels import sealed
 from annotator.labels.sealed import Writer
 from annotator.models import (
@@ -43,22 +59,6 @@ from annotator.models import (
     pack_ids,
     unpack_ids,
 )
-from annotator.progress import certify, looks
-from annotator.progress.check_requests import ADJUDICATOR, LOOKS, read_flag, read_share
-from annotator.progress.checks import (
-    Progress,
-    confirmed_positives,
-    found_after,
-    fresh_since,
-    in_frame,
-    looks_at,
-    sample_figures,
-    seal_judged,
-    unconfirmed_positives,
-    unconfirmed_words,
-    withheld_figures,
-)
-from annotator.progress.frames import BadCheck, Frame, frame_of, freeze
 
 MAX_QUERIES = 2000
 # The benchmark sample is sized to tolerate a tenth of the misses the target allows, at most MOST_TOLERATED: a check
