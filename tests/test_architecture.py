@@ -253,7 +253,7 @@ def room_violations(root: Path = ROOT) -> list[str]:
             target = room_of(module)
             if inside == "labels" and not module.startswith(WRITE_ROOM_MAY_IMPORT):
                 wrong.append(f"{where}: the write room imports only annotator.models and itself")
-            elif path == app / "models.py" and target:
+            elif (path == app / "models.py" or inside == "models") and target:
                 wrong.append(f"{where}: the models import no room")
             elif inside in ROOMS and inside not in LAYERS and target in LAYERS:
                 wrong.append(f"{where}: no room imports {target}/ (a layer of pages above every room)")
@@ -287,7 +287,9 @@ def test_the_room_checker_sees_planted_violations(tmp_path):
     for room in ("labels", "team", "completeness", "progress", "inquire", "web"):
         (app / room).mkdir(parents=True)
         (app / room / "__init__.py").write_text("")
-    (app / "models.py").write_text("from annotator.labels import final\n")
+    (app / "models").mkdir()
+    (app / "models" / "__init__.py").write_text("from annotator.models.labels import Label\n")
+    (app / "models" / "labels.py").write_text("from annotator.labels import final\n")
     (app / "labels" / "final.py").write_text("from annotator.models import Label\nfrom . import tallies\n")
     (app / "labels" / "tallies.py").write_text("def f():\n    from annotator.team import agreement\n")
     (app / "completeness" / "checks.py").write_text(
@@ -313,7 +315,7 @@ def test_the_room_checker_sees_planted_violations(tmp_path):
         "annotator/labels/tallies.py:2 imports annotator.team: the write room imports only annotator.models and itself",
         "annotator/labels/tallies.py:2 imports annotator.team.agreement: the write room imports only annotator.models "
         "and itself",
-        "annotator/models.py:1 imports annotator.labels.final: the models import no room",
+        "annotator/models/labels.py:1 imports annotator.labels.final: the models import no room",
         "annotator/overlap.py is outside the rooms: move it into one of " + ", ".join(ROOMS),
     ]  # web/team.py imports any room it likes; inquire/ may import completeness/, not progress/ above it
 
