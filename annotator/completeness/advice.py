@@ -33,28 +33,57 @@ AIMS = tuple(DRY)
 CHECK, REVIEW = "check", "review"  # what a "label" advice labels: the open check's images, or down the ranking
 
 
-def advice(query: Query, aim: str = "query") -> dict[str, Any]:
-    """{"next": "label" | "check" | "wait" | "done", "reason": a sentence}."""
+Advice = dict[str, Any]
+
+
+def advice(query: Query, aim: str = "query") -> Advice:
+    """{"next": "label" | "check" | "wait" | "done", "reason": a sentence}: the first step that speaks, in the order
+    a team meets them (an open check of the query's own, an open benchmark check, a claim already made, positives
+    waiting for confirmation), else what the review's last window says."""
     check = checks.latest(query)
-    if check is not None and check.status == CompletenessCheck.Status.CHECKING:
-        now = checks.progress(check)
-        if now.unjudged or now.second:
-            said = _looks_left("Label the check's {left} looks left", now)
-            return _said("label", said + _someone_new(query, now), CHECK)
-        return _said("wait", f"{len(now.adjudication)} of the check's images wait for an adjudicator.")
+    for step in (_open_check, _open_benchmark_check, _claimed, _waiting_for_confirmation):
+        said = step(query, aim, check)
+        if said is not None:
+            return said
+    return _review(query, aim, check)
+
+
+def _open_check(query: Query, aim: str, check: CompletenessCheck | None) -> Advice | None:
+    if check is None or check.status != CompletenessCheck.Status.CHECKING:
+        return None
+    now = checks.progress(check)
+    if now.unjudged or now.second:
+        said = _looks_left("Label the check's {left} looks left", now)
+        return _said("label", said + _someone_new(query, now), CHECK)
+    return _said("wait", f"{len(now.adjudication)} of the check's images wait for an adjudicator.")
+
+
+def _open_benchmark_check(query: Query, aim: str, check: CompletenessCheck | None) -> Advice | None:
     pooled = benchmark.query_progress(query)
-    if pooled is not None:
-        return _pooled(query, pooled)
+    return None if pooled is None else _pooled(query, pooled)
+
+
+def _claimed(query: Query, aim: str, check: CompletenessCheck | None) -> Advice | None:
     if aim == "query" and check is not None and check.status == CompletenessCheck.Status.CERTIFIED:
         return _said("done", f"Done: check {check.ordinal} certified {check.target_recall:.0%} over the frame.")
     if aim == "benchmark" and _certified_in_benchmark(query):
         return _said("done", "Done: the latest benchmark check certified the claim over this query's frame.")
-    # Before any draw too: a draw over unconfirmed positives sizes its sample as if each were missing.
+    return None
+
+
+def _waiting_for_confirmation(query: Query, aim: str, check: CompletenessCheck | None) -> Advice | None:
+    """Before any draw too: a draw over unconfirmed positives sizes its sample as if each were missing."""
     waiting = len(checks.waiting_in_frame(query))
-    if waiting:
-        return _said("wait", f"{waiting} positive{'s' if waiting != 1 else ''} of the frame "
-                     f"wait{'s' if waiting == 1 else ''} for an adjudicator's confirmation (a claim counts only "
-                     "confirmed positives).")  # fmt: skip
+    if not waiting:
+        return None
+    return _said("wait", f"{waiting} positive{'s' if waiting != 1 else ''} of the frame "
+                 f"wait{'s' if waiting == 1 else ''} for an adjudicator's confirmation (a claim counts only "
+                 "confirmed positives).")  # fmt: skip
+
+
+def _review(query: Query, aim: str, check: CompletenessCheck | None) -> Advice:
+    """What the review's last window says: label on while the ranking yields (or a failed check's sample is not
+    yet made up for), else check."""
     recent = _recent(query)
     if len(recent) < WINDOW:
         return _said(

@@ -93,22 +93,28 @@ def read_request(data: Any) -> BenchmarkRequest:
     queries, split = data.get("queries"), data.get("split")
     if queries is not None and split is not None:
         raise BadCheck('Name the queries by "queries" or by "split", not both.')
-    ids: tuple[int, ...] | None = None
-    if queries is not None:
-        if not isinstance(queries, list) or not queries or len(queries) > MAX_QUERIES:
-            raise BadCheck(f'"queries" must be a list of 1 to {MAX_QUERIES:,} query ids.')
-        if not all(isinstance(i, int) and not isinstance(i, bool) and 0 < i < 2**63 for i in queries):
-            raise BadCheck('Each of "queries" must be a query id, a whole number such as 12.')
-        ids = tuple(sorted(set(queries)))
-    if split is not None:
-        splits = tuple(Query.Split.values)
-        if split not in splits:
-            raise BadCheck(f'"split" must be one of {", ".join(splits)}, not {split!r:.40}.')
+    ids = None if queries is None else _read_query_ids(queries)
+    split = None if split is None else _read_split(split)
     read_flag(data, "dry_run", False)
     return BenchmarkRequest(
         target=read_share(data, "target_recall", 0.9), confidence=read_share(data, "confidence", 0.95),
         query_ids=ids, split=split, with_unconfirmed=read_flag(data, "with_unconfirmed", False),
     )  # fmt: skip
+
+
+def _read_query_ids(queries: Any) -> tuple[int, ...]:
+    if not isinstance(queries, list) or not queries or len(queries) > MAX_QUERIES:
+        raise BadCheck(f'"queries" must be a list of 1 to {MAX_QUERIES:,} query ids.')
+    if not all(isinstance(i, int) and not isinstance(i, bool) and 0 < i < 2**63 for i in queries):
+        raise BadCheck('Each of "queries" must be a query id, a whole number such as 12.')
+    return tuple(sorted(set(queries)))
+
+
+def _read_split(split: Any) -> str:
+    splits = tuple(Query.Split.values)
+    if split not in splits:
+        raise BadCheck(f'"split" must be one of {", ".join(splits)}, not {split!r:.40}.')
+    return str(split)
 
 
 def chosen(request: BenchmarkRequest) -> list[Query]:
@@ -438,42 +444,47 @@ def claim_words(check: BenchmarkCheck, queries: int) -> str:
     return f"Checking whether micro-recall is at least {percent} with {sure} confidence {scope}."
 
 
+def _query_row(
+    check: BenchmarkCheck, stratum: BenchmarkQuery, sample: Progress | None, decided: bool, together: float
+) -> dict[str, Any]:
+    """One query's row of the report: its frame, what was found, its share of the sample, and (once the check is
+    decided: an interval needs the whole sample looked at) its recall interval, also at `together`."""
+    size = sample.size if sample else 0
+    met = sample.positives if sample else 0
+    found = len(unpack_ids(stratum.found_ids))
+    recall = None
+    if decided:
+        low, high = certify.recall_interval(found, stratum.sampled_from, size, met, check.confidence, check.miss_rate)
+        corrected, _ = certify.recall_interval(found, stratum.sampled_from, size, met, together, check.miss_rate)
+        recall = {
+            "low": round(low, 4), "high": round(high, 4), "confidence": check.confidence,
+            "low_corrected": round(corrected, 4),
+        }  # fmt: skip
+    return {
+        "query": stratum.query_id,
+        "frame": {"kind": stratum.frame_kind, "depth": stratum.frame_depth, "size": stratum.frame_size},
+        "found": found,
+        "sample_size": size,
+        "positives_in_sample": met,
+        "sampled_from": stratum.sampled_from,
+        "recall": recall,
+    }
+
+
+def _above(rows: list[dict[str, Any]], bound: str, target: float) -> int:
+    return sum(1 for row in rows if row["recall"][bound] >= target)
+
+
 def report(check: BenchmarkCheck, *, withheld: str = "") -> dict[str, Any]:
     """The benchmark claim as the API, the dashboard and the releases give it. `withheld`: why the viewer may not
     read the sample's positives (they judge some of its pairs blind); those figures are then None."""
     now = progress(check)
     decided = check.status != BenchmarkCheck.Status.CHECKING
-    rows: list[dict[str, Any]] = []
     strata = list(check.strata.select_related("query").order_by("query_id"))
     # Bonferroni over the queries: each one-sided lower bound at alpha / N, so that every query counted above the
     # target is so with the claim's confidence together (the two-sided interval at 1 - 2 alpha / N has that low end).
     together = 1 - 2 * (1 - check.confidence) / max(1, len(strata))
-    for stratum in strata:
-        sample = now.per_query.get(stratum.query_id)
-        size = sample.size if sample else 0
-        met = sample.positives if sample else 0
-        found = len(unpack_ids(stratum.found_ids))
-        recall = None  # an interval needs the whole sample looked at: reported once the check is decided
-        if decided:
-            low, high = certify.recall_interval(
-                found, stratum.sampled_from, size, met, check.confidence, check.miss_rate
-            )
-            corrected, _ = certify.recall_interval(found, stratum.sampled_from, size, met, together, check.miss_rate)
-            recall = {
-                "low": round(low, 4), "high": round(high, 4), "confidence": check.confidence,
-                "low_corrected": round(corrected, 4),
-            }  # fmt: skip
-        rows.append(
-            {
-                "query": stratum.query_id,
-                "frame": {"kind": stratum.frame_kind, "depth": stratum.frame_depth, "size": stratum.frame_size},
-                "found": found,
-                "sample_size": size,
-                "positives_in_sample": met,
-                "sampled_from": stratum.sampled_from,
-                "recall": recall,
-            }
-        )
+    rows = [_query_row(check, stratum, now.per_query.get(stratum.query_id), decided, together) for stratum in strata]
     shown: dict[str, Any] = {
         "id": check.pk, "check": check.ordinal, "status": check.status, "scope": check.scope,
         "target_recall": check.target_recall, "confidence": check.confidence, "tested_at": check.tested_at,
@@ -484,13 +495,9 @@ def report(check: BenchmarkCheck, *, withheld: str = "") -> dict[str, Any]:
         "sample": sample_figures(now.per_query.values()),
         "queries": rows, "claim": claim_words(check, len(rows)),
         # Each query's own interval, uncorrected for the N of them (reads like a certificate; it is not one) ...
-        "queries_above_target": (
-            sum(1 for row in rows if row["recall"]["low"] >= check.target_recall) if decided else None
-        ),
+        "queries_above_target": _above(rows, "low", check.target_recall) if decided else None,
         # ... and the count that holds for all of them together at the claim's confidence.
-        "queries_above_target_corrected": (
-            sum(1 for row in rows if row["recall"]["low_corrected"] >= check.target_recall) if decided else None
-        ),
+        "queries_above_target_corrected": _above(rows, "low_corrected", check.target_recall) if decided else None,
         "smallest_query": smallest(rows) if decided else None,
         "outside_frames": "positives outside the frames: not bounded",
         "drawn_at": check.created_at.isoformat(),

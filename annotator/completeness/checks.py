@@ -384,6 +384,28 @@ def looks_at(
     """The looks a check's `sample` of `query` has had (in the sample's order): which wait for a look, which for an
     adjudicator, and the positives counted (reads only). `since`: only judgments given from then on are looks,
     `looks` of them wanted; None: the older rule, every judgment counts and two are wanted."""
+    counts, called = _looks_given(query, sample, since)
+    if since is not None:
+        wanted = max(1, looks)
+    else:
+        wanted = max(2, query.judgments_wanted) if second_judgments else 1
+        called = set()  # the older rule reads the final label alone
+    looked = [image_id for image_id in sample if counts.get(image_id, 0) >= wanted]
+    adjudication, positives = _decided_or_waiting(query, looked, called, second_judgments)
+    return Progress(
+        size=len(sample),
+        labeled=len(looked),
+        positives=positives,
+        second=[image_id for image_id in sample if 0 < counts.get(image_id, 0) < wanted],
+        adjudication=adjudication,
+        unjudged=[image_id for image_id in sample if not counts.get(image_id, 0)],
+        order=sample,
+    )
+
+
+def _looks_given(query: Query, sample: list[int], since: Any) -> tuple[dict[int, int], set[int]]:
+    """How many judgments each sampled image has (from `since` on, where given), and those any of them called a
+    positive."""
     given = Judgment.objects.filter(query=query, image_id__in=sample)
     if since is not None:
         given = given.filter(created_at__gte=since)
@@ -393,18 +415,15 @@ def looks_at(
         counts[image_id] = counts.get(image_id, 0) + 1
         if value in SAMPLE_POSITIVE:
             called.add(image_id)
-    finals = {
-        image_id: (value, decided_by)
-        for image_id, value, decided_by in Label.objects.filter(query=query, image_id__in=sample).values_list(
-            "image_id", "value", "decided_by"
-        )
-    }
-    if since is not None:
-        wanted = max(1, looks)
-    else:
-        wanted = max(2, query.judgments_wanted) if second_judgments else 1
-        called = set()  # the older rule reads the final label alone
-    looked = [image_id for image_id in sample if counts.get(image_id, 0) >= wanted]
+    return counts, called
+
+
+def _decided_or_waiting(
+    query: Query, looked: list[int], called: set[int], second_judgments: bool
+) -> tuple[list[int], int]:
+    """Of the images that had their looks: those waiting for an adjudicator (sorted), and the positives counted."""
+    rows = Label.objects.filter(query=query, image_id__in=looked).values_list("image_id", "value", "decided_by")
+    finals = {image_id: (value, decided_by) for image_id, value, decided_by in rows}
     adjudication, positives = [], 0
     for image_id in looked:
         value, decided_by = finals.get(image_id, ("", ""))
@@ -414,15 +433,7 @@ def looks_at(
             adjudication.append(image_id)
         elif value in SAMPLE_POSITIVE:
             positives += 1
-    return Progress(
-        size=len(sample),
-        labeled=len(looked),
-        positives=positives,
-        second=[image_id for image_id in sample if 0 < counts.get(image_id, 0) < wanted],
-        adjudication=sorted(adjudication),
-        unjudged=[image_id for image_id in sample if not counts.get(image_id, 0)],
-        order=sample,
-    )
+    return sorted(adjudication), positives
 
 
 def current(check: CompletenessCheck) -> Progress:

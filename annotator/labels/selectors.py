@@ -127,13 +127,37 @@ def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str,
     """The images of `query` whose judgments differ (unsure against a vote included), undecided ones first,
     each with every annotator's judgment, the final label and whether an adjudicator decided it:
     [{"image": id, "judgments": [{"annotator": name, "value": v}], "final": v, "decided_by": d}]."""
-    judged: dict[int, list[dict[str, Any]]] = {}
-    for image_id, name, value in (
-        Judgment.objects.filter(query=query)
-        .order_by("image_id", "annotator__username")
-        .values_list("image_id", "annotator__username", "value")
-    ):
-        judged.setdefault(image_id, []).append({"annotator": name or "(import)", "value": value})
+    judged = _judgments_by_image(query)
+    split, revised, confirm = _waiting_for_adjudicator(query, judged)
+    rows = Label.objects.filter(query=query, image_id__in=list(split)).values_list("image_id", "value", "decided_by")
+    finals = {image_id: (value, decided_by) for image_id, value, decided_by in rows}
+    voted = _blind_votes(query, revised)
+
+    def reason(image_id: int) -> str:
+        return "confirm" if image_id in confirm else "revised" if image_id in revised else "disagreement"
+
+    found = [
+        {
+            "image": image_id,
+            "judgments": judgments,
+            "final": finals.get(image_id, ("", ""))[0],
+            "decided_by": finals.get(image_id, ("", ""))[1],
+            "reason": reason(image_id),
+            **({"blind_votes": voted[image_id]} if image_id in revised else {}),
+        }  # fmt: skip
+        for image_id, judgments in split.items()
+        if image_id not in confirm or finals.get(image_id, ("", ""))[0] in ("relevant", "unsure")
+    ]
+    if pending_only:
+        found = [item for item in found if item["decided_by"] != Decision.ADJUDICATED]
+    return sorted(found, key=lambda item: (item["decided_by"] != Decision.UNDECIDED, item["image"]))
+
+
+def _waiting_for_adjudicator(
+    query: Query, judged: dict[int, list[dict[str, Any]]]
+) -> tuple[dict[int, list[dict[str, Any]]], set[int], set[int]]:
+    """The images an adjudicator is asked about, with their judgments, and among them the revised blind votes and
+    the positives to confirm."""
     split = {image_id: found for image_id, found in judged.items() if len({j["value"] for j in found}) > 1}
     # A judge who changed their blind vote (annotator.labels.sealed) has not agreed: the adjudicator decides.
     revised = sealed.revised(query.pk, judged) - set(split)
@@ -147,28 +171,19 @@ def disagreements(query: Query, *, pending_only: bool = False) -> list[dict[str,
     sampled = {i for i in sampled_images(query.pk, judged) if len(judged[i]) >= wanted} - set(split)
     confirm = sampled | (_single_positives_in_frame(query, judged) - set(split))
     split.update({image_id: judged[image_id] for image_id in confirm})
-    finals = dict(
-        (image_id, (value, decided_by))
-        for image_id, value, decided_by in Label.objects.filter(query=query, image_id__in=list(split)).values_list(
-            "image_id", "value", "decided_by"
-        )
-    )
-    voted = _blind_votes(query, revised)
-    found = [
-        {
-            "image": image_id,
-            "judgments": judgments,
-            "final": finals.get(image_id, ("", ""))[0],
-            "decided_by": finals.get(image_id, ("", ""))[1],
-            "reason": "confirm" if image_id in confirm else "revised" if image_id in revised else "disagreement",
-            **({"blind_votes": voted[image_id]} if image_id in revised else {}),
-        }
-        for image_id, judgments in split.items()
-        if image_id not in confirm or finals.get(image_id, ("", ""))[0] in ("relevant", "unsure")
-    ]
-    if pending_only:
-        found = [item for item in found if item["decided_by"] != Decision.ADJUDICATED]
-    return sorted(found, key=lambda item: (item["decided_by"] != Decision.UNDECIDED, item["image"]))
+    return split, revised, confirm
+
+
+def _judgments_by_image(query: Query) -> dict[int, list[dict[str, Any]]]:
+    """{image id: [{"annotator": name, "value": v}]} of every judgment of `query`, by annotator name."""
+    judged: dict[int, list[dict[str, Any]]] = {}
+    for image_id, name, value in (
+        Judgment.objects.filter(query=query)
+        .order_by("image_id", "annotator__username")
+        .values_list("image_id", "annotator__username", "value")
+    ):
+        judged.setdefault(image_id, []).append({"annotator": name or "(import)", "value": value})
+    return judged
 
 
 def _blind_votes(query: Query, image_ids: set[int]) -> dict[int, list[dict[str, str]]]:

@@ -216,26 +216,8 @@ def dashboard(
 ) -> tuple[list[CountedQuery], dict[str, Any]]:
     """Every query with its counts, annotators and not-relevant run, as `sight` (an annotator.labels.visibility.Sight:
     a viewer's) may see them, else whole; and the totals row."""
-    counted = selectors.with_label_counts(Query.objects.all())
-    if status:
-        counted = counted.filter(status=status)
-    if split:
-        counted = counted.filter(split=split)
-    queries = list(selectors.sorted_by(counted, sort))
-    if sight is not None and any(query.withheld for query in sight.count_queries(queries)):
-        queries = selectors.sorted_list(queries, sort)  # the stored order reads the sealed labels
-    annotators = selectors.annotators_by_query(queries)
-    assigned = selectors.assignments_by_query(queries)
-    # The choices' labels looked up once: get_FOO_display hashes every choice on each call (6% of the page's
-    # time under cProfile at 250 rows).
-    statuses, fully = dict(Query.Status.choices), dict(Query.FullyLabeled.choices)
-    for query in queries:
-        query.annotators = annotators.get(query.pk, [])
-        if sight is not None and query.withheld:  # who judged its sealed images is theirs to know
-            query.annotators = _judges_seen(query, sight)
-        query.assigned = assigned.get(query.pk, [])
-        query.status_label = statuses.get(query.status, query.status)
-        query.fully_labeled_label = fully.get(query.fully_labeled, query.fully_labeled)
+    queries = _listed(sight, sort, status, split)
+    _with_people_and_labels(queries, sight)
     with_completeness(queries)
     totals = {
         "queries": len(queries),
@@ -248,6 +230,35 @@ def dashboard(
         "fully_labeled": sum(q.fully_labeled == Query.FullyLabeled.YES for q in queries),
     }
     return queries, totals
+
+
+def _listed(sight: visibility.Sight | None, sort: str, status: str, split: str) -> list[CountedQuery]:
+    """The dashboard's queries with their label counts (as `sight` may count them), filtered and sorted."""
+    counted = selectors.with_label_counts(Query.objects.all())
+    if status:
+        counted = counted.filter(status=status)
+    if split:
+        counted = counted.filter(split=split)
+    queries = list(selectors.sorted_by(counted, sort))
+    if sight is not None and any(query.withheld for query in sight.count_queries(queries)):
+        queries = selectors.sorted_list(queries, sort)  # the stored order reads the sealed labels
+    return queries
+
+
+def _with_people_and_labels(queries: list[CountedQuery], sight: visibility.Sight | None) -> None:
+    """Each query's annotators (as `sight` may know them), assignees and its choices' words."""
+    annotators = selectors.annotators_by_query(queries)
+    assigned = selectors.assignments_by_query(queries)
+    # The choices' labels looked up once: get_FOO_display hashes every choice on each call (6% of the page's
+    # time under cProfile at 250 rows).
+    statuses, fully = dict(Query.Status.choices), dict(Query.FullyLabeled.choices)
+    for query in queries:
+        query.annotators = annotators.get(query.pk, [])
+        if sight is not None and query.withheld:  # who judged its sealed images is theirs to know
+            query.annotators = _judges_seen(query, sight)
+        query.assigned = assigned.get(query.pk, [])
+        query.status_label = statuses.get(query.status, query.status)
+        query.fully_labeled_label = fully.get(query.fully_labeled, query.fully_labeled)
 
 
 def _withheld(query: CountedQuery) -> bool:

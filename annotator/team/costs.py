@@ -75,49 +75,53 @@ def report(
     annotator and day], "idle_cap_seconds", "since"}: the figures of the module doc over the judgments of
     `query_ids` (default every query), the time figures over the events since `since` (default all)."""
     cap = idle_cap()
-    judgments = Judgment.objects.filter(annotator__isnull=False)
-    events = LabelEvent.objects.filter(annotator__isnull=False, source__in=WORK)
-    finals = Label.objects.all()
-    if query_ids is not None:
-        ids = list(query_ids)
-        judgments = judgments.filter(query_id__in=ids)
-        events = events.filter(query_id__in=ids)
-        finals = finals.filter(query_id__in=ids)
+    ids = None if query_ids is None else list(query_ids)
+    scope = {} if ids is None else {"query_id__in": ids}
+    events = LabelEvent.objects.filter(annotator__isnull=False, source__in=WORK, **scope)
     if since is not None:
         events = events.filter(created_at__gte=since)
-    final = {
-        (query_id, image_id): (value, decided_by)
-        for query_id, image_id, value, decided_by in finals.values_list("query_id", "image_id", "value", "decided_by")
-    }
-    rows = list(
-        judgments.values_list("query_id", "image_id", "annotator__username", "value").iterator(chunk_size=20_000)
+    finals = Label.objects.filter(**scope).values_list("query_id", "image_id", "value", "decided_by")
+    final = {(query_id, image_id): (value, decided_by) for query_id, image_id, value, decided_by in finals}
+    people, queries = _count_labels(Judgment.objects.filter(annotator__isnull=False, **scope), final)
+    days = _count_work(events, cap, people, queries)
+    # Quality is judged on the blind votes (annotator.labels.sealed): a vote changed after seeing others' is not
+    # the annotator's own. The labels counted above are the work done, revisions included.
+    quality = _quality(agreement.counted_votes(ids), final, dawid_skene)
+    annotators = [
+        {"annotator": name, **people[name].figures(), **quality.get(name, _NO_QUALITY)} for name in sorted(people)
+    ]
+    by_query = [{"query": query_id, **queries[query_id].figures()} for query_id in sorted(queries)]
+    return {"annotators": annotators, "queries": by_query, "overall": _whole(queries.values()).figures(), "days": days,
+            "idle_cap_seconds": cap,
+            "since": since.isoformat() if since else None}  # fmt: skip
+
+
+def _whole(tallies: Iterable[_Tally]) -> _Tally:
+    tallies = list(tallies)
+    return _Tally(
+        leads=[lead for tally in tallies for lead in tally.leads],
+        actions=sum(tally.actions for tally in tallies),
+        labels=sum(tally.labels for tally in tallies),
+        positives=sum(tally.positives for tally in tallies),
     )
+
+
+def _count_labels(
+    judgments: Any, final: dict[tuple[int, int], tuple[str, str]]
+) -> tuple[dict[str, _Tally], dict[int, _Tally]]:
+    """Per annotator and per query: the judgments given, and the positives (an annotator's: their "relevant"s the
+    final label agrees with; a query's: its relevant final labels)."""
     people: dict[str, _Tally] = defaultdict(_Tally)
     queries: dict[int, _Tally] = defaultdict(_Tally)
-    for query_id, image_id, name, value in rows:
+    rows = judgments.values_list("query_id", "image_id", "annotator__username", "value")
+    for query_id, image_id, name, value in rows.iterator(chunk_size=20_000):
         people[name].labels += 1
         queries[query_id].labels += 1
         if value == LabelValue.RELEVANT and final.get((query_id, image_id), ("", ""))[0] == LabelValue.RELEVANT:
             people[name].positives += 1
     for (query_id, _), (value, _) in final.items():
         queries[query_id].positives += value == LabelValue.RELEVANT
-    days = _count_work(events, cap, people, queries)
-    # Quality is judged on the blind votes (annotator.labels.sealed): a vote changed after seeing others' is not
-    # the annotator's own. The labels counted above are the work done, revisions included.
-    quality = _quality(agreement.counted_votes(None if query_ids is None else ids), final, dawid_skene)
-    annotators = [
-        {"annotator": name, **people[name].figures(), **quality.get(name, _NO_QUALITY)} for name in sorted(people)
-    ]
-    by_query = [{"query": query_id, **queries[query_id].figures()} for query_id in sorted(queries)]
-    whole = _Tally(
-        leads=[lead for tally in queries.values() for lead in tally.leads],
-        actions=sum(tally.actions for tally in queries.values()),
-        labels=sum(tally.labels for tally in queries.values()),
-        positives=sum(tally.positives for tally in queries.values()),
-    )
-    return {"annotators": annotators, "queries": by_query, "overall": whole.figures(), "days": days,
-            "idle_cap_seconds": cap,
-            "since": since.isoformat() if since else None}  # fmt: skip
+    return people, queries
 
 
 def _count_work(events: Any, cap: float, people: dict[str, _Tally], queries: dict[int, _Tally]) -> list[dict[str, Any]]:

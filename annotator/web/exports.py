@@ -31,11 +31,10 @@ def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
     whole in memory. Refused, with the reason, to a viewer for whom an overlap sample still waits (visibility)."""
     if name not in EXPORTS and name not in FIGURES:
         raise Http404(f"No export named {name}; the exports are {', '.join([*EXPORTS, *FIGURES])}.")
-    query_ids = None
-    if raw := request.GET.getlist("query"):
-        if not all(value.isascii() and value.isdigit() and int(value) < 2**63 for value in raw):
-            return HttpResponseBadRequest("query must be a query id (a whole number).")
-        query_ids = sorted({int(value) for value in raw})
+    try:
+        query_ids = _query_ids(request.GET.getlist("query"))
+    except ValueError as bad:
+        return HttpResponseBadRequest(str(bad))
     if refused := visibility.of(request).refusal(query_ids):
         raise PermissionDenied(refused)  # Quire's 403 page says it, with the way back
     figures = FIGURES[name](query_ids) if name in FIGURES else None
@@ -47,7 +46,21 @@ def download_export(request: SignedInRequest, name: str) -> HttpResponseBase:
         response = JsonResponse(figures, json_dumps_params={"indent": 2}, safe=False)
         response["Content-Disposition"] = f'attachment; filename="{export_file_name(name, query_ids)}"'
         return response
-    for_spreadsheets = request.GET.get("spreadsheet_safe") in ("1", "on")
+    return _csv(name, query_ids, figures, for_spreadsheets=request.GET.get("spreadsheet_safe") in ("1", "on"))
+
+
+def _query_ids(raw: list[str]) -> list[int] | None:
+    """?query=ID&query=ID as sorted ids; None for every query; ValueError saying what to fix for a value that is not
+    a query id."""
+    if not raw:
+        return None
+    if not all(value.isascii() and value.isdigit() and int(value) < 2**63 for value in raw):
+        raise ValueError("query must be a query id (a whole number).")
+    return sorted({int(value) for value in raw})
+
+
+def _csv(name: str, query_ids: list[int] | None, figures: Any, *, for_spreadsheets: bool) -> HttpResponseBase:
+    """A CSV streamed: an INQUIRE export read row by row, or the team's figures (`figures`) as rows."""
     lines = (
         (line.encode() for line in csv_lines(costs.csv_rows(figures), for_spreadsheets=for_spreadsheets))
         if figures is not None

@@ -38,12 +38,7 @@ def adjudicate(request: SignedInRequest, query_id: int) -> HttpResponseBase:
     page keeps its labels: the way back from the login page carries it (`?unsaved=IMAGE:VALUE`), and the page
     sends it again once it is loaded (a POST: the GET itself changes nothing), saying so."""
     if not request.user.is_authenticated:
-        back = request.path
-        if request.method == "POST" and (image_id := strict_id(request.POST.get("image"))) is not None:
-            value = request.POST.get("value", "")
-            if value in LabelValue.values:
-                back += "?" + urlencode({"unsaved": f"{image_id}:{value}"})
-        return redirect_to_login(back)
+        return redirect_to_login(_way_back(request))
     query = get_object_or_404(Query, pk=query_id)
     allowed = request.user.has_perm(labels.ADJUDICATE)
     error, status, kept = "", 200, _kept(request.GET.get("unsaved", ""))
@@ -55,18 +50,7 @@ def adjudicate(request: SignedInRequest, query_id: int) -> HttpResponseBase:
             return redirect("adjudicate", query_id=query.pk)
     # Every annotator's judgment, by name: read only for those who may decide (a refusal shows no queue).
     pending = selectors.disagreements(query, pending_only=True) if allowed else []
-    images = Image.objects.select_related("taxon").in_bulk([item["image"] for item in pending[:QUEUE_PAGE]])
-    queue = [
-        {
-            **item,
-            "file": images[item["image"]],
-            "final_said": VALUE_WORDS.get(item["final"], item["final"]),
-            "judgments": [{**judgment, "said": VALUE_WORDS[judgment["value"]]} for judgment in item["judgments"]],
-            "blind_votes": [{**vote, "said": VALUE_WORDS[vote["value"]]} for vote in item.get("blind_votes", [])],
-        }
-        for item in pending[:QUEUE_PAGE]
-        if item["image"] in images
-    ]
+    queue = _queue_page(pending[:QUEUE_PAGE])
     # The dashboard counts the undecided (split votes, no final label); the queue also holds disagreements the
     # rule already decided (relevant against unsure): the page says both, so the two numbers meet.
     undecided = sum(item["decided_by"] == Decision.UNDECIDED for item in pending)
@@ -75,6 +59,32 @@ def adjudicate(request: SignedInRequest, query_id: int) -> HttpResponseBase:
         "decided": len(pending) - undecided, "allowed": allowed, "error": error, "kept": kept if allowed else None,
     }  # fmt: skip
     return render(request, "annotator/adjudicate.html", context, status=status)
+
+
+def _way_back(request: SignedInRequest) -> str:
+    """The queue's address for the login page to return to, carrying a decision the ended session could not save."""
+    back = request.path
+    if request.method == "POST" and (image_id := strict_id(request.POST.get("image"))) is not None:
+        value = request.POST.get("value", "")
+        if value in LabelValue.values:
+            back += "?" + urlencode({"unsaved": f"{image_id}:{value}"})
+    return back
+
+
+def _queue_page(pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The queue's page: each image with its file and every judgment and blind vote in words."""
+    images = Image.objects.select_related("taxon").in_bulk([item["image"] for item in pending])
+    return [
+        {
+            **item,
+            "file": images[item["image"]],
+            "final_said": VALUE_WORDS.get(item["final"], item["final"]),
+            "judgments": [{**judgment, "said": VALUE_WORDS[judgment["value"]]} for judgment in item["judgments"]],
+            "blind_votes": [{**vote, "said": VALUE_WORDS[vote["value"]]} for vote in item.get("blind_votes", [])],
+        }
+        for item in pending
+        if item["image"] in images
+    ]
 
 
 def _kept(said: str) -> dict[str, Any] | None:
