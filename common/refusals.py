@@ -74,17 +74,23 @@ def sentence_of(response: HttpResponse) -> str:
     content_type = response.get("Content-Type", "")
     body = response.content.decode(response.charset or "utf-8", errors="replace").strip()
     if content_type.startswith("application/json"):
-        try:
-            said = json.loads(body)
-        except ValueError:
-            said = None
-        words = said.get("error") or said.get("detail") if isinstance(said, dict) else None
-        return _short(str(words)) if words else _generic(status)
+        words = _json_words(body)
+        return _short(words) if words else _generic(status)
     if "CSRF" in body and status == 403:
         return "This page is out of date (its security token expired): reload it, then try again."
     if content_type.startswith("text/plain") or (body and "<" not in body):
         return _short(body) if body else _generic(status)
     return _generic(status)  # an HTML page (Django's error pages): its words are not a sentence
+
+
+def _json_words(body: str) -> str:
+    """A JSON refusal's "error" or "detail", as text; "" where it has neither (or is not JSON)."""
+    try:
+        said = json.loads(body)
+    except ValueError:
+        return ""
+    words = said.get("error") or said.get("detail") if isinstance(said, dict) else None
+    return str(words) if words else ""
 
 
 def _generic(status: int) -> str:

@@ -297,7 +297,8 @@ def test_the_room_checker_sees_planted_violations(tmp_path):
         "def f():\n    from annotator.web.progress import page\n"
     )
     (app / "inquire" / "exporters.py").write_text(
-        "from annotator.completeness import claims\nfrom annotator.team import x\nfrom annotator.progress import figures\n"
+        "from annotator.completeness import claims\nfrom annotator.team import x\n"
+        "from annotator.progress import figures\n"
     )
     (app / "web" / "team.py").write_text("from annotator.labels import visibility\nfrom annotator.releases import y\n")
     (app / "overlap.py").write_text("")

@@ -62,6 +62,20 @@ DRAW_REFUSED = "Drawing a completeness check needs the permission to change quer
 CHECK = "check"  # the candidates of a completeness check (annotator.completeness.checks), beside search's strategies
 
 
+def _check_candidates(query: Query, request: Request, k: int, within: Any) -> list[dict[str, Any]]:
+    """The open checks' images the caller has not judged, `k` of them (inside the polygon `within`, where given:
+    then the whole sample's unjudged images, a few thousand at most, are read and those inside kept)."""
+    if within is None:
+        drawn = sampled.candidates(query, signed_in(request), k)
+    else:
+        inside = set(within.tolist())
+        drawn = [i for i in sampled.candidates(query, signed_in(request), 1 << 30) if i in inside][:k]
+    return [
+        {"image_id": image_id, "score": None, "rank": n, "source": CHECK, "near_duplicates": []}
+        for n, image_id in enumerate(drawn, start=1)
+    ]
+
+
 def _within_param(request: Request) -> Any:  # numpy int64 ids, or None when absent
     """The image ids inside the `within` polygon; 400 with a sentence for a bad polygon."""
     text = request.query_params.get("within")
@@ -121,16 +135,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         except SearchNotReady as error:  # no map computed yet
             return Response({"detail": str(error)}, status=503)
         if strategy == CHECK:  # the open completeness check's images the caller has not judged
-            if within is None:
-                drawn = sampled.candidates(query, signed_in(request), k)
-            else:  # the whole sample's unjudged images (a few thousand at most), those inside the polygon
-                inside = set(within.tolist())
-                drawn = [i for i in sampled.candidates(query, signed_in(request), 1 << 30) if i in inside][:k]
-            rows: list[dict[str, Any]] = [
-                {"image_id": image_id, "score": None, "rank": n, "source": CHECK, "near_duplicates": []}
-                for n, image_id in enumerate(drawn, start=1)
-            ]
-            return Response({"strategy": strategy, "results": rows})
+            return Response({"strategy": strategy, "results": _check_candidates(query, request, k, within)})
         examples = int_list_param(request, "image")
         names = [text for text in request.query_params.getlist("taxon") if text.strip()]
         try:

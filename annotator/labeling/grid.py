@@ -90,25 +90,39 @@ def results(
     offset = max(0, offset)
     if within is not None:
         return _text_page_within(query, viewer, text, within, taxon_ids, hide_labeled, offset, limit, seen)
-    tiles: list[Tile] = []
-    position = offset  # the next ranking position to look at
     try:
-        while len(tiles) < limit:
-            # With nothing hidden one search fills the page; hiding reads ahead in larger steps.
-            want = 2 * limit if hide_labeled else limit
-            hits = search(text=text, k=want, offset=position, taxon_ids=taxon_ids)
-            found = {tile.image.pk: tile for tile in _tiles(query, viewer, hits, position, seen)}
-            for index, hit in enumerate(hits):
-                tile = found.get(hit.image_id)
-                if tile is not None and not (hide_labeled and tile.label):
-                    tiles.append(tile)
-                    if len(tiles) == limit:
-                        return ResultsPage(tiles, offset, limit, next_offset=position + index + 1)
-            position += len(hits)
-            if len(hits) < want:  # the end of the ranking
-                return ResultsPage(tiles, offset, limit, next_offset=None)
+        return _text_page(query, viewer, text, taxon_ids, hide_labeled, offset, limit, seen)
     except SearchUnavailable as error:
         return ResultsPage([], offset, limit, str(error))
+
+
+def _text_page(
+    query: Query,
+    viewer: Writer,
+    text: str,
+    taxon_ids: Iterable[int] | None,
+    hide_labeled: bool,
+    offset: int,
+    limit: int,
+    seen: Mapping[int, str] | None,
+) -> ResultsPage:
+    """results() over the whole collection: searches from `offset` until the page is full or the ranking ends."""
+    tiles: list[Tile] = []
+    position = offset  # the next ranking position to look at
+    while len(tiles) < limit:
+        # With nothing hidden one search fills the page; hiding reads ahead in larger steps.
+        want = 2 * limit if hide_labeled else limit
+        hits = search(text=text, k=want, offset=position, taxon_ids=taxon_ids)
+        found = {tile.image.pk: tile for tile in _tiles(query, viewer, hits, position, seen)}
+        for index, hit in enumerate(hits):
+            tile = found.get(hit.image_id)
+            if tile is not None and not (hide_labeled and tile.label):
+                tiles.append(tile)
+                if len(tiles) == limit:
+                    return ResultsPage(tiles, offset, limit, next_offset=position + index + 1)
+        position += len(hits)
+        if len(hits) < want:  # the end of the ranking
+            return ResultsPage(tiles, offset, limit, next_offset=None)
     return ResultsPage(tiles, offset, limit, next_offset=position)
 
 
@@ -384,12 +398,17 @@ def adaptive_results(
             exclude_ids=shown_ids, seen=seen, within=within,
         )  # fmt: skip
     except SearchUnavailable as error:
-        chosen = STRATEGY_REGISTRY.get(strategy)
-        if not example_ids and chosen and chosen.needs_examples and waiting(query):
-            return ResultsPage([], offset, limit, EMBEDDING_EXAMPLE)
-        return ResultsPage([], offset, limit, str(error))
+        return ResultsPage([], offset, limit, _why_not(query, strategy, example_ids, error))
     tiles = _tiles(query, viewer, hits, offset, seen)
     return ResultsPage(tiles, offset, limit, next_offset=offset + len(tiles) if len(hits) == limit else None)
+
+
+def _why_not(query: Query, strategy: str, example_ids: Iterable[int], error: SearchUnavailable) -> str:
+    """Why a learned ranking could not run: an example still being embedded, where that is what it waits for."""
+    chosen = STRATEGY_REGISTRY.get(strategy)
+    if not example_ids and chosen and chosen.needs_examples and waiting(query):
+        return EMBEDDING_EXAMPLE
+    return str(error)
 
 
 def _check_page(

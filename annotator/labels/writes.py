@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection, models, transaction
 from django.db.models import Exists, OuterRef
@@ -311,15 +312,7 @@ def _write(
     """Apply the changes to `user`'s judgments and settle the final labels, in one transaction. With
     `keep_seen`, images `user` already sees labeled are left alone (Submit)."""
     with transaction.atomic(), recording_label_changes():
-        query = (
-            Query.objects.only("locked", "final_rule", "judgments_wanted")
-            .annotate(
-                checking=Exists(_OPEN_CHECKS.filter(query=OuterRef("pk")))
-                | Exists(_OPEN_BENCHMARK.filter(query=OuterRef("pk"))),
-                sampled=Exists(OverlapImage.objects.filter(query=OuterRef("pk"))),
-            )
-            .get(pk=query_id)
-        )
+        query = _query_as_written(query_id)
         if query.locked:  # one read of the query on the hot path; the lock's rule stays check_writable's
             check_writable([query_id], user)
         held = _hold(query_id, by_image)
@@ -330,13 +323,32 @@ def _write(
         own = {j.image_id: j for j in (mine.filter(annotator=user) if user else mine.filter(annotator__isnull=True))}
         plans = {image_id: _replay(own.get(image_id), todo, source) for image_id, todo in by_image.items()}
         recorded = _write_judgments(query_id, own, plans, user, source, import_batch)
-        if query.sampled and user is not None:  # a judgment given under seal is the judge's blind vote
-            under_seal = [image_id for _, image_id, _ in sealed.sealed_to(user, query=query_id, image_ids=plans)]
-            sealed.keep_votes(query_id, [(i, user.pk, plans[i].value) for i in under_seal if plans[i].value])
+        if query.sampled and user is not None:
+            _keep_blind_votes(query_id, user, plans)
         _settle(query_id, held, query.final_rule, blind=query.sampled, events=recorded)
         if query.checking:  # read with the query: the everyday save pays no extra round trip
             judgments_settled.send(sender=Label, query_id=query_id, image_ids=list(plans))
     return plans
+
+
+def _query_as_written(query_id: int) -> Any:  # a Query with two annotations mypy does not see
+    """The query with what a write needs of it, in one read: its lock, rule and wanted judgments, whether a check is
+    open on it (`checking`) and whether it has an overlap sample (`sampled`)."""
+    return (
+        Query.objects.only("locked", "final_rule", "judgments_wanted")
+        .annotate(
+            checking=Exists(_OPEN_CHECKS.filter(query=OuterRef("pk")))
+            | Exists(_OPEN_BENCHMARK.filter(query=OuterRef("pk"))),
+            sampled=Exists(OverlapImage.objects.filter(query=OuterRef("pk"))),
+        )
+        .get(pk=query_id)
+    )
+
+
+def _keep_blind_votes(query_id: int, user: User, plans: dict[int, _Plan]) -> None:
+    """A judgment given under seal is the judge's blind vote: kept as it was given."""
+    under_seal = [image_id for _, image_id, _ in sealed.sealed_to(user, query=query_id, image_ids=plans)]
+    sealed.keep_votes(query_id, [(i, user.pk, plans[i].value) for i in under_seal if plans[i].value])
 
 
 _OPEN_CHECKS = CompletenessCheck.objects.filter(status=CompletenessCheck.Status.CHECKING)

@@ -30,18 +30,8 @@ class Command(BaseCommand):
     def handle(
         self, query_ids: list[int] | None, fraction: float | None, top: int | None, judgments: int, **options: Any
     ) -> None:
-        if options["open"] and (fraction is not None or top is not None):
-            raise CommandError("--open opens the samples drawn; draw (--fraction, --top) and open in two runs.")
-        if fraction is None and top is None and not options["open"]:
-            raise CommandError(
-                "Say what to sample: --fraction 0.1 (10% of the labeled images), --top 50, or both; or --open."
-            )
-        chosen = Query.objects.all()
-        if query_ids:
-            chosen = chosen.filter(id__in=query_ids)
-            if unknown := sorted(set(query_ids) - set(chosen.values_list("id", flat=True))):
-                raise CommandError(f"unknown query id(s) {', '.join(map(str, unknown))}")
-        queries = list(chosen)
+        _refuse_unclear(options["open"], drawing=fraction is not None or top is not None)
+        queries = _chosen(query_ids)
         if options["open"]:
             counted = [open_sample(query) for query in queries]
             opened, waiting = sum(n for n, _ in counted), sum(n for _, n in counted)
@@ -59,3 +49,22 @@ class Command(BaseCommand):
                     raise CommandError(f"query {query.pk}: {error}") from None
                 progress(done, len(queries))
         self.stdout.write(f"{added} images added to the overlap samples of {len(queries)} queries.")
+
+
+def _chosen(query_ids: list[int] | None) -> list[Query]:
+    """The queries named (every query where none is); CommandError naming the unknown ids."""
+    chosen = Query.objects.all()
+    if query_ids:
+        chosen = chosen.filter(id__in=query_ids)
+        if unknown := sorted(set(query_ids) - set(chosen.values_list("id", flat=True))):
+            raise CommandError(f"unknown query id(s) {', '.join(map(str, unknown))}")
+    return list(chosen)
+
+
+def _refuse_unclear(opening: bool, *, drawing: bool) -> None:
+    if opening and drawing:
+        raise CommandError("--open opens the samples drawn; draw (--fraction, --top) and open in two runs.")
+    if not opening and not drawing:
+        raise CommandError(
+            "Say what to sample: --fraction 0.1 (10% of the labeled images), --top 50, or both; or --open."
+        )
