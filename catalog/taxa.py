@@ -45,13 +45,17 @@ def species_for_all(names: Iterable[str]) -> set[int]:
     return ids
 
 
-def _suggestion(name: str) -> str:
+def _known_names() -> set[str]:
+    """Every scientific, common and rank name the collection's taxa carry."""
     known: set[str] = set()
-    for fields in Taxon.objects.values_list("scientific_name", "common_name", *RANKS).iterator(
-        chunk_size=ROWS_PER_STATEMENT
-    ):
+    rows = Taxon.objects.values_list("scientific_name", "common_name", *RANKS)
+    for fields in rows.iterator(chunk_size=ROWS_PER_STATEMENT):
         known.update(field for field in fields if field)
-    lowered = {item.lower(): item for item in known}
+    return known
+
+
+def _suggestion(name: str) -> str:
+    lowered = {item.lower(): item for item in _known_names()}
     typed = name.lower()
     # The start of a name ("flam" for the flamingos) first: names one of whose words begins with it; then
     # misspellings, by difflib's similarity.

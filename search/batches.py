@@ -147,23 +147,7 @@ def stacked_picks(
         else:
             ids = collection.top(vector, min(depth, MAX_DEPTH), exclude)
         first = None
-        rows = collection.vectors(ids)
-        leader_of = near_duplicate_stacks(rows, leaders_wanted=wanted, threshold=threshold)
-        examined = leader_of[leader_of >= 0]
-        stacked = np.unique(examined[examined != np.flatnonzero(leader_of >= 0)])  # leaders with look-alikes
-        waits = dict(zip(stacked.tolist(), held_back(rows[stacked], relevant, not_relevant, threshold), strict=True))
-        picks: list[Pick] = []
-        by_leader: dict[int, Pick] = {}
-        waiting: list[int] = []
-        for row, leader in enumerate(examined.tolist()):
-            if waits.get(leader, False) and leader != row:
-                if len(by_leader[leader].stack) < STACK_LIMIT:
-                    by_leader[leader].stack.append(ids[row])
-                waiting.append(ids[row])
-                continue
-            pick = Pick(ids[row], source)
-            picks.append(pick)
-            by_leader.setdefault(leader, pick)
+        picks, waiting = _stacked(collection, ids, wanted, relevant, not_relevant, source, threshold)
         if len(picks) >= wanted or len(ids) < min(depth, MAX_DEPTH) or depth >= MAX_DEPTH:
             picks = picks[:wanted]
             filling = waiting[: wanted - len(picks)]  # shown on their own now, so no longer behind a stack
@@ -171,6 +155,32 @@ def stacked_picks(
                 pick.stack = [image_id for image_id in pick.stack if image_id not in set(filling)]
             return picks + [Pick(image_id, source) for image_id in filling]
         depth *= 4
+
+
+def _stacked(
+    collection: Collection, ids: list[int], wanted: int, relevant: np.ndarray, not_relevant: np.ndarray, source: str,
+    threshold: float,
+) -> tuple[list[Pick], list[int]]:  # fmt: skip
+    """The ranked `ids` as picks, each stack's look-alikes behind its leader where the annotator called the stack
+    not relevant (held_back), and those waiting images in rank order."""
+    rows = collection.vectors(ids)
+    leader_of = near_duplicate_stacks(rows, leaders_wanted=wanted, threshold=threshold)
+    examined = leader_of[leader_of >= 0]
+    stacked = np.unique(examined[examined != np.flatnonzero(leader_of >= 0)])  # leaders with look-alikes
+    waits = dict(zip(stacked.tolist(), held_back(rows[stacked], relevant, not_relevant, threshold), strict=True))
+    picks: list[Pick] = []
+    by_leader: dict[int, Pick] = {}
+    waiting: list[int] = []
+    for row, leader in enumerate(examined.tolist()):
+        if waits.get(leader, False) and leader != row:
+            if len(by_leader[leader].stack) < STACK_LIMIT:
+                by_leader[leader].stack.append(ids[row])
+            waiting.append(ids[row])
+            continue
+        pick = Pick(ids[row], source)
+        picks.append(pick)
+        by_leader.setdefault(leader, pick)
+    return picks, waiting
 
 
 def compose(
@@ -201,17 +211,7 @@ def compose(
         return stacked_picks(
             collection, text, k, exclude, relevant, not_relevant, TEXT, threshold=threshold, first=text_order
         )
-    # The text order's frontier: the score of its best unlabeled image. Every labeled image above it is
-    # where the text order alone would have been by now; those below, the learned ranking's own finds.
-    frontier = float(collection.vectors(text_order[:1])[0] @ text)
-    scores = np.vstack([relevant, not_relevant]) @ text
-    answers = [True] * len(relevant) + [False] * len(not_relevant)
-    prefix = np.flatnonzero(scores >= frontier)
-    text_answers = [answers[i] for i in prefix[np.argsort(-scores[prefix], kind="stable")][-WINDOW:]]
-    recent = list(recent)[-WINDOW:]  # the annotator's last WINDOW answers (the simulator passes as many)
-    recent_scores = collection.vectors([image_id for image_id, _ in recent]) @ text if recent else np.empty(0)
-    learned_answers = [answer for (_, answer), score in zip(recent, recent_scores, strict=True) if score < frontier]
-    share = learned_share(learned_answers[-WINDOW:], text_answers)
+    share = _share_now(collection, text, text_order, relevant, not_relevant, recent)
     from_text = max(1, round(k * (1 - share))) if k > 1 else 0
     # The ranking with the larger share picks first, exactly as it ranks alone; the other takes its share
     # from what is left (asked for a whole batch, so that it fills in if the first runs out).
@@ -229,6 +229,24 @@ def compose(
     )
     batch = interleave(first, second[: other.wanted])
     return batch + second[other.wanted : other.wanted + k - len(batch)]  # the first ran out: the second fills
+
+
+def _share_now(
+    collection: Collection, text: np.ndarray, text_order: list[int], relevant: np.ndarray, not_relevant: np.ndarray,
+    recent: Sequence[tuple[int, bool]],
+) -> float:  # fmt: skip
+    """The learned ranking's share of the next batch (learned_share), from the answers on each side of the text
+    order's frontier: the score of its best unlabeled image. Every labeled image above it is where the text order
+    alone would have been by now; those below, the learned ranking's own finds."""
+    frontier = float(collection.vectors(text_order[:1])[0] @ text)
+    scores = np.vstack([relevant, not_relevant]) @ text
+    answers = [True] * len(relevant) + [False] * len(not_relevant)
+    prefix = np.flatnonzero(scores >= frontier)
+    text_answers = [answers[i] for i in prefix[np.argsort(-scores[prefix], kind="stable")][-WINDOW:]]
+    recent = list(recent)[-WINDOW:]  # the annotator's last WINDOW answers (the simulator passes as many)
+    recent_scores = collection.vectors([image_id for image_id, _ in recent]) @ text if recent else np.empty(0)
+    learned_answers = [answer for (_, answer), score in zip(recent, recent_scores, strict=True) if score < frontier]
+    return learned_share(learned_answers[-WINDOW:], text_answers)
 
 
 class _Share(NamedTuple):

@@ -86,14 +86,8 @@ class CardRanker:
         """For each query (float32, (n, dim), unit rows): the `wanted` best store rows by exact inner product,
         as (rows, fp32 scores), best first, ties by image id. `rows`: rank only these store rows (a species, a
         lasso); `excluded_rows`: per query, rows left out (its labeled images)."""
-        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
-        dim = int(self.vectors.shape[1])
-        if queries.ndim != 2 or queries.shape[1] != dim:
-            raise ValueError(f"the query vectors have {queries.shape[-1]} dimensions, the vectors on the card {dim}")
-        chosen = None if rows is None else np.asarray(rows, dtype=np.int64)
-        vectors = self.vectors
-        if chosen is not None:
-            vectors = vectors.index_select(0, torch.as_tensor(chosen, device=self.device))
+        queries = self._checked(queries)
+        chosen, vectors = self._ranked_set(rows)
         count = int(vectors.shape[0])
         skip = [self._positions(excluded, chosen) for excluded in _per_query(excluded_rows, len(queries))]
         wanted = min(wanted, count)
@@ -112,13 +106,27 @@ class CardRanker:
             for slot, number in enumerate(pending):
                 positions, scores = _best_first(all_positions[slot], all_scores[slot], ids, skip[number])
                 positions, scores = positions[:wanted], scores[:wanted]
-                # Every row was a candidate, or no row left out can beat the last one kept (the module's bound).
-                if take >= count or (len(scores) == wanted and float(scores[-1]) > float(cut[slot]) + ERROR):
+                if _settled(scores, wanted, float(cut[slot]), every_row=take >= count):
                     answers[number] = (positions if chosen is None else chosen[positions], scores)
                 else:
                     still.append(number)
             pending, margin = still, 4 * margin + wanted
         return answers
+
+    def _ranked_set(self, rows: np.ndarray | None) -> tuple[np.ndarray | None, torch.Tensor]:
+        """The store rows ranked (None: all of them) and their vectors on the card."""
+        if rows is None:
+            return None, self.vectors
+        chosen = np.asarray(rows, dtype=np.int64)
+        return chosen, self.vectors.index_select(0, torch.as_tensor(chosen, device=self.device))
+
+    def _checked(self, queries: np.ndarray) -> np.ndarray:
+        """The query vectors as float32 rows; ValueError when their dimension is not the card's vectors'."""
+        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        dim = int(self.vectors.shape[1])
+        if queries.ndim != 2 or queries.shape[1] != dim:
+            raise ValueError(f"the query vectors have {queries.shape[-1]} dimensions, the vectors on the card {dim}")
+        return queries
 
     def _positions(self, excluded: np.ndarray | None, rows: np.ndarray | None) -> np.ndarray:
         """Positions (in the ranked set) of excluded store rows."""
@@ -175,6 +183,12 @@ class CardRanker:
             rows = vectors[candidates[start : start + group]].double()  # (group, candidates, dim)
             scores.append(torch.bmm(rows, query64[start : start + group, :, None])[:, :, 0].float())
         return candidates.cpu().numpy(), torch.cat(scores).cpu().numpy()
+
+
+def _settled(scores: np.ndarray, wanted: int, cut: float, *, every_row: bool) -> bool:
+    """Whether a query's best `wanted` are final: every row was a candidate, or no row left out of the first pass
+    can beat the last one kept (the module's bound: its fp16 score is under the cut, its true one within ERROR)."""
+    return every_row or (len(scores) == wanted and float(scores[-1]) > cut + ERROR)
 
 
 def _best_first(

@@ -399,10 +399,7 @@ def next_batch(request: RankingRequest, *, recent: Sequence[tuple[int, bool]] = 
     exclude = request.labeled_or_excluded
     if request.strategy == "text":  # the control: the plain text order, as INQUIRE ranked it
         return loaded.backend.search(vector, k=k, taxon_ids=taxa, exclude_image_ids=exclude, wide=True)
-    # The text order is every ranking's floor where the query has a text: "like the example images" too,
-    # which does not rank by it (the encoder keeps the text's vector: no second encoding).
-    typed = (request.text or "").strip()
-    floor = inputs.text if inputs.text is not None or not typed else _embedder(spec).encode_text([typed])[0]
+    floor = _text_floor(spec, request, inputs)
     # The labels' vectors the fit read; a ranking that does not learn from labels reads them for the rules.
     learned = chosen.learns_from_labels
     with_vector = set(_with_vectors(loaded, [image_id for image_id, _ in recent]))
@@ -413,15 +410,30 @@ def next_batch(request: RankingRequest, *, recent: Sequence[tuple[int, bool]] = 
         recent=[(image_id, answer) for image_id, answer in recent if image_id in with_vector],
         threshold=loaded.lookalikes.threshold,
     )  # fmt: skip
+    return _scored(loaded, picks, vector)
+
+
+def _scored(loaded: _Loaded, picks: list[batches.Pick], vector: np.ndarray) -> list[Hit]:
+    """The batch's picks as hits, each scored under the learned ranking (every pick was ranked, so every pick has a
+    vector)."""
     if not picks:
         return []
     fetched = loaded.backend.fetch(np.asarray([pick.image_id for pick in picks], dtype=np.int64))
-    scores = inner_products(fetched.vectors, vector)  # every pick was ranked, so every pick has a vector
-    taxa_of = fetched.taxon_ids
+    scores = inner_products(fetched.vectors, vector)
     return [
         Hit(pick.image_id, float(score), int(taxon), source=pick.source, stack=tuple(pick.stack))
-        for pick, score, taxon in zip(picks, scores, taxa_of, strict=True)
+        for pick, score, taxon in zip(picks, scores, fetched.taxon_ids, strict=True)
     ]
+
+
+def _text_floor(spec: ClipSpec, request: RankingRequest, inputs: strategies.RankingInputs) -> np.ndarray | None:
+    """The text order is every ranking's floor where the query has a text: "like the example images" too, which
+    does not rank by it (the encoder keeps the text's vector: no second encoding)."""
+    typed = (request.text or "").strip()
+    if inputs.text is not None or not typed:
+        return inputs.text
+    floor: np.ndarray = _embedder(spec).encode_text([typed])[0]
+    return floor
 
 
 def lookalike_rule(spec: ClipSpec | None = None) -> lookalikes.LookAlikeRule:

@@ -450,6 +450,26 @@ def load(folder: Path) -> tuple["_faiss.Index", dict[str, Any]]:
     return faiss.read_index(str(Path(folder) / info["file"]), flags), info
 
 
+def _refuse_mismatch(embeddings: Embeddings, index: "_faiss.Index", labels: str) -> None:
+    """NoIndex when the index does not hold the store's vectors (their count or dimensions differ)."""
+    if index.ntotal != len(embeddings):
+        raise NoIndex(
+            f"The search index holds {index.ntotal} vectors but the store {len(embeddings)}: "
+            "run `manage.py build_index` again."
+        )
+    if index.d != embeddings.vectors.shape[1]:
+        raise NoIndex(f"The index has {index.d} dimensions but the store {embeddings.vectors.shape[1]}.")
+    if labels not in ("rows", "image_ids"):
+        raise ValueError(f"index labels are rows or image_ids, not {labels!r}")
+
+
+def _breadths(index: "_faiss.Index", labels: str, nprobe: int | None, rerank: int | None) -> tuple[Breadth, Breadth]:
+    """An IVF index's narrow and wide breadths: the defaults, or the one fixed by `nprobe` or `rerank` for both."""
+    default_narrow, default_wide = _default_breadths(index, labels)
+    narrow = Breadth(nprobe or default_narrow.nprobe, rerank or default_narrow.rerank)
+    return narrow, narrow if nprobe or rerank else default_wide
+
+
 class Searcher:
     """An index with the store it was built from. Thread-safe for searching.
 
@@ -476,15 +496,7 @@ class Searcher:
     ) -> None:
         """`nprobe` and `rerank` fix an IVF index's breadth (for benches and tests); otherwise the defaults
         are read and widened per search as its results require (`adaptive`, on unless a breadth is fixed)."""
-        if index.ntotal != len(embeddings):
-            raise NoIndex(
-                f"The search index holds {index.ntotal} vectors but the store {len(embeddings)}: "
-                "run `manage.py build_index` again."
-            )
-        if index.d != embeddings.vectors.shape[1]:
-            raise NoIndex(f"The index has {index.d} dimensions but the store {embeddings.vectors.shape[1]}.")
-        if labels not in ("rows", "image_ids"):
-            raise ValueError(f"index labels are rows or image_ids, not {labels!r}")
+        _refuse_mismatch(embeddings, index, labels)
         self.embeddings = embeddings
         self.index = index
         self.labels = labels
@@ -494,11 +506,7 @@ class Searcher:
         # Rows of each taxon, found by binary search: a species filter costs microseconds, not a 5M-row scan.
         self._taxon_order = np.argsort(embeddings.taxon_ids, kind="stable")
         self._taxa_sorted = embeddings.taxon_ids[self._taxon_order]
-        self.narrow = self.wide = Breadth(0, 0)
-        if not self.exact:
-            default_narrow, default_wide = _default_breadths(index, labels)
-            self.narrow = Breadth(nprobe or default_narrow.nprobe, rerank or default_narrow.rerank)
-            self.wide = self.narrow if nprobe or rerank else default_wide
+        self.narrow, self.wide = (Breadth(0, 0),) * 2 if self.exact else _breadths(index, labels, nprobe, rerank)
         # Widening reads each result's list rank through the quantizer, which works in the vectors' own space:
         # not for the earlier PQ4 kind, whose lists are made after a PCA (kept for comparison only).
         self.adaptive = (
@@ -542,13 +550,12 @@ class Searcher:
         wanted = offset + k
         if self.exact and wanted + len(excluded) >= len(self.embeddings) // 2:
             return self._rank_exactly(vector, np.arange(len(self.embeddings)), excluded, k, offset)
-        breadth = self.wide if wide else self.narrow
-        # Excluded images (a query's labels: thousands, for a ranking that learns) are left out inside
-        # FAISS by an ID selector, so the candidates asked for and re-scored do not grow with them.
-        selector = None
-        if len(excluded):
-            excluded_labels = excluded if self.labels == "image_ids" else self.rows_of_ids(excluded)
-            selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(excluded_labels))
+        return self._widening(vector, self.wide if wide else self.narrow, excluded, k, offset)
+
+    def _widening(self, vector: np.ndarray, breadth: Breadth, excluded: np.ndarray, k: int, offset: int) -> list[Hit]:
+        """The index's ranking from `breadth`, read again wider while its results show it was too narrow; ranked
+        exactly once wider than the widest breadth (it cannot miss then)."""
+        selector, wanted = self._leaving_out(excluded), offset + k
         while True:
             rows, estimates, filled = self._candidates(vector, breadth, wanted, selector)
             # FAISS's selector has left the excluded images out already: not looked up and filtered again.
@@ -556,9 +563,17 @@ class Searcher:
             wider = self._wider(vector, breadth, hits, rows, estimates, filled) if self.adaptive and hits else None
             if wider is None:
                 return hits[offset:]
-            if wider.nprobe > self.wide.nprobe or wider.rerank > self.wide.rerank:  # ranked exactly: cannot miss
+            if wider.nprobe > self.wide.nprobe or wider.rerank > self.wide.rerank:
                 return self._rank_exactly(vector, np.arange(len(self.embeddings)), excluded, k, offset)
             breadth = wider
+
+    def _leaving_out(self, excluded: np.ndarray) -> Any:
+        """Excluded images (a query's labels: thousands, for a ranking that learns) are left out inside FAISS by an
+        ID selector, so the candidates asked for and re-scored do not grow with them; None when there are none."""
+        if not len(excluded):
+            return None
+        excluded_labels = excluded if self.labels == "image_ids" else self.rows_of_ids(excluded)
+        return faiss.IDSelectorNot(faiss.IDSelectorBatch(excluded_labels))
 
     def _candidates(
         self, vector: np.ndarray, breadth: Breadth, wanted: int, selector: Any

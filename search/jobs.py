@@ -140,6 +140,38 @@ def requeue_lost_chunks() -> list[int]:
     return [job.pk for job in lost]
 
 
+def _files_to_embed(chunk: EmbeddingChunk, model_name: str, store: EmbeddingStore) -> tuple[list[Any], list[Any]]:
+    """The chunk's images to embed (those neither stored nor failed before), as the pipeline's ImageFiles, and the
+    Failures of those whose file may not be served (the same checks as serving it: an allowed root, inside it, a
+    raster image's name)."""
+    from .pipeline import Failure, ImageFile  # torch's data loading: only where a chunk is embedded
+
+    id_range = (chunk.first_image_id, chunk.last_image_id)
+    stored = store.image_ids()  # consolidated rows only: this job's parts are other id ranges
+    failed = EmbeddingFailure.objects.filter(model_name=model_name, image_id__range=id_range)
+    skip = np.concatenate(
+        [
+            stored[(stored >= id_range[0]) & (stored <= id_range[1])],
+            np.fromiter(failed.values_list("image_id", flat=True), dtype=np.int64),
+        ]
+    )
+    rows = list(
+        Image.objects.filter(id__range=id_range).order_by("id").values_list("id", "root__path", "file_name", "taxon_id")
+    )
+    wanted = ~np.isin(np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)), skip)
+    files, refused = [], []
+    for (image_id, root, file_name, taxon_id), keep in zip(rows, wanted, strict=True):
+        if not keep:
+            continue
+        try:
+            path = contained_path(root, file_name, image_id=image_id)
+        except NotServable as error:
+            refused.append(Failure(image_id, str(error)))
+            continue
+        files.append(ImageFile(image_id, path, NO_TAXON if taxon_id is None else taxon_id))
+    return files, refused
+
+
 def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -> EmbeddingChunk:
     """Embed one chunk (again, if it was started before and never finished)."""
     chunk = EmbeddingChunk.objects.select_related("job").get(pk=chunk_id)
@@ -158,7 +190,7 @@ def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -
     EmbeddingJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(status=JobStatus.RUNNING)
 
     from .clip import get_embedder  # torch and open_clip: only where a chunk is embedded
-    from .pipeline import Failure, ImageFile, embed_files  # (likewise: torch's data loading)
+    from .pipeline import embed_files  # (likewise: torch's data loading)
 
     try:
         embedder = get_embedder(ClipSpec.from_name(job.model_name))
@@ -168,33 +200,7 @@ def run_chunk(chunk_id: int, *, progress: Callable[[int], None] | None = None) -
         fail_job(job.pk, str(error))
         chunk.refresh_from_db()
         return chunk
-    id_range = (chunk.first_image_id, chunk.last_image_id)
-    stored = store.image_ids()  # consolidated rows only: this job's parts are other id ranges
-    skip = np.concatenate(
-        [
-            stored[(stored >= id_range[0]) & (stored <= id_range[1])],
-            np.fromiter(
-                EmbeddingFailure.objects.filter(model_name=job.model_name, image_id__range=id_range).values_list(
-                    "image_id", flat=True
-                ),
-                dtype=np.int64,
-            ),
-        ]
-    )
-    rows = list(
-        Image.objects.filter(id__range=id_range).order_by("id").values_list("id", "root__path", "file_name", "taxon_id")
-    )
-    wanted = ~np.isin(np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)), skip)
-    files, refused = [], []
-    for (image_id, root, file_name, taxon_id), keep in zip(rows, wanted, strict=True):
-        if not keep:
-            continue
-        try:  # the same checks as serving the file: an allowed root, inside it, a raster image's name
-            path = contained_path(root, file_name, image_id=image_id)
-        except NotServable as error:
-            refused.append(Failure(image_id, str(error)))
-            continue
-        files.append(ImageFile(image_id, path, NO_TAXON if taxon_id is None else taxon_id))
+    files, refused = _files_to_embed(chunk, job.model_name, store)
     result = embed_files(
         embedder,
         files,

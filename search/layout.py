@@ -34,7 +34,7 @@ from django.conf import settings
 
 from .exceptions import NoMap
 from .spec import model_slug
-from .store import EmbeddingStore
+from .store import Embeddings, EmbeddingStore
 
 PCA_DIMS = 50
 PLACE_NEIGHBOURS = 10
@@ -220,12 +220,7 @@ def compute(
         return _switch(here, work, Outcome("fitted", 0, len(load_from(work / "layout.npz")), 0))
     mode = "updated"
     if not (work / "fit.npz").exists():
-        for stale in [work / "layout.npz", *work.glob("part-*.npz")]:  # another fit's positions do not mix in
-            stale.unlink(missing_ok=True)
-        fitted = fit(embeddings.vectors, embeddings.image_ids, sample=settings.QUIRE_MAP_SAMPLE)
-        _save(work / "fit.npz", **fitted.__dict__)
-        if fitted_now:
-            fitted_now()
+        _fit_anew(work, embeddings, fitted_now)
         mode = "fitted"
     fitted = _read_fit(work / "fit.npz")
     placed_ids, placed_xy = _placed_so_far(work)
@@ -240,22 +235,41 @@ def compute(
         placed_xy.append(fitted.sample_xy[sample_found])
         todo_rows = todo_rows[~np.isin(store_ids[todo_rows], fitted.sample_ids)]
     total = len(todo_rows)
-    for start in range(0, total, PLACE_CHUNK):
-        rows = todo_rows[start : start + PLACE_CHUNK]
-        xy = place(fitted, embeddings.vectors[rows])
-        ids = store_ids[rows].astype(np.int64)
-        _save(work / f"part-{time.time_ns():020d}.npz", image_ids=ids, xy=xy)
-        placed_ids.append(ids)
-        placed_xy.append(xy)
-        if progress:
-            progress(min(start + PLACE_CHUNK, total), total)
-
+    _place_in_chunks(work, fitted, embeddings, todo_rows, (placed_ids, placed_xy), progress)
     ids, xy, removed = _merged(np.concatenate(placed_ids), np.concatenate(placed_xy), store_ids)
     _save(work / "layout.npz", image_ids=ids, xy=xy, regions=regions_of(xy))
     for part in work.glob("part-*.npz"):
         part.unlink()
     outcome = Outcome(mode, total + int(sample_found.sum()), len(ids), removed)
     return outcome if work == here else _switch(here, work, outcome)
+
+
+def _fit_anew(work: Path, embeddings: Embeddings, fitted_now: Callable[[], None] | None) -> None:
+    """A new fit saved in `work`, any other fit's positions removed first (they do not mix in)."""
+    for stale in [work / "layout.npz", *work.glob("part-*.npz")]:
+        stale.unlink(missing_ok=True)
+    fitted = fit(embeddings.vectors, embeddings.image_ids, sample=settings.QUIRE_MAP_SAMPLE)
+    _save(work / "fit.npz", **fitted.__dict__)
+    if fitted_now:
+        fitted_now()
+
+
+def _place_in_chunks(
+    work: Path, fitted: Fit, embeddings: Embeddings, todo_rows: np.ndarray,
+    placed: tuple[list[np.ndarray], list[np.ndarray]], progress: Progress | None,
+) -> None:  # fmt: skip
+    """Place the store's rows `todo_rows` a chunk at a time, each chunk saved as a part (so that a run cut short
+    resumes from it) and appended to `placed` (ids, positions)."""
+    total = len(todo_rows)
+    for start in range(0, total, PLACE_CHUNK):
+        rows = todo_rows[start : start + PLACE_CHUNK]
+        xy = place(fitted, embeddings.vectors[rows])
+        ids = embeddings.image_ids[rows].astype(np.int64)
+        _save(work / f"part-{time.time_ns():020d}.npz", image_ids=ids, xy=xy)
+        placed[0].append(ids)
+        placed[1].append(xy)
+        if progress:
+            progress(min(start + PLACE_CHUNK, total), total)
 
 
 NEXT = "next"  # the folder a refit works in until its map replaces the one in use

@@ -75,6 +75,21 @@ def let_go(uri: str) -> None:
             os.close(descriptor)  # the flock goes with it; the lock file stays, so that no one re-creates it
 
 
+def _refuse_cut_short(path: Path, header: bytes, setting: str) -> None:
+    """A SQLite file smaller than its header says: a copy or a disk that stopped half-way."""
+    # The header's page size and page count (sqlite.org/fileformat.html, offsets 16, 28; the count is valid
+    # when the change counter at 24 equals the version-valid-for number at 92).
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    if header[24:28] == header[92:96] and pages and path.stat().st_size < pages * page_size:
+        raise VectorDatabaseUnavailable(
+            f"{setting} is cut short: its header counts {pages * page_size:,} bytes and the file holds "
+            f"{path.stat().st_size:,} (a copy or a disk that stopped half-way). It was left as it is: restore it, "
+            "or load the collection again into a new file with build_index --backend milvus."
+        )
+
+
 def check(path: Path, setting: str) -> None:
     """Refuse a file that is not Milvus Lite's, reading it only: another program's SQLite database, a file
     of another kind, or one damaged or cut short. A missing or empty file is new: Milvus Lite makes it."""
@@ -87,17 +102,7 @@ def check(path: Path, setting: str) -> None:
             f"{setting} is not a Milvus Lite file: it is not even a SQLite database (another kind of file, or "
             "one damaged). It was left as it is: point QUIRE_MILVUS_URI at a new file, or restore this one."
         )
-    # The header's page size and page count (sqlite.org/fileformat.html, offsets 16, 28; the count is valid
-    # when the change counter at 24 equals the version-valid-for number at 92).
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big")
-    if header[24:28] == header[92:96] and pages and path.stat().st_size < pages * page_size:
-        raise VectorDatabaseUnavailable(
-            f"{setting} is cut short: its header counts {pages * page_size:,} bytes and the file holds "
-            f"{path.stat().st_size:,} (a copy or a disk that stopped half-way). It was left as it is: restore it, "
-            "or load the collection again into a new file with build_index --backend milvus."
-        )
+    _refuse_cut_short(path, header, setting)
     try:
         with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as database:
             tables = {name for (name,) in database.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

@@ -255,21 +255,7 @@ def open_collection(model_name: str, *, store_dim: int | None = None) -> "Milvus
     client = connect()
     name = collection_name(model_name)
     try:
-        index = _index_of(client, name) if client.has_collection(name) else None
-        if index is None and client.has_collection(name):  # a server loads no collection without an index
-            raise NoIndex(
-                f"The Milvus collection {name} at {where()} has no index (a load stopped before it made one, or "
-                "another program made the collection): run `manage.py build_index --backend milvus`."
-            )
-        count = _count(_loaded(client, name), name) if index is not None else 0
-        if index is None or not count:
-            raise NoIndex(
-                f"Nothing is loaded into the vector database at {where()} for {model_name} yet: "
-                "run `manage.py build_index --backend milvus`."
-            )
-        dim = _vector_dim(client.describe_collection(name))
-        if store_dim is not None and dim != store_dim:
-            raise StoreMismatch(_other_dimensions(name, dim, model_name, store_dim))
+        index, count, dim = _loaded_index(client, name, model_name, store_dim)
         segment_rows = _largest_segment(client, settings.QUIRE_MILVUS_URI, name)
     except (MilvusException, NoIndex, StoreMismatch) as error:
         client.close()
@@ -283,6 +269,50 @@ def open_collection(model_name: str, *, store_dim: int | None = None) -> "Milvus
     if "nlist" in built:
         built["lists"] = lists_read(built, segment_rows)
     return MilvusVectors(client, name, dim, index_type, built)
+
+
+def _loaded_index(
+    client: MilvusClient, name: str, model_name: str, store_dim: int | None
+) -> tuple[dict[str, Any], int, int]:
+    """The collection's index, its loaded rows and its vectors' dimension; NoIndex or StoreMismatch saying why it
+    cannot be searched."""
+    index = _index_of(client, name) if client.has_collection(name) else None
+    if index is None and client.has_collection(name):  # a server loads no collection without an index
+        raise NoIndex(
+            f"The Milvus collection {name} at {where()} has no index (a load stopped before it made one, or "
+            "another program made the collection): run `manage.py build_index --backend milvus`."
+        )
+    count = _count(_loaded(client, name), name) if index is not None else 0
+    if index is None or not count:
+        raise NoIndex(
+            f"Nothing is loaded into the vector database at {where()} for {model_name} yet: "
+            "run `manage.py build_index --backend milvus`."
+        )
+    dim = _vector_dim(client.describe_collection(name))
+    if store_dim is not None and dim != store_dim:
+        raise StoreMismatch(_other_dimensions(name, dim, model_name, store_dim))
+    return index, count, dim
+
+
+def _refuse_too_deep(offset: int, k: int) -> None:
+    if offset + k + MARGIN > MAX_DEPTH:
+        raise SearchError(
+            f"The vector database ranks at most {MAX_DEPTH - MARGIN:,} images deep (offset + k): "
+            "narrow the search with a species filter, or label the images ranked before."
+        )
+
+
+def _rescored(found: list[Any], vector: np.ndarray, offset: int, k: int) -> list[Hit]:
+    """The server's candidates re-scored exactly from their returned vectors (fp16, as the FAISS path keeps them),
+    ties by id, from `offset` on."""
+    if not found:
+        return []
+    ids = np.fromiter((hit["entity"]["image_id"] for hit in found), dtype=np.int64, count=len(found))
+    taxa_of = np.fromiter((hit["entity"]["taxon_id"] for hit in found), dtype=np.int64, count=len(found))
+    vectors = np.asarray([hit["entity"]["vector"] for hit in found], dtype=np.float32).astype(np.float16)
+    scores = inner_products(vectors, vector)
+    order = np.lexsort((ids, -scores))[offset : offset + k]
+    return [Hit(int(ids[i]), float(scores[i]), int(taxa_of[i])) for i in order]
 
 
 def _index_of(client: MilvusClient, name: str) -> dict[str, Any] | None:
@@ -382,11 +412,7 @@ class MilvusVectors:
             raise ValueError(f"the query vector has {vector.shape[0]} dimensions, the collection {self.dim}")
         if k <= 0 or offset < 0:
             return []
-        if offset + k + MARGIN > MAX_DEPTH:
-            raise SearchError(
-                f"The vector database ranks at most {MAX_DEPTH - MARGIN:,} images deep (offset + k): "
-                "narrow the search with a species filter, or label the images ranked before."
-            )
+        _refuse_too_deep(offset, k)
         taxa = None if taxon_ids is None else sorted({int(taxon) for taxon in taxon_ids})
         if taxa is not None and not taxa:
             return []
@@ -404,15 +430,7 @@ class MilvusVectors:
             search_params=search_params(self.index_type, self.built, asked, wide),
             consistency_level=BOUNDED,
         )
-        found = list(results[0])
-        if not found:
-            return []
-        ids = np.fromiter((hit["entity"]["image_id"] for hit in found), dtype=np.int64, count=len(found))
-        taxa_of = np.fromiter((hit["entity"]["taxon_id"] for hit in found), dtype=np.int64, count=len(found))
-        vectors = np.asarray([hit["entity"]["vector"] for hit in found], dtype=np.float32).astype(np.float16)
-        scores = inner_products(vectors, vector)
-        order = np.lexsort((ids, -scores))[offset : offset + k]
-        return [Hit(int(ids[i]), float(scores[i]), int(taxa_of[i])) for i in order]
+        return _rescored(list(results[0]), vector, offset, k)
 
     def _count_lists_again(self) -> None:
         """Segments grow as loads add rows and the server compacts them (two 32k-row segments become one of 65k,
@@ -501,6 +519,47 @@ INDEX_WAIT = 3600.0
 Progress = Callable[[int, int], None]
 
 
+def _ready_collection(
+    client: MilvusClient, name: str, model_name: str, embeddings: Embeddings, index_type: str, *, rebuild: bool
+) -> None:
+    """The collection there, with its index: dropped first for a `rebuild` (once the server showed it can build
+    `index_type`), made where missing; StoreMismatch where it holds vectors of other dimensions."""
+    dim = int(embeddings.vectors.shape[1])
+    if client.has_collection(name):
+        held = _vector_dim(client.describe_collection(name))
+        if rebuild:
+            _try_index(client, f"{name}_check", dim, index_type, len(embeddings))  # refused before the drop
+            client.drop_collection(name)
+        elif held != dim:
+            raise StoreMismatch(_other_dimensions(name, held, model_name, dim))
+    if not client.has_collection(name):
+        _create(client, name, dim, index_type, len(embeddings))
+    elif _index_of(client, name) is None:  # a load stopped between making the collection and its index
+        _add_index(client, name, dim, index_type, len(embeddings))
+
+
+def _insert(
+    client: MilvusClient, name: str, embeddings: Embeddings, missing: np.ndarray, progress: Progress | None
+) -> None:
+    """The store's rows `missing` inserted, a request's worth at a time (each stored whole or not at all)."""
+    done, batch = 0, rows_per_request(int(embeddings.vectors.shape[1]))
+    for start in range(0, len(missing), batch):
+        rows = missing[start : start + batch]
+        vectors = np.asarray(embeddings.vectors[rows], dtype=np.float32)
+        client.insert(
+            name,
+            [
+                {"image_id": int(image_id), "taxon_id": int(taxon_id), "vector": vector}
+                for image_id, taxon_id, vector in zip(
+                    embeddings.image_ids[rows], embeddings.taxon_ids[rows], vectors, strict=True
+                )
+            ],
+        )
+        done += len(rows)
+        if progress:
+            progress(done, len(missing))
+
+
 def load_store(
     model_name: str,
     embeddings: Embeddings,
@@ -525,22 +584,11 @@ def load_store(
     index_type = (index_type or settings.QUIRE_MILVUS_INDEX).upper()
     if index_type not in INDEX_TYPES:
         raise ValueError(f"QUIRE_MILVUS_INDEX is {index_type!r}: choose one of {', '.join(INDEX_TYPES)}.")
-    dim = int(embeddings.vectors.shape[1])
     client = connect()
     name = collection_name(model_name)
     try:
         _refuse_what_the_server_lacks(client, index_type)
-        if client.has_collection(name):
-            held = _vector_dim(client.describe_collection(name))
-            if rebuild:
-                _try_index(client, f"{name}_check", dim, index_type, len(embeddings))  # refused before the drop
-                client.drop_collection(name)
-            elif held != dim:
-                raise StoreMismatch(_other_dimensions(name, held, model_name, dim))
-        if not client.has_collection(name):
-            _create(client, name, dim, index_type, len(embeddings))
-        elif _index_of(client, name) is None:  # a load stopped between making the collection and its index
-            _add_index(client, name, dim, index_type, len(embeddings))
+        _ready_collection(client, name, model_name, embeddings, index_type, rebuild=rebuild)
         built = str(client.describe_index(name, "vector").get("index_type", index_type))
         client.load_collection(name)
         held_ids = _ids_in(client, name, embeddings.image_ids)
@@ -548,22 +596,7 @@ def load_store(
         gone = held_ids[~np.isin(held_ids, embeddings.image_ids)]
         for start in range(0, len(gone), 16_384):  # ids only: small requests
             client.delete(name, ids=gone[start : start + 16_384].tolist())
-        done, batch = 0, rows_per_request(dim)
-        for start in range(0, len(missing), batch):
-            rows = missing[start : start + batch]
-            vectors = np.asarray(embeddings.vectors[rows], dtype=np.float32)
-            client.insert(
-                name,
-                [
-                    {"image_id": int(image_id), "taxon_id": int(taxon_id), "vector": vector}
-                    for image_id, taxon_id, vector in zip(
-                        embeddings.image_ids[rows], embeddings.taxon_ids[rows], vectors, strict=True
-                    )
-                ],
-            )
-            done += len(rows)
-            if progress:
-                progress(done, len(missing))
+        _insert(client, name, embeddings, missing, progress)
         client.flush(name)
         total = _count(client, name)
         _wait_until_searches_see(client, name, total)

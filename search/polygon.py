@@ -76,19 +76,7 @@ class Polygon:
 
 def parse(text: str) -> Polygon:
     """The polygon of a `within=` parameter. BadPolygon (a sentence saying what to fix) for anything else."""
-    if len(text) > MAX_TEXT:
-        raise BadPolygon(
-            f"within= is too long ({len(text):,} characters): a polygon has at most {MAX_VERTICES:,} vertices."
-        )
-    parts = [part.strip() for part in text.split(",")]
-    if any(not part for part in parts):
-        raise BadPolygon("within= is a comma-separated list of numbers x1,y1,x2,y2,... with no empty entries.")
-    try:
-        numbers = np.array([float(part) for part in parts], dtype=np.float64)
-    except ValueError:
-        raise BadPolygon("within= takes numbers only: x1,y1,x2,y2,... in the map's coordinates.") from None
-    if not np.isfinite(numbers).all():
-        raise BadPolygon("within= takes finite numbers: NaN and infinity are not points on the map.")
+    numbers = _numbers(text)
     if len(numbers) % 2:
         raise BadPolygon(f"within= needs pairs of numbers (x,y); it has {len(numbers)}, an odd count.")
     count = len(numbers) // 2
@@ -105,6 +93,24 @@ def parse(text: str) -> Polygon:
     if area == 0:
         raise BadPolygon("The polygon encloses no area (its vertices lie on one line): draw around the points.")
     return Polygon(xs, ys)
+
+
+def _numbers(text: str) -> np.ndarray:
+    """The numbers of a `within=` parameter, finite; BadPolygon for text that is not a list of them."""
+    if len(text) > MAX_TEXT:
+        raise BadPolygon(
+            f"within= is too long ({len(text):,} characters): a polygon has at most {MAX_VERTICES:,} vertices."
+        )
+    parts = [part.strip() for part in text.split(",")]
+    if any(not part for part in parts):
+        raise BadPolygon("within= is a comma-separated list of numbers x1,y1,x2,y2,... with no empty entries.")
+    try:
+        numbers = np.array([float(part) for part in parts], dtype=np.float64)
+    except ValueError:
+        raise BadPolygon("within= takes numbers only: x1,y1,x2,y2,... in the map's coordinates.") from None
+    if not np.isfinite(numbers).all():
+        raise BadPolygon("within= takes finite numbers: NaN and infinity are not points on the map.")
+    return numbers
 
 
 def crosses_itself(xs: np.ndarray, ys: np.ndarray) -> bool:

@@ -16,7 +16,7 @@ and images are written in batches.
 
 import gzip
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -122,13 +122,7 @@ def import_inat(
     Raises InputError naming the record for any bad value.
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError(path, None, "no such file")
-    if images_root is not None and not Path(images_root).is_dir():
-        raise InputError(images_root, None, "the images root is not a folder")
-    if images_root is not None and not allowed_root(images_root):
-        raise InputError(images_root, None, "the images root is not inside QUIRE_IMAGE_ROOTS; add it there first")
-
+    _refuse_missing(path, images_root)
     reading = reading or _quietly
     _prescan(path, reading)
     licenses = {license_id: name for license_id, name in _licenses(path, reading)}
@@ -142,27 +136,50 @@ def import_inat(
         root_id = None
         if images_root is not None:
             root_id = ImageRoot.objects.get_or_create(path=str(Path(images_root).resolve()))[0].id
-        writer = UpsertWriter(Image, IMAGE_FIELDS)
-        seen = np.empty(max(total, 1024), dtype=np.int64)
-        count = written = 0
-        batch: list[tuple[Any, ...]] = []
-        for index, record in _items(path, "images"):
-            row = _image_row(path, index, record, root_id, licenses, annotated_ids, annotated_taxa)
-            if count == len(seen):
-                seen = np.resize(seen, 2 * len(seen))
-            seen[count] = row[0]
-            count += 1
-            batch.append(row)
-            if len(batch) >= batch_size:
-                written += _write_batch(path, writer, batch, seen[:count])
-                batch = []
-                if progress:
-                    progress(count, max(total, count))
-        written += _write_batch(path, writer, batch, seen[:count])
-        if progress:
-            progress(count, count)
-        _check_unique(path, seen[:count])
+        rows = (
+            _image_row(path, index, record, root_id, licenses, annotated_ids, annotated_taxa)
+            for index, record in _items(path, "images")
+        )
+        count, written = _write_images(path, rows, total, batch_size, progress or _quietly_counted)
     return InatResult(taxa=len(taxa), taxa_written=taxa_written, images=count, images_written=written)
+
+
+def _refuse_missing(path: Path, images_root: Path | None) -> None:
+    if not path.is_file():
+        raise InputError(path, None, "no such file")
+    if images_root is not None and not Path(images_root).is_dir():
+        raise InputError(images_root, None, "the images root is not a folder")
+    if images_root is not None and not allowed_root(images_root):
+        raise InputError(images_root, None, "the images root is not inside QUIRE_IMAGE_ROOTS; add it there first")
+
+
+def _write_images(
+    path: Path, rows: Iterable[tuple[Any, ...]], total: int, batch_size: int, progress: Callable[[int, int], None]
+) -> tuple[int, int]:
+    """The image rows written in batches (the caller's transaction), every id checked unique at the end: (images
+    read, images new or changed)."""
+    writer = UpsertWriter(Image, IMAGE_FIELDS)
+    seen = np.empty(max(total, 1024), dtype=np.int64)
+    count = written = 0
+    batch: list[tuple[Any, ...]] = []
+    for row in rows:
+        if count == len(seen):
+            seen = np.resize(seen, 2 * len(seen))
+        seen[count] = row[0]
+        count += 1
+        batch.append(row)
+        if len(batch) >= batch_size:
+            written += _write_batch(path, writer, batch, seen[:count])
+            batch = []
+            progress(count, max(total, count))
+    written += _write_batch(path, writer, batch, seen[:count])
+    progress(count, count)
+    _check_unique(path, seen[:count])
+    return count, written
+
+
+def _quietly_counted(done: int, total: int) -> None:
+    """No progress shown."""
 
 
 # iNat's records are at most four levels deep (document, section, record, a bbox list); allow slack
