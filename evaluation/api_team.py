@@ -82,16 +82,8 @@ def follow_the_advice(
         if steps == {"done"}:
             break
         worked = _work_the_queues(api, queries, adjudicator, spent)
-        stuck = False  # a check's images that nobody on the team may look at (each judged them already)
-        for query_id, said in spent.advice.items():  # a query that says "label" is labeled, whatever the others say
-            if said["next"] != "label":
-                continue
-            if said.get("ranking") == "check":
-                looked = _look(api, query_id, lookers, batch, spent)
-                stuck = stuck or not looked
-                worked = looked or worked
-            else:  # a ranking with nothing left to review counts as reviewed: the others decide the draw
-                worked = _review(api, query_id, reviewer, strategy, batch, spent) or worked
+        labeled, stuck = _label_where_told(api, lookers, strategy, batch, spent)
+        worked = labeled or worked
         spent.stuck += stuck
         if progress:
             progress(spent)
@@ -110,6 +102,24 @@ def follow_the_advice(
         spent.first_draw = spent.first_draw or drawn
         spent.last_draw = drawn
     return spent
+
+
+def _label_where_told(api: Api, lookers: list[Member], strategy: str, batch: int, spent: Spent) -> tuple[bool, bool]:
+    """Each query whose advice says "label" is labeled, whatever the others say: an open check's images by the first
+    member who may look at them, else the reviewer's next batch (a ranking with nothing left to review counts as
+    reviewed: the others decide the draw). (whether anything was labeled, whether a check's images wait for someone
+    new: nobody on the team may look at them, each judged them already)."""
+    worked = stuck = False
+    reviewer = lookers[0]
+    for query_id, said in spent.advice.items():
+        if said["next"] != "label":
+            continue
+        if said.get("ranking") == "check":
+            looked = _look(api, query_id, lookers, batch, spent)
+            stuck, worked = stuck or not looked, looked or worked
+        else:
+            worked = _review(api, query_id, reviewer, strategy, batch, spent) or worked
+    return worked, stuck
 
 
 def _work_the_queues(api: Api, queries: list[int], adjudicator: Member, spent: Spent) -> bool:

@@ -349,43 +349,36 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
         tolerate = _tolerance(runs, found, len(pairs), confidence, rate, options)
         if least is None:
             least = check_size(found, len(pairs), options.target, confidence, rate)
+        size = check_size(found, len(pairs), options.target, confidence, rate, tolerate) or 0
         if options.extend > 1:
-            if nested is None:
-                size = check_size(found, len(pairs), options.target, confidence, rate, tolerate) or 0
-                nested = NestedChecks(found, owner, pairs, rng.permutation(len(pairs)), size, options.extend)
+            nested = nested or NestedChecks(found, owner, pairs, rng.permutation(len(pairs)), size, options.extend)
             found, owner, pairs = nested.found, nested.owner, nested.pairs
             chosen = nested.order[: nested.size(checks)]
         else:
-            size = check_size(found, len(pairs), options.target, confidence, rate, tolerate) or 0
             chosen = rng.permutation(len(pairs))[:size]
         first = first or {"found": found, "sampled_from": len(pairs), "sample": len(chosen), "tested_at": confidence,
                           "miss_rate": rate}  # fmt: skip
-        met: dict[int, int] = {}
-        new: dict[int, int] = {}
-        # Each query's sampled images nobody had judged: their looks are in the tool's window (the others are sealed).
-        unsealed: dict[int, list[int]] = {}
         try:
-            for position, n in enumerate(chosen.tolist()):
-                query_id, image_id = int(owner[n]), int(pairs[n])
-                if image_id not in runs[query_id].team.first:
-                    unsealed.setdefault(query_id, []).append(image_id)
-                if _looked(runs[query_id], image_id, options):
-                    met[query_id] = met.get(query_id, 0) + 1
-                    if position >= looked or options.extend <= 1:
-                        new[query_id] = new.get(query_id, 0) + 1
+            met, new, unsealed = _look_at_sample(runs, chosen, owner, pairs, looked, options)
         except NoFreshLook:  # the team cannot finish this check: the tool's check waits for someone new
             stuck = True
             break
-        outside = 0
-        if nested is not None:  # positives of the population confirmed since the first draw, outside the sample
-            rest = np.ones(len(pairs), dtype=bool)
-            rest[chosen] = False
-            outside = sum(1 for n in np.flatnonzero(rest).tolist() if _confirmed(runs[int(owner[n])], int(pairs[n])))
+        outside = 0 if nested is None else _confirmed_outside(runs, chosen, owner, pairs)
         said = claim(found, len(pairs), len(chosen), sum(met.values()), options.target, confidence, rate, outside)
         certified, lower = said.certified, said.recall_lower_bound
         looked = len(chosen) if nested is not None else looked + len(chosen)
         if not certified:
             after_failure(runs, options, new, unsealed, len(chosen))
+    checked = {"certified": certified, "checks": checks, "bound": lower, "stuck": stuck}
+    return _claim_record(runs, options, seed, checked, sampled=looked, least=least, first=first)
+
+
+def _claim_record(
+    runs: dict[int, QueryRun], options: Settings, seed: int, checked: dict[str, Any], *, sampled: int,
+    least: int | None, first: dict[str, Any],
+) -> dict[str, Any]:  # fmt: skip
+    """A benchmark claim's record: how its checks went (`checked`), its true micro-recall over the frames, the labels
+    spent, and the yardsticks (the oracles continue the trajectories, so they are read after the labels)."""
     in_frames = sum(run.true_positives_in_frame() for run in runs.values())
     found_in_frames = sum(run.found(run.freeze().tolist()) for run in runs.values())
     micro = found_in_frames / in_frames if in_frames else 1.0
@@ -395,14 +388,41 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
     oracle = sum(_oracle(run, options) for run in runs.values())
     floor = valid_floor(list(runs.values()), options, _tolerated(options))
     return {
-        "seed": seed, "queries": len(runs), "certified": certified, "checks": checks, "bound": lower, "stuck": stuck,
+        "seed": seed, "queries": len(runs), **checked,
         "floor": floor["labels"], "floor_recall": floor["recall"],
         "micro_recall": micro, "held": micro >= options.target - 1e-12, "labels": spent,
-        "review": review, "sampled": looked, "confirmed": confirmed,
+        "review": review, "sampled": sampled, "confirmed": confirmed,
         "least_check": least, "oracle": oracle,
         "frame_oracle": sum(_frame_oracle(run, options) for run in runs.values()),
         "positives": sum(len(run.truth) for run in runs.values()), "in_frames": in_frames, "first_check": first,
     }  # fmt: skip
+
+
+def _look_at_sample(
+    runs: dict[int, QueryRun], chosen: np.ndarray, owner: np.ndarray, pairs: np.ndarray, looked: int, options: Settings
+) -> tuple[dict[int, int], dict[int, int], dict[int, list[int]]]:
+    """A benchmark check's sampled pairs looked at as the design says: per query the positives met, those met at
+    pairs no earlier check had labeled (`looked` of a nested sample's order were), and its sampled images nobody had
+    judged (their looks are in the tool's window; the others are sealed). NoFreshLook when nobody can look."""
+    met: dict[int, int] = {}
+    new: dict[int, int] = {}
+    unsealed: dict[int, list[int]] = {}
+    for position, n in enumerate(chosen.tolist()):
+        query_id, image_id = int(owner[n]), int(pairs[n])
+        if image_id not in runs[query_id].team.first:
+            unsealed.setdefault(query_id, []).append(image_id)
+        if _looked(runs[query_id], image_id, options):
+            met[query_id] = met.get(query_id, 0) + 1
+            if position >= looked or options.extend <= 1:
+                new[query_id] = new.get(query_id, 0) + 1
+    return met, new, unsealed
+
+
+def _confirmed_outside(runs: dict[int, QueryRun], chosen: np.ndarray, owner: np.ndarray, pairs: np.ndarray) -> int:
+    """Positives of a nested sample's population confirmed since the first draw, outside the sample."""
+    rest = np.ones(len(pairs), dtype=bool)
+    rest[chosen] = False
+    return sum(1 for n in np.flatnonzero(rest).tolist() if _confirmed(runs[int(owner[n])], int(pairs[n])))
 
 
 def after_failure(
@@ -588,58 +608,77 @@ def _frame_oracle(run: QueryRun, options: Settings) -> int:
 def summarize(benchmark: list[dict[str, Any]], queries: list[dict[str, Any]], target: float) -> dict[str, Any]:
     """The benchmark claims over seeds and the per-query claims over (seed, query) runs, each with its held share and
     its 95% Clopper-Pearson interval and the labels beside the summed oracle's."""
+    return {"target": target, "benchmark": _benchmark_summary(benchmark, target), "per_query": _query_summary(queries)}
 
-    def share(held: int, total: int) -> dict[str, Any]:
-        if not total:
-            return {"held": 0, "of": 0}
-        interval = binomtest(held, total).proportion_ci(confidence_level=0.95, method="exact")
-        return {"held": held, "of": total, "share": round(held / total, 4),
-                "interval": [round(interval.low, 4), round(interval.high, 4)]}  # fmt: skip
 
+def _held_share(held: int, total: int) -> dict[str, Any]:
+    if not total:
+        return {"held": 0, "of": 0}
+    interval = binomtest(held, total).proportion_ci(confidence_level=0.95, method="exact")
+    return {"held": held, "of": total, "share": round(held / total, 4),
+            "interval": [round(interval.low, 4), round(interval.high, 4)]}  # fmt: skip
+
+
+def _median_ratio(values: list[float]) -> float | None:
+    return round(float(np.median(values)), 3) if values else None
+
+
+def _ratios(
+    rows: list[dict[str, Any]], top: str, bottom: str, confirming: str = "", target: float = 0.0
+) -> list[float]:
+    """Per row with both figures: `top` over `bottom`, plus (`confirming`) one label for each of the `target` share
+    of that many positives the yardstick counts."""
+    return [
+        r[top] / (r[bottom] + (math.ceil(target * r[confirming]) if confirming else 0))
+        for r in rows
+        if r.get(top) is not None and r.get(bottom)
+    ]
+
+
+def _benchmark_summary(benchmark: list[dict[str, Any]], target: float) -> dict[str, Any]:
     certified = [r for r in benchmark if r["certified"]]
-    ratios = [r["labels"] / r["oracle"] for r in benchmark if r["oracle"]]
-    frame_ratios = [r["labels"] / r["frame_oracle"] for r in benchmark if r.get("frame_oracle")]
-    floors = [r["floor"] / r["oracle"] for r in benchmark if r["oracle"] and r.get("floor")]
-    to_floor = [r["labels"] / r["floor"] for r in benchmark if r.get("floor")]
-    # Each oracle plus its confirmations: one label for each positive it counts (a claim counts confirmed ones).
-    confirmed_oracle = [
-        r["labels"] / (r["oracle"] + math.ceil(target * r["positives"])) for r in benchmark if r["oracle"]
-    ]
-    confirmed_frame = [
-        r["labels"] / (r["frame_oracle"] + math.ceil(target * r["in_frames"])) for r in benchmark if r["frame_oracle"]
-    ]
-    certified_queries = [r for r in queries if r["certified"]]
-    by_seed: dict[int, list[dict[str, Any]]] = {}
-    for record in queries:
-        by_seed.setdefault(record["seed"], []).append(record)
-    query_ratios = [
-        sum(r["labels"] for r in rows) / max(1, sum(r["oracle"] for r in rows)) for rows in by_seed.values()
-    ]
-    query_floors = [  # the queries some valid check can certify (a query too small for one look has no floor)
-        sum(r["labels"] for r in rows if r.get("floor")) / max(1, sum(r["floor"] for r in rows if r.get("floor")))
-        for rows in by_seed.values()
-    ]
     return {
-        "target": target,
-        "benchmark": {
-            "seeds": len(benchmark), "certified": len(certified),
-            "held_when_certified": share(sum(r["held"] for r in certified), len(certified)),
-            "median_ratio_to_oracle": round(float(np.median(ratios)), 3) if ratios else None,
-            "median_ratio_to_frame_oracle": round(float(np.median(frame_ratios)), 3) if frame_ratios else None,
-            "median_floor_ratio_to_oracle": round(float(np.median(floors)), 3) if floors else None,
-            "median_ratio_to_floor": round(float(np.median(to_floor)), 3) if to_floor else None,
-            "median_ratio_to_confirmed_oracle": _median(confirmed_oracle),
-            "median_ratio_to_confirmed_frame_oracle": _median(confirmed_frame),
-            "median_checks": float(np.median([r["checks"] for r in benchmark])) if benchmark else None,
-            "median_micro_recall": _median([r["micro_recall"] for r in benchmark]),
-        },
-        "per_query": {
-            "runs": len(queries), "certified": len(certified_queries),
-            "false_claims": share(sum(not r["held"] for r in certified_queries), len(certified_queries)),
-            "median_ratio_to_oracle": round(float(np.median(query_ratios)), 3) if query_ratios else None,
-            "median_ratio_to_floor": round(float(np.median(query_floors)), 3) if query_floors else None,
-            "without_floor": sum(1 for r in queries if not r.get("floor")),
-        },
+        "seeds": len(benchmark), "certified": len(certified),
+        "held_when_certified": _held_share(sum(r["held"] for r in certified), len(certified)),
+        "median_ratio_to_oracle": _median_ratio(_ratios(benchmark, "labels", "oracle")),
+        "median_ratio_to_frame_oracle": _median_ratio(_ratios(benchmark, "labels", "frame_oracle")),
+        "median_floor_ratio_to_oracle": _median_ratio(_ratios(benchmark, "floor", "oracle")),
+        "median_ratio_to_floor": _median_ratio(_ratios(benchmark, "labels", "floor")),
+        # Each oracle plus its confirmations: one label for each positive it counts (a claim counts confirmed ones).
+        "median_ratio_to_confirmed_oracle": _median(_ratios(benchmark, "labels", "oracle", "positives", target)),
+        "median_ratio_to_confirmed_frame_oracle": _median(
+            _ratios(benchmark, "labels", "frame_oracle", "in_frames", target)
+        ),
+        "median_checks": float(np.median([r["checks"] for r in benchmark])) if benchmark else None,
+        "median_micro_recall": _median([r["micro_recall"] for r in benchmark]),
+    }  # fmt: skip
+
+
+def _by_seed(records: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    by_seed: dict[int, list[dict[str, Any]]] = {}
+    for record in records:
+        by_seed.setdefault(record["seed"], []).append(record)
+    return by_seed
+
+
+def _to_floor(rows: list[dict[str, Any]]) -> float:
+    """The labels of the queries some valid check can certify over their floors (a query too small for one look has
+    no floor)."""
+    floored = [r for r in rows if r.get("floor")]
+    return float(sum(r["labels"] for r in floored) / max(1, sum(r["floor"] for r in floored)))
+
+
+def _query_summary(queries: list[dict[str, Any]]) -> dict[str, Any]:
+    certified = [r for r in queries if r["certified"]]
+    by_seed = _by_seed(queries)
+    ratios = [sum(r["labels"] for r in rows) / max(1, sum(r["oracle"] for r in rows)) for rows in by_seed.values()]
+    floors = [_to_floor(rows) for rows in by_seed.values()]
+    return {
+        "runs": len(queries), "certified": len(certified),
+        "false_claims": _held_share(sum(not r["held"] for r in certified), len(certified)),
+        "median_ratio_to_oracle": _median_ratio(ratios),
+        "median_ratio_to_floor": _median_ratio(floors),
+        "without_floor": sum(1 for r in queries if not r.get("floor")),
     }  # fmt: skip
 
 
@@ -691,27 +730,34 @@ def format_summary(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _per_seed_ratios(fresh: list[dict[str, Any]], two: list[dict[str, Any]]) -> list[float]:
+    """Per seed of `fresh`'s per-query runs, their labels over `two`'s (NaN where `two` spent none)."""
+    ratios = []
+    for seed in sorted({r["seed"] for r in fresh}):
+        a = sum(r["labels"] for r in fresh if r["seed"] == seed)
+        b = sum(r["labels"] for r in two if r["seed"] == seed)
+        ratios.append(a / b if b else float("nan"))
+    return ratios
+
+
+def _benchmark_comparison(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
+    ratios = [a["labels"] / b["labels"] for a, b in pairs if b["labels"]]
+    return (
+        f"benchmark claim: one fresh look costs a median {np.median(ratios):.2f}x the labels of the two looks of "
+        f"before ({min(ratios):.2f}-{max(ratios):.2f} over {len(ratios)} seeds); certified "
+        f"{sum(a['certified'] for a, _ in pairs)} vs {sum(b['certified'] for _, b in pairs)}, held "
+        f"{sum(a['held'] for a, _ in pairs if a['certified'])} vs "
+        f"{sum(b['held'] for _, b in pairs if b['certified'])}"
+    )
+
+
 def format_comparison(fresh: dict[str, Any], two: dict[str, Any]) -> str:
     """One line per claim: the labels one fresh look costs beside the two looks of before issue 62, same worlds and
     seeds, as medians of the per-seed ratios."""
     lines = []
-    pairs = list(zip(fresh["benchmark_runs"], two["benchmark_runs"], strict=True))
-    if pairs:
-        ratios = [a["labels"] / b["labels"] for a, b in pairs if b["labels"]]
-        lines.append(
-            f"benchmark claim: one fresh look costs a median {np.median(ratios):.2f}x the labels of the two looks of "
-            f"before ({min(ratios):.2f}-{max(ratios):.2f} over {len(ratios)} seeds); certified "
-            f"{sum(a['certified'] for a, _ in pairs)} vs {sum(b['certified'] for _, b in pairs)}, held "
-            f"{sum(a['held'] for a, _ in pairs if a['certified'])} vs "
-            f"{sum(b['held'] for _, b in pairs if b['certified'])}"
-        )
-    seeds = sorted({r["seed"] for r in fresh["query_runs"]})
-    if seeds:
-        per_seed = []
-        for seed in seeds:
-            a = sum(r["labels"] for r in fresh["query_runs"] if r["seed"] == seed)
-            b = sum(r["labels"] for r in two["query_runs"] if r["seed"] == seed)
-            per_seed.append(a / b if b else float("nan"))
+    if pairs := list(zip(fresh["benchmark_runs"], two["benchmark_runs"], strict=True)):
+        lines.append(_benchmark_comparison(pairs))
+    if per_seed := _per_seed_ratios(fresh["query_runs"], two["query_runs"]):
         lines.append(
             f"per-query claims: one fresh look costs a median {np.median(per_seed):.2f}x the labels of the two looks "
             f"of before; certified {sum(r['certified'] for r in fresh['query_runs'])} vs "

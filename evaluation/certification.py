@@ -207,26 +207,20 @@ def _check(
     `frame`: its single-judgment positives confirmed by the adjudicator first and counted found; a sample of the
     rest sized to certify on one positive, every sampled image looked at as `options.design` says and decided by
     the adjudicator wherever a look says relevant; the claim tested at the looks' miss-rate bound."""
-    for image_id in frame.tolist():
-        if image_id in team.first and team.final(image_id):
-            team.adjudicate(image_id)
-    found_at_draw = [int(i) for i in frame if int(i) in team.first and team.final(int(i))]
+    found_at_draw = _confirmed_in(team, frame)
     population = sorted(set(frame.tolist()) - set(found_at_draw))
     confidence = tested_at(options.confidence, ordinal)
     rate = miss_rate(options.design)
     size = check_size(len(found_at_draw), len(population), options.target, confidence, rate, tolerate=1)
     sample = rng.permutation(np.asarray(population, dtype=np.int64))[:size].tolist() if size else []
-    try:
-        positives = sum(1 for image_id in sample if look(team, image_id, options.design))
-    except NoFreshLook:  # the check cannot be decided by this team
-        size = None
-        positives = 0
+    positives = _looked_positives(team, sample, options.design)
     in_frame = len(team.truth.intersection(frame.tolist()))
     decided = (
         claim(len(found_at_draw), len(population), len(sample), positives, options.target, confidence, rate)
-        if size is not None
+        if positives is not None and size is not None  # None: no sample could certify, or nobody could look
         else None
     )
+    positives = positives or 0
     return {
         "certified": bool(decided and decided.certified),
         "bound": decided.recall_lower_bound if decided else None,
@@ -236,6 +230,22 @@ def _check(
         "positives": positives,
         "found": len(found_at_draw),
     }
+
+
+def _confirmed_in(team: Team, frame: np.ndarray) -> list[int]:
+    """The frame's single-judgment positives, confirmed by the adjudicator first: the positives found at the draw."""
+    for image_id in frame.tolist():
+        if image_id in team.first and team.final(image_id):
+            team.adjudicate(image_id)
+    return [int(i) for i in frame if int(i) in team.first and team.final(int(i))]
+
+
+def _looked_positives(team: Team, sample: list[int], design: str) -> int | None:
+    """The sample's positives as its looks count them; None when this team cannot decide the check (NoFreshLook)."""
+    try:
+        return sum(1 for image_id in sample if look(team, image_id, design))
+    except NoFreshLook:
+        return None
 
 
 def run(world: World, query_id: int, seed: int, options: Settings) -> dict[str, Any]:
@@ -285,10 +295,16 @@ class _Labeling:
             stops["oracle"] = dict(stop)
         if "inquire" not in stops and _run_of_not_relevant(team, self.order) >= INQUIRE_RUN:
             stops["inquire"] = dict(stop)
-        if self.estimate is not None and "estimate" not in stops:
-            said = self.estimate([i for i in team.first if team.final(i)], [i for i in team.first if not team.final(i)])
-            if said is not None and said >= self.options.target:
-                stops["estimate"] = dict(stop)
+        if "estimate" not in stops and self._estimate_reached():
+            stops["estimate"] = dict(stop)
+
+    def _estimate_reached(self) -> bool:
+        """Whether the old recall estimate (when it is watched) says the target is reached."""
+        if self.estimate is None:
+            return False
+        team = self.team
+        said = self.estimate([i for i in team.first if team.final(i)], [i for i in team.first if not team.final(i)])
+        return said is not None and said >= self.options.target
 
     def check_when_dry(self) -> None:
         """Draw a check when the ranking looks dry (or the review is over), over the frame frozen at the first."""

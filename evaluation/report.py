@@ -139,12 +139,8 @@ def evaluate(
     "r"; the protocol's by default) and `ties` how equal scores are ranked ("average" or "order").
     Raises ValueError for an unknown protocol, metric or tie rule, or a k below 1.
     """
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"the protocol is fullrank or rerank, not {protocol!r}")
-    if k is not None and k < 1:
-        raise ValueError("k must be at least 1")
     metrics = tuple(metrics)
-    measures.score_query([], 0, 1, metrics, ties=ties)  # unknown metric names and tie rules fail here, first
+    _refuse_unknown(protocol, k, metrics, ties)
     normaliser = normaliser or ("r" if protocol == "rerank" else "min")
     per_candidates = protocol == "rerank" and k is None
     k = k or FULLRANK_K
@@ -153,8 +149,7 @@ def evaluate(
     for query_id in query_ids:
         positives, query_k = _positives(truth, run, protocol, query_id, k, per_candidates)
         row = {"query_id": query_id, "R": len(positives), "retrieved": len(run.ranked.get(query_id, []))}
-        if per_candidates:
-            row["k"] = query_k
+        row.update({"k": query_k} if per_candidates else {})
         row.update(_scores(run.ranked.get(query_id, []), positives, query_k, metrics, normaliser, ties))
         row.update({key: value for key, value in truth.queries.get(query_id, {}).items() if key})
         rows.append(row)
@@ -173,6 +168,14 @@ def evaluate(
         normaliser=normaliser,
         k_is_candidates=per_candidates,
     )
+
+
+def _refuse_unknown(protocol: str, k: int | None, metrics: tuple[str, ...], ties: str) -> None:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"the protocol is fullrank or rerank, not {protocol!r}")
+    if k is not None and k < 1:
+        raise ValueError("k must be at least 1")
+    measures.score_query([], 0, 1, metrics, ties=ties)  # unknown metric names and tie rules fail here, first
 
 
 def _queries(truth: GroundTruth, run: Run, protocol: str) -> tuple[list[Any], list[str]]:
@@ -228,16 +231,19 @@ def _coverage_warnings(
             f"{len(empty)} queries have no relevant image: their metrics are undefined and left out of the "
             f"means: {empty[:10]}"
         )
-    if protocol == "fullrank" and truth.judged:
-        unjudged = sum(
-            1
-            for query_id in query_ids
-            for image, _ in run.ranked.get(query_id, [])[:k]
-            if image not in truth.judged.get(query_id, ())
-        )
-        if unjudged:
-            warnings.append(f"{unjudged} images in the runs' top {k} were never labeled; they count as not relevant")
+    if protocol == "fullrank" and truth.judged and (unjudged := _unjudged(truth, run, query_ids, k)):
+        warnings.append(f"{unjudged} images in the runs' top {k} were never labeled; they count as not relevant")
     return warnings
+
+
+def _unjudged(truth: GroundTruth, run: Run, query_ids: Iterable[int], k: int) -> int:
+    """How many images of the runs' top `k` the ground truth never judged."""
+    return sum(
+        1
+        for query_id in query_ids
+        for image, _ in run.ranked.get(query_id, [])[:k]
+        if image not in truth.judged.get(query_id, ())
+    )
 
 
 def two_stage(first: Run, second: Run, top: int) -> Run:
@@ -283,25 +289,8 @@ def format_table(report: Report, group_by: Iterable[str] = ()) -> str:
         return f"{100 * value:6.1f}" if name in measures.PERCENT_METRICS else f"{value:6.3f}"
 
     header = " ".join(f"{name:>9}" for name in report.metrics)
-    scored = len(report.scored())
-    unscored = len(report.per_query) - scored
-    against = f" against {report.ground_truth}" if report.ground_truth else ""
-    lines = [
-        f"{report.protocol} @ {report.k_label}: {scored} queries scored"
-        + (f" ({unscored} more have no relevant image)" if unscored else "")
-        + f", run {report.run}{against} "
-        f"(macro average over queries; AP, nDCG x100; AP normaliser {report.normaliser}; tied scores: "
-        f"{'averaged, as scikit-learn and INQUIRE' if report.ties == 'average' else 'in the run order'})"
-    ]
-    groups = report.groups(group_by)
-    named = {
-        column: {
-            ("mean of the groups" if value == "mean_of_groups" else value)
-            + (f" ({scores['queries']})" if "queries" in scores else ""): scores
-            for value, scores in table.items()
-        }
-        for column, table in groups.items()
-    }
+    lines = [_title(report)]
+    named = _named_groups(report, group_by)
     # The first column as wide as its longest label (a group's whole name: "Defensive and Survival Behavior (12)").
     wide = max([24, *(len(label) + 1 for table in named.values() for label in table)])
     lines.append(f"{'':{wide}} {header}")
@@ -317,3 +306,29 @@ def format_table(report: Report, group_by: Iterable[str] = ()) -> str:
     for warning in report.warnings:
         lines.append(f"warning: {warning}")
     return "\n".join(lines)
+
+
+def _title(report: Report) -> str:
+    """The table's first line: what was scored, against what, and how."""
+    scored = len(report.scored())
+    unscored = len(report.per_query) - scored
+    against = f" against {report.ground_truth}" if report.ground_truth else ""
+    return (
+        f"{report.protocol} @ {report.k_label}: {scored} queries scored"
+        + (f" ({unscored} more have no relevant image)" if unscored else "")
+        + f", run {report.run}{against} "
+        f"(macro average over queries; AP, nDCG x100; AP normaliser {report.normaliser}; tied scores: "
+        f"{'averaged, as scikit-learn and INQUIRE' if report.ties == 'average' else 'in the run order'})"
+    )
+
+
+def _named_groups(report: Report, group_by: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """{column: {a group's printed name (its query count beside it): its scores}}."""
+    return {
+        column: {
+            ("mean of the groups" if value == "mean_of_groups" else value)
+            + (f" ({scores['queries']})" if "queries" in scores else ""): scores
+            for value, scores in table.items()
+        }
+        for column, table in report.groups(group_by).items()
+    }

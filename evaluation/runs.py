@@ -58,12 +58,15 @@ def run_from_method(
     clips = _clip_rankings([query.text for _, query in ordered], max(depth, top))
     ranked = {}
     for number, ((query_id, query), clip) in enumerate(zip(ordered, clips, strict=True), start=1):
-        head = ranking_by(query, method, top=top, depth=depth)
-        seen = {image_id for image_id, _ in head}
-        # Scores below the head are shifted under its lowest, so that a run sorted by score keeps this order.
-        floor = min((score for _, score in head), default=0.0) - 1.0
-        tail = [(image_id, floor - position) for position, (image_id, _) in enumerate(clip) if image_id not in seen]
-        ranked[query_id] = (head + tail)[:depth]
+        ranked[query_id] = _head_then_clip(ranking_by(query, method, top=top, depth=depth), clip)[:depth]
         if progress:
             progress(number, len(queries))
     return Run(f"{method} (top {top})" if method != "clip" else "configured model", ranked)
+
+
+def _head_then_clip(head: list[tuple[int, float]], clip: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The method's head, then the CLIP ranking's images it did not hold, their scores shifted under the head's
+    lowest, so that a run sorted by score keeps this order."""
+    seen = {image_id for image_id, _ in head}
+    floor = min((score for _, score in head), default=0.0) - 1.0
+    return head + [(image_id, floor - position) for position, (image_id, _) in enumerate(clip) if image_id not in seen]

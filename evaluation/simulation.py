@@ -235,18 +235,22 @@ def compare(
         base_spent = base or len(items[baseline].found)  # a baseline that never got there: its whole budget
         for name, item in items.items():
             if name != baseline:
-                spent = item.labels_to(target)
-                row[name] = spent
-                row[f"{name}_missed"] = spent is None
-                # Both never got there: no ratio. One did: a bound, which `{name}_bound` names (">=" when the
-                # strategy missed, "<=" when the baseline did); neither: the ratio itself.
-                both_missed = spent is None and base is None
-                ratio = (spent or len(item.found)) / base_spent if base_spent and not both_missed else None
-                row[f"{name}_ratio"] = None if ratio is None else round(ratio, 3)
-                row[f"{name}_bound"] = "" if ratio is None else ">=" if spent is None else "<=" if base is None else ""
+                row |= _against_baseline(name, item.labels_to(target), len(item.found), base, base_spent)
         row["worst_ratio"] = max((row[f"{name}_ratio"] or 0 for name in items if name != baseline), default=None)
         rows.append(row)
     return sorted(rows, key=lambda row: -(row["worst_ratio"] or 0))
+
+
+def _against_baseline(name: str, spent: int | None, budget: int, base: int | None, base_spent: int) -> dict[str, Any]:
+    """One strategy's labels to the target beside the baseline's. Both never got there: no ratio. One did: a bound,
+    which `{name}_bound` names (">=" when the strategy missed, "<=" when the baseline did); neither: the ratio."""
+    both_missed = spent is None and base is None
+    ratio = (spent or budget) / base_spent if base_spent and not both_missed else None
+    bound = "" if ratio is None else ">=" if spent is None else "<=" if base is None else ""
+    return {
+        name: spent, f"{name}_missed": spent is None, f"{name}_ratio": None if ratio is None else round(ratio, 3),
+        f"{name}_bound": bound,
+    }  # fmt: skip
 
 
 def annotator_mistakes(noise: float, query_id: int, seed: int = 0) -> Callable[[int], bool] | None:
@@ -347,35 +351,48 @@ def _medians(
     the median and the worst ratio to the first strategy, and how many queries were more than 10% worse.
     One figure over the same queries for every strategy: a median over only the queries a strategy
     reached would flatter the one that missed the others."""
+    baseline = strategies[0]
+    result: dict[str, Any] = {}
+    for group, member in _groups(hard, kinds).items():
+        result[group] = {}
+        for strategy in strategies:
+            chosen = [row for row in rows if row["strategy"] == strategy and member(row["query_id"])]
+            figures = _labels_figures(chosen)
+            if strategy != baseline:
+                figures |= _ratio_figures([row[f"{strategy}_ratio"] for row in versus if member(row["query_id"])])
+            result[group][strategy] = figures
+    return result
+
+
+def _groups(hard: dict[int, bool] | None, kinds: dict[int, str] | None) -> dict[str, Callable[[int], bool]]:
+    """The groups the medians are given for: all, then the kinds of query (hard and easy among them), or else the
+    hard and the easy ones."""
     groups: dict[str, Callable[[int], bool]] = {"all": lambda query_id: True}
-    if kinds is not None:  # the kinds of query, hard and easy among them
+    if kinds is not None:
         for kind in sorted(set(kinds.values())):
             groups[kind] = partial(_of_kind, kinds, kind)
     elif hard is not None:
         groups |= {"hard": lambda query_id: hard[query_id], "easy": lambda query_id: not hard[query_id]}
-    baseline = strategies[0]
-    result: dict[str, Any] = {}
-    for group, member in groups.items():
-        result[group] = {}
-        for strategy in strategies:
-            chosen = [row for row in rows if row["strategy"] == strategy and member(row["query_id"])]
-            spent = [row["labels_to_reached"] for row in chosen]
-            figures = {
-                "queries": len(chosen),
-                "median_labels": float(np.median(spent)) if spent else None,
-                "missed": sum(1 for row in chosen if row["missed"]),
-                "median_estimate_error": _median([row["estimate_error"] for row in chosen]),
-            }
-            if strategy != baseline:
-                ratios = [row[f"{strategy}_ratio"] for row in versus if member(row["query_id"])]
-                ratios = [ratio for ratio in ratios if ratio is not None]
-                figures |= {
-                    "median_ratio": _median(ratios),
-                    "worst_ratio": max(ratios) if ratios else None,
-                    "worse_than_baseline": sum(1 for ratio in ratios if ratio > 1.1),
-                }
-            result[group][strategy] = figures
-    return result
+    return groups
+
+
+def _labels_figures(chosen: list[dict[str, Any]]) -> dict[str, Any]:
+    spent = [row["labels_to_reached"] for row in chosen]
+    return {
+        "queries": len(chosen),
+        "median_labels": float(np.median(spent)) if spent else None,
+        "missed": sum(1 for row in chosen if row["missed"]),
+        "median_estimate_error": _median([row["estimate_error"] for row in chosen]),
+    }
+
+
+def _ratio_figures(ratios: list[float | None]) -> dict[str, Any]:
+    present = [ratio for ratio in ratios if ratio is not None]
+    return {
+        "median_ratio": _median(present),
+        "worst_ratio": max(present) if present else None,
+        "worse_than_baseline": sum(1 for ratio in present if ratio > 1.1),
+    }
 
 
 def _of_kind(kinds: dict[int, str], kind: str, query_id: int) -> bool:
