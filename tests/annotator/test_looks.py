@@ -8,8 +8,9 @@ from django.contrib.auth.models import User
 from annotator.completeness import certify, looks
 from annotator.completeness.check_requests import ENOUGH_LOOKS, LOOK_BOUND_CONFIDENCE, PER_LOOK
 from annotator.labels import LabelChange, adjudicate, set_labels
-from annotator.models import Image, OverlapImage, Query
+from annotator.models import OverlapImage, Query
 from annotator.team.overlap import open_sample
+from catalog.models import Image
 
 
 def test_each_look_another_look_found_positive_is_a_trial():
