@@ -15,7 +15,6 @@ from rest_framework.response import Response
 from annotator import labels
 from annotator.api import blind_staff
 from annotator.completeness import benchmark
-from annotator.completeness.check_requests import read_flag
 from annotator.completeness.frames import BadCheck
 from annotator.labels import visibility
 from common.api_params import BAD_PARAMETERS, ID_SCHEMA, NOT_FOUND, REFUSED, STATE, signed_in, strict_id
@@ -54,12 +53,11 @@ class BenchmarkCheckViewSet(viewsets.ViewSet):
             raise PermissionDenied(DRAW_REFUSED)
         try:
             asked = benchmark.read_request(request.data)
-            dry_run = read_flag(request.data, "dry_run", False)
         except BadCheck as bad:  # the body is malformed
             raise ValidationError({"detail": str(bad)}) from None
         try:
             blind_staff.refuse_if_blind(request, [query.pk for query in benchmark.chosen(asked)])
-            if dry_run:
+            if asked.dry_run:
                 return Response({"dry_run": True, **benchmark.situation(asked).as_json()})
             check, drawn = benchmark.draw(asked, signed_in(request))
         except BadCheck as bad:  # a well-formed request the project's state refuses (unknown queries, no sample, ...)

@@ -255,11 +255,10 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
             blind_staff.refuse_if_blind(request, [query.pk])
             try:
                 asked = check_requests.read_request(request.data)
-                dry_run = check_requests.read_flag(request.data, "dry_run", False)
             except BadCheck as bad:  # the body is malformed
                 raise ValidationError({"detail": str(bad)}) from None
             try:
-                if dry_run:
+                if asked.dry_run:
                     return Response({"dry_run": True, **checks.situation(query, asked).as_json()})
                 _, drawn = checks.draw(query, asked, signed_in(request))
             except BadCheck as bad:  # a well-formed request the query's state refuses (no labels, no sample, ...)

@@ -78,6 +78,7 @@ class BenchmarkRequest:
     query_ids: tuple[int, ...] | None  # None: every query
     split: str | None
     with_unconfirmed: bool = False  # draw although frame positives wait for confirmation (they are sampled then)
+    dry_run: bool = False  # answer what the draw would cost, and draw nothing
 
     @property
     def scope(self) -> str:
@@ -95,10 +96,10 @@ def read_request(data: Any) -> BenchmarkRequest:
         raise BadCheck('Name the queries by "queries" or by "split", not both.')
     ids = None if queries is None else _read_query_ids(queries)
     split = None if split is None else _read_split(split)
-    read_flag(data, "dry_run", False)
+    dry_run = read_flag(data, "dry_run", False)
     return BenchmarkRequest(
         target=read_share(data, "target_recall", 0.9), confidence=read_share(data, "confidence", 0.95),
-        query_ids=ids, split=split, with_unconfirmed=read_flag(data, "with_unconfirmed", False),
+        query_ids=ids, split=split, with_unconfirmed=read_flag(data, "with_unconfirmed", False), dry_run=dry_run,
     )  # fmt: skip
 
 
@@ -419,7 +420,8 @@ def decide(check: BenchmarkCheck, now: BenchmarkProgress) -> None:
     )  # fmt: skip
     with transaction.atomic():
         if not BenchmarkCheck.objects.select_for_update().filter(pk=check.pk, status="checking").exists():
-            return  # another write decided it first
+            check.refresh_from_db()  # another write decided it first: the caller reads its decision, not a stale one
+            return
         check.status = BenchmarkCheck.Status.CERTIFIED if claim.certified else BenchmarkCheck.Status.NOT_CERTIFIED
         check.found, check.positives = found + outside, now.positives
         check.recall_lower_bound, check.p_value = claim.recall_lower_bound, claim.p_value

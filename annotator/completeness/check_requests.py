@@ -37,6 +37,7 @@ class CheckRequest:
     frame: FrameSpec | None  # None: the query's frame (frozen, or its default)
     second_judgments: bool = True
     with_unconfirmed: bool = False  # draw although frame positives wait for confirmation (they are sampled then)
+    dry_run: bool = False  # answer what the draw would cost, and draw nothing
 
 
 def read_share(data: dict[str, Any], name: str, default: float) -> float:
@@ -65,6 +66,7 @@ def read_request(data: Any) -> CheckRequest:
         frame=None if frame is None else read_frame(frame),
         second_judgments=read_flag(data, "second_judgments", True),
         with_unconfirmed=read_flag(data, "with_unconfirmed", False),
+        dry_run=read_flag(data, "dry_run", False),
     )
 
 

@@ -6,7 +6,7 @@ the data as it was."""
 import pytest
 from django.contrib.auth.models import User
 
-from annotator.completeness import certify
+from annotator.completeness import benchmark, certify
 from annotator.labels import LabelChange, set_labels
 from annotator.models import BenchmarkCheck, BenchmarkImage, Judgment, Label, OverlapImage, Query, QueryFrame
 from search.facade import search
@@ -287,3 +287,17 @@ def test_a_query_the_benchmark_check_samples_does_not_read_no_check_yet(bench):
     during = api_for(bench["annotator"]).get(f"/api/queries/{first.pk}/completeness/").json()
     assert during["status"] == "no_check"
     assert "the open benchmark check 1 samples this query's frame" in during["next"]
+
+
+def test_a_decision_that_loses_the_race_reads_the_one_that_won(bench):
+    """Two writes settle the last pair together: the one that finds the check decided already leaves the stored
+    decision as it is and reads it (its caller, the write's answer, must not say "checking")."""
+    draw(bench, split="val")
+    stale = BenchmarkCheck.objects.get()  # the losing write's copy, read before the winner decided
+    BenchmarkCheck.objects.filter(pk=stale.pk).update(
+        status=BenchmarkCheck.Status.CERTIFIED, recall_lower_bound=0.9123, decided_at=stale.created_at
+    )
+    benchmark.decide(stale, benchmark.progress(stale))
+    assert stale.status == BenchmarkCheck.Status.CERTIFIED and stale.recall_lower_bound == 0.9123
+    stored = BenchmarkCheck.objects.get()
+    assert stored.recall_lower_bound == 0.9123 and stored.decided_at == stale.created_at  # not decided again
