@@ -19,7 +19,6 @@ from typing import Any
 
 from annotator.completeness import benchmark, checks
 from annotator.models import (
-    BenchmarkCheck,
     CompletenessCheck,
     Judgment,
     LabelValue,
@@ -66,7 +65,7 @@ def _open_benchmark_check(query: Query, aim: str, check: CompletenessCheck | Non
 def _claimed(query: Query, aim: str, check: CompletenessCheck | None) -> Advice | None:
     if aim == "query" and check is not None and check.status == CompletenessCheck.Status.CERTIFIED:
         return _said("done", f"Done: check {check.ordinal} certified {check.target_recall:.0%} over the frame.")
-    if aim == "benchmark" and _certified_in_benchmark(query):
+    if aim == "benchmark" and benchmark.certified_over(query):
         return _said("done", "Done: the latest benchmark check certified the claim over this query's frame.")
     return None
 
@@ -147,10 +146,3 @@ def _recent(query: Query) -> list[str]:
     overlap = OverlapImage.objects.filter(query=query).values("image_id")
     latest = Judgment.objects.filter(query=query).exclude(image_id__in=overlap).order_by("-created_at", "-pk")
     return list(latest.values_list("value", flat=True)[:WINDOW])
-
-
-def _certified_in_benchmark(query: Query) -> bool:
-    latest = BenchmarkCheck.objects.order_by("-ordinal").first()
-    return bool(
-        latest and latest.status == BenchmarkCheck.Status.CERTIFIED and latest.strata.filter(query=query).exists()
-    )

@@ -220,6 +220,12 @@ def latest() -> BenchmarkCheck | None:
     return BenchmarkCheck.objects.order_by("-ordinal").first()
 
 
+def certified_over(query: Query) -> bool:
+    """Whether the latest benchmark check certified its claim over a frame of `query`."""
+    check = latest()
+    return bool(check and check.status == BenchmarkCheck.Status.CERTIFIED and check.strata.filter(query=query).exists())
+
+
 def open_words(check: BenchmarkCheck, asked: BenchmarkRequest) -> str:
     """Why nothing was drawn: the open check, its target and scope beside the one asked for."""
     same = (asked.target, asked.confidence, asked.scope) == (check.target_recall, check.confidence, check.scope)
