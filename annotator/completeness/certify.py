@@ -232,9 +232,8 @@ def check_size(
     if missing_at_target(found, target) > unlabeled:
         return 0
     alpha = 1 - confidence
-    # Tolerating x positives: the boundary is the fewest missing that leave recall under the target once x are met.
-    at_target = missing_at_target(found + tolerate, target) + tolerate
-    if at_target > unlabeled or _lower_tail(tolerate, unlabeled, at_target, unlabeled, miss_rate) > alpha:
+    at_target = _boundary(found, unlabeled, target, alpha, miss_rate, tolerate)
+    if at_target is None:
         return None if tolerate == 0 else check_size(found, unlabeled, target, confidence, miss_rate, 0)
     low, high = tolerate, unlabeled
     while low < high:  # the smallest sample whose chance of counting `tolerate` or fewer at the boundary is <= alpha
@@ -244,6 +243,16 @@ def check_size(
         else:
             low = middle + 1
     return low
+
+
+def _boundary(found: int, unlabeled: int, target: float, alpha: float, miss_rate: float, tolerate: int) -> int | None:
+    """The positives missing at the boundary a check tolerating `tolerate` is tested at: the fewest that leave recall
+    under the target once `tolerate` are met. None when no check can tolerate that many: the boundary lies beyond
+    the unlabeled images, or even labeling all of them would count `tolerate` or fewer too often."""
+    at_target = missing_at_target(found + tolerate, target) + tolerate
+    if at_target > unlabeled or _lower_tail(tolerate, unlabeled, at_target, unlabeled, miss_rate) > alpha:
+        return None
+    return at_target
 
 
 def tolerance_for_misses(
@@ -262,9 +271,8 @@ def tolerance_for_misses(
         raise ValueError(f"expected_misses must be a finite number, 0 or more, not {expected_misses!r}.")
     hiding = min(unlabeled, math.ceil(expected_misses))
     for tolerate in range(most + 1):
-        at_target = missing_at_target(found + tolerate, target) + tolerate
-        if tolerate and at_target > unlabeled:  # no check tolerates this many (check_size falls back to 0)
-            return tolerate - 1
+        if tolerate and _boundary(found, unlabeled, target, 1 - confidence, miss_rate, tolerate) is None:
+            return tolerate - 1  # no check tolerates this many (check_size would size the check for none)
         size = check_size(found, unlabeled, target, confidence, miss_rate, tolerate)
         if not size or 1.0 - _lower_tail(tolerate, unlabeled, hiding, size, miss_rate) <= fail_share:
             return tolerate
