@@ -192,21 +192,21 @@ class RerankJobAdmin(ViewOnlyAdmin):
 
 @admin.register(CompletenessCheck)
 class CompletenessCheckAdmin(ViewOnlyAdmin):
-    """Completeness checks as drawn and decided (annotator.completeness.checks): read here, drawn from the side pane,
-    the API or `manage.py completeness --draw`. A check's frame and sample are frozen: nothing edits them."""
+    """Completeness checks, a query's and the benchmark's, as drawn and decided (annotator.completeness.checks): read
+    here, drawn from the side pane, the dashboard, the API or `manage.py completeness --draw`. A check's frames and
+    sample are frozen: nothing edits them."""
 
     list_display = [
-        "query", "ordinal", "status", "target_recall", "confidence", "frame_kind", "frame_depth", "frame_size",
-        "sampled_from", "found", "positives", "recall_lower_bound", "drawn_by", "created_at", "decided_at",
+        "claim", "scope", "ordinal", "status", "target_recall", "confidence", "sampled_from", "found", "positives",
+        "recall_lower_bound", "drawn_by", "created_at", "decided_at",
     ]  # fmt: skip
-    list_filter = ["status", "frame_kind"]
-    search_fields = ["=query__id"]
+    list_filter = ["claim", "status"]
+    search_fields = ["=query__id", "=strata__query__id"]
     list_select_related = ["query", "drawn_by"]
-    exclude = ["frame_ids", "found_ids"]
 
     def visible(self, request: HttpRequest, found: QuerySet[Any]) -> QuerySet[Any]:
-        # A check's figures are read off every judgment of its frame: not for a viewer judging that query blind.
-        return found.exclude(query_id__in=list(visibility.of(request).sealed))
+        # A check's figures are read off every judgment of its frames: not for a viewer judging one of them blind.
+        return found.exclude(strata__query_id__in=list(visibility.of(request).sealed))
 
 
 @admin.register(Judgment)

@@ -125,7 +125,7 @@ def run(queries: int, median: float, seed: int, noise: float, annotators: int, w
     from rest_framework.authtoken.models import Token
 
     from annotator.completeness.frames import unpack
-    from annotator.models import BenchmarkCheck, Label, QueryFrame
+    from annotator.models import CompletenessCheck, Label, QueryFrame
     from evaluation import api_team, benchmark_sim, worlds
     from evaluation.api_team import Member
 
@@ -163,7 +163,8 @@ def run(queries: int, median: float, seed: int, noise: float, annotators: int, w
     spent = api_team.follow_the_advice(api, list(ids), team[0], team[1:], adjudicator, "adjudicator", progress=progress)
     print(file=sys.stderr)
     server.shutdown()
-    check = BenchmarkCheck.objects.order_by("-ordinal").first()
+    benchmark_checks = CompletenessCheck.objects.filter(claim=CompletenessCheck.Claim.BENCHMARK)
+    check = benchmark_checks.order_by("-ordinal").first()
     in_frames = found = 0
     for frame in QueryFrame.objects.all():
         world_query = ids[frame.query_id]
@@ -173,7 +174,7 @@ def run(queries: int, median: float, seed: int, noise: float, annotators: int, w
         in_frames += len(inside)
         found += len(inside & relevant)
     micro = found / in_frames if in_frames else 1.0
-    each = list(BenchmarkCheck.objects.order_by("ordinal"))
+    each = list(benchmark_checks.order_by("ordinal"))
     for before, after in zip(each, each[1:], strict=False):  # what the team confirmed between two draws, and where
         sampled = set(before.images.values_list("query_id", "image_id"))
         old = {(s.query_id, i) for s in before.strata.all() for i in unpack(s.found_ids).tolist()}

@@ -67,7 +67,7 @@ class Settings:
     batch: int = 50
     max_review: int = 6000  # per query
     max_checks: int = 6
-    tolerate_share: int = 10  # as the tool's benchmark.TOLERATE_SHARE: a tenth of the misses the target allows, <= 20
+    tolerate_share: int = 10  # as the tool's checks.TOLERATE_SHARE: a tenth of the misses the target allows, <= 20
     # How a benchmark check's tolerance is chosen: "share", as above; "misses", from the positives the team expects
     # it to meet (certify.tolerance_for_misses over expected_misses); "larger", the larger of the two.
     sizing: str = "share"

@@ -6,6 +6,7 @@ with no table copied and the permissions granted on the moved models kept.
 """
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -271,3 +272,19 @@ def test_checks_drawn_before_one_check_model_keep_their_claims_and_reports(back_
         who, path = asked.split(" ", 1)
         now = api_for(users[who]).get(path)
         assert now.json() == answered, asked
+
+    from annotator.models import CheckImage, CheckStratum, CompletenessCheck
+
+    rows = Counter(row["model"] for row in before["rows"])
+    assert Counter(CompletenessCheck.objects.values_list("claim", flat=True)) == {
+        "query": rows["annotator.completenesscheck"],
+        "benchmark": rows["annotator.benchmarkcheck"],
+    }
+    assert CheckStratum.objects.count() == rows["annotator.completenesscheck"] + rows["annotator.benchmarkquery"]
+    assert CheckImage.objects.count() == rows["annotator.checkimage"] + rows["annotator.benchmarkimage"]
+    # The checks go on: the first query's next check is its second, in the frame its first froze.
+    again = api_for(users["admin"]).post(
+        "/api/queries/1/completeness/", {"target_recall": 0.5, "confidence": 0.9}, format="json"
+    )
+    assert again.status_code == 201, again.content
+    assert again.json()["check"] == 2 and again.json()["frame"]["size"] == 40

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 
 from annotator import labels
 from annotator.api import blind_staff
-from annotator.completeness import benchmark
+from annotator.completeness import benchmark, check_requests, checks
 from annotator.completeness.frames import BadCheck
 from annotator.labels import visibility
 from common.api_params import BAD_PARAMETERS, ID_SCHEMA, NOT_FOUND, REFUSED, STATE, signed_in, strict_id
@@ -36,7 +36,7 @@ class BenchmarkCheckViewSet(viewsets.ViewSet):
         "read off sealed judgments are withheld from a viewer who judges some sampled pairs blind.",
     )
     def list(self, request: Request, format: str | None = None) -> Response:  # format: the router's .json suffix
-        check = benchmark.latest()
+        check = checks.latest()
         if check is None:
             raise NotFound(NO_CHECK)
         return Response(benchmark.report(check, withheld=_withheld(request, check)))
@@ -52,14 +52,14 @@ class BenchmarkCheckViewSet(viewsets.ViewSet):
         if not request.user.has_perm(labels.MANAGE_QUERIES):
             raise PermissionDenied(DRAW_REFUSED)
         try:
-            asked = benchmark.read_request(request.data)
+            asked = check_requests.read_request(request.data, check_requests.BENCHMARK)
         except BadCheck as bad:  # the body is malformed
             raise ValidationError({"detail": str(bad)}) from None
         try:
-            blind_staff.refuse_if_blind(request, [query.pk for query in benchmark.chosen(asked)])
+            blind_staff.refuse_if_blind(request, [query.pk for query in checks.chosen(asked)])
             if asked.dry_run:
-                return Response({"dry_run": True, **benchmark.situation(asked).as_json()})
-            check, drawn = benchmark.draw(asked, signed_in(request))
+                return Response({"dry_run": True, **checks.situation(None, asked).as_json()})
+            check, drawn = checks.draw(None, asked, signed_in(request))
         except BadCheck as bad:  # a well-formed request the project's state refuses (unknown queries, no sample, ...)
             return Response({"detail": str(bad)}, status=409)
         return Response(benchmark.report(check, withheld=_withheld(request, check)), status=201 if drawn else 200)

@@ -304,8 +304,9 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
         check = checks.latest(query)
         if check is None:
             raise NotFound(f"Query {query.pk} has no completeness check yet, so no frame: draw one first.")
-        ids = unpack(check.frame_ids).tolist()
-        return Response({"check": check.ordinal, "size": check.frame_size, "image_ids": ids})
+        frame = check.stratum
+        ids = unpack(frame.frame_ids).tolist()
+        return Response({"check": check.ordinal, "size": frame.frame_size, "image_ids": ids})
 
     @extend_schema(
         parameters=[

@@ -50,7 +50,7 @@ def advice(query: Query, aim: str = "query") -> Advice:
 def _open_check(query: Query, aim: str, check: CompletenessCheck | None) -> Advice | None:
     if check is None or check.status != CompletenessCheck.Status.CHECKING:
         return None
-    now = checks.progress(check)
+    now = checks.progress_of(check, query)
     if now.unjudged or now.second:
         said = _looks_left("Label the check's {left} looks left", now)
         return _said("label", said + _someone_new(query, now), CHECK)
@@ -58,8 +58,9 @@ def _open_check(query: Query, aim: str, check: CompletenessCheck | None) -> Advi
 
 
 def _open_benchmark_check(query: Query, aim: str, check: CompletenessCheck | None) -> Advice | None:
-    pooled = benchmark.query_progress(query)
-    return None if pooled is None else _pooled(query, pooled)
+    pooled = checks.open_check()
+    now = None if pooled is None else checks.progress_of(pooled, query)
+    return None if now is None or not now.order else _pooled(query, now)
 
 
 def _claimed(query: Query, aim: str, check: CompletenessCheck | None) -> Advice | None:

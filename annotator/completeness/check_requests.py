@@ -1,14 +1,18 @@
-"""What a completeness check is asked for: the target, the confidence, the frame and whether positives get a
-second judgment, read from the API's JSON, the side pane's form or a command's options. Every refusal is a
-BadCheck (annotator.completeness.frames) with a sentence that says what to change."""
+"""What a completeness check is asked for, a query's or the benchmark's, read by one reader from the API's JSON, the
+side pane's form, the dashboard's or a command's options: the target and the confidence; for a query's check its
+frame and whether positives get a second judgment; for the benchmark's, which queries (all, a split or a list).
+Every refusal is a BadCheck (annotator.completeness.frames) with a sentence that says what to change."""
 
 import math
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from annotator.completeness.frames import BadCheck, FrameSpec, read_frame
-from annotator.models import CompletenessCheck
+from annotator.models import CompletenessCheck, Query
+
+QUERY, BENCHMARK = CompletenessCheck.Claim.QUERY, CompletenessCheck.Claim.BENCHMARK
+MAX_QUERIES = 2000
 
 # The depth the side pane's form and the command offer for a declared `top` frame (a check without a frame uses the
 # query's own: annotator.completeness.frames.frame_of).
@@ -34,10 +38,19 @@ SMALLEST = 1e-6
 class CheckRequest:
     target: float
     confidence: float
-    frame: FrameSpec | None  # None: the query's frame (frozen, or its default)
+    frame: FrameSpec | None = None  # a query's check: None, the query's frame (frozen, or its default)
     second_judgments: bool = True
     with_unconfirmed: bool = False  # draw although frame positives wait for confirmation (they are sampled then)
     dry_run: bool = False  # answer what the draw would cost, and draw nothing
+    query_ids: tuple[int, ...] | None = None  # the benchmark's: None, every query (or the split's)
+    split: str | None = None
+
+    @property
+    def scope(self) -> str:
+        """The benchmark check's queries, in words."""
+        if self.query_ids is not None:
+            return "queries " + ", ".join(map(str, self.query_ids))
+        return f"the {self.split} split" if self.split else "every query"
 
 
 def read_share(data: dict[str, Any], name: str, default: float) -> float:
@@ -51,23 +64,49 @@ def read_share(data: dict[str, Any], name: str, default: float) -> float:
     return float(value)
 
 
-def read_request(data: Any) -> CheckRequest:
-    """The check a request asks for: {"target_recall": 0.9, "confidence": 0.95, "frame": {...},
-    "second_judgments": true}; BadCheck saying what to fix."""
+def read_request(data: Any, claim: str = QUERY) -> CheckRequest:
+    """The check a request asks for, a query's: {"target_recall": 0.9, "confidence": 0.95, "frame": {...},
+    "second_judgments": true}; the benchmark's: {"target_recall": 0.9, "confidence": 0.95, "queries": [ids] |
+    "split": "val"}; both: "with_unconfirmed", "dry_run". BadCheck saying what to fix."""
     if not isinstance(data, dict):
-        raise BadCheck(
-            'Send a JSON object such as {"target_recall": 0.9, "confidence": 0.95, '
-            '"frame": {"kind": "top", "depth": 5000}}.'
-        )
-    frame = data.get("frame")
-    return CheckRequest(
+        example = '"frame": {"kind": "top", "depth": 5000}' if claim == QUERY else '"split": "val"'
+        raise BadCheck(f'Send a JSON object such as {{"target_recall": 0.9, "confidence": 0.95, {example}}}.')
+    asked = CheckRequest(
         target=read_share(data, "target_recall", 0.9),
         confidence=read_share(data, "confidence", 0.95),
-        frame=None if frame is None else read_frame(frame),
-        second_judgments=read_flag(data, "second_judgments", True),
         with_unconfirmed=read_flag(data, "with_unconfirmed", False),
         dry_run=read_flag(data, "dry_run", False),
     )
+    if claim == QUERY:
+        frame = data.get("frame")
+        return replace(
+            asked,
+            frame=None if frame is None else read_frame(frame),
+            second_judgments=read_flag(data, "second_judgments", True),
+        )
+    queries, split = data.get("queries"), data.get("split")
+    if queries is not None and split is not None:
+        raise BadCheck('Name the queries by "queries" or by "split", not both.')
+    return replace(
+        asked,
+        query_ids=None if queries is None else _read_query_ids(queries),
+        split=None if split is None else _read_split(split),
+    )
+
+
+def _read_query_ids(queries: Any) -> tuple[int, ...]:
+    if not isinstance(queries, list) or not queries or len(queries) > MAX_QUERIES:
+        raise BadCheck(f'"queries" must be a list of 1 to {MAX_QUERIES:,} query ids.')
+    if not all(isinstance(i, int) and not isinstance(i, bool) and 0 < i < 2**63 for i in queries):
+        raise BadCheck('Each of "queries" must be a query id, a whole number such as 12.')
+    return tuple(sorted(set(queries)))
+
+
+def _read_split(split: Any) -> str:
+    splits = tuple(Query.Split.values)
+    if split not in splits:
+        raise BadCheck(f'"split" must be one of {", ".join(splits)}, not {split!r:.40}.')
+    return str(split)
 
 
 def read_flag(data: Any, name: str, default: bool) -> bool:

@@ -1,4 +1,11 @@
-"""Completeness checks: draw a random sample of a query's frame, follow its labeling, state the claim.
+"""Completeness checks: draw a random sample of a query's frame, or of many queries' frames together (the
+benchmark's check, annotator.completeness.benchmark), follow its labeling, decide the claim.
+
+One model and one path for both: a check has a stratum per query (its frame, frozen at the draw, and its confirmed
+positives then) and one simple random sample of the (query, image) pairs of the strata that were not confirmed
+positives; a query's check is the check of one stratum. What differs is said where it differs: how the queries are
+chosen, how many positives the sample is sized to tolerate (`tolerance`), and what a query's check may also ask
+(a declared frame, second judgments off).
 
 A check is drawn over the query's frame (annotator.completeness.frames: frozen at its first check, the same for every
 re-check unless staff declare another). Its positives `found` are the frame's *confirmed* positives: final label
@@ -31,24 +38,34 @@ Blind judges see nothing through a check: its candidates come in the sample's ra
 waits for a look depends on how many judged it, never on what they said.
 """
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from django.db import IntegrityError, transaction
-from django.db.models import Count
+from django.db.models import Count, Prefetch, QuerySet
 from django.utils import timezone
 
 from annotator.completeness import certify, looks
-from annotator.completeness.check_requests import ADJUDICATOR, LOOKS, CheckRequest
+from annotator.completeness.check_requests import ADJUDICATOR, BENCHMARK, LOOKS, QUERY, CheckRequest
 from annotator.completeness.frames import BadCheck, Frame, NothingToCheckYet, frame_of, freeze, pack, unpack
+from annotator.completeness.sample_progress import (
+    CheckProgress,
+    Progress,
+    judged_by_everyone,
+    looks_at,
+    progress,
+    progress_of,
+    sample_figures,
+    some_pair_wants_a_look,
+    withheld_figures,
+)
 from annotator.labels import sealed
 from annotator.labels.sealed import Writer
 from annotator.models import (
-    UNDECIDED,
     CheckImage,
+    CheckStratum,
     CompletenessCheck,
     Decision,
     Judgment,
@@ -59,51 +76,135 @@ from annotator.models import (
     QueryFrame,
 )
 
-# The values that count as a positive in the sample: unsure counts, so that doubt never helps a claim.
-SAMPLE_POSITIVE = looks.CALLED
+__all__ = [  # what the pages and the API read through this module, beside its own
+    "CheckProgress", "Progress", "judged_by_everyone", "looks_at", "progress", "progress_of", "sample_figures",
+    "withheld_figures",
+]  # fmt: skip
+
 CONFIRMED = looks.CONFIRMED  # a positive the claim counts as found
-# The sample is sized to certify when it counts this many positives: a dry-looking ranking still hides a few, and a
-# check sized for none fails on the first it meets.
+# A query's check is sized to certify when it counts this many positives: a dry-looking ranking still hides a few,
+# and a check sized for none fails on the first it meets.
 TOLERATE = 1
+# The benchmark's check is sized to tolerate a tenth of the misses the target allows, at most MOST_TOLERATED: a
+# benchmark that reached its target still hides a few positives per hundred queries (bench/RESULTS.md measured this
+# sizing: evaluation.benchmark_sim, tolerate_share). Sizing it from the positives the review expects it to meet
+# (certify.tolerance_for_misses) was measured too and bought nothing, even from the true count: what a re-check
+# saves, the larger first sample costs.
+TOLERATE_SHARE = 10
+MOST_TOLERATED = 20
+ROWS = 5000
 tested_at = certify.tested_at
+
+
+def tolerance(claim: str, found: int, target: float) -> int:
+    """The positives a check's sample is sized to tolerate meeting."""
+    if claim == QUERY:
+        return TOLERATE
+    return max(0, min(MOST_TOLERATED, certify.missing_at_target(found, target) // TOLERATE_SHARE))
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """One query's frame now: its confirmed positives, what the sample is drawn from, what waits for confirmation."""
+
+    query: Query
+    frame: Frame
+    positives: npt.NDArray[np.int64]  # confirmed (second judgments on), or every final positive (off)
+    population: npt.NDArray[np.int64]  # what the sample is drawn from
+    unconfirmed: int  # single-judgment positives waiting for an adjudicator's confirmation
+
+
+def stratum(query: Query, frame: Frame, second_judgments: bool = True) -> Stratum:
+    """`query`'s stratum over `frame` (reads only). Every figure is read off images nobody judges blind (confirmed
+    positives have all their judgments; a positive still waiting in an overlap sample is not counted), so it is the
+    same for every viewer."""
+    if second_judgments:
+        positives = in_frame(frame.ids, confirmed_positives(query))
+        population = np.setdiff1d(frame.ids, positives, assume_unique=True)
+        return Stratum(query, frame, positives, population, len(unconfirmed_positives(query, frame.ids)))
+    # Single judgments trusted: the judged images are settled.
+    judged = in_frame(frame.ids, Judgment.objects.filter(query=query).values_list("image_id", flat=True))
+    positives = in_frame(frame.ids, _final_ids(query, [LabelValue.RELEVANT]))
+    return Stratum(query, frame, positives, np.setdiff1d(frame.ids, judged, assume_unique=True), 0)
 
 
 @dataclass(frozen=True)
 class Situation:
-    """A query's frame now: what it is, its confirmed positives, what the sample is drawn from, and what the next
-    check would cost."""
+    """What drawing a check now would freeze and cost."""
 
-    frame: Frame
-    positives: npt.NDArray[np.int64]  # confirmed (second judgments on), or every final positive (off)
-    population: npt.NDArray[np.int64]  # what the sample is drawn from
+    claim: str
+    strata: list[Stratum]
     ordinal: int
     tested_at: float
+    tolerate: int
     miss_rate: float  # the share of sampled positives the test takes its looks to lose (certify.pair_miss_rate)
-    sample: int | None  # images the check labels; None: no sample can certify (certify.check_size)
-    unconfirmed: int  # the frame's single-judgment positives waiting for an adjudicator's confirmation
+    sample: int | None  # pairs the check labels; None: no sample can certify (certify.check_size)
     record: looks.LookRecord
     after_confirmation: int | None  # the sample once every unconfirmed positive is confirmed (the cheapest case)
 
     @property
     def found(self) -> int:
-        return len(self.positives)
+        return sum(len(s.positives) for s in self.strata)
+
+    @property
+    def unconfirmed(self) -> int:
+        return sum(s.unconfirmed for s in self.strata)
+
+    @property
+    def sampled_from(self) -> int:
+        return sum(len(s.population) for s in self.strata)
+
+    @property
+    def frame_size(self) -> int:
+        return sum(len(s.frame.ids) for s in self.strata)
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "frame": self.frame.as_json(), "frame_size": len(self.frame.ids), "found": self.found,
-            "sampled_from": len(self.population), "check": self.ordinal, "tested_at": self.tested_at,
-            "miss_rate": self.record.bound, "tested_miss_rate": self.miss_rate, "per_look": self.record.as_json(),
-            "sample": self.sample, "unconfirmed": self.unconfirmed, "looks_per_image": LOOKS,
-            "looks": LOOKS * (self.sample or 0), "sample_after_confirmation": self.after_confirmation,
+        shown = {
+            "found": self.found, "sampled_from": self.sampled_from, "check": self.ordinal, "tested_at": self.tested_at,
+            "sample": self.sample, "looks": LOOKS * (self.sample or 0), "miss_rate": self.record.bound,
+            "tested_miss_rate": self.miss_rate, "per_look": self.record.as_json(), "unconfirmed": self.unconfirmed,
+            "sample_after_confirmation": self.after_confirmation,
         }  # fmt: skip
+        if self.claim == QUERY:
+            frame = self.strata[0].frame.as_json()
+            return {**shown, "frame": frame, "frame_size": self.frame_size, "looks_per_image": LOOKS}
+        return {**shown, "queries": len(self.strata), "frames_size": self.frame_size, "tolerates": self.tolerate,
+                "looks_per_pair": LOOKS}  # fmt: skip
 
 
-def situation(query: Query, request: CheckRequest) -> Situation:
-    """What drawing `request` now would freeze and cost (reads only); BadCheck for a query with no labels or an
-    empty frame. Every figure is read off images nobody judges blind (confirmed positives have all their
-    judgments; a positive still waiting in an overlap sample is not counted), so it is the same for every viewer."""
+def situation(query: Query | None, request: CheckRequest) -> Situation:
+    """What drawing `request` now would freeze and cost (reads only): `query`'s check, or (None) the benchmark's
+    over the queries the request names. BadCheck for a query with no labels, an empty frame, or no query chosen."""
+    return _situation(QUERY if query is not None else BENCHMARK, request, _frames(query, request))
+
+
+def _frames(query: Query | None, request: CheckRequest) -> list[tuple[Query, Frame]]:
+    """The queries a check is drawn over and their frames (the rankings are read here, outside any transaction:
+    seconds on a large frame)."""
+    if query is None:
+        return [(chosen_query, frame_of(chosen_query)) for chosen_query in chosen(request)]
     _has_labels(query)
-    return _situation(query, request, frame_of(query, request.frame))
+    frame = frame_of(query, request.frame)
+    if not len(frame.ids):
+        raise BadCheck("The frame holds no image: choose a deeper ranking, other taxa, or the collection.")
+    return [(query, frame)]
+
+
+def chosen(request: CheckRequest) -> list[Query]:
+    """The queries a benchmark request names; BadCheck for unknown ids or an empty choice."""
+    queries = Query.objects.order_by("pk")
+    if request.query_ids is not None:
+        found = list(queries.filter(pk__in=request.query_ids))
+        unknown = sorted(set(request.query_ids) - {query.pk for query in found})
+        if unknown:
+            raise BadCheck(f"No query has the id {', '.join(map(str, unknown[:10]))}: check the list.")
+        return found
+    if request.split:
+        queries = queries.filter(split=request.split)
+    found = list(queries)
+    if not found:
+        raise BadCheck(f"No query is in {request.scope}: import or choose queries first.")
+    return found
 
 
 def _has_labels(query: Query) -> None:
@@ -114,29 +215,23 @@ def _has_labels(query: Query) -> None:
         )
 
 
-def _situation(query: Query, request: CheckRequest, frame: Frame) -> Situation:
-    if not len(frame.ids):
-        raise BadCheck("The frame holds no image: choose a deeper ranking, other taxa, or the collection.")
-    if request.second_judgments:
-        positives = in_frame(frame.ids, confirmed_positives(query))
-        population = np.setdiff1d(frame.ids, positives, assume_unique=True)
-        unconfirmed = len(unconfirmed_positives(query, frame.ids))
-    else:  # single judgments trusted: the judged images are settled
-        judged = in_frame(frame.ids, Judgment.objects.filter(query=query).values_list("image_id", flat=True))
-        positives = in_frame(frame.ids, _final_ids(query, [LabelValue.RELEVANT]))
-        population, unconfirmed = np.setdiff1d(frame.ids, judged, assume_unique=True), 0
-    ordinal = query.completeness_checks.count() + 1
+def _situation(claim: str, request: CheckRequest, frames: list[tuple[Query, Frame]]) -> Situation:
+    strata = [stratum(query, frame, request.second_judgments) for query, frame in frames]
+    ordinal = checks_of(claim, strata[0].query if claim == QUERY else None).count() + 1
     confidence = certify.tested_at(request.confidence, ordinal)
+    found, population = sum(len(s.positives) for s in strata), sum(len(s.population) for s in strata)
+    if claim == BENCHMARK and not population:
+        raise BadCheck("The frames hold no image that is not a confirmed positive: nothing to check.")
     record = looks.record()
     miss_rate = certify.pair_miss_rate(record.bound, LOOKS, ADJUDICATOR if request.second_judgments else 0.0)
-    found, rest = len(positives), len(population)
-    sample = certify.check_size(found, rest, request.target, confidence, miss_rate, tolerate=TOLERATE)
-    after = (
-        certify.check_size(found + unconfirmed, rest - unconfirmed, request.target, confidence, miss_rate, TOLERATE)
-        if unconfirmed
-        else sample
-    )
-    return Situation(frame, positives, population, ordinal, confidence, miss_rate, sample, unconfirmed, record, after)
+    tolerate = tolerance(claim, found, request.target)
+    sample = certify.check_size(found, population, request.target, confidence, miss_rate, tolerate)
+    waiting = sum(s.unconfirmed for s in strata)
+    after = sample
+    if waiting:
+        more = tolerance(claim, found + waiting, request.target)
+        after = certify.check_size(found + waiting, population - waiting, request.target, confidence, miss_rate, more)
+    return Situation(claim, strata, ordinal, confidence, tolerate, miss_rate, sample, record, after)
 
 
 def confirmed_positives(query: Query) -> list[int]:
@@ -187,69 +282,77 @@ def _final_ids(query: Query, values: Any) -> list[int]:
     return list(Label.objects.filter(query=query, value__in=list(values)).values_list("image_id", flat=True))
 
 
-def open_check(query: Query) -> CompletenessCheck | None:
-    return query.completeness_checks.filter(status=CompletenessCheck.Status.CHECKING).first()
+def checks_of(claim: str, query: Query | None = None) -> "QuerySet[CompletenessCheck]":
+    """The checks of `query` (claim "query"), or the benchmark's."""
+    if claim == QUERY:
+        return CompletenessCheck.objects.filter(claim=QUERY, query=query)
+    return CompletenessCheck.objects.filter(claim=BENCHMARK)
 
 
-def latest(query: Query) -> CompletenessCheck | None:
-    return query.completeness_checks.order_by("-ordinal").first()
+def open_check(query: Query | None = None) -> CompletenessCheck | None:
+    """`query`'s open check, or (None) the benchmark's."""
+    return checks_of(_claim_of(query), query).filter(status=CompletenessCheck.Status.CHECKING).first()
+
+
+def latest(query: Query | None = None) -> CompletenessCheck | None:
+    """`query`'s latest check, or (None) the benchmark's."""
+    return checks_of(_claim_of(query), query).order_by("-ordinal").first()
+
+
+def _claim_of(query: Query | None) -> str:
+    return QUERY if query is not None else BENCHMARK
 
 
 def latest_of(query_ids: list[int]) -> dict[int, CompletenessCheck]:
     """{query id: its latest check} for the queries that have one, in one read (the dashboard, the query list)."""
     latest: dict[int, CompletenessCheck] = {}
-    rows = CompletenessCheck.objects.filter(query_id__in=query_ids).defer("frame_ids", "found_ids")
+    # The strata with them, without their ids: the lists show each claim's frame (one read for all, not one a row).
+    frames = Prefetch("strata", queryset=CheckStratum.objects.defer("frame_ids", "found_ids"))
+    rows = CompletenessCheck.objects.filter(claim=QUERY, query_id__in=query_ids).prefetch_related(frames)
     for check in rows.order_by("query_id", "-ordinal"):
-        latest.setdefault(check.query_id, check)
+        if check.query_id is not None:
+            latest.setdefault(check.query_id, check)
     return latest
 
 
-def draw(query: Query, request: CheckRequest, user: Writer) -> tuple[CompletenessCheck, bool]:
-    """Draw a check of `query` as `request` asks, or answer its open one: (check, drawn). The frame is frozen for
-    the query (unless it was already), and the check keeps its ids, its confirmed positives and the sample; every
-    sampled image joins the overlap sample for its second look. BadCheck (nothing drawn) for a query with no
-    labels, an empty frame, or one that no sample can certify."""
+def draw(query: Query | None, request: CheckRequest, user: Writer) -> tuple[CompletenessCheck, bool]:
+    """Draw a check as `request` asks, of `query` or (None) of the benchmark's queries, or answer the open one:
+    (check, drawn). Each query's frame is frozen (unless it was already), and the check keeps a stratum per query
+    (its frame's ids and confirmed positives) and the sample; a sampled pair someone judged is sealed for its fresh
+    look. BadCheck (nothing drawn) for a query with no labels, an empty frame, positives waiting for confirmation
+    (unless the request says to draw anyway), or frames no sample can certify."""
+    claim = _claim_of(query)
     if (current := open_check(query)) is not None:
         _continues(current, request)
         return current, False
-    _has_labels(query)
-    frame = frame_of(query, request.frame)  # the rankings are read outside the transaction: seconds on a large frame
+    frames = _frames(query, request)  # the rankings are read outside the transaction: seconds on a large frame
     try:
         with transaction.atomic():
-            # Two admins drawing at once: one check. NO KEY UPDATE, so that label writes, whose rows' foreign keys
-            # take KEY SHARE on the query row, are not blocked by it while they hold rows the draw waits for.
-            Query.objects.select_for_update(no_key=True).filter(pk=query.pk).get()
+            if query is not None:
+                # Two admins drawing at once: one check. NO KEY UPDATE, so that label writes, whose rows' foreign
+                # keys take KEY SHARE on the query row, are not blocked by it while they hold rows the draw waits for.
+                Query.objects.select_for_update(no_key=True).filter(pk=query.pk).get()
             if (current := open_check(query)) is not None:
                 return current, False
-            # The positives are read under the locks the label writes take (their final-label rows), so a write
-            # that confirms or overturns one either lands before the draw reads it or waits for the draw.
-            positives = Label.objects.select_for_update().filter(query=query, value=LabelValue.RELEVANT)
-            list(positives.order_by("image_id").values("pk"))  # in the writers' order (labels.writes._hold)
-            found = _situation(query, request, frame)
-            if found.unconfirmed and not request.with_unconfirmed:
-                raise BadCheck(unconfirmed_words(found.unconfirmed, found.sample, found.after_confirmation))
-            if found.sample is None:
-                raise BadCheck(_uncertifiable(found, request))
-            # Fresh entropy, not a seed an annotator could replay: the sample must be as random to them as to the test.
-            sample = np.random.default_rng().permutation(found.population)[: found.sample]
-            freeze(query, frame, user)
+            # The positives are read under the locks the label writes take (their final-label rows), in the
+            # writers' order (labels.writes._hold), so a write that confirms or overturns one either lands before
+            # the draw reads it or waits for the draw.
+            ids = [chosen_query.pk for chosen_query, _ in frames]
+            positives = Label.objects.select_for_update().filter(query_id__in=ids, value=LabelValue.RELEVANT)
+            list(positives.order_by("query_id", "image_id").values("pk"))
+            found = _situation(claim, request, frames)
+            _refuse_if_unready(found, request)
             check = CompletenessCheck.objects.create(
-                query=query, ordinal=found.ordinal, frame_kind=frame.spec.kind, frame_depth=frame.spec.depth,
-                frame_taxa=list(frame.spec.taxa), frame_size=len(frame.ids), frame_ids=pack(frame.ids),
-                found_ids=pack(found.positives), sampled_from=len(found.population), found_at_draw=found.found,
-                target_recall=request.target, confidence=request.confidence, tested_at=found.tested_at,
-                miss_rate=found.miss_rate, second_judgments=request.second_judgments, drawn_by=user,
-                looks=LOOKS, per_look_miss_rate=found.record.bound,
+                claim=claim, query=query, ordinal=found.ordinal,
+                scope=f"query {query.pk}" if query is not None else request.scope, target_recall=request.target,
+                confidence=request.confidence, tested_at=found.tested_at, miss_rate=found.miss_rate,
+                sampled_from=found.sampled_from, found_at_draw=found.found, second_judgments=request.second_judgments,
+                drawn_by=user, looks=LOOKS, per_look_miss_rate=found.record.bound,
             )  # fmt: skip
-            CheckImage.objects.bulk_create(
-                CheckImage(completeness_check=check, image_id=int(image_id), position=n)
-                for n, image_id in enumerate(sample)
-            )
-            if request.second_judgments:  # a fresh look at an image someone judged is blind to the old vote
-                seal_judged(query.pk, sample.tolist())
-            if not len(sample):  # the frame is all settled, or too small to hide the target: decided at once
+            _keep(check, found, user)
+            if not found.sample:  # the frames are all settled, or too small to hide the target: decided at once
                 decide(check, progress(check))
-    except IntegrityError:  # another draw committed first (the one-open-check constraint)
+    except IntegrityError:  # another draw committed first (the one-open-check constraints)
         current = open_check(query)
         if current is None:
             raise
@@ -257,19 +360,70 @@ def draw(query: Query, request: CheckRequest, user: Writer) -> tuple[Completenes
     return check, True
 
 
+def _refuse_if_unready(found: Situation, request: CheckRequest) -> None:
+    where = "the frame" if found.claim == QUERY else "the frames"
+    if found.unconfirmed and not request.with_unconfirmed:
+        raise BadCheck(unconfirmed_words(found.unconfirmed, found.sample, found.after_confirmation, where))
+    if found.sample is None:
+        raise BadCheck(_uncertifiable(found, request))
+
+
 def _continues(check: CompletenessCheck, request: CheckRequest) -> None:
-    """A request that meets an open check continues it, unless it declares another frame: BadCheck then, rather than
-    answering with a check over a frame the request did not ask for."""
+    """A request that meets a query's open check continues it, unless it declares another frame: BadCheck then,
+    rather than answering with a check over a frame the request did not ask for."""
     declared = request.frame
-    if declared is None:
+    if declared is None or check.claim != QUERY:
         return
+    frame = check.stratum
     top = CompletenessCheck.Frame.TOP
-    if declared.kind != check.frame_kind or (declared.kind == top and declared.depth != check.frame_depth):
+    if declared.kind != frame.frame_kind or (declared.kind == top and declared.depth != frame.frame_depth):
         raise BadCheck(
-            f"Check {check.ordinal} of query {check.query_id} is open over its own frame ({check.frame_kind}"
-            f"{f', depth {check.frame_depth}' if check.frame_depth else ''}): label its sample first; a new frame is "
+            f"Check {check.ordinal} of query {check.query_id} is open over its own frame ({frame.frame_kind}"
+            f"{f', depth {frame.frame_depth}' if frame.frame_depth else ''}): label its sample first; a new frame is "
             "declared at the next draw."
         )
+
+
+def _keep(check: CompletenessCheck, found: Situation, user: Writer) -> None:
+    """The strata, and a simple random sample of the union of their populations. Fresh entropy, not a seed an
+    annotator could replay: the sample must be as random to them as to the test."""
+    strata = found.strata
+    pairs_query = np.concatenate([np.full(len(s.population), n, dtype=np.int64) for n, s in enumerate(strata)])
+    pairs_image = np.concatenate([s.population for s in strata])
+    drawn = np.random.default_rng().permutation(len(pairs_image))[: found.sample or 0]
+    for s in strata:
+        freeze(s.query, s.frame, user)
+    CheckStratum.objects.bulk_create(
+        [
+            CheckStratum(
+                completeness_check=check,
+                query=s.query,
+                frame_kind=s.frame.spec.kind,
+                frame_depth=s.frame.spec.depth,
+                frame_taxa=list(s.frame.spec.taxa),
+                frame_size=len(s.frame.ids),
+                frame_ids=pack(s.frame.ids),
+                found_ids=pack(s.positives),
+                sampled_from=len(s.population),
+            )  # fmt: skip
+            for s in strata
+        ],
+        batch_size=ROWS,
+    )
+    rows = [
+        CheckImage(
+            completeness_check=check, query=strata[int(pairs_query[n])].query, image_id=int(pairs_image[n]), position=p
+        )
+        for p, n in enumerate(drawn)
+    ]
+    CheckImage.objects.bulk_create(rows, batch_size=ROWS)
+    if not check.second_judgments:
+        return
+    by_query: dict[int, list[int]] = {}
+    for row in rows:
+        by_query.setdefault(row.query_id, []).append(row.image_id)
+    for query_id, image_ids in by_query.items():  # a fresh look at a pair someone judged is blind to the old vote
+        seal_judged(query_id, image_ids)
 
 
 def seal_judged(query_id: int, sample: list[int]) -> None:
@@ -296,6 +450,8 @@ def unconfirmed_words(unconfirmed: int, now: int | None, after: int | None, wher
 
 
 def _uncertifiable(found: Situation, request: CheckRequest) -> str:
+    if found.claim == BENCHMARK:
+        return f"No sample can certify {request.target:.0%} over these frames: confirm more positives first."
     return (
         f"No sample can certify {request.target:.0%} over this frame at check {found.ordinal}: with "
         f"{found.found} confirmed positives, one missing positive already puts recall under the target, and the "
@@ -304,171 +460,62 @@ def _uncertifiable(found: Situation, request: CheckRequest) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Progress:
-    size: int
-    labeled: int  # sampled images with all their looks
-    positives: int  # sampled images an adjudicator called relevant or unsure (with second looks off: final label)
-    second: list[int]  # sampled images waiting for another blind look
-    adjudication: list[int]  # sampled images waiting for an adjudicator: split looks, or a positive to confirm
-    unjudged: list[int]  # sampled images nobody has judged, in the sample's order
-    order: list[int]  # the sample, in its random order
-
-    @property
-    def pending(self) -> int:
-        return len(self.second) + len(self.adjudication)
-
-    @property
-    def complete(self) -> bool:
-        return not self.unjudged and not self.pending
-
-
-def sample_figures(parts: Iterable[Progress]) -> dict[str, int]:
-    """A sample's figures as every report shows them (one query's check: one part; the benchmark's: a part per
-    query), in images, and they add up: size = labeled + waiting_for_look + left; the images waiting for an
-    adjudicator are among those labeled (their looks are in) and `pending` is both waits together."""
-    parts = list(parts)
-    figures = {
-        "size": sum(p.size for p in parts),
-        "labeled": sum(p.labeled for p in parts),
-        "positives": sum(p.positives for p in parts),
-        "pending": sum(p.pending for p in parts),
-        "left": sum(len(p.unjudged) for p in parts),
-        "waiting_for_look": sum(len(p.second) for p in parts),
-        "waiting_for_adjudicator": sum(len(p.adjudication) for p in parts),
-    }
-    return figures
-
-
-def withheld_figures(size: int) -> dict[str, int | None]:
-    """A sample's figures for a viewer who judges some of it blind: its size alone (how many looks were given would
-    tell who has judged what they judge)."""
-    return {"size": size, **dict.fromkeys(SAMPLE_FIGURES, None)}
-
-
-SAMPLE_FIGURES = ("labeled", "positives", "pending", "left", "waiting_for_look", "waiting_for_adjudicator")
-
-
-def progress(check: CompletenessCheck) -> Progress:
-    """How far `check`'s labeling has come, read from the judgments and final labels now (reads only)."""
-    sample = list(check.images.order_by("position").values_list("image_id", flat=True))
-    return looks_at(check.query, sample, check.second_judgments, since=fresh_since(check), looks=check.looks)
-
-
-def judged_by_everyone(query: Query, image_ids: list[int]) -> list[int]:
-    """Those of `image_ids` (a check's images still wanting a look) that every person who has judged any image of
-    `query` has judged already: nobody on the query's team can give them a fresh look, so they wait for someone new
-    (reads only; names nobody and no vote, so blind viewers may read it)."""
-    if not image_ids:
-        return []
-    team = set(Judgment.objects.filter(query=query).values_list("annotator_id", flat=True).distinct())
-    if not team:
-        return []
-    judged: dict[int, set[int]] = {}
-    for image_id, annotator_id in Judgment.objects.filter(query=query, image_id__in=image_ids).values_list(
-        "image_id", "annotator_id"
-    ):
-        judged.setdefault(image_id, set()).add(annotator_id)
-    return [image_id for image_id in image_ids if judged.get(image_id, set()) >= team]
-
-
-def fresh_since(check: CompletenessCheck | Any) -> Any:
-    """From when a judgment is a look of `check` (its draw); None for a check drawn before issue 62, whose images
-    wanted two judgments in all."""
-    return check.created_at if check.looks else None
-
-
-def looks_at(
-    query: Query, sample: list[int], second_judgments: bool = True, since: Any = None, looks: int = 0
-) -> Progress:
-    """The looks a check's `sample` of `query` has had (in the sample's order): which wait for a look, which for an
-    adjudicator, and the positives counted (reads only). `since`: only judgments given from then on are looks,
-    `looks` of them wanted; None: the older rule, every judgment counts and two are wanted."""
-    counts, called = _looks_given(query, sample, since)
-    if since is not None:
-        wanted = max(1, looks)
-    else:
-        wanted = max(2, query.judgments_wanted) if second_judgments else 1
-        called = set()  # the older rule reads the final label alone
-    looked = [image_id for image_id in sample if counts.get(image_id, 0) >= wanted]
-    adjudication, positives = _decided_or_waiting(query, looked, called, second_judgments)
-    return Progress(
-        size=len(sample),
-        labeled=len(looked),
-        positives=positives,
-        second=[image_id for image_id in sample if 0 < counts.get(image_id, 0) < wanted],
-        adjudication=adjudication,
-        unjudged=[image_id for image_id in sample if not counts.get(image_id, 0)],
-        order=sample,
-    )
-
-
-def _looks_given(query: Query, sample: list[int], since: Any) -> tuple[dict[int, int], set[int]]:
-    """How many judgments each sampled image has (from `since` on, where given), and those any of them called a
-    positive."""
-    given = Judgment.objects.filter(query=query, image_id__in=sample)
-    if since is not None:
-        given = given.filter(created_at__gte=since)
-    counts: dict[int, int] = {}
-    called: set[int] = set()
-    for image_id, value in given.values_list("image_id", "value"):
-        counts[image_id] = counts.get(image_id, 0) + 1
-        if value in SAMPLE_POSITIVE:
-            called.add(image_id)
-    return counts, called
-
-
-def _decided_or_waiting(
-    query: Query, looked: list[int], called: set[int], second_judgments: bool
-) -> tuple[list[int], int]:
-    """Of the images that had their looks: those waiting for an adjudicator (sorted), and the positives counted."""
-    rows = Label.objects.filter(query=query, image_id__in=looked).values_list("image_id", "value", "decided_by")
-    finals = {image_id: (value, decided_by) for image_id, value, decided_by in rows}
-    adjudication, positives = [], 0
-    for image_id in looked:
-        value, decided_by = finals.get(image_id, ("", ""))
-        # A look that called it a positive, or looks that split, go to the adjudicator whatever the old votes say.
-        doubted = value in SAMPLE_POSITIVE or image_id in called
-        if value == UNDECIDED or (second_judgments and doubted and decided_by != Decision.ADJUDICATED):
-            adjudication.append(image_id)
-        elif value in SAMPLE_POSITIVE:
-            positives += 1
-    return sorted(adjudication), positives
-
-
 def current(check: CompletenessCheck) -> Progress:
-    """`check`'s progress as a page shows it (reads only). A decided check's figures are its stored ones."""
+    """A query's check's progress as a page shows it (reads only). A decided check's figures are its stored ones."""
     if check.status != CompletenessCheck.Status.CHECKING:
         size = check.images.count()
         return Progress(size, size, check.positives or 0, second=[], adjudication=[], unjudged=[], order=[])
-    return progress(check)
+    assert check.query is not None, "a query's check"
+    return progress_of(check, check.query)
 
 
-def decide(check: CompletenessCheck, now: Progress) -> None:
-    found, outside = found_after(check.query, unpack(check.frame_ids), unpack(check.found_ids), now.order)
+def decide_if_complete(query_id: int, image_ids: Any = None, **_: Any) -> None:
+    """Decide the open checks that the write which just settled `image_ids` of `query_id` completed: called in the
+    write's transaction (annotator.labels' `judgments_settled` signal), never on a read."""
+    pairs = CheckImage.objects.filter(query_id=query_id, completeness_check__status=CompletenessCheck.Status.CHECKING)
+    if image_ids is not None:
+        pairs = pairs.filter(image_id__in=list(image_ids))
+    for check in CompletenessCheck.objects.filter(pk__in=pairs.values("completeness_check")).order_by("pk"):
+        if some_pair_wants_a_look(check):  # one query, not a progress of every stratum, on most writes
+            continue
+        now = progress(check)
+        if now.complete:
+            decide(check, now)
+
+
+def decide(check: CompletenessCheck, now: CheckProgress) -> None:
+    """Decide `check` on its looks `now`: its claim (certify.claim over the strata's counts together) stored, and
+    the sampled pairs opened (their looks are in: revisions now go to the adjudicator)."""
+    found = outside = 0
+    for frame in check.strata.select_related("query"):
+        order = now.of(frame.query_id).order
+        kept, later = found_after(frame.query, unpack(frame.frame_ids), unpack(frame.found_ids), order)
+        found += kept
+        outside += min(later, frame.sampled_from - len(order))
     claim = certify.claim(
         found, check.sampled_from, now.size, now.positives, check.target_recall, check.tested_at, check.miss_rate,
-        confirmed_outside=min(outside, check.sampled_from - now.size),
+        confirmed_outside=outside,
     )  # fmt: skip
     with transaction.atomic():
         if not CompletenessCheck.objects.select_for_update().filter(pk=check.pk, status="checking").exists():
-            check.refresh_from_db()  # another write decided it first
+            check.refresh_from_db()  # another write decided it first: the caller reads its decision, not a stale one
             return
         check.status = CompletenessCheck.Status.CERTIFIED if claim.certified else CompletenessCheck.Status.NOT_CERTIFIED
-        check.found, check.positives = found, now.positives
+        check.found, check.found_since, check.positives = found, outside, now.positives
         check.recall_lower_bound, check.p_value = claim.recall_lower_bound, claim.p_value
         check.missing_point, check.missing_low, check.missing_high = claim.missing
         check.decided_at = timezone.now()
         check.save()
-        sealed.open_images(check.query_id, now.order)  # its looks are in: revisions now go to the adjudicator
+        for query_id, sample in now.per_query.items():
+            sealed.open_images(query_id, sample.order)
 
 
 def found_after(
     query: Query, frame: npt.NDArray[np.int64], found_ids: npt.NDArray[np.int64], sample: list[int]
 ) -> tuple[int, int]:
-    """At a check's decision: (its confirmed positives at the draw still relevant, the frame's positives confirmed
-    since the draw outside the sample). The second are among the images the sample bounds (certify.claim's
-    `confirmed_outside`): found, though not known in advance."""
+    """At a check's decision: (a stratum's confirmed positives at the draw still relevant, the frame's positives
+    confirmed since the draw outside the sample). The second are among the images the sample bounds
+    (certify.claim's `confirmed_outside`): found, though not known in advance."""
     found = len(in_frame(found_ids, _final_ids(query, [LabelValue.RELEVANT])))
     later = in_frame(frame, confirmed_positives(query))
     outside = len(np.setdiff1d(np.setdiff1d(later, found_ids), np.asarray(sample, dtype=np.int64)))

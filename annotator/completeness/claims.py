@@ -3,7 +3,7 @@ completeness.json all read report(); the side pane's form reads form_choices()."
 
 from typing import Any
 
-from annotator.completeness import benchmark, looks
+from annotator.completeness import benchmark, checks, looks
 from annotator.completeness.advice import advice
 from annotator.completeness.check_requests import DEFAULT_DEPTH
 from annotator.completeness.checks import Progress, current, latest, open_check, sample_figures, withheld_figures
@@ -73,7 +73,7 @@ NO_CHECK = "No check yet: when the query looks done, staff draw a random check o
 
 def sampled_by(query: Query) -> int | None:
     """The number of the open benchmark check that samples `query`'s frame, or None."""
-    pooled = benchmark.open_check()
+    pooled = checks.open_check()
     return pooled.ordinal if pooled is not None and pooled.strata.filter(query=query).exists() else None
 
 
@@ -99,8 +99,8 @@ def reports(query_ids: Any = None) -> list[dict[str, Any]]:
 def completeness_file(query_ids: Any = None) -> dict[str, Any]:
     """What completeness.json holds: both kinds of claim, each query's and the benchmark's (the latest benchmark
     check, or None)."""
-    latest = benchmark.latest()
-    return {"queries": reports(query_ids), "benchmark": None if latest is None else benchmark.report(latest)}
+    pooled = checks.latest()
+    return {"queries": reports(query_ids), "benchmark": None if pooled is None else benchmark.report(pooled)}
 
 
 def query_claims(data: Any) -> list[dict[str, Any]]:
@@ -120,15 +120,16 @@ def _report(query: Query) -> dict[str, Any]:
         }  # fmt: skip
     now = current(check)
     decided = check.status != CompletenessCheck.Status.CHECKING
+    frame = check.stratum
     return {
         "query_id": query.pk,
         "status": check.status,
         "check": check.ordinal,
         "frame": {
-            "kind": check.frame_kind,
-            "depth": check.frame_depth,
-            "size": check.frame_size,
-            **({"taxa": check.frame_taxa} if check.frame_kind == CompletenessCheck.Frame.TAXA else {}),
+            "kind": frame.frame_kind,
+            "depth": frame.frame_depth,
+            "size": frame.frame_size,
+            **({"taxa": frame.frame_taxa} if frame.frame_kind == CompletenessCheck.Frame.TAXA else {}),
             "definition": frame_words(check),
         },  # fmt: skip
         "target_recall": check.target_recall,
@@ -167,13 +168,14 @@ def _estimated(check: CompletenessCheck) -> dict[str, float]:
 
 def frame_words(check: CompletenessCheck) -> str:
     """What the frame is, in the words every claim uses."""
-    size = f"{check.frame_size:,} images"
-    if check.frame_kind == CompletenessCheck.Frame.TOP:
-        what = f"the top {check.frame_depth:,} of the text and learned rankings, together"
-    elif check.frame_kind == CompletenessCheck.Frame.REVIEWED:
-        what = f"the images judged and the top {check.frame_depth:,} of the text and learned rankings, together"
-    elif check.frame_kind == CompletenessCheck.Frame.TAXA:
-        what = "the images of " + ", ".join(str(taxon) for taxon in check.frame_taxa)
+    frame = check.stratum
+    size = f"{frame.frame_size:,} images"
+    if frame.frame_kind == CompletenessCheck.Frame.TOP:
+        what = f"the top {frame.frame_depth:,} of the text and learned rankings, together"
+    elif frame.frame_kind == CompletenessCheck.Frame.REVIEWED:
+        what = f"the images judged and the top {frame.frame_depth:,} of the text and learned rankings, together"
+    elif frame.frame_kind == CompletenessCheck.Frame.TAXA:
+        what = "the images of " + ", ".join(str(taxon) for taxon in frame.frame_taxa)
     else:
         what = "the whole collection"
     return f"{what} ({size}), frozen {check.created_at:%Y-%m-%d}"

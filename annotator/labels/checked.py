@@ -3,7 +3,7 @@ a positive the looks agree on only there (annotator.completeness.checks says why
 
 from collections.abc import Iterable
 
-from annotator.models import BenchmarkCheck, BenchmarkImage, CheckImage, CompletenessCheck, LabelValue
+from annotator.models import CheckImage, CompletenessCheck, LabelValue
 
 # The final labels of a check's sampled image that an adjudicator confirms: unsure too, so doubt never helps a claim.
 CHECKED = (LabelValue.RELEVANT, LabelValue.UNSURE)
@@ -12,13 +12,11 @@ CHECKED = (LabelValue.RELEVANT, LabelValue.UNSURE)
 def sampled_images(query_id: int, image_ids: Iterable[int] | None = None) -> set[int]:
     """The images of `query_id` (among `image_ids`) in the sample of an open completeness check: the query's own
     (with second looks) or the benchmark's."""
-    own = CheckImage.objects.filter(
-        completeness_check__query_id=query_id,
+    pairs = CheckImage.objects.filter(
+        query_id=query_id,
         completeness_check__status=CompletenessCheck.Status.CHECKING,
         completeness_check__second_judgments=True,
     )
-    pooled = BenchmarkImage.objects.filter(query_id=query_id, benchmark__status=BenchmarkCheck.Status.CHECKING)
     if image_ids is not None:
-        wanted = list(image_ids)
-        own, pooled = own.filter(image_id__in=wanted), pooled.filter(image_id__in=wanted)
-    return set(own.values_list("image_id", flat=True)) | set(pooled.values_list("image_id", flat=True))
+        pairs = pairs.filter(image_id__in=list(image_ids))
+    return set(pairs.values_list("image_id", flat=True))

@@ -61,7 +61,8 @@ def with_label_counts(queries: "QuerySet[Query]") -> "QuerySet[CountedQuery]":
 def _claim_order() -> Any:
     """The recall lower bound of the query's latest completeness check; -1 with no check or one still open, so that
     sorting by it puts the best-vouched queries at one end and those with nothing to vouch for at the other."""
-    latest = CompletenessCheck.objects.filter(query=OuterRef("pk")).order_by("-ordinal").values("recall_lower_bound")
+    own = CompletenessCheck.objects.filter(claim=CompletenessCheck.Claim.QUERY, query=OuterRef("pk"))
+    latest = own.order_by("-ordinal").values("recall_lower_bound")
     return Coalesce(Subquery(latest[:1]), Value(-1.0), output_field=FloatField())
 
 

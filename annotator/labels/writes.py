@@ -31,8 +31,7 @@ from annotator.labels import final, sealed, tallies
 from annotator.labels.checked import CHECKED, sampled_images
 from annotator.labels.sealed import Writer
 from annotator.models import (
-    BenchmarkCheck,
-    BenchmarkImage,
+    CheckImage,
     CompletenessCheck,
     Decision,
     ImportBatch,
@@ -337,8 +336,7 @@ def _query_as_written(query_id: int) -> Any:  # a Query with two annotations myp
     return (
         Query.objects.only("locked", "final_rule", "judgments_wanted")
         .annotate(
-            checking=Exists(_OPEN_CHECKS.filter(query=OuterRef("pk")))
-            | Exists(_OPEN_BENCHMARK.filter(query=OuterRef("pk"))),
+            checking=Exists(_OPEN_PAIRS.filter(query=OuterRef("pk"))),
             sampled=Exists(OverlapImage.objects.filter(query=OuterRef("pk"))),
         )
         .get(pk=query_id)
@@ -351,8 +349,7 @@ def _keep_blind_votes(query_id: int, user: User, plans: dict[int, _Plan]) -> Non
     sealed.keep_votes(query_id, [(i, user.pk, plans[i].value) for i in under_seal if plans[i].value])
 
 
-_OPEN_CHECKS = CompletenessCheck.objects.filter(status=CompletenessCheck.Status.CHECKING)
-_OPEN_BENCHMARK = BenchmarkImage.objects.filter(benchmark__status=BenchmarkCheck.Status.CHECKING)
+_OPEN_PAIRS = CheckImage.objects.filter(completeness_check__status=CompletenessCheck.Status.CHECKING)
 
 
 def _replay(judgment: Judgment | None, changes: list[LabelChange], source: str) -> _Plan:

@@ -19,12 +19,9 @@ they build on each other; the rest of the project imports them from here.
 """
 
 from annotator.models.completeness import (
-    BenchmarkCheck,
-    BenchmarkImage,
-    BenchmarkQuery,
     CheckImage,
+    CheckStratum,
     CompletenessCheck,
-    FreshLooks,
     QueryFrame,
     pack_ids,
     unpack_ids,
@@ -72,16 +69,13 @@ from annotator.models.team import (
 
 __all__ = [
     "Assignment",
-    "BenchmarkCheck",
-    "BenchmarkImage",
-    "BenchmarkQuery",
     "BlindVote",
     "CheckImage",
+    "CheckStratum",
     "CompletenessCheck",
     "Decision",
     "FINAL_VALUES",
     "FinalRule",
-    "FreshLooks",
     "GeneratedImage",
     "ImportBatch",
     "Judgment",

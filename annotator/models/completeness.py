@@ -12,27 +12,18 @@ from annotator.models.queries import Query
 from catalog.models import Image
 
 
-class FreshLooks(models.Model):
-    """What a check's test assumed of its looks (issue 62), the same for a query's check and the benchmark's."""
+class CompletenessCheck(models.Model):
+    """A random check of completeness, of one query's frame or of the union of many queries' frames (the benchmark):
+    a simple random sample of the (query, image) pairs of its strata that were not confirmed positives when it was
+    drawn, each judged again, blind, like any other image, and the claim it supports (annotator.completeness.certify):
+    a query's recall, or the benchmark's micro-recall, at least a target with a confidence. A query's check is a
+    benchmark check of one query: one stratum, one sample, one decision (annotator.completeness.checks). The frames,
+    their positives at the draw and the sample are frozen in its strata and images, so the claim speaks of the images
+    it was drawn from whatever the index or the labels do later."""
 
-    looks = models.PositiveSmallIntegerField(
-        default=0,
-        help_text="Fresh looks (judgments given after the draw) each sampled image gets; 0: a check drawn before "
-        "issue 62, whose images wanted two judgments in all.",
-    )
-    per_look_miss_rate = models.FloatField(
-        null=True, blank=True, help_text="The per-look bound the test used (annotator.completeness.looks)."
-    )
-
-    class Meta:
-        abstract = True
-
-
-class CompletenessCheck(FreshLooks):
-    """A random check of a query's completeness (annotator.completeness.checks): a simple random sample of the images
-    of a frame that were not its positives when it was drawn, judged (again, blind) like any other image, and the
-    claim it supports (annotator.completeness.certify). The frame, its positives at the draw and the sample are frozen
-    here, so the claim speaks of the images it was drawn from whatever the index or the labels do later."""
+    class Claim(models.TextChoices):
+        QUERY = "query", "one query's recall"
+        BENCHMARK = "benchmark", "the benchmark's micro-recall over its queries' frames"
 
     class Frame(models.TextChoices):
         COLLECTION = "collection", "the whole collection"
@@ -45,53 +36,102 @@ class CompletenessCheck(FreshLooks):
         CERTIFIED = "certified", "certified"
         NOT_CERTIFIED = "not_certified", "not certified"
 
-    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="completeness_checks")
-    ordinal = models.PositiveSmallIntegerField(help_text="The query's 1st, 2nd... check (each spends half the error).")
-    frame_kind = models.CharField(max_length=12, choices=Frame.choices)
-    frame_depth = models.PositiveIntegerField(null=True, blank=True, help_text="`top` frames: ranks per ranking.")
-    frame_taxa = models.JSONField(default=list, blank=True, help_text="`taxa` frames: the taxa as given.")
-    frame_size = models.PositiveIntegerField()
-    frame_ids = models.BinaryField(help_text="The frame's image ids, packed (annotator.completeness.frames).")
-    found_ids = models.BinaryField(help_text="The frame's positives at the draw (final label relevant), packed.")
-    sampled_from = models.PositiveIntegerField(
-        help_text="The frame's images the sample was drawn from: all but its positives (with second judgments off, "
-        "only those nobody had judged)."
+    claim = models.CharField(max_length=12, choices=Claim.choices, help_text="Which claim the check tests.")
+    query = models.ForeignKey(
+        Query,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="completeness_checks",
+        help_text="A query's check: its query (a benchmark check names its queries in its strata).",
     )
-    found_at_draw = models.PositiveIntegerField(help_text="The frame's positives labeled at the draw.")
+    ordinal = models.PositiveIntegerField(
+        help_text="The query's (or the benchmark's) 1st, 2nd... check (each spends its share of the error)."
+    )
+    scope = models.CharField(max_length=200, help_text="Which queries: one, all, a split, or a list, in words.")
     target_recall = models.FloatField()
-    confidence = models.FloatField(help_text="The claim's, over all of the query's checks.")
+    confidence = models.FloatField(help_text="The claim's, over all of the query's (or the benchmark's) checks.")
     tested_at = models.FloatField(help_text="This check's own confidence (annotator.completeness.certify.tested_at).")
     miss_rate = models.FloatField(
         default=0.0, help_text="The bound the test assumes on the share of sampled positives its looks lose."
     )
+    sampled_from = models.PositiveIntegerField(
+        help_text="The pairs the sample was drawn from: all but the frames' confirmed positives (with second "
+        "judgments off, only those nobody had judged)."
+    )
+    found_at_draw = models.PositiveIntegerField(help_text="Confirmed positives in the frames at the draw.")
     second_judgments = models.BooleanField(
-        default=True, help_text="Positives (the frame's and the sample's) get a second blind judgment first."
+        default=True, help_text="Positives (the frames' and the sample's) get a second blind judgment first."
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.CHECKING)
-    # Filled when the check is decided: every sampled image labeled, every second judgment given.
-    found = models.PositiveIntegerField(null=True, blank=True, help_text="The frame's positives outside the sample.")
+    # Filled when the check is decided: every sampled pair looked at, every adjudication given.
+    found = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The frames' confirmed positives at the draw still relevant at the decision (a benchmark check "
+        "decided before annotator 0026: with those confirmed since the draw).",
+    )
+    found_since = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The frames' positives confirmed since the draw, outside the sample."
+    )
     positives = models.PositiveIntegerField(null=True, blank=True, help_text="Positives met in the sample.")
     recall_lower_bound = models.FloatField(null=True, blank=True)
     p_value = models.FloatField(null=True, blank=True)
     missing_point = models.FloatField(null=True, blank=True)
     missing_low = models.PositiveIntegerField(null=True, blank=True)
     missing_high = models.PositiveIntegerField(null=True, blank=True)
+    # What the test assumed of its looks (issue 62).
+    looks = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Fresh looks (judgments given after the draw) each sampled image gets; 0: a check drawn before "
+        "issue 62, whose images wanted two judgments in all.",
+    )
+    per_look_miss_rate = models.FloatField(
+        null=True, blank=True, help_text="The per-look bound the test used (annotator.completeness.looks)."
+    )
     drawn_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
     decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["query", "-ordinal"]
+        ordering = ["claim", "query", "-ordinal"]
         constraints = [
-            models.UniqueConstraint(fields=["query", "ordinal"], name="completeness_check_ordinal_once"),
-            # One open check a query: two admins drawing at once get the same one (checks.draw).
+            models.CheckConstraint(
+                condition=models.Q(claim="query", query__isnull=False)
+                | models.Q(claim="benchmark", query__isnull=True),
+                name="check_names_its_query_alone",
+            ),
             models.UniqueConstraint(
-                fields=["query"], condition=models.Q(status="checking"), name="completeness_check_one_open"
+                fields=["query", "ordinal"], condition=models.Q(claim="query"), name="check_ordinal_once_a_query"
+            ),
+            models.UniqueConstraint(
+                fields=["ordinal"], condition=models.Q(claim="benchmark"), name="check_ordinal_once_a_benchmark"
+            ),
+            # One open check a query, and one for the benchmark: two admins drawing at once get the same one.
+            models.UniqueConstraint(
+                fields=["query"], condition=models.Q(claim="query", status="checking"), name="check_one_open_a_query"
+            ),
+            models.UniqueConstraint(
+                fields=["claim"],
+                condition=models.Q(claim="benchmark", status="checking"),
+                name="check_one_open_benchmark",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"check {self.ordinal} of query {self.query_id}: {self.status}"
+        if self.claim == self.Claim.QUERY:
+            return f"check {self.ordinal} of query {self.query_id}: {self.status}"
+        return f"benchmark check {self.ordinal}: {self.status}"
+
+    @property
+    def stratum(self) -> "CheckStratum":
+        """A query's check: its one stratum (the query's frame as frozen at the draw), read once (or from a
+        prefetch of `strata`: the query list shows many checks' frames)."""
+        cached = getattr(self, "_stratum", None)
+        if cached is None:
+            (cached,) = self.strata.all()
+            self._stratum = cached
+        return cached
 
 
 def pack_ids(ids: "npt.NDArray[np.int64]") -> bytes:
@@ -127,94 +167,40 @@ class QueryFrame(models.Model):
         return f"frame of query {self.query_id}: {self.kind} ({self.size} images)"
 
 
+class CheckStratum(models.Model):
+    """One query's stratum of a check (a query's check has one): its frame as frozen at the draw, its confirmed
+    positives then, and how many of its images the sample was drawn from."""
+
+    completeness_check = models.ForeignKey(CompletenessCheck, on_delete=models.CASCADE, related_name="strata")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="+")
+    frame_kind = models.CharField(max_length=12, choices=CompletenessCheck.Frame.choices)
+    frame_depth = models.PositiveIntegerField(null=True, blank=True, help_text="`top` frames: ranks per ranking.")
+    frame_taxa = models.JSONField(default=list, blank=True, help_text="`taxa` frames: the taxa as given.")
+    frame_size = models.PositiveIntegerField()
+    frame_ids = models.BinaryField(help_text="The frame's image ids, packed (annotator.completeness.frames).")
+    found_ids = models.BinaryField(help_text="The frame's confirmed positives at the draw, packed.")
+    sampled_from = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["completeness_check", "query"]
+        constraints = [models.UniqueConstraint(fields=["completeness_check", "query"], name="check_stratum_once")]
+
+    def __str__(self) -> str:
+        return f"query {self.query_id} of {self.completeness_check}"
+
+
 class CheckImage(models.Model):
-    """An image of a completeness check's random sample, in the order it was drawn (the order it is shown)."""
+    """A (query, image) pair of a check's random sample, in the order drawn (the order it is shown)."""
 
     completeness_check = models.ForeignKey(CompletenessCheck, on_delete=models.CASCADE, related_name="images")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="+")
     image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="+")
     position = models.PositiveIntegerField()
 
     class Meta:
         ordering = ["completeness_check", "position"]
-        constraints = [models.UniqueConstraint(fields=["completeness_check", "image"], name="check_image_once")]
+        constraints = [models.UniqueConstraint(fields=["completeness_check", "query", "image"], name="check_pair_once")]
+        indexes = [models.Index(fields=["query", "image"], name="check_image_pair")]
 
     def __str__(self) -> str:
-        return f"image {self.image_id} of {self.completeness_check}"
-
-
-class BenchmarkCheck(FreshLooks):
-    """One random check over the union of several queries' frames (annotator.completeness.benchmark): a simple random
-    sample of the (query, image) pairs that were not confirmed positives at the draw, each given a fresh blind look,
-    and the claim it supports: micro-recall (every positive found in the frames over every positive in them) at
-    least a target, with a confidence."""
-
-    class Status(models.TextChoices):
-        CHECKING = "checking", "checking"
-        CERTIFIED = "certified", "certified"
-        NOT_CERTIFIED = "not_certified", "not certified"
-
-    ordinal = models.PositiveIntegerField(help_text="The 1st, 2nd... benchmark check (each spends its share).")
-    scope = models.CharField(max_length=200, help_text="Which queries: all, a split, or a list, in words.")
-    target_recall = models.FloatField()
-    confidence = models.FloatField(help_text="The claim's, over every benchmark check.")
-    tested_at = models.FloatField(help_text="This check's own confidence (annotator.completeness.certify.tested_at).")
-    miss_rate = models.FloatField(help_text="The bound the test assumes on the share of sampled positives lost.")
-    sampled_from = models.PositiveIntegerField(help_text="The pairs the sample was drawn from.")
-    found_at_draw = models.PositiveIntegerField(help_text="Confirmed positives in the frames at the draw.")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.CHECKING)
-    found = models.PositiveIntegerField(null=True, blank=True)
-    positives = models.PositiveIntegerField(null=True, blank=True, help_text="Positives met in the sample.")
-    recall_lower_bound = models.FloatField(null=True, blank=True)
-    p_value = models.FloatField(null=True, blank=True)
-    drawn_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
-    decided_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-ordinal"]
-        constraints = [
-            models.UniqueConstraint(fields=["ordinal"], name="benchmark_check_ordinal_once"),
-            models.UniqueConstraint(
-                fields=["status"], condition=models.Q(status="checking"), name="benchmark_check_one_open"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"benchmark check {self.ordinal}: {self.status}"
-
-
-class BenchmarkQuery(models.Model):
-    """One query's stratum of a benchmark check: its frame as frozen at the draw and its confirmed positives."""
-
-    benchmark = models.ForeignKey(BenchmarkCheck, on_delete=models.CASCADE, related_name="strata")
-    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="+")
-    frame_kind = models.CharField(max_length=12, choices=CompletenessCheck.Frame.choices)
-    frame_depth = models.PositiveIntegerField(null=True, blank=True)
-    frame_size = models.PositiveIntegerField()
-    frame_ids = models.BinaryField()
-    found_ids = models.BinaryField()
-    sampled_from = models.PositiveIntegerField()
-
-    class Meta:
-        ordering = ["benchmark", "query"]
-        constraints = [models.UniqueConstraint(fields=["benchmark", "query"], name="benchmark_query_once")]
-
-    def __str__(self) -> str:
-        return f"query {self.query_id} of {self.benchmark}"
-
-
-class BenchmarkImage(models.Model):
-    """A (query, image) pair of a benchmark check's random sample, in the order drawn."""
-
-    benchmark = models.ForeignKey(BenchmarkCheck, on_delete=models.CASCADE, related_name="images")
-    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="+")
-    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="+")
-    position = models.PositiveIntegerField()
-
-    class Meta:
-        ordering = ["benchmark", "position"]
-        constraints = [models.UniqueConstraint(fields=["benchmark", "query", "image"], name="benchmark_image_once")]
-        indexes = [models.Index(fields=["query", "image"], name="benchmark_image_pair")]
-
-    def __str__(self) -> str:
-        return f"image {self.image_id} of query {self.query_id} in {self.benchmark}"
+        return f"image {self.image_id} of query {self.query_id} in {self.completeness_check}"

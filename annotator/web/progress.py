@@ -76,7 +76,7 @@ def _dashboard_context(request: SignedInRequest, params: Any, benchmark_error: s
 def _benchmark_panel(request: SignedInRequest, error: str = "") -> dict[str, object]:
     """The dashboard's panel for the benchmark claim: the latest check as its report says it (figures withheld
     from a viewer who judges some of its pairs blind), and the form staff draw one with."""
-    check = benchmark.latest()
+    check = checks.latest()
     shown = None
     if check is not None:
         sight = visibility.of(request)
@@ -103,10 +103,10 @@ def draw_benchmark(request: SignedInRequest) -> HttpResponseBase:
     if form.get("split"):
         data["split"] = form["split"]
     try:
-        asked = benchmark.read_request(data)
-        if refused := visibility.of(request).refused_check([query.pk for query in benchmark.chosen(asked)]):
+        asked = check_requests.read_request(data, check_requests.BENCHMARK)
+        if refused := visibility.of(request).refused_check([query.pk for query in checks.chosen(asked)]):
             return _benchmark_refused(request, refused, 403)
-        check, drawn = benchmark.draw(asked, request.user)
+        check, drawn = checks.draw(None, asked, request.user)
     except BadCheck as bad:
         return _benchmark_refused(request, str(bad), 400)
     if not drawn:  # said in the panel, where the button was pressed, with what was asked and what is open

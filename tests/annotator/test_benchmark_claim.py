@@ -6,9 +6,9 @@ the data as it was."""
 import pytest
 from django.contrib.auth.models import User
 
-from annotator.completeness import benchmark, certify
+from annotator.completeness import certify, checks
 from annotator.labels import LabelChange, set_labels
-from annotator.models import BenchmarkCheck, BenchmarkImage, Judgment, Label, OverlapImage, Query, QueryFrame
+from annotator.models import CheckImage, CompletenessCheck, Judgment, Label, OverlapImage, Query, QueryFrame
 from search.facade import search
 from tests.annotator.claims_api import ONE_LOOK, api_for, check_candidates, label
 from tests.factories import database_snapshot
@@ -99,7 +99,7 @@ def test_the_pooled_check_is_labeled_through_each_querys_check_ranking_and_decid
         "Checking whether micro-recall is at least 50% with 90% confidence over the frames of 2 queries"
         in (shown["claim"])
     )
-    check = BenchmarkCheck.objects.get()
+    check = CompletenessCheck.objects.filter(claim="benchmark").get()
     pairs = list(check.images.order_by("position").values_list("query_id", "image_id"))
     assert len(pairs) == shown["sample"]["size"] > 0
     judged = {(q, i) for q, i in pairs if Judgment.objects.filter(query_id=q, image_id=i).exists()}
@@ -141,11 +141,11 @@ def test_a_positive_met_in_the_pooled_sample_is_adjudicated_and_names_its_query_
     ann, bob, admin = bench["annotator"], bench["bob"], bench["admin"]
     first, second = bench["queries"]
     draw(bench, split="val", target_recall=0.95)
-    check = BenchmarkCheck.objects.get()
+    check = CompletenessCheck.objects.filter(claim="benchmark").get()
     # A pair nobody judged before the draw: one Ann had called not relevant would come back "revised", not
     # "confirm" (the draw is random, so which kind comes first differs from run to run).
     met = (
-        BenchmarkImage.objects.filter(benchmark=check, query=second)
+        CheckImage.objects.filter(completeness_check=check, query=second)
         .exclude(image_id__in=Judgment.objects.filter(query=second).values("image_id"))
         .order_by("position")
         .first()
@@ -158,7 +158,9 @@ def test_a_positive_met_in_the_pooled_sample_is_adjudicated_and_names_its_query_
     waiting = api_for(admin).get(f"/api/queries/{second.pk}/disagreements/", {"pending": 1}).json()
     rows = waiting.get("results", waiting)
     assert [(row["image"], row["reason"]) for row in rows] == [(met.image_id, "confirm")]
-    assert BenchmarkCheck.objects.get().status == "checking"  # an agreed positive waits for its adjudicator
+    assert (
+        CompletenessCheck.objects.filter(claim="benchmark").get().status == "checking"
+    )  # an agreed positive waits for its adjudicator
     decided = api_for(admin).post(
         f"/api/queries/{second.pk}/adjudicate/", {"image": met.image_id, "value": "relevant"}, format="json"
     )
@@ -241,9 +243,9 @@ def test_no_get_writes_a_table_while_the_benchmark_check_is_open(bench, client):
             if hasattr(answer, "streaming_content"):
                 b"".join(answer.streaming_content)
     assert writes.seen == [], writes.seen
-    assert BenchmarkCheck.objects.get().status == "checking"
+    assert CompletenessCheck.objects.filter(claim="benchmark").get().status == "checking"
     label(bob, last[0], [last[1]], "not_relevant")
-    assert BenchmarkCheck.objects.get().status == "certified"
+    assert CompletenessCheck.objects.filter(claim="benchmark").get().status == "certified"
 
 
 def test_a_benchmark_draw_over_unconfirmed_positives_states_both_costs_and_waits_unless_told(bench):
@@ -275,7 +277,7 @@ def test_a_draw_with_a_check_open_still_refuses_unknown_queries_and_an_empty_spl
     assert unknown.status_code == 409 and "99999" in unknown.json()["detail"]
     empty = draw(bench, split="test")
     assert empty.status_code == 409 and "No query is in the test split" in empty.json()["detail"]
-    assert BenchmarkCheck.objects.count() == 1
+    assert CompletenessCheck.objects.filter(claim="benchmark").count() == 1
 
 
 def test_a_query_the_benchmark_check_samples_does_not_read_no_check_yet(bench):
@@ -293,11 +295,13 @@ def test_a_decision_that_loses_the_race_reads_the_one_that_won(bench):
     """Two writes settle the last pair together: the one that finds the check decided already leaves the stored
     decision as it is and reads it (its caller, the write's answer, must not say "checking")."""
     draw(bench, split="val")
-    stale = BenchmarkCheck.objects.get()  # the losing write's copy, read before the winner decided
-    BenchmarkCheck.objects.filter(pk=stale.pk).update(
-        status=BenchmarkCheck.Status.CERTIFIED, recall_lower_bound=0.9123, decided_at=stale.created_at
+    stale = CompletenessCheck.objects.filter(
+        claim="benchmark"
+    ).get()  # the losing write's copy, read before the winner decided
+    CompletenessCheck.objects.filter(claim="benchmark").filter(pk=stale.pk).update(
+        status=CompletenessCheck.Status.CERTIFIED, recall_lower_bound=0.9123, decided_at=stale.created_at
     )
-    benchmark.decide(stale, benchmark.progress(stale))
-    assert stale.status == BenchmarkCheck.Status.CERTIFIED and stale.recall_lower_bound == 0.9123
-    stored = BenchmarkCheck.objects.get()
+    checks.decide(stale, checks.progress(stale))
+    assert stale.status == CompletenessCheck.Status.CERTIFIED and stale.recall_lower_bound == 0.9123
+    stored = CompletenessCheck.objects.filter(claim="benchmark").get()
     assert stored.recall_lower_bound == 0.9123 and stored.decided_at == stale.created_at  # not decided again

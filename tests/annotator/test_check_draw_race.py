@@ -59,7 +59,7 @@ def test_a_check_drawn_while_positives_are_confirmed_freezes_one_consistent_mome
     results = run_per_image([[draw, *[confirm(i) for i in positives]]])
     assert not [r for r in results if isinstance(r, Exception)], results
     check = CompletenessCheck.objects.get()
-    found = set(unpack(check.found_ids).tolist())
+    found = set(unpack(check.stratum.found_ids).tolist())
     sample = set(check.images.values_list("image_id", flat=True))
     assert check.found_at_draw == len(found) and found <= set(positives)
     assert {i for i, at in committed.items() if at < drawn["start"]} <= found  # committed before: counted

@@ -378,7 +378,7 @@ def test_the_command_prints_each_claim_draws_one_and_refuses_with_a_reason(team,
     exported = json.loads((tmp_path / "out" / "completeness.json").read_text())
     rows = exported["queries"]
     assert [row["query_id"] for row in rows] == [query.pk] and rows[0]["status"] == "checking"
-    assert rows[0]["frame"]["size"] == check.frame_size and rows[0]["sample"]["size"] == check.images.count()
+    assert rows[0]["frame"]["size"] == check.stratum.frame_size and rows[0]["sample"]["size"] == check.images.count()
     assert exported["benchmark"] is None  # both kinds of claim: no benchmark check yet
     team["admin"].refresh_from_db()
     client = APIClient()
@@ -504,7 +504,7 @@ def test_before_any_draw_the_frames_single_positives_are_queued_and_the_advice_s
     drawn = api_for(admin).post(team["url"], {"target_recall": 0.5, "confidence": 0.9}, format="json")
     assert drawn.status_code == 201, drawn.content
     check = CompletenessCheck.objects.get()
-    assert check.found_at_draw == 6 and check.sampled_from == check.frame_size - 6
+    assert check.found_at_draw == 6 and check.sampled_from == check.stratum.frame_size - 6
     assert not set(check.images.values_list("image_id", flat=True)) & set(relevant[:-1])
     # The advice names what to label: the check's images (more review would not move the check), and the method
     # says how they are looked at.

@@ -8,9 +8,9 @@ import re
 import pytest
 from django.contrib.auth.models import User
 
-from annotator.completeness import benchmark, check_requests, checks
+from annotator.completeness import check_requests, checks
 from annotator.labels import LabelChange, set_labels
-from annotator.models import BenchmarkImage, CompletenessCheck
+from annotator.models import CheckImage, CompletenessCheck
 from search.facade import search
 
 pytestmark = pytest.mark.django_db
@@ -52,7 +52,9 @@ def test_mid_check_the_figures_add_up_and_agree(reviewed):
     query, client, ann, bob = reviewed["query"], reviewed["client"], reviewed["annotator"], reviewed["bob"]
     asked = {"target_recall": 0.8, "confidence": 0.9, "frame": {"kind": "collection"}}
     checks.draw(query, check_requests.read_request(asked), None)
-    sample = list(CompletenessCheck.objects.get().images.order_by("position").values_list("image_id", flat=True))
+    sample = list(
+        CompletenessCheck.objects.get(claim="query").images.order_by("position").values_list("image_id", flat=True)
+    )
     looked = fresh(sample, set(reviewed["top"]), 23)
     set_labels(query_id=query.pk, changes=[LabelChange(i, "not_relevant") for i in looked[:20]], user=bob,
                source="keyboard")  # fmt: skip
@@ -84,8 +86,12 @@ def test_mid_benchmark_check_the_query_says_it_is_sampled_and_its_share_adds_up(
     before = box(client, query)
     assert "no check yet" in before and "benchmark" not in before
 
-    check, _ = benchmark.draw(benchmark.read_request({"target_recall": 0.8, "confidence": 0.9}), None)
-    pairs = list(BenchmarkImage.objects.filter(benchmark=check).order_by("position").values_list("image_id", flat=True))
+    check, _ = checks.draw(
+        None, check_requests.read_request({"target_recall": 0.8, "confidence": 0.9}, "benchmark"), None
+    )
+    pairs = list(
+        CheckImage.objects.filter(completeness_check=check).order_by("position").values_list("image_id", flat=True)
+    )
     said = box(client, query)
     assert f"Completeness: in benchmark check {check.ordinal}" in said and "no check yet" not in said
     assert f"No check of its own yet; the open benchmark check {check.ordinal} samples this query's frame" in said
@@ -120,8 +126,12 @@ def test_once_every_pair_has_its_look_the_advice_is_to_wait_not_to_label(reviewe
     """Issue 64: after the annotators had judged every image of a benchmark check, the pane still said "Next:
     label". With every pair looked at and two positive looks waiting for an adjudicator, it says wait, and where."""
     query, client, bob = reviewed["query"], reviewed["client"], reviewed["bob"]
-    check, _ = benchmark.draw(benchmark.read_request({"target_recall": 0.8, "confidence": 0.9}), None)
-    pairs = list(BenchmarkImage.objects.filter(benchmark=check).order_by("position").values_list("image_id", flat=True))
+    check, _ = checks.draw(
+        None, check_requests.read_request({"target_recall": 0.8, "confidence": 0.9}, "benchmark"), None
+    )
+    pairs = list(
+        CheckImage.objects.filter(completeness_check=check).order_by("position").values_list("image_id", flat=True)
+    )
     unjudged = fresh(pairs, set(reviewed["top"]), len(pairs))
     # Bob looks at every pair: two positive looks among those nobody had judged, and Ann's earlier judgments agreed
     # with (a look at an image judged before the draw is blind to the old vote).

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from annotator.models import BenchmarkCheck, Query
+from annotator.models import CompletenessCheck, Query
 from evaluation.api_team import Member, follow_the_advice
 from search.facade import search
 from tests.annotator.claims_api import api_for
@@ -71,10 +71,10 @@ def test_a_team_that_follows_the_advice_confirms_before_it_draws_and_certifies(w
     ids, expert = [q.pk for q in queries], member(world, boss)
     spent = follow_the_advice(api, ids, people[0], people[1:], expert, "boss", strategy="text", max_rounds=300)
     assert set(spent.steps.values()) == {"done"}, spent
-    check = BenchmarkCheck.objects.order_by("-ordinal").first()
+    check = CompletenessCheck.objects.filter(claim="benchmark").order_by("-ordinal").first()
     assert check is not None and check.status == "certified", (spent, check)
     # The first draw came after the confirmations: it counted the positives found, and sampled the rest.
-    first = BenchmarkCheck.objects.get(ordinal=1)
+    first = CompletenessCheck.objects.filter(claim="benchmark").get(ordinal=1)
     assert spent.first_draw["found"] == first.found_at_draw > 0
     assert first.sampled_from == sum(row["sampled_from"] for row in spent.first_draw["queries"])
     assert first.looks == 1 and spent.adjudications >= first.found_at_draw  # each confirmed by the adjudicator

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from annotator.labels import LabelChange, set_labels
-from annotator.models import BenchmarkCheck, BenchmarkImage, Judgment, Label, Query
+from annotator.models import CheckImage, CompletenessCheck, Judgment, Label, Query
 from annotator.releases import publish as releases
 from search.facade import search
 from tests.browser.pages import log_in
@@ -46,8 +46,8 @@ def test_a_benchmark_check_drawn_from_the_dashboard_labeled_from_two_queries_pag
     page.wait_for_url("**/dashboard/#benchmark")
     expect(page.locator("#benchmark-status")).to_contain_text("checking")
     expect(page.locator("#benchmark-claim")).to_contain_text("over the frames of 2 queries")
-    check = BenchmarkCheck.objects.get()
-    pairs = {query.pk: list(BenchmarkImage.objects.filter(benchmark=check, query=query).order_by("position")
+    check = CompletenessCheck.objects.filter(claim="benchmark").get()
+    pairs = {query.pk: list(CheckImage.objects.filter(completeness_check=check, query=query).order_by("position")
                             .values_list("image_id", flat=True)) for query in (first, second)}  # fmt: skip
     assert all(pairs.values()), "the pooled sample holds pairs of both queries"
     page.locator("#benchmark").scroll_into_view_if_needed()
@@ -66,7 +66,7 @@ def test_a_benchmark_check_drawn_from_the_dashboard_labeled_from_two_queries_pag
     expect(refusal).to_contain_text("Nothing was drawn for the target 95% at 95% confidence over every query")
     expect(refusal).to_be_in_viewport()
     page.screenshot(path=str(artifacts / "benchmark-draw-while-open.png"))
-    assert BenchmarkCheck.objects.count() == 1
+    assert CompletenessCheck.objects.filter(claim="benchmark").count() == 1
 
     # Ann labels each query's pairs from its page, in the check ranking, with the keys.
     page.context.clear_cookies()
@@ -89,7 +89,9 @@ def test_a_benchmark_check_drawn_from_the_dashboard_labeled_from_two_queries_pag
             page.keyboard.press("ArrowRight")
         expect(page.locator("#save-status")).to_have_text("All changes saved")
         assert Judgment.objects.filter(query=query, annotator=ann, image_id__in=wanted).count() == len(wanted)
-    assert BenchmarkCheck.objects.get().status == "checking"  # each pair wants a second look
+    assert (
+        CompletenessCheck.objects.filter(claim="benchmark").get().status == "checking"
+    )  # each pair wants a second look
 
     for query in (first, second):  # Bob's looks, from his own pages: his last write decides the check
         mine = set(Judgment.objects.filter(query=query, annotator=bob).values_list("image_id", flat=True))

@@ -1,6 +1,8 @@
 """Issue 39 in a real Chromium: staff draw a completeness check from the side pane (its cost shown first), label
 its random sample with the keys in the "completeness check" ranking, and the claim appears in the side pane."""
 
+import re
+
 import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
@@ -40,8 +42,13 @@ def test_a_check_drawn_from_the_side_pane_labeled_with_the_keys_certifies(page, 
     # The cost is shown before drawing, for the frame as now chosen: top 50 of each ranking.
     frame = {"kind": "top", "depth": 50}
     asked = check_requests.read_request({"target_recall": 0.8, "confidence": 0.95, "frame": frame})
-    expect(cost).to_have_text(str(checks.situation(query, asked).sample), timeout=10_000)
+    said = checks.situation(query, asked)
+    expect(cost).to_have_text(str(said.sample), timeout=10_000)
     expect(page.locator("#check-cost")).to_contain_text("images each looked at once after the draw")
+    expect(page.locator("#check-cost")).to_contain_text(
+        f"a random sample of the {said.sampled_from} images of a frame of {said.frame_size} that are not its "
+        f"{said.found} confirmed positives"
+    )
     page.locator("#check-cost").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "completeness-cost.png"), full_page=False)
     wanted = int(cost.inner_text())
@@ -73,14 +80,17 @@ def test_a_check_drawn_from_the_side_pane_labeled_with_the_keys_certifies(page, 
         "Recall is at least 80% with 95% confidence over the frame"
     )
     expect(page.locator("#completeness-claim")).to_contain_text("positives outside the frame: not bounded")
-    expect(page.locator("#completeness-frame")).to_contain_text(f"({check.frame_size} images)")
+    expect(page.locator("#completeness-frame")).to_contain_text(f"({check.stratum.frame_size} images)")
     expect(page.locator("#completeness-bound")).to_contain_text(f"at {100 * tested:.2f}% confidence")
     expect(page.locator("#completeness-estimate")).to_contain_text("Positives in the frame")
     page.locator("#completeness-box").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "completeness-certified.png"), full_page=False)
 
     page.goto(f"{live_server.url}/dashboard/?sort=-claim")
-    expect(page.locator(f'tr[data-query-id="{query.pk}"] .claim')).to_have_text("✓ ≥80% @95%")
+    claim = page.locator(f'tr[data-query-id="{query.pk}"] .claim')
+    expect(claim).to_have_text("✓ ≥80% @95%")
+    frame = f"over its frame (the top of the text and learned rankings, {check.stratum.frame_size} images); check 1"
+    expect(claim).to_have_attribute("title", re.compile(re.escape(frame)))
     page.screenshot(path=str(artifacts / "completeness-dashboard.png"), full_page=True)
 
 

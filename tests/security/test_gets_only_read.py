@@ -13,7 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import clear_url_caches
 
-from annotator.completeness import benchmark, check_requests, checks
+from annotator.completeness import check_requests, checks
 from annotator.labels import LabelChange, set_labels
 from annotator.models import QueryExample
 from annotator.releases import publish as releases
@@ -42,7 +42,11 @@ def world(labeling, settings, tmp_path):
     releases.create("v1")
     checks.draw(query, check_requests.read_request({"target_recall": 0.5, "confidence": 0.9, "with_unconfirmed": True}),
                 None)  # fmt: skip
-    benchmark.draw(benchmark.read_request({"target_recall": 0.5, "confidence": 0.9, "with_unconfirmed": True}), None)
+    checks.draw(
+        None,
+        check_requests.read_request({"target_recall": 0.5, "confidence": 0.9, "with_unconfirmed": True}, "benchmark"),
+        None,
+    )
     QueryExample.objects.create(query=query, upload="examples/missing.png", relevant=True, note="waiting for it")
     judge = User.objects.create_user("judge", password="pw-judge-1")
     judge.user_permissions.add(Permission.objects.get(codename="adjudicate_labels"))

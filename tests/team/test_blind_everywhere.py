@@ -241,15 +241,15 @@ def test_a_blind_judge_learns_nothing_through_the_checks(sealed):
     counts, the claims, the advice and both dry runs, and they are the same byte for byte whatever Ann said. Issue 62:
     each sampled image wants one fresh look, so the ranking tells Bob that someone looked at an image (it leaves his
     list once Ann has), never what they said: the worlds compared are those where Ann judged."""
-    from annotator.completeness import benchmark, check_requests, checks
-    from annotator.models import BenchmarkImage, CompletenessCheck
+    from annotator.completeness import check_requests, checks
+    from annotator.models import CheckImage, CompletenessCheck
 
     query, client, ann = sealed["query"], sealed["client"], sealed["ann"]
     anyway = {"target_recall": 0.5, "confidence": 0.9, "with_unconfirmed": True}  # the sealed world's own clicks
     checks.draw(query, check_requests.read_request({**anyway, "frame": {"kind": "collection"}}), None)
-    benchmark.draw(benchmark.read_request(anyway), None)
-    drawn = set(CompletenessCheck.objects.get().images.values_list("image_id", flat=True))
-    drawn |= set(BenchmarkImage.objects.values_list("image_id", flat=True))
+    checks.draw(None, check_requests.read_request(anyway, "benchmark"), None)
+    drawn = set(CompletenessCheck.objects.get(claim="query").images.values_list("image_id", flat=True))
+    drawn |= set(CheckImage.objects.filter(completeness_check__claim="benchmark").values_list("image_id", flat=True))
     mine = set(Judgment.objects.filter(query=query, annotator=sealed["bob"]).values_list("image_id", flat=True))
     # The sampled images sealed to Bob: those someone had judged (a fresh look at them is blind to the old vote) and
     # the overlap sample's. An image nobody had judged wants one look, and once given nobody judges it blind.
