@@ -25,7 +25,7 @@ from typing import Any
 from annotator.completeness import certify, checks, looks
 from annotator.completeness.check_requests import CheckRequest
 from annotator.completeness.frames import unpack
-from annotator.completeness.sample_progress import CheckProgress, Progress, sample_figures, withheld_figures
+from annotator.completeness.sample_progress import CheckProgress, Progress, withheld_figures
 from annotator.models import CheckStratum, CompletenessCheck, Query
 
 
@@ -107,13 +107,8 @@ def report(check: CompletenessCheck, *, withheld: str = "") -> dict[str, Any]:
     together = 1 - 2 * (1 - check.confidence) / max(1, len(strata))
     rows = [_query_row(check, stratum, now.per_query.get(stratum.query_id), decided, together) for stratum in strata]
     shown: dict[str, Any] = {
-        "id": check.pk, "check": check.ordinal, "status": check.status, "scope": check.scope,
-        "target_recall": check.target_recall, "confidence": check.confidence, "tested_at": check.tested_at,
-        "miss_rate": check.per_look_miss_rate if check.looks else check.miss_rate,
-        "tested_miss_rate": check.miss_rate, "looks_per_pair": check.looks or 2,
-        "recall_lower_bound": check.recall_lower_bound if decided else None,
-        "found": found_at_decision(check) if decided else check.found_at_draw, "sampled_from": check.sampled_from,
-        "sample": sample_figures(now.per_query.values()),
+        **checks.report(check, list(now.per_query.values())), "id": check.pk, "scope": check.scope,
+        "looks_per_pair": check.looks or 2, "found": found_at_decision(check) if decided else check.found_at_draw,
         "queries": rows, "claim": claim_words(check, len(rows)),
         # Each query's own interval, uncorrected for the N of them (reads like a certificate; it is not one) ...
         "queries_above_target": _above(rows, "low", check.target_recall) if decided else None,
@@ -121,8 +116,6 @@ def report(check: CompletenessCheck, *, withheld: str = "") -> dict[str, Any]:
         "queries_above_target_corrected": _above(rows, "low_corrected", check.target_recall) if decided else None,
         "smallest_query": smallest(rows) if decided else None,
         "outside_frames": "positives outside the frames: not bounded",
-        "drawn_at": check.created_at.isoformat(),
-        "decided_at": check.decided_at.isoformat() if check.decided_at else None,
         "advice": advice(check, rows, now),
     }  # fmt: skip
     if withheld:  # nor how many looks were given: it would tell who has judged what the viewer judges blind

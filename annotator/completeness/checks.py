@@ -469,6 +469,23 @@ def current(check: CompletenessCheck) -> Progress:
     return progress_of(check, check.query)
 
 
+def report(check: CompletenessCheck, parts: list[Progress]) -> dict[str, Any]:
+    """What every check's report says, a query's and the benchmark's alike (annotator.completeness.claims and
+    .benchmark add what their claim says): its status and test, what it was drawn from, its sample's figures
+    (`parts`: its progress, per query) and, once decided, its bound."""
+    decided = check.status != CompletenessCheck.Status.CHECKING
+    return {
+        "status": check.status, "check": check.ordinal, "target_recall": check.target_recall,
+        "confidence": check.confidence, "tested_at": check.tested_at,
+        # The per-look bound the test took (a check drawn before issue 62: the pair's bound, all it had).
+        "miss_rate": check.per_look_miss_rate if check.looks else check.miss_rate, "tested_miss_rate": check.miss_rate,
+        "sampled_from": check.sampled_from, "sample": sample_figures(parts),
+        "recall_lower_bound": check.recall_lower_bound if decided else None,
+        "drawn_at": check.created_at.isoformat(),
+        "decided_at": check.decided_at.isoformat() if check.decided_at else None,
+    }  # fmt: skip
+
+
 def decide_if_complete(query_id: int, image_ids: Any = None, **_: Any) -> None:
     """Decide the open checks that the write which just settled `image_ids` of `query_id` completed: called in the
     write's transaction (annotator.labels' `judgments_settled` signal), never on a read."""

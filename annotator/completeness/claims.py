@@ -6,7 +6,7 @@ from typing import Any
 from annotator.completeness import benchmark, checks, looks
 from annotator.completeness.advice import advice
 from annotator.completeness.check_requests import DEFAULT_DEPTH
-from annotator.completeness.checks import Progress, current, latest, open_check, sample_figures, withheld_figures
+from annotator.completeness.checks import Progress, current, latest, open_check, withheld_figures
 from annotator.completeness.frames import MAX_DEPTH
 from annotator.models import CompletenessCheck, Query
 
@@ -122,9 +122,8 @@ def _report(query: Query) -> dict[str, Any]:
     decided = check.status != CompletenessCheck.Status.CHECKING
     frame = check.stratum
     return {
+        **checks.report(check, [now]),
         "query_id": query.pk,
-        "status": check.status,
-        "check": check.ordinal,
         "frame": {
             "kind": frame.frame_kind,
             "depth": frame.frame_depth,
@@ -132,24 +131,14 @@ def _report(query: Query) -> dict[str, Any]:
             **({"taxa": frame.frame_taxa} if frame.frame_kind == CompletenessCheck.Frame.TAXA else {}),
             "definition": frame_words(check),
         },  # fmt: skip
-        "target_recall": check.target_recall,
-        "confidence": check.confidence,
-        "tested_at": check.tested_at,
         "method": method(check.looks),
         "second_judgments": check.second_judgments,
-        "sample": sample_figures([now]),
         "found": check.found if decided else check.found_at_draw,
-        "sampled_from": check.sampled_from,
-        "recall_lower_bound": check.recall_lower_bound if decided else None,
         "p_value": check.p_value if decided else None,
         "estimated_positives": _estimated(check) if decided else None,
-        "miss_rate": check.per_look_miss_rate if check.looks else check.miss_rate,
-        "tested_miss_rate": check.miss_rate,
         "looks_per_image": check.looks or 2,
         "claim": claim_words(check) if decided else None,
         "outside_frame": OUTSIDE,
-        "drawn_at": check.created_at.isoformat(),
-        "decided_at": check.decided_at.isoformat() if check.decided_at else None,
         "next": next_step(check, now),
     }
 
