@@ -18,6 +18,7 @@ then meet more positives), so it is not offered until measured better.
 from typing import Any
 
 from annotator.completeness import benchmark, checks
+from annotator.completeness.sample_progress import Progress, judged_by_everyone, progress_of
 from annotator.models import (
     CompletenessCheck,
     Judgment,
@@ -50,7 +51,7 @@ def advice(query: Query, aim: str = "query") -> Advice:
 def _open_check(query: Query, aim: str, check: CompletenessCheck | None) -> Advice | None:
     if check is None or check.status != CompletenessCheck.Status.CHECKING:
         return None
-    now = checks.progress_of(check, query)
+    now = progress_of(check, query)
     if now.unjudged or now.second:
         said = _looks_left("Label the check's {left} looks left", now)
         return _said("label", said + _someone_new(query, now), CHECK)
@@ -59,7 +60,7 @@ def _open_check(query: Query, aim: str, check: CompletenessCheck | None) -> Advi
 
 def _open_benchmark_check(query: Query, aim: str, check: CompletenessCheck | None) -> Advice | None:
     pooled = checks.open_check()
-    now = None if pooled is None else checks.progress_of(pooled, query)
+    now = None if pooled is None else progress_of(pooled, query)
     return None if now is None or not now.order else _pooled(query, now)
 
 
@@ -103,7 +104,7 @@ def _review(query: Query, aim: str, check: CompletenessCheck | None) -> Advice:
     return _said("check", f"The last {WINDOW} judgments were {share:.0%} relevant: the ranking looks dry; {what}.")
 
 
-def _pooled(query: Query, pooled: checks.Progress) -> dict[str, Any]:
+def _pooled(query: Query, pooled: Progress) -> dict[str, Any]:
     """The step an open benchmark check asks of one of its queries: its pairs' looks, then the adjudicator."""
     if pooled.unjudged or pooled.second:
         said = _looks_left("Label this query's {left} looks left in the benchmark check", pooled)
@@ -114,7 +115,7 @@ def _pooled(query: Query, pooled: checks.Progress) -> dict[str, Any]:
     return _said("wait", "This query's pairs of the benchmark check have their looks; it waits for other queries.")
 
 
-def _looks_left(said: str, now: checks.Progress) -> str:
+def _looks_left(said: str, now: Progress) -> str:
     """The looks a check still wants (`said`, with {left}), in its two kinds, so that the counts the box shows beside
     it add up."""
     parts = []
@@ -126,9 +127,9 @@ def _looks_left(said: str, now: checks.Progress) -> str:
     return f"{said.format(left=left)}: {' and '.join(parts)} (ranking \u201ccompleteness check\u201d)."
 
 
-def _someone_new(query: Query, now: checks.Progress) -> str:
+def _someone_new(query: Query, now: Progress) -> str:
     """The sentence for a check's images nobody on the query's team can look at afresh (empty when there are none)."""
-    stuck = len(checks.judged_by_everyone(query, now.unjudged + now.second))
+    stuck = len(judged_by_everyone(query, now.unjudged + now.second))
     if not stuck:
         return ""
     return (f" {stuck} of them {'has' if stuck == 1 else 'have'} been judged by everyone who labels this query: "

@@ -25,7 +25,7 @@ from typing import Any
 from annotator.completeness import certify, checks, looks
 from annotator.completeness.check_requests import CheckRequest
 from annotator.completeness.frames import unpack
-from annotator.completeness.sample_progress import CheckProgress, Progress, withheld_figures
+from annotator.completeness.sample_progress import CheckProgress, Progress, progress, withheld_figures
 from annotator.models import CheckStratum, CompletenessCheck, Query
 
 
@@ -99,7 +99,7 @@ def _above(rows: list[dict[str, Any]], bound: str, target: float) -> int:
 def report(check: CompletenessCheck, *, withheld: str = "") -> dict[str, Any]:
     """The benchmark claim as the API, the dashboard and the releases give it. `withheld`: why the viewer may not
     read the sample's positives (they judge some of its pairs blind); those figures are then None."""
-    now = checks.progress(check)
+    now = progress(check)
     decided = check.status != CompletenessCheck.Status.CHECKING
     strata = list(check.strata.select_related("query").order_by("query_id"))
     # Bonferroni over the queries: each one-sided lower bound at alpha / N, so that every query counted above the

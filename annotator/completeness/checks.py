@@ -29,10 +29,11 @@ sizes its sample as if each were missing, which at the first check of a team tha
 the frame (issue 62: 19,830 of 20,660 pairs). So a draw with unconfirmed positives is refused, stating what it
 costs now and after confirmation, unless the request says `with_unconfirmed`.
 
-The sample is sized to certify the target when it counts at most one positive (or none, where one cannot), tested
-at the share of alpha its ordinal gets (certify.tested_at: 0.9 alpha first, the rest halving after). The check is
-decided by the write that settles its last sampled image (annotator.completeness.sampled.decide_if_complete, connected
-to annotator.labels' `judgments_settled` signal): reading a claim never writes one.
+A query's sample is sized to certify the target when it counts at most one positive (or none, where one cannot),
+the benchmark's when it counts a tenth of the misses the target allows (at most 20), tested at the share of alpha
+its ordinal gets (certify.tested_at: 0.9 alpha first, the rest halving after). The check is decided by the write
+that settles its last sampled pair (`decide_if_complete`, connected to annotator.labels' `judgments_settled`
+signal): reading a claim never writes one.
 
 Blind judges see nothing through a check: its candidates come in the sample's random order, and whether an image
 waits for a look depends on how many judged it, never on what they said.
@@ -53,13 +54,10 @@ from annotator.completeness.frames import BadCheck, Frame, NothingToCheckYet, fr
 from annotator.completeness.sample_progress import (
     CheckProgress,
     Progress,
-    judged_by_everyone,
-    looks_at,
     progress,
     progress_of,
     sample_figures,
     some_pair_wants_a_look,
-    withheld_figures,
 )
 from annotator.labels import sealed
 from annotator.labels.sealed import Writer
@@ -75,11 +73,6 @@ from annotator.models import (
     Query,
     QueryFrame,
 )
-
-__all__ = [  # what the pages and the API read through this module, beside its own
-    "CheckProgress", "Progress", "judged_by_everyone", "looks_at", "progress", "progress_of", "sample_figures",
-    "withheld_figures",
-]  # fmt: skip
 
 CONFIRMED = looks.CONFIRMED  # a positive the claim counts as found
 # A query's check is sized to certify when it counts this many positives: a dry-looking ranking still hides a few,

@@ -6,8 +6,9 @@ from typing import Any
 from annotator.completeness import benchmark, checks, looks
 from annotator.completeness.advice import advice
 from annotator.completeness.check_requests import DEFAULT_DEPTH
-from annotator.completeness.checks import Progress, current, latest, open_check, withheld_figures
+from annotator.completeness.checks import current, latest, open_check
 from annotator.completeness.frames import MAX_DEPTH
+from annotator.completeness.sample_progress import Progress, withheld_figures
 from annotator.models import CompletenessCheck, Query
 
 

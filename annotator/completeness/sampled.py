@@ -3,6 +3,7 @@ still wanting a look (the labeling page's "completeness check" ranking and the A
 Each check is decided by the write that settles its last pair (annotator.completeness.checks.decide_if_complete)."""
 
 from annotator.completeness import checks
+from annotator.completeness.sample_progress import progress_of
 from annotator.labels.sealed import Writer
 from annotator.models import Judgment, Query
 
@@ -16,7 +17,7 @@ def candidates(query: Query, viewer: Writer, k: int) -> list[int]:
     for check in (checks.open_check(query), checks.open_check()):
         if check is None:
             continue
-        now = checks.progress_of(check, query)
+        now = progress_of(check, query)
         order += [image_id for image_id in now.order if image_id not in wanting]
         wanting |= set(now.second) | set(now.unjudged)
     mine = Judgment.objects.filter(query=query, image_id__in=list(wanting))

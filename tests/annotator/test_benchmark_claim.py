@@ -6,7 +6,7 @@ the data as it was."""
 import pytest
 from django.contrib.auth.models import User
 
-from annotator.completeness import certify, checks
+from annotator.completeness import certify, checks, sample_progress
 from annotator.labels import LabelChange, set_labels
 from annotator.models import CheckImage, CompletenessCheck, Judgment, Label, OverlapImage, Query, QueryFrame
 from search.facade import search
@@ -301,7 +301,7 @@ def test_a_decision_that_loses_the_race_reads_the_one_that_won(bench):
     CompletenessCheck.objects.filter(claim="benchmark").filter(pk=stale.pk).update(
         status=CompletenessCheck.Status.CERTIFIED, recall_lower_bound=0.9123, decided_at=stale.created_at
     )
-    checks.decide(stale, checks.progress(stale))
+    checks.decide(stale, sample_progress.progress(stale))
     assert stale.status == CompletenessCheck.Status.CERTIFIED and stale.recall_lower_bound == 0.9123
     stored = CompletenessCheck.objects.filter(claim="benchmark").get()
     assert stored.recall_lower_bound == 0.9123 and stored.decided_at == stale.created_at  # not decided again
