@@ -2,12 +2,19 @@
 models the benchmark's checks had (so their ids, which the API shows, stay as they were); the query's checks move in
 with their frames as strata and their samples as pairs, keeping their ordinals, times and decisions, and the
 benchmark's models then take the names CompletenessCheck, CheckStratum and CheckImage. The claims and
-reports read the same after it (tests/test_migrations.py, on rows made at 0025 through the API)."""
+reports read the same after it, and every row is as it was after migrating back (tests/test_migrations.py, on rows
+made at 0025 through the API)."""
 
 import django.db.models.deletion
 from django.db import migrations, models
 
 ROWS = 5000
+# What a query's check keeps as it moves between the two models (its frame goes to and from its stratum).
+KEPT = (
+    "query_id", "ordinal", "target_recall", "confidence", "tested_at", "miss_rate", "sampled_from", "found_at_draw",
+    "second_judgments", "status", "found", "positives", "recall_lower_bound", "p_value", "missing_point",
+    "missing_low", "missing_high", "looks", "per_look_miss_rate", "drawn_by_id", "created_at", "decided_at",
+)  # fmt: skip
 
 
 def move_query_checks(apps, schema_editor):
@@ -18,14 +25,9 @@ def move_query_checks(apps, schema_editor):
     Check = apps.get_model("annotator", "BenchmarkCheck")
     Stratum = apps.get_model("annotator", "BenchmarkQuery")
     Pair = apps.get_model("annotator", "BenchmarkImage")
-    kept = (
-        "query_id", "ordinal", "target_recall", "confidence", "tested_at", "miss_rate", "sampled_from", "found_at_draw",
-        "second_judgments", "status", "found", "positives", "recall_lower_bound", "p_value", "missing_point",
-        "missing_low", "missing_high", "looks", "per_look_miss_rate", "drawn_by_id", "created_at", "decided_at",
-    )  # fmt: skip
     for old in Before.objects.order_by("pk").iterator():
         check = Check.objects.create(
-            claim="query", scope=f"query {old.query_id}", **{name: getattr(old, name) for name in kept}
+            claim="query", scope=f"query {old.query_id}", **{name: getattr(old, name) for name in KEPT}
         )
         Stratum.objects.create(
             benchmark=check, query_id=old.query_id, frame_kind=old.frame_kind, frame_depth=old.frame_depth,
@@ -45,14 +47,32 @@ def move_query_checks(apps, schema_editor):
         schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
-def refuse_to_lose_query_checks(apps, schema_editor):
-    """Back to two models only while no query has a check: moving them back is not written, and dropping them would
-    lose claims."""
-    if apps.get_model("annotator", "BenchmarkCheck").objects.filter(claim="query").exists():
-        raise RuntimeError(
-            "Queries have completeness checks in the one check model: migrating back before annotator 0026 would "
-            "lose them. Restore a backup taken before the upgrade instead."
+def move_query_checks_back(apps, schema_editor):
+    """Back to two models (a rollback of the upgrade): each query check into its own model again, its one stratum
+    as its frame, its pairs as its images; a benchmark check decided since counts its positives confirmed after the
+    draw in `found` again, as the old model did."""
+    Before = apps.get_model("annotator", "CompletenessCheck")
+    BeforeImage = apps.get_model("annotator", "CheckImage")
+    Check = apps.get_model("annotator", "BenchmarkCheck")
+    Stratum = apps.get_model("annotator", "BenchmarkQuery")
+    Pair = apps.get_model("annotator", "BenchmarkImage")
+    frame = ("frame_kind", "frame_depth", "frame_taxa", "frame_size", "frame_ids", "found_ids")
+    for check in Check.objects.filter(claim="query").order_by("pk").iterator():
+        stratum = Stratum.objects.get(benchmark=check)
+        old = Before.objects.create(
+            **{name: getattr(check, name) for name in KEPT}, **{name: getattr(stratum, name) for name in frame}
         )
+        sample = Pair.objects.filter(benchmark=check).order_by("position")
+        BeforeImage.objects.bulk_create(
+            (BeforeImage(completeness_check_id=old.pk, image_id=row.image_id, position=row.position) for row in sample),
+            batch_size=ROWS,
+        )
+    Check.objects.filter(claim="query").delete()  # their strata and pairs with them
+    for check in Check.objects.filter(found_since__gt=0):
+        check.found = (check.found or 0) + check.found_since
+        check.save(update_fields=["found"])
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
 class Migration(migrations.Migration):
@@ -127,7 +147,7 @@ class Migration(migrations.Migration):
             field=models.JSONField(blank=True, default=list, help_text="`taxa` frames: the taxa as given."),
         ),
         # The query's checks move in; their models go (with their tables' indexes, whose names the new ones take).
-        migrations.RunPython(move_query_checks, refuse_to_lose_query_checks),
+        migrations.RunPython(move_query_checks, move_query_checks_back),
         migrations.DeleteModel("CheckImage"),
         migrations.DeleteModel("CompletenessCheck"),
         # The benchmark's models take the one model's names.
