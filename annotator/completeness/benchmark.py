@@ -101,7 +101,7 @@ def report(check: CompletenessCheck, *, withheld: str = "") -> dict[str, Any]:
     read the sample's positives (they judge some of its pairs blind); those figures are then None."""
     now = progress(check)
     decided = check.status != CompletenessCheck.Status.CHECKING
-    strata = list(check.strata.select_related("query").order_by("query_id"))
+    strata = list(check.strata.defer("frame_ids").order_by("query_id"))  # a row names its frame, never its ids
     # Bonferroni over the queries: each one-sided lower bound at alpha / N, so that every query counted above the
     # target is so with the claim's confidence together (the two-sided interval at 1 - 2 alpha / N has that low end).
     together = 1 - 2 * (1 - check.confidence) / max(1, len(strata))

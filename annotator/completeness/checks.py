@@ -168,7 +168,7 @@ class Situation:
 def situation(query: Query | None, request: CheckRequest) -> Situation:
     """What drawing `request` now would freeze and cost (reads only): `query`'s check, or (None) the benchmark's
     over the queries the request names. BadCheck for a query with no labels, an empty frame, or no query chosen."""
-    return _situation(QUERY if query is not None else BENCHMARK, request, _frames(query, request))
+    return _situation(query, request, _frames(query, request))
 
 
 def _frames(query: Query | None, request: CheckRequest) -> list[tuple[Query, Frame]]:
@@ -208,9 +208,10 @@ def _has_labels(query: Query) -> None:
         )
 
 
-def _situation(claim: str, request: CheckRequest, frames: list[tuple[Query, Frame]]) -> Situation:
-    strata = [stratum(query, frame, request.second_judgments) for query, frame in frames]
-    ordinal = checks_of(claim, strata[0].query if claim == QUERY else None).count() + 1
+def _situation(query: Query | None, request: CheckRequest, frames: list[tuple[Query, Frame]]) -> Situation:
+    claim = _claim_of(query)
+    strata = [stratum(chosen_query, frame, request.second_judgments) for chosen_query, frame in frames]
+    ordinal = checks_of(query).count() + 1
     confidence = certify.tested_at(request.confidence, ordinal)
     found, population = sum(len(s.positives) for s in strata), sum(len(s.population) for s in strata)
     if claim == BENCHMARK and not population:
@@ -275,21 +276,21 @@ def _final_ids(query: Query, values: Any) -> list[int]:
     return list(Label.objects.filter(query=query, value__in=list(values)).values_list("image_id", flat=True))
 
 
-def checks_of(claim: str, query: Query | None = None) -> "QuerySet[CompletenessCheck]":
-    """The checks of `query` (claim "query"), or the benchmark's."""
-    if claim == QUERY:
+def checks_of(query: Query | None = None) -> "QuerySet[CompletenessCheck]":
+    """The checks of `query`, or (None) the benchmark's."""
+    if query is not None:
         return CompletenessCheck.objects.filter(claim=QUERY, query=query)
     return CompletenessCheck.objects.filter(claim=BENCHMARK)
 
 
 def open_check(query: Query | None = None) -> CompletenessCheck | None:
     """`query`'s open check, or (None) the benchmark's."""
-    return checks_of(_claim_of(query), query).filter(status=CompletenessCheck.Status.CHECKING).first()
+    return checks_of(query).filter(status=CompletenessCheck.Status.CHECKING).first()
 
 
 def latest(query: Query | None = None) -> CompletenessCheck | None:
     """`query`'s latest check, or (None) the benchmark's."""
-    return checks_of(_claim_of(query), query).order_by("-ordinal").first()
+    return checks_of(query).order_by("-ordinal").first()
 
 
 def _claim_of(query: Query | None) -> str:
@@ -333,7 +334,7 @@ def draw(query: Query | None, request: CheckRequest, user: Writer) -> tuple[Comp
             ids = [chosen_query.pk for chosen_query, _ in frames]
             positives = Label.objects.select_for_update().filter(query_id__in=ids, value=LabelValue.RELEVANT)
             list(positives.order_by("query_id", "image_id").values("pk"))
-            found = _situation(claim, request, frames)
+            found = _situation(query, request, frames)
             _refuse_if_unready(found, request)
             check = CompletenessCheck.objects.create(
                 claim=claim, query=query, ordinal=found.ordinal,

@@ -10,6 +10,7 @@ waits for a look depends on how many judged it, never on what they said, so blin
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, OuterRef, Subquery
@@ -84,7 +85,7 @@ def judged_by_everyone(query: Query, image_ids: list[int]) -> list[int]:
     return [image_id for image_id in image_ids if judged.get(image_id, set()) >= team]
 
 
-def fresh_since(check: CompletenessCheck | Any) -> Any:
+def fresh_since(check: CompletenessCheck) -> datetime | None:
     """From when a judgment is a look of `check` (its draw); None for a check drawn before issue 62, whose images
     wanted two judgments in all."""
     return check.created_at if check.looks else None
