@@ -76,6 +76,11 @@ def main() -> None:
         "the last windows expect (certify.tolerance_for_misses), or the larger of the two",
     )  # fmt: skip
     parser.add_argument(
+        "--whole-checks",
+        action="store_true",
+        help="look at every pair of a benchmark check, as before: not decided once it has counted more than it may",
+    )
+    parser.add_argument(
         "--through-api", action="store_true", help="the benchmark claim through the HTTP API beside the simulator"
     )
     parser.add_argument("--json", type=Path)
@@ -129,7 +134,7 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         noise=arguments.noise, expert_noise=arguments.expert_noise, target=arguments.target,
         confidence=arguments.confidence, extend=arguments.extend, design=design, pooled=arguments.pooled,
         after_failure=arguments.after_failure, annotators=arguments.annotators, window_rule=arguments.window,
-        ranking=arguments.ranking, sizing=arguments.sizing,
+        ranking=arguments.ranking, sizing=arguments.sizing, curtail=not arguments.whole_checks,
     )  # fmt: skip
 
 

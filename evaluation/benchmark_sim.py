@@ -37,6 +37,7 @@ from annotator.facade import (
     check_size,
     claim,
     missing_at_target,
+    most_positives,
     tested_at,
     tolerance_for_misses,
 )
@@ -84,6 +85,9 @@ class Settings:
     # What the reviewer labels: "learned", the simulator's own learned ranking, or "page", the batches the
     # candidates API gives (the team through the API labels those).
     ranking: str = "learned"
+    # A benchmark check decided as soon as it has counted more positives than it may (certify.most_positives), as
+    # the tool decides it (annotator.completeness.checks): its other pairs are not looked at. False: every pair is.
+    curtail: bool = True
 
 
 @dataclass
@@ -358,19 +362,31 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
             chosen = rng.permutation(len(pairs))[:size]
         first = first or {"found": found, "sampled_from": len(pairs), "sample": len(chosen), "tested_at": confidence,
                           "miss_rate": rate}  # fmt: skip
+        curtail = _most(options, nested, (found, len(pairs), len(chosen)), confidence, rate)
         try:
-            met, new, unsealed = _look_at_sample(runs, chosen, owner, pairs, looked, options)
+            met, new, unsealed, seen = _look_at_sample(runs, chosen, owner, pairs, looked, options, curtail)
         except NoFreshLook:  # the team cannot finish this check: the tool's check waits for someone new
             stuck = True
             break
         outside = 0 if nested is None else _confirmed_outside(runs, chosen, owner, pairs)
         said = claim(found, len(pairs), len(chosen), sum(met.values()), options.target, confidence, rate, outside)
         certified, lower = said.certified, said.recall_lower_bound
-        looked = len(chosen) if nested is not None else looked + len(chosen)
+        looked = len(chosen) if nested is not None else looked + seen
         if not certified:
-            after_failure(runs, options, new, unsealed, len(chosen))
+            after_failure(runs, options, new, unsealed, seen)
     checked = {"certified": certified, "checks": checks, "bound": lower, "stuck": stuck}
     return _claim_record(runs, options, seed, checked, sampled=looked, least=least, first=first)
+
+
+def _most(
+    options: Settings, nested: NestedChecks | None, check: tuple[int, int, int], confidence: float, rate: float
+) -> int | None:
+    """Where a check (found, population, size) stops being looked at (Settings.curtail, as the tool decides it): once
+    it has counted more than this many positives it cannot certify. None: every pair is looked at (curtail off; a
+    nested check's sizes are fixed in advance)."""
+    if not options.curtail or nested is not None:
+        return None
+    return most_positives(*check, options.target, confidence, rate)
 
 
 def _claim_record(
@@ -399,23 +415,31 @@ def _claim_record(
 
 
 def _look_at_sample(
-    runs: dict[int, QueryRun], chosen: np.ndarray, owner: np.ndarray, pairs: np.ndarray, looked: int, options: Settings
-) -> tuple[dict[int, int], dict[int, int], dict[int, list[int]]]:
+    runs: dict[int, QueryRun], chosen: np.ndarray, owner: np.ndarray, pairs: np.ndarray, looked: int, options: Settings,
+    curtail: int | None = None,
+) -> tuple[dict[int, int], dict[int, int], dict[int, list[int]], int]:  # fmt: skip
     """A benchmark check's sampled pairs looked at as the design says: per query the positives met, those met at
     pairs no earlier check had labeled (`looked` of a nested sample's order were), and its sampled images nobody had
-    judged (their looks are in the tool's window; the others are sealed). NoFreshLook when nobody can look."""
+    judged (their looks are in the tool's window; the others are sealed). NoFreshLook when nobody can look.
+    `curtail`: the pairs are looked at in the sample's order until more than that many positives are counted; the
+    last figure is how many were looked at."""
     met: dict[int, int] = {}
     new: dict[int, int] = {}
     unsealed: dict[int, list[int]] = {}
+    counted = seen = 0
     for position, n in enumerate(chosen.tolist()):
+        if curtail is not None and counted > curtail:
+            break
+        seen += 1
         query_id, image_id = int(owner[n]), int(pairs[n])
         if image_id not in runs[query_id].team.first:
             unsealed.setdefault(query_id, []).append(image_id)
         if _looked(runs[query_id], image_id, options):
+            counted += 1
             met[query_id] = met.get(query_id, 0) + 1
             if position >= looked or options.extend <= 1:
                 new[query_id] = new.get(query_id, 0) + 1
-    return met, new, unsealed
+    return met, new, unsealed, seen
 
 
 def _confirmed_outside(runs: dict[int, QueryRun], chosen: np.ndarray, owner: np.ndarray, pairs: np.ndarray) -> int:

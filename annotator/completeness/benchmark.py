@@ -66,11 +66,14 @@ def claim_words(check: CompletenessCheck, queries: int) -> str:
 
 
 def _query_row(
-    check: CompletenessCheck, stratum: CheckStratum, sample: Progress | None, decided: bool, together: float
-) -> dict[str, Any]:
+    check: CompletenessCheck, stratum: CheckStratum, sample: Progress | None, decided: bool, together: float,
+    early: bool = False,
+) -> dict[str, Any]:  # fmt: skip
     """One query's row of the report: its frame, what was found, its share of the sample, and (once the check is
     decided: an interval needs the whole sample looked at) its recall interval, also at `together`."""
     size = sample.size if sample else 0
+    if sample and early:  # decided early: its pairs not looked at bound nothing
+        size = sample.labeled - len(sample.adjudication)
     met = sample.positives if sample else 0
     found = len(unpack(stratum.found_ids))
     recall = None
@@ -105,7 +108,10 @@ def report(check: CompletenessCheck, *, withheld: str = "") -> dict[str, Any]:
     # Bonferroni over the queries: each one-sided lower bound at alpha / N, so that every query counted above the
     # target is so with the claim's confidence together (the two-sided interval at 1 - 2 alpha / N has that low end).
     together = 1 - 2 * (1 - check.confidence) / max(1, len(strata))
-    rows = [_query_row(check, stratum, now.per_query.get(stratum.query_id), decided, together) for stratum in strata]
+    early = checks.decided_early(check, now.size)
+    rows = [
+        _query_row(check, stratum, now.per_query.get(stratum.query_id), decided, together, early) for stratum in strata
+    ]
     shown: dict[str, Any] = {
         **checks.report(check, list(now.per_query.values())), "id": check.pk, "scope": check.scope,
         "looks_per_pair": check.looks or 2, "found": found_at_decision(check) if decided else check.found_at_draw,
@@ -119,7 +125,7 @@ def report(check: CompletenessCheck, *, withheld: str = "") -> dict[str, Any]:
         "advice": advice(check, rows, now),
     }  # fmt: skip
     if withheld:  # nor how many looks were given: it would tell who has judged what the viewer judges blind
-        shown["sample"] = withheld_figures(now.size)
+        shown["sample"], shown["decided_early"] = withheld_figures(now.size), None
         shown["queries"] = [{**row, "positives_in_sample": None, "recall": None} for row in rows]
         shown["queries_above_target"] = shown["queries_above_target_corrected"] = shown["smallest_query"] = None
         shown["advice"] = {"label_more": None, "reason": withheld}

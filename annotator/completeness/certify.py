@@ -207,9 +207,7 @@ def claim(
     after = found + positives + confirmed_outside  # the sample's positives are labeled now
     upper = max(missing_upper_bound(unlabeled, sample, positives, confidence, miss_rate), positives + confirmed_outside)
     bound = after / (found + upper) if found + upper else 1.0
-    # The boundary of "recall < target": K missing before the check, with recall after / (found + K).
-    at_target = missing_at_target(after, target) + positives + confirmed_outside
-    p_value = _lower_tail(positives, unlabeled, at_target, sample, miss_rate) if at_target <= unlabeled else 0.0
+    p_value = _p_value(found, unlabeled, sample, positives, target, miss_rate, confirmed_outside)
     return Claim(
         certified=p_value <= 1 - confidence,  # as the bound: recall_lower_bound >= target exactly then
         recall_lower_bound=bound,
@@ -217,6 +215,74 @@ def claim(
         missing=missing_interval(unlabeled, sample, positives, confidence, miss_rate),
         miss_rate=miss_rate,
     )
+
+
+def _p_value(
+    found: int, unlabeled: int, sample: int, positives: int, target: float, miss_rate: float, confirmed_outside: int
+) -> float:
+    """claim's p-value: the chance of counting `positives` or fewer at the boundary of "recall < target", the K
+    missing before the check at which recall, (found + positives + confirmed_outside) / (found + K), falls under it."""
+    at_target = missing_at_target(found + positives + confirmed_outside, target) + positives + confirmed_outside
+    return _lower_tail(positives, unlabeled, at_target, sample, miss_rate) if at_target <= unlabeled else 0.0
+
+
+def most_positives(
+    found: int, unlabeled: int, sample: int, target: float, confidence: float, miss_rate: float = 0.0,
+    confirmed_outside: int = 0,
+) -> int:  # fmt: skip
+    """The most positives a check of `sample` can count and still certify (claim's test, the same arguments); -1
+    when no count certifies. No count above it certifies (`counts_to_try` says why), so a check that has counted
+    more has failed whatever its other pairs show (can_certify). Fewer do not always certify: where few positives
+    are found, one more met can raise the boundary by two and certify where none did."""
+    counts = counts_to_try(found, unlabeled, sample, target, confidence, miss_rate, confirmed_outside)
+    alpha = 1 - confidence
+    tested = ((x, _p_value(found, unlabeled, sample, x, target, miss_rate, confirmed_outside)) for x in counts)
+    return max((x for x, p_value in tested if p_value <= alpha), default=-1)
+
+
+def can_certify(
+    found: int, unlabeled: int, sample: int, positives: int, target: float, confidence: float, miss_rate: float = 0.0,
+    confirmed_outside: int = 0,
+) -> bool:  # fmt: skip
+    """Whether a check that has counted `positives` in the part of its `sample` looked at so far may still certify
+    once the rest is: some count from `positives` up certifies (claim's test, the same arguments). When none does,
+    the check has failed whatever its other pairs show, and is decided then (annotator.completeness.checks): the
+    decision its whole sample would give, for fewer looks. Curtailed sampling can only turn a certificate into a
+    failure, never the reverse, so the claim's level holds whatever order the looks come in. Tried from
+    `positives` up, so a check that still can certify costs one test on most writes."""
+    _check(found, unlabeled, sample, positives, confidence, miss_rate)
+    counts = counts_to_try(found, unlabeled, sample, target, confidence, miss_rate, confirmed_outside)
+    alpha = 1 - confidence
+    return any(
+        _p_value(found, unlabeled, sample, x, target, miss_rate, confirmed_outside) <= alpha
+        for x in counts
+        if x >= positives
+    )
+
+
+def counts_to_try(
+    found: int, unlabeled: int, sample: int, target: float, confidence: float, miss_rate: float = 0.0,
+    confirmed_outside: int = 0,
+) -> range:  # fmt: skip
+    """The counts of positives a check of `sample` may certify at: every count above these fails claim's test.
+
+    Markov's inequality rules out the rest: at the boundary K(x) <= A + x / T of a count x (A = (found + c)(1 - T)
+    / T + 1 + c, c confirmed outside the sample), the count met has mean r K(x), r the sampled share times
+    1 - miss_rate, so P(met <= x) >= 1 - r K(x) / (x + 1), more than alpha once r (A + x / T) < (1 - alpha)(x + 1):
+    for every larger x when r / T < 1 - alpha. Where the largest count's boundary lies beyond the unlabeled images,
+    that count certifies whatever was met (claim's p-value 0): every count is tried then."""
+    _check(found, unlabeled, sample, 0, confidence, miss_rate)
+    _check_share("target", target)
+    if isinstance(confirmed_outside, bool) or not isinstance(confirmed_outside, int) or confirmed_outside < 0:
+        raise ValueError(f"confirmed_outside must be a whole number, 0 or more, not {confirmed_outside!r}.")
+    alpha, extra = 1 - confidence, confirmed_outside
+    if missing_at_target(found + sample + extra, target) + sample + extra > unlabeled:
+        return range(sample + 1)
+    share = (sample / unlabeled if unlabeled else 0.0) * (1 - miss_rate)
+    slope = share / target - (1 - alpha)
+    start = (found + extra) * (1 - target) / target + 2 + extra  # + 1: the target is read to six decimals
+    last = sample if slope >= 0 else min(sample, max(0, math.ceil((share * start - (1 - alpha)) / -slope)))
+    return range(last + 1)
 
 
 def check_size(

@@ -32,8 +32,9 @@ costs now and after confirmation, unless the request says `with_unconfirmed`.
 A query's sample is sized to certify the target when it counts at most one positive (or none, where one cannot),
 the benchmark's when it counts a tenth of the misses the target allows (at most 20), tested at the share of alpha
 its ordinal gets (certify.tested_at: 0.9 alpha first, the rest halving after). The check is decided by the write
-that settles its last sampled pair (`decide_if_complete`, connected to annotator.labels' `judgments_settled`
-signal): reading a claim never writes one.
+that settles its last sampled pair, or earlier by the one that makes its positives more than any certificate of
+its sample allows (`decide_if_complete`, connected to annotator.labels' `judgments_settled` signal): reading a
+claim never writes one.
 
 Blind judges see nothing through a check: its candidates come in the sample's random order, and whether an image
 waits for a look depends on how many judged it, never on what they said.
@@ -52,6 +53,7 @@ from annotator.completeness import certify, looks
 from annotator.completeness.check_requests import ADJUDICATOR, BENCHMARK, LOOKS, QUERY, CheckRequest
 from annotator.completeness.frames import BadCheck, Frame, NothingToCheckYet, frame_of, freeze, pack, unpack
 from annotator.completeness.sample_progress import (
+    SAMPLE_POSITIVE,
     CheckProgress,
     Progress,
     progress,
@@ -458,7 +460,8 @@ def current(check: CompletenessCheck) -> Progress:
     """A query's check's progress as a page shows it (reads only). A decided check's figures are its stored ones."""
     if check.status != CompletenessCheck.Status.CHECKING:
         size = check.images.count()
-        return Progress(size, size, check.positives or 0, second=[], adjudication=[], unjudged=[], order=[])
+        labeled = size if check.looked_at is None else check.looked_at
+        return Progress(size, labeled, check.positives or 0, second=[], adjudication=[], unjudged=[], order=[])
     assert check.query is not None, "a query's check"
     return progress_of(check, check.query)
 
@@ -475,50 +478,101 @@ def report(check: CompletenessCheck, parts: list[Progress]) -> dict[str, Any]:
         "miss_rate": check.per_look_miss_rate if check.looks else check.miss_rate, "tested_miss_rate": check.miss_rate,
         "sampled_from": check.sampled_from, "sample": sample_figures(parts),
         "recall_lower_bound": check.recall_lower_bound if decided else None,
+        # Decided before every pair was looked at: the sample had met more positives than a certificate allows.
+        "decided_early": early_words(check, sum(part.size for part in parts)) or None,
         "drawn_at": check.created_at.isoformat(),
         "decided_at": check.decided_at.isoformat() if check.decided_at else None,
     }  # fmt: skip
 
 
 def decide_if_complete(query_id: int, image_ids: Any = None, **_: Any) -> None:
-    """Decide the open checks that the write which just settled `image_ids` of `query_id` completed: called in the
-    write's transaction (annotator.labels' `judgments_settled` signal), never on a read."""
+    """Decide the open checks that the write which just settled `image_ids` of `query_id` completed, or failed: called
+    in the write's transaction (annotator.labels' `judgments_settled` signal), never on a read. A check fails as soon
+    as its sample has counted more positives than a certificate allows (`failed_already`), whatever its other pairs
+    would show: its team is not asked for looks that cannot change the decision."""
     pairs = CheckImage.objects.filter(query_id=query_id, completeness_check__status=CompletenessCheck.Status.CHECKING)
     if image_ids is not None:
         pairs = pairs.filter(image_id__in=list(image_ids))
     for check in CompletenessCheck.objects.filter(pk__in=pairs.values("completeness_check")).order_by("pk"):
-        if some_pair_wants_a_look(check):  # one query, not a progress of every stratum, on most writes
+        # One query, not a progress of every stratum, on most writes: only a write that completes the looks, or
+        # that may have counted a positive, can decide.
+        if some_pair_wants_a_look(check) and not _now_positive(query_id, pairs.filter(completeness_check=check)):
             continue
         now = progress(check)
-        if now.complete:
+        if now.complete or failed_already(check, now):
             decide(check, now)
 
 
-def decide(check: CompletenessCheck, now: CheckProgress) -> None:
-    """Decide `check` on its looks `now`: its claim (certify.claim over the strata's counts together) stored, and
-    the sampled pairs opened (their looks are in: revisions now go to the adjudicator)."""
+def _now_positive(query_id: int, pairs: "QuerySet[CheckImage]") -> bool:
+    """Whether any of `pairs` (sampled pairs of `query_id`) has a final label a sample counts as a positive."""
+    labels = Label.objects.filter(query_id=query_id, image_id__in=pairs.values("image_id"))
+    return labels.filter(value__in=SAMPLE_POSITIVE).exists()
+
+
+def failed_already(check: CompletenessCheck, now: CheckProgress) -> bool:
+    """Whether `check`'s sample has counted so many positives `now` that no count from there up certifies
+    (certify.can_certify, at the positives confirmed outside it so far): the check is then decided not certified
+    before its other pairs are looked at (curtailed sampling: it can only turn a certificate into a failure, never
+    the reverse, so the claim's level holds whatever order the looks come in)."""
+    found, outside = _found(check, now)
+    return not certify.can_certify(
+        found, check.sampled_from, now.size, now.positives, check.target_recall, check.tested_at, check.miss_rate,
+        outside,
+    )  # fmt: skip
+
+
+def _found(check: CompletenessCheck, now: CheckProgress) -> tuple[int, int]:
+    """(the strata's confirmed positives at the draw still relevant, their positives confirmed since the draw outside
+    the sample), summed over the strata (found_after)."""
     found = outside = 0
     for frame in check.strata.select_related("query"):
         order = now.of(frame.query_id).order
         kept, later = found_after(frame.query, unpack(frame.frame_ids), unpack(frame.found_ids), order)
         found += kept
         outside += min(later, frame.sampled_from - len(order))
+    return found, outside
+
+
+def decide(check: CompletenessCheck, now: CheckProgress) -> None:
+    """Decide `check` on its looks `now`: its claim (certify.claim over the strata's counts together) stored, and
+    the sampled pairs opened (their looks are in: revisions now go to the adjudicator). A check decided early
+    (failed_already) is not certified, and its bound and interval are read from the pairs decided then (the others
+    bound nothing): `looked_at` says how many."""
+    found, outside = _found(check, now)
+    looked = now.size if now.complete else now.labeled - sum(len(p.adjudication) for p in now.per_query.values())
     claim = certify.claim(
-        found, check.sampled_from, now.size, now.positives, check.target_recall, check.tested_at, check.miss_rate,
+        found, check.sampled_from, looked, now.positives, check.target_recall, check.tested_at, check.miss_rate,
         confirmed_outside=outside,
     )  # fmt: skip
     with transaction.atomic():
         if not CompletenessCheck.objects.select_for_update().filter(pk=check.pk, status="checking").exists():
             check.refresh_from_db()  # another write decided it first: the caller reads its decision, not a stale one
             return
-        check.status = CompletenessCheck.Status.CERTIFIED if claim.certified else CompletenessCheck.Status.NOT_CERTIFIED
-        check.found, check.found_since, check.positives = found, outside, now.positives
+        certified = claim.certified and now.complete
+        check.status = CompletenessCheck.Status.CERTIFIED if certified else CompletenessCheck.Status.NOT_CERTIFIED
+        check.found, check.found_since, check.positives, check.looked_at = found, outside, now.positives, looked
         check.recall_lower_bound, check.p_value = claim.recall_lower_bound, claim.p_value
         check.missing_point, check.missing_low, check.missing_high = claim.missing
         check.decided_at = timezone.now()
         check.save()
         for query_id, sample in now.per_query.items():
             sealed.open_images(query_id, sample.order)
+
+
+def decided_early(check: CompletenessCheck, size: int) -> bool:
+    """Whether `check` (of `size` sampled pairs) was decided before all of them were looked at."""
+    return check.looked_at is not None and check.looked_at < size
+
+
+def early_words(check: CompletenessCheck, size: int) -> str:
+    """How a check decided early was decided, in the words every report uses ("" for any other check)."""
+    if not decided_early(check, size):
+        return ""
+    met = check.positives or 0
+    return (
+        f"decided after {check.looked_at:,} of its {size:,} sampled pairs: they had met {met} positive"
+        f"{'' if met == 1 else 's'}, more than a certificate of this sample allows, so the rest were not looked at"
+    )
 
 
 def found_after(

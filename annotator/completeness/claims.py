@@ -48,7 +48,7 @@ def form_choices(query: Query, page_taxa: str) -> dict[str, Any]:
 
 
 # What a claim says that is read off every judgment of the frame, the sealed ones of an overlap sample too.
-WITHHELD_FIELDS = ("found", "recall_lower_bound", "p_value", "estimated_positives")
+WITHHELD_FIELDS = ("found", "recall_lower_bound", "p_value", "estimated_positives", "decided_early")
 
 
 def report(query: Query, *, withheld: str = "", aim: str = "query") -> dict[str, Any]:
@@ -203,6 +203,8 @@ def next_step(check: CompletenessCheck, now: Progress) -> str:
         )
     if check.status == CompletenessCheck.Status.NOT_CERTIFIED:
         met = check.positives or 0
+        if checks.decided_early(check, now.size):
+            return f"Not yet: the check was {checks.early_words(check, now.size)}; keep labeling and check again."
         return (
             f"Not yet: the check's sample held {met} positive{'' if met == 1 else 's'} the review had not "
             f"confirmed; keep labeling and check again."

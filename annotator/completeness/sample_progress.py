@@ -52,7 +52,8 @@ def sample_figures(parts: Iterable[Progress]) -> dict[str, int]:
         "labeled": sum(p.labeled for p in parts),
         "positives": sum(p.positives for p in parts),
         "pending": sum(p.pending for p in parts),
-        "left": sum(len(p.unjudged) for p in parts),
+        # Counted, not listed: a check decided early keeps how many of its pairs were looked at, not which.
+        "left": sum(p.size - p.labeled - len(p.second) for p in parts),
         "waiting_for_look": sum(len(p.second) for p in parts),
         "waiting_for_adjudicator": sum(len(p.adjudication) for p in parts),
     }

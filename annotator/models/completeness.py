@@ -64,7 +64,8 @@ class CompletenessCheck(models.Model):
         default=True, help_text="Positives (the frames' and the sample's) get a second blind judgment first."
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.CHECKING)
-    # Filled when the check is decided: every sampled pair looked at, every adjudication given.
+    # Filled when the check is decided: every sampled pair looked at and every adjudication given, or earlier once
+    # the sample has counted more positives than a certificate allows (looked_at).
     found = models.PositiveIntegerField(
         null=True,
         blank=True,
@@ -75,6 +76,13 @@ class CompletenessCheck(models.Model):
         null=True, blank=True, help_text="The frames' positives confirmed since the draw, outside the sample."
     )
     positives = models.PositiveIntegerField(null=True, blank=True, help_text="Positives met in the sample.")
+    looked_at = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The sampled pairs decided when the check was: fewer than the sample when it had already counted "
+        "more positives than a certificate allows (decided early; null: a check decided before annotator 0027, "
+        "every pair).",
+    )
     recall_lower_bound = models.FloatField(null=True, blank=True)
     p_value = models.FloatField(null=True, blank=True)
     missing_point = models.FloatField(null=True, blank=True)

@@ -173,6 +173,43 @@ def test_a_positive_met_in_the_pooled_sample_is_adjudicated_and_names_its_query_
         assert shown["advice"]["label_more"][0] == second.pk and str(second.pk) in shown["advice"]["reason"]
 
 
+def test_a_pooled_check_that_met_more_positives_than_it_may_is_decided_at_once_and_its_rows_say_so(bench):
+    """Curtailed sampling over the pooled sample: the adjudication that makes the positives met more than any
+    certificate of its size allows decides the benchmark check; each query's row reads only its pairs decided."""
+    ann, admin = bench["annotator"], bench["admin"]
+    queries = {query.pk: query for query in bench["queries"]}
+    draw(bench, split="val")
+    check = CompletenessCheck.objects.filter(claim="benchmark").get()
+    size = check.images.count()
+    most = certify.most_positives(14, check.sampled_from, size, 0.5, check.tested_at, ONE_LOOK)
+    fresh = [(q, i) for q, query in queries.items() for i in check_candidates(ann, query)][: most + 1]
+    assert most >= 0 and len(fresh) == most + 1 < size - 1, (most, size)
+    for query_id, image_id in fresh:
+        label(ann, queries[query_id], [image_id], "relevant")
+    for n, (query_id, image_id) in enumerate(fresh):
+        assert CompletenessCheck.objects.get(pk=check.pk).status == "checking", n  # it may still certify
+        adjudicated = api_for(admin).post(
+            f"/api/queries/{query_id}/adjudicate/", {"image": image_id, "value": "relevant"}, format="json"
+        )
+        assert adjudicated.status_code == 200, adjudicated.content
+    check.refresh_from_db()
+    assert check.status == "not_certified" and check.looked_at == check.positives == most + 1
+    shown = api_for(admin).get(URL).json()
+    assert f"decided after {most + 1} of its {size} sampled pairs" in shown["decided_early"]
+    assert shown["sample"]["labeled"] == most + 1 and shown["sample"]["left"] == size - most - 1
+    for row in shown["queries"]:
+        met = sum(1 for q, _ in fresh if q == row["query"])
+        assert row["sample_size"] == row["positives_in_sample"] == met  # the pairs decided, not the share drawn
+        low, high = certify.recall_interval(7, row["sampled_from"], met, met, 0.9, ONE_LOOK)
+        assert row["recall"]["low"] == pytest.approx(low, abs=1e-4)
+        assert row["recall"]["high"] == pytest.approx(high, abs=1e-4)
+    assert shown["advice"]["label_more"]
+    for query in queries.values():
+        assert check_candidates(ann, query) == [] and check_candidates(bench["bob"], query) == []
+    # Decided, its pairs are open (sealed.open_images): an annotator reads the same sentence as staff.
+    assert api_for(bench["bob"]).get(URL).json()["decided_early"] == shown["decided_early"]
+
+
 def test_a_blind_judge_reads_no_sampled_positive_and_the_same_order(bench):
     ann, bob = bench["annotator"], bench["bob"]
     first, _ = bench["queries"]

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import binom, hypergeom
 
 from annotator.completeness import certify
 
@@ -375,3 +376,65 @@ def test_the_tolerance_grows_with_the_expected_misses_and_stays_where_a_check_ca
 def test_expected_misses_that_are_no_count_are_refused_with_a_sentence(expected):
     with pytest.raises(ValueError, match="expected_misses must be a finite number"):
         certify.tolerance_for_misses(600, 10_000, 0.9, 0.955, 0.05, expected)
+
+
+ONE_FRESH_LOOK = certify.pair_miss_rate(0.05, 1, 0.0025)
+
+
+def certifies(found, unlabeled, sample, met, target, alpha, miss_rate, outside):
+    """claim()'s test restated from its doc, summed whole (no cut): is meeting `met` rarer than alpha at the
+    boundary of "recall < target"? (Its own p-value is checked against the exact enumeration above.)"""
+    boundary = certify.missing_at_target(found + met + outside, target) + met + outside
+    if boundary > unlabeled:
+        return True
+    held = np.arange(0, min(sample, boundary) + 1)
+    tail = np.sum(hypergeom(unlabeled, boundary, sample).pmf(held) * binom(held, 1 - miss_rate).cdf(met))
+    return tail <= alpha
+
+
+@pytest.mark.parametrize(
+    ("found", "unlabeled", "sample"),
+    # A team's check (46 found, 300 of 1,500), small frames where one more positive certifies where none did, and
+    # samples near the whole frame, where a large count's boundary lies beyond it.
+    [(46, 1500, 300), (7, 113, 41), (7, 113, 83), (0, 40, 35), (2, 60, 30), (1, 200, 100), (20, 90, 88)],
+)
+@pytest.mark.parametrize("target", [0.5, 0.75, 0.9])
+@pytest.mark.parametrize(("miss_rate", "outside"), [(0.0, 0), (ONE_FRESH_LOOK, 0), (ONE_FRESH_LOOK, 3)])
+def test_the_most_a_check_may_count_is_the_largest_count_that_certifies_and_none_above_it_does(
+    found, unlabeled, sample, target, miss_rate, outside
+):
+    """A check is decided not certified once no count from what it met up certifies (certify.can_certify): the
+    decision its whole sample would give. Every count the sample could hold is tested."""
+    alpha = 0.09
+    yes = [certifies(found, unlabeled, sample, x, target, alpha, miss_rate, outside) for x in range(sample + 1)]
+    most = max((x for x, certified in enumerate(yes) if certified), default=-1)
+    assert certify.most_positives(found, unlabeled, sample, target, 1 - alpha, miss_rate, outside) == most
+    for met in {0, max(0, most), most + 1, sample} & set(range(sample + 1)):  # claim() itself at the edges
+        said = certify.claim(found, unlabeled, sample, met, target, 1 - alpha, miss_rate, outside)
+        assert said.certified == yes[met], met
+    for met in {0, 1, most, most + 1, most + 2, sample // 2, sample} & set(range(sample + 1)):
+        still = certify.can_certify(found, unlabeled, sample, met, target, 1 - alpha, miss_rate, outside)
+        assert still == any(yes[met:]), met
+
+
+def test_where_few_positives_are_found_one_more_met_can_certify_where_none_did():
+    """Why a check is not decided on the first count that fails: with nothing found, meeting nothing leaves one
+    missing positive enough to sink recall, while meeting one raises the boundary by two."""
+    assert not certify.claim(0, 40, 35, 0, 0.5, 0.91, ONE_FRESH_LOOK).certified
+    assert certify.claim(0, 40, 35, 1, 0.5, 0.91, ONE_FRESH_LOOK).certified
+    assert certify.can_certify(0, 40, 35, 0, 0.5, 0.91, ONE_FRESH_LOOK)
+    assert certify.most_positives(0, 40, 35, 0.5, 0.91, ONE_FRESH_LOOK) == 35
+
+
+@pytest.mark.parametrize(
+    ("arguments", "sentence"),
+    [
+        ((5, 100, 10, 11, 0.9, 0.95), "cannot have met 11"),
+        ((5, 100, 10, -1, 0.9, 0.95), "positives must be a whole number"),
+        ((5, 100, 10, 1, 0.9, 0.95, 0.0, -2), "confirmed_outside must be a whole number"),
+        ((5, 100, 10, 1, 1.5, 0.95), "target must be a share"),
+    ],
+)
+def test_whether_a_check_can_still_certify_refuses_nonsense_with_a_sentence(arguments, sentence):
+    with pytest.raises(ValueError, match=sentence):
+        certify.can_certify(*arguments)

@@ -237,6 +237,39 @@ def test_every_sampled_image_gets_one_fresh_look_and_the_write_that_ends_the_che
     assert "err independently" in shown["claim"] and "not bounded" in shown["claim"] and "Done" in shown["next"]
 
 
+def test_a_check_that_met_more_positives_than_it_may_is_decided_without_its_other_looks(team):
+    """Curtailed sampling: once no count from the positives met up can certify, the write that counted the last one
+    decides the check not certified, and nobody is asked for looks that could not change that."""
+    query, ann, bob, admin = team["query"], team["annotator"], team["bob"], team["admin"]
+    confirm_positives(team)
+    draw(team, {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}})
+    check, sample = the_check(query)
+    most = certify.most_positives(7, check.sampled_from, len(sample), 0.5, check.tested_at, ONE_LOOK)
+    fresh = check_candidates(ann, query)[: most + 1]  # images Ann had not judged, in the sample's order
+    assert most >= 1 and len(fresh) == most + 1 < len(sample) - 1, (most, len(sample))
+    label(ann, query, fresh, "relevant")
+    for image_id in fresh[:-1]:
+        assert adjudicate(admin, query, image_id, "relevant").status_code == 200
+    assert CompletenessCheck.objects.get(pk=check.pk).status == "checking"  # `most` met: it may still certify
+    assert adjudicate(admin, query, fresh[-1], "unsure").status_code == 200  # unsure counts: doubt never helps
+    check.refresh_from_db()
+    assert check.status == "not_certified" and check.positives == check.looked_at == most + 1
+    # The whole sample would have said the same: no count from most + 1 up certifies.
+    tested = (check.found, check.sampled_from, len(sample))
+    assert not any(certify.claim(*tested, x, 0.5, check.tested_at, ONE_LOOK).certified for x in range(most + 1, 30))
+    shown = api_for(admin).get(team["url"]).json()
+    assert shown["status"] == "not_certified" and shown["sample"]["size"] == len(sample)
+    assert shown["sample"]["labeled"] == most + 1 and shown["sample"]["left"] == len(sample) - most - 1
+    early = f"decided after {most + 1} of its {len(sample)} sampled pairs"
+    assert early in shown["decided_early"] and early in shown["next"] and "Not certified" in shown["claim"]
+    # Its bound is read from the pairs decided, not from a sample of which most was never looked at.
+    assert shown["recall_lower_bound"] == pytest.approx(
+        certify.claim(*tested[:2], most + 1, most + 1, 0.5, check.tested_at, ONE_LOOK).recall_lower_bound
+    )
+    assert check_candidates(ann, query) == [] and check_candidates(bob, query) == []
+    assert api_for(ann).get(team["url"]).json()["advice"]["next"] != "wait"
+
+
 def test_two_agreeing_looks_wait_for_an_adjudicator_and_a_mistake_they_share_counts_nothing(team):
     query, ann, bob, admin = team["query"], team["annotator"], team["bob"], team["admin"]
     confirm_positives(team)

@@ -274,3 +274,24 @@ def test_a_check_sized_from_the_expected_misses_reads_the_last_windows_and_keeps
         sized[sizing] = run["first_check"]["sample"]
     assert sized["share"] != sized["misses"]  # this world: the two rules tolerate differently
     assert sized["larger"] == max(sized["share"], sized["misses"])  # the same first state: the larger tolerance
+
+
+def test_a_check_is_looked_at_in_its_order_until_it_has_counted_more_than_it_may():
+    """Settings.curtail, as the tool decides a check (annotator.completeness.checks.failed_already): the looks stop
+    once more positives are counted than a certificate allows, and the pairs after are neither looked at nor paid
+    for; without it every pair is."""
+    world = worlds.inquire_world(queries=4, median_positives=30, seed=2)
+    spent, seen = {}, {}
+    for curtail in (0, None):
+        options = benchmark_sim.Settings()
+        runs = benchmark_sim._start(world, 2, options)  # no review yet: the default frames hide their positives
+        _, owner, pairs = benchmark_sim._pooled(runs)
+        hiding = [n for n in range(len(pairs)) if int(pairs[n]) in runs[int(owner[n])].truth]
+        others = [n for n in range(len(pairs)) if n not in set(hiding)]
+        chosen = np.asarray(others[:5] + hiding[:3] + others[5:30])  # positives at positions 5, 6 and 7
+        before = sum(run.team.spent for run in runs.values())
+        met, _, _, seen[curtail] = benchmark_sim._look_at_sample(runs, chosen, owner, pairs, 0, options, curtail)
+        spent[curtail] = sum(run.team.spent for run in runs.values()) - before
+        if curtail is not None:
+            assert sum(met.values()) == 1 and seen[curtail] in (6, 7, 8)  # the first positive a look counted
+    assert seen[None] == 33 > seen[0] and spent[None] > spent[0] >= seen[0]
