@@ -173,7 +173,7 @@ def test_a_positive_met_in_the_pooled_sample_is_adjudicated_and_names_its_query_
         assert shown["advice"]["label_more"][0] == second.pk and str(second.pk) in shown["advice"]["reason"]
 
 
-def test_a_pooled_check_that_met_more_positives_than_it_may_is_decided_at_once_and_its_rows_say_so(bench):
+def test_a_pooled_check_that_met_more_positives_than_it_may_is_decided_at_once_and_its_rows_say_so(bench, client):
     """Curtailed sampling over the pooled sample: the adjudication that makes the positives met more than any
     certificate of its size allows decides the benchmark check; each query's row reads only its pairs decided."""
     ann, admin = bench["annotator"], bench["admin"]
@@ -206,6 +206,8 @@ def test_a_pooled_check_that_met_more_positives_than_it_may_is_decided_at_once_a
     assert shown["advice"]["label_more"]
     for query in queries.values():
         assert check_candidates(ann, query) == [] and check_candidates(bench["bob"], query) == []
+    client.force_login(admin)  # the dashboard's benchmark panel says it where the claim stands
+    assert shown["decided_early"] in client.get("/dashboard/").content.decode()
     # Decided, its pairs are open (sealed.open_images): an annotator reads the same sentence as staff.
     assert api_for(bench["bob"]).get(URL).json()["decided_early"] == shown["decided_early"]
 
