@@ -268,6 +268,10 @@ def test_a_check_that_met_more_positives_than_it_may_is_decided_without_its_othe
     )
     assert check_candidates(ann, query) == [] and check_candidates(bob, query) == []
     assert api_for(ann).get(team["url"]).json()["advice"]["next"] != "wait"
+    page = Client()
+    page.force_login(admin)  # the side pane says it beside the bound
+    pane = page.get(f"/queries/{query.pk}/").content.decode()
+    assert f"sample of {len(sample)} ({most + 1} looked at: decided early)" in pane and early in pane
 
 
 def test_two_agreeing_looks_wait_for_an_adjudicator_and_a_mistake_they_share_counts_nothing(team):
