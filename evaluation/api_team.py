@@ -82,7 +82,7 @@ def follow_the_advice(
         if steps == {"done"}:
             break
         worked = _work_the_queues(api, queries, adjudicator, spent)
-        labeled, stuck = _label_where_told(api, lookers, strategy, batch, spent)
+        labeled, stuck = _label_where_told(api, lookers, strategy, batch, spent, staff)
         worked = labeled or worked
         spent.stuck += stuck
         if progress:
@@ -104,11 +104,14 @@ def follow_the_advice(
     return spent
 
 
-def _label_where_told(api: Api, lookers: list[Member], strategy: str, batch: int, spent: Spent) -> tuple[bool, bool]:
+def _label_where_told(
+    api: Api, lookers: list[Member], strategy: str, batch: int, spent: Spent, staff: str
+) -> tuple[bool, bool]:
     """Each query whose advice says "label" is labeled, whatever the others say: an open check's images by the first
     member who may look at them, else the reviewer's next batch (a ranking with nothing left to review counts as
     reviewed: the others decide the draw). (whether anything was labeled, whether a check's images wait for someone
-    new: nobody on the team may look at them, each judged them already)."""
+    new: nobody on the team may look at them, each judged them already, and the advice still asks for them: the
+    adjudications of this round may have decided the check since the round read it.)"""
     worked = stuck = False
     reviewer = lookers[0]
     for query_id, said in spent.advice.items():
@@ -116,10 +119,16 @@ def _label_where_told(api: Api, lookers: list[Member], strategy: str, batch: int
             continue
         if said.get("ranking") == "check":
             looked = _look(api, query_id, lookers, batch, spent)
-            stuck, worked = stuck or not looked, looked or worked
+            stuck = stuck or (not looked and _still_asks_for_looks(api, staff, query_id))
+            worked = looked or worked
         else:
             worked = _review(api, query_id, reviewer, strategy, batch, spent) or worked
     return worked, stuck
+
+
+def _still_asks_for_looks(api: Api, staff: str, query_id: int) -> bool:
+    said = api.get(staff, f"/api/queries/{query_id}/completeness/", {"claim": "benchmark"})["advice"]
+    return bool(said["next"] == "label" and said.get("ranking") == "check")
 
 
 def _work_the_queues(api: Api, queries: list[int], adjudicator: Member, spent: Spent) -> bool:
