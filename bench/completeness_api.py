@@ -191,7 +191,7 @@ def run(queries: int, median: float, seed: int, noise: float, annotators: int, w
         "advice": sorted(set(spent.steps.values())), "stuck_rounds": spent.stuck,
         "each_check": [
             {"found": c.found_at_draw, "sampled_from": c.sampled_from, "sample": c.images.count(),
-             "positives": c.positives, "status": c.status, "tested_at": c.tested_at,
+             "positives": c.positives, "looked_at": c.looked_at, "status": c.status, "tested_at": c.tested_at,
              "confirmed_since_the_last_draw": getattr(c, "confirmed_since", None)}
             for c in each
         ],

@@ -11,6 +11,7 @@ target. Prints the summary; the runs go to `--json`.
   .venv/bin/python bench/completeness_bench.py --queries 250 --seeds 10 --first-seed 10 --no-per-query  # in parallel
   .venv/bin/python bench/completeness_bench.py --queries 10 --seeds 20 --no-per-query --extend 1.5
   .venv/bin/python bench/completeness_bench.py --queries 10 --seeds 3 --through-api
+  .venv/bin/python bench/completeness_bench.py --queries 10 --seeds 20 --no-per-query --design fresh --whole-checks
 
 `--through-api`: per seed, the benchmark claim reached by a team that follows the advice through Quire's HTTP API
 (bench/completeness_api.py, a process of its own: a live server over the same world, the same three people with the
