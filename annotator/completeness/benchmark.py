@@ -66,18 +66,18 @@ def claim_words(check: CompletenessCheck, queries: int) -> str:
 
 
 def _query_row(
-    check: CompletenessCheck, stratum: CheckStratum, sample: Progress | None, decided: bool, together: float,
+    check: CompletenessCheck, stratum: CheckStratum, sample: Progress | None, intervals: bool, together: float,
     early: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """One query's row of the report: its frame, what was found, its share of the sample, and (once the check is
-    decided: an interval needs the whole sample looked at) its recall interval, also at `together`."""
+    decided on its whole sample: an interval needs it looked at) its recall interval, also at `together`."""
     size = sample.size if sample else 0
     if sample and early:  # decided early: its pairs not looked at bound nothing
         size = sample.labeled - len(sample.adjudication)
     met = sample.positives if sample else 0
     found = len(unpack(stratum.found_ids))
     recall = None
-    if decided:
+    if intervals:
         low, high = certify.recall_interval(found, stratum.sampled_from, size, met, check.confidence, check.miss_rate)
         corrected, _ = certify.recall_interval(found, stratum.sampled_from, size, met, together, check.miss_rate)
         recall = {
@@ -108,19 +108,23 @@ def report(check: CompletenessCheck, *, withheld: str = "") -> dict[str, Any]:
     # Bonferroni over the queries: each one-sided lower bound at alpha / N, so that every query counted above the
     # target is so with the claim's confidence together (the two-sided interval at 1 - 2 alpha / N has that low end).
     together = 1 - 2 * (1 - check.confidence) / max(1, len(strata))
+    # A check decided early met its positives by stopping at one: a sample of a size that depended on what it met
+    # gives no per-query interval (its low end of what is missing would be too high), so none is shown.
     early = checks.decided_early(check, now.size)
+    intervals = decided and not early
     rows = [
-        _query_row(check, stratum, now.per_query.get(stratum.query_id), decided, together, early) for stratum in strata
+        _query_row(check, stratum, now.per_query.get(stratum.query_id), intervals, together, early)
+        for stratum in strata
     ]
     shown: dict[str, Any] = {
         **checks.report(check, list(now.per_query.values())), "id": check.pk, "scope": check.scope,
         "looks_per_pair": check.looks or 2, "found": found_at_decision(check) if decided else check.found_at_draw,
         "queries": rows, "claim": claim_words(check, len(rows)),
         # Each query's own interval, uncorrected for the N of them (reads like a certificate; it is not one) ...
-        "queries_above_target": _above(rows, "low", check.target_recall) if decided else None,
+        "queries_above_target": _above(rows, "low", check.target_recall) if intervals else None,
         # ... and the count that holds for all of them together at the claim's confidence.
-        "queries_above_target_corrected": _above(rows, "low_corrected", check.target_recall) if decided else None,
-        "smallest_query": smallest(rows) if decided else None,
+        "queries_above_target_corrected": _above(rows, "low_corrected", check.target_recall) if intervals else None,
+        "smallest_query": smallest(rows) if intervals else None,
         "outside_frames": "positives outside the frames: not bounded",
         "advice": advice(check, rows, now),
     }  # fmt: skip
@@ -160,7 +164,7 @@ def advice(check: CompletenessCheck, rows: list[dict[str, Any]], now: CheckProgr
     missing = {
         row["query"]: row["positives_in_sample"] * row["sampled_from"] / max(1, row["sample_size"]) for row in rows
     }
-    under = [row["query"] for row in rows if row["recall"]["high"] < check.target_recall]
+    under = [row["query"] for row in rows if row["recall"] and row["recall"]["high"] < check.target_recall]
     more = sorted({q for q, m in missing.items() if m > 0} | set(under), key=lambda q: -missing.get(q, 0))
     if check.status == CompletenessCheck.Status.CERTIFIED:
         return {"label_more": [], "reason": "Certified: nothing to label for this claim."}

@@ -536,8 +536,8 @@ def _found(check: CompletenessCheck, now: CheckProgress) -> tuple[int, int]:
 def decide(check: CompletenessCheck, now: CheckProgress) -> None:
     """Decide `check` on its looks `now`: its claim (certify.claim over the strata's counts together) stored, and
     the sampled pairs opened (their looks are in: revisions now go to the adjudicator). A check decided early
-    (failed_already) is not certified, and its bound and interval are read from the pairs decided then (the others
-    bound nothing): `looked_at` says how many."""
+    (failed_already) is not certified, and its bound is read from the pairs decided then (the others bound
+    nothing): `looked_at` says how many. (Its reports give no interval of what is missing: claims, benchmark.)"""
     found, outside = _found(check, now)
     looked = now.size if now.complete else now.labeled - sum(len(p.adjudication) for p in now.per_query.values())
     claim = certify.claim(

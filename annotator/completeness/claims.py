@@ -136,7 +136,8 @@ def _report(query: Query) -> dict[str, Any]:
         "second_judgments": check.second_judgments,
         "found": check.found if decided else check.found_at_draw,
         "p_value": check.p_value if decided else None,
-        "estimated_positives": _estimated(check) if decided else None,
+        # Not for a check decided early: it stopped at a positive, so its interval's low end would be too high.
+        "estimated_positives": _estimated(check) if decided and not checks.decided_early(check, now.size) else None,
         "looks_per_image": check.looks or 2,
         "claim": claim_words(check) if decided else None,
         "outside_frame": OUTSIDE,

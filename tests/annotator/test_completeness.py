@@ -266,6 +266,7 @@ def test_a_check_that_met_more_positives_than_it_may_is_decided_without_its_othe
     assert shown["recall_lower_bound"] == pytest.approx(
         certify.claim(*tested[:2], most + 1, most + 1, 0.5, check.tested_at, ONE_LOOK).recall_lower_bound
     )
+    assert shown["estimated_positives"] is None  # it stopped at a positive: no interval of what the frame holds
     assert check_candidates(ann, query) == [] and check_candidates(bob, query) == []
     assert api_for(ann).get(team["url"]).json()["advice"]["next"] != "wait"
     page = Client()

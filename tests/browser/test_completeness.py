@@ -142,3 +142,40 @@ def test_the_side_pane_asks_for_confirmations_before_a_draw(page, live_server, l
     page.wait_for_url("**ranking=check")
     check = CompletenessCheck.objects.get(query=query)
     assert check.found_at_draw == 10 and check.looks == 1
+
+
+def test_a_check_that_met_one_positive_too_many_says_so_in_the_side_pane(page, live_server, labeling, artifacts):
+    """The adjudicator's key that confirms the positive one too many decides the check (curtailed sampling): the
+    side pane says it is not certified, after how many of its images, and why the rest were not looked at."""
+    query, ann, admin = labeling["query"], labeling["annotator"], labeling["admin"]
+    bob = User.objects.create_user("bob", password="pw-bob-1")
+    top = [hit.image_id for hit in search(text=query.text, k=30)]
+    changes = [LabelChange(image_id, "relevant" if n % 3 == 0 else "not_relevant") for n, image_id in enumerate(top)]
+    set_labels(query_id=query.pk, changes=changes, user=ann, source="keyboard")
+    positives = [change for change in changes if change.value == "relevant"]
+    set_labels(query_id=query.pk, changes=positives, user=bob, source="keyboard")  # 10 confirmed
+    asked = check_requests.read_request({"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}})
+    check, _ = checks.draw(query, asked, admin)
+    sample = list(check.images.order_by("position").values_list("image_id", flat=True))
+    most = certify.most_positives(10, check.sampled_from, len(sample), 0.5, check.tested_at, check.miss_rate)
+    judged = set(Judgment.objects.filter(query=query, annotator=ann).values_list("image_id", flat=True))
+    fresh = [image_id for image_id in sample if image_id not in judged][: most + 1]
+    assert len(fresh) == most + 1 < len(sample) - 1, (most, len(sample))
+    set_labels(query_id=query.pk, changes=[LabelChange(i, "relevant") for i in fresh], user=ann, source="keyboard")
+
+    log_in(page, live_server, "boss", "pw-boss-1", f"/queries/{query.pk}/adjudicate")
+    for left in range(most + 1, 0, -1):
+        expect(page.locator(".adjudication")).to_have_count(left)
+        page.keyboard.press("1")
+        expect(page.locator(".messages")).to_contain_text("final label relevant")
+    check.refresh_from_db()
+    assert check.status == "not_certified" and check.looked_at == most + 1
+
+    page.goto(f"{live_server.url}/queries/{query.pk}/")
+    expect(page.locator("#completeness-status")).to_have_text("not yet")
+    expect(page.locator("#completeness-next")).to_contain_text(
+        f"decided after {most + 1} of its {len(sample)} sampled pairs: they had met {most + 1} positive"
+    )
+    expect(page.locator("#completeness-bound")).to_contain_text(f"({most + 1} looked at: decided early)")
+    page.locator("#completeness-box").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "completeness-decided-early.png"), full_page=False)
