@@ -36,6 +36,9 @@ def world():
 @pytest.fixture
 def lite_uri(settings, tmp_path):
     settings.QUIRE_MILVUS_URI = str(tmp_path / "vectors.db")
+    # Milvus Lite starts a server process for its file; on a loaded 2-core CI machine that once took longer than
+    # the 10 s default (2026-11-28: "Fail connecting to server on unix:...sock"), which is not what these test.
+    settings.QUIRE_MILVUS_TIMEOUT = 30.0
     return settings.QUIRE_MILVUS_URI
 
 
