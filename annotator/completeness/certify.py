@@ -83,6 +83,11 @@ def _check(found: int, unlabeled: int, sample: int, positives: int, confidence: 
         raise ValueError(f"miss_rate must be a share from 0 up to 1 (0.005 is 0.5%), not {miss_rate!r}.")
 
 
+def _check_outside(confirmed_outside: int) -> None:
+    if isinstance(confirmed_outside, bool) or not isinstance(confirmed_outside, int) or confirmed_outside < 0:
+        raise ValueError(f"confirmed_outside must be a whole number, 0 or more, not {confirmed_outside!r}.")
+
+
 def _check_share(name: str, value: float) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1 or not math.isfinite(value):
         raise ValueError(f"{name} must be a share between 0 and 1 (0.95 is 95%), not {value!r}.")
@@ -202,8 +207,7 @@ def claim(
     sample bounds, so they raise what is found, not what is known to be missing."""
     _check(found, unlabeled, sample, positives, confidence, miss_rate)
     _check_share("target", target)
-    if isinstance(confirmed_outside, bool) or not isinstance(confirmed_outside, int) or confirmed_outside < 0:
-        raise ValueError(f"confirmed_outside must be a whole number, 0 or more, not {confirmed_outside!r}.")
+    _check_outside(confirmed_outside)
     after = found + positives + confirmed_outside  # the sample's positives are labeled now
     upper = max(missing_upper_bound(unlabeled, sample, positives, confidence, miss_rate), positives + confirmed_outside)
     bound = after / (found + upper) if found + upper else 1.0
@@ -273,8 +277,7 @@ def counts_to_try(
     that count certifies whatever was met (claim's p-value 0): every count is tried then."""
     _check(found, unlabeled, sample, 0, confidence, miss_rate)
     _check_share("target", target)
-    if isinstance(confirmed_outside, bool) or not isinstance(confirmed_outside, int) or confirmed_outside < 0:
-        raise ValueError(f"confirmed_outside must be a whole number, 0 or more, not {confirmed_outside!r}.")
+    _check_outside(confirmed_outside)
     alpha, extra = 1 - confidence, confirmed_outside
     if missing_at_target(found + sample + extra, target) + sample + extra > unlabeled:
         return range(sample + 1)

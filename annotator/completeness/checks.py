@@ -539,7 +539,7 @@ def decide(check: CompletenessCheck, now: CheckProgress) -> None:
     (failed_already) is not certified, and its bound is read from the pairs decided then (the others bound
     nothing): `looked_at` says how many. (Its reports give no interval of what is missing: claims, benchmark.)"""
     found, outside = _found(check, now)
-    looked = now.size if now.complete else now.labeled - sum(len(p.adjudication) for p in now.per_query.values())
+    looked = now.labeled - sum(len(p.adjudication) for p in now.per_query.values())  # the whole sample once complete
     claim = certify.claim(
         found, check.sampled_from, looked, now.positives, check.target_recall, check.tested_at, check.miss_rate,
         confirmed_outside=outside,
