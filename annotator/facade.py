@@ -9,6 +9,7 @@ model is asked (tests/test_architecture.py checks that a command starts without 
 from annotator.completeness.certify import (
     check_size,
     claim,
+    hiding_estimate,
     missing_at_target,
     most_positives,
     pair_miss_rate,
@@ -39,6 +40,7 @@ __all__ = [
     "claim",
     "cross_fitted",
     "ground_truth_files",
+    "hiding_estimate",
     "missing_at_target",
     "most_positives",
     "pair_miss_rate",

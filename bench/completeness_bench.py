@@ -67,6 +67,10 @@ def main() -> None:
         "rule before the comparison through the API (5%% confirmed)",
     )  # fmt: skip
     parser.add_argument(
+        "--window-size", type=int, default=200,
+        help="the judgments a ranking's yield is read over (the tool's advice: 200)",
+    )  # fmt: skip
+    parser.add_argument(
         "--after-failure", choices=("review", "advice", "redraw"), default="review",
         help="after a failed benchmark check: review the queries its sample met positives in, review each query while "
         "its window with the check's looks yields (the tool's advice), or draw again at once",
@@ -75,6 +79,11 @@ def main() -> None:
         "--sizing", choices=("share", "misses", "larger"), default="share",
         help="a benchmark check's tolerance: a tenth of the misses the target allows (the tool's), from the positives "
         "the last windows expect (certify.tolerance_for_misses), or the larger of the two",
+    )  # fmt: skip
+    parser.add_argument(
+        "--recheck", choices=("first", "estimate"), default="first",
+        help="a benchmark re-check's tolerance: as any check's (the tool's), or what the failed check says the frames "
+        "still hide (certify.hiding_estimate), never less",
     )  # fmt: skip
     parser.add_argument(
         "--whole-checks",
@@ -135,7 +144,9 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         noise=arguments.noise, expert_noise=arguments.expert_noise, target=arguments.target,
         confidence=arguments.confidence, extend=arguments.extend, design=design, pooled=arguments.pooled,
         after_failure=arguments.after_failure, annotators=arguments.annotators, window_rule=arguments.window,
-        ranking=arguments.ranking, sizing=arguments.sizing, curtail=not arguments.whole_checks,
+        window=arguments.window_size,
+        ranking=arguments.ranking, sizing=arguments.sizing, recheck=arguments.recheck,
+        curtail=not arguments.whole_checks,
     )  # fmt: skip
 
 

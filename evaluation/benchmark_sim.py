@@ -36,6 +36,7 @@ from scipy.stats import binomtest
 from annotator.facade import (
     check_size,
     claim,
+    hiding_estimate,
     missing_at_target,
     most_positives,
     tested_at,
@@ -72,6 +73,10 @@ class Settings:
     # How a benchmark check's tolerance is chosen: "share", as above; "misses", from the positives the team expects
     # it to meet (certify.tolerance_for_misses over expected_misses); "larger", the larger of the two.
     sizing: str = "share"
+    # How a re-check (a benchmark check after a failed one) is sized: "first", as any check (`sizing`); "estimate",
+    # to tolerate what the failed check says the frames still hide (certify.hiding_estimate, then
+    # certify.tolerance_for_misses), never less than `sizing` gives.
+    recheck: str = "first"
     window: int = WINDOW  # the judgments the advice's yield is read over
     extend: float = 0.0  # > 1: a failed benchmark check is extended (nested samples, `extended_claim`), not redrawn
     design: str = "fresh"  # evaluation.certification.DESIGNS: one fresh look per sampled pair, or the two of before
@@ -346,11 +351,12 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
     first: dict[str, Any] = {}  # the first check's state: what bench/certify_level_bench.py tests the level on
     nested: NestedChecks | None = None
     looked = 0  # pairs labeled by the checks so far (a nested check's earlier pairs are not labeled again)
+    failed: FailedCheck | None = None
     while checks < options.max_checks and not certified:
         checks += 1
         confidence = tested_at(options.confidence, checks)
         found, owner, pairs = _pooled(runs)
-        tolerate = _tolerance(runs, found, len(pairs), confidence, rate, options)
+        tolerate = _tolerance(runs, found, len(pairs), confidence, rate, options, failed)
         if least is None:
             least = check_size(found, len(pairs), options.target, confidence, rate)
         size = check_size(found, len(pairs), options.target, confidence, rate, tolerate) or 0
@@ -372,6 +378,7 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
         said = claim(found, len(pairs), len(chosen), sum(met.values()), options.target, confidence, rate, outside)
         certified, lower = said.certified, said.recall_lower_bound
         looked = len(chosen) if nested is not None else looked + seen
+        failed = FailedCheck(found, len(pairs), sum(met.values()), seen, seen < len(chosen))
         if not certified:
             after_failure(runs, options, new, unsealed, seen)
     checked = {"certified": certified, "checks": checks, "bound": lower, "stuck": stuck}
@@ -470,14 +477,30 @@ def expected_misses(runs: dict[int, QueryRun], window: int = WINDOW) -> int:
     return sum(sum(run.confirmed(image_id) for image_id in run.order[-window:]) for run in runs.values())
 
 
+@dataclass(frozen=True)
+class FailedCheck:
+    """What a failed benchmark check saw, for sizing the next one (Settings.recheck)."""
+
+    found: int  # confirmed positives when it was drawn
+    population: int  # the pairs it was drawn from
+    positives: int  # positives it counted
+    looked_at: int  # pairs looked at
+    decided_early: bool
+
+
 def _tolerance(
-    runs: dict[int, QueryRun], found: int, population: int, confidence: float, rate: float, options: Settings
-) -> int:
+    runs: dict[int, QueryRun], found: int, population: int, confidence: float, rate: float, options: Settings,
+    failed: FailedCheck | None = None,
+) -> int:  # fmt: skip
     share = _tolerated(options)(found)
-    if options.sizing == "share":
+    if options.sizing != "share":
+        misses = tolerance_for_misses(found, population, options.target, confidence, rate, expected_misses(runs))
+        share = misses if options.sizing == "misses" else max(share, misses)
+    if failed is None or options.recheck == "first":
         return share
-    misses = tolerance_for_misses(found, population, options.target, confidence, rate, expected_misses(runs))
-    return misses if options.sizing == "misses" else max(share, misses)
+    since = max(0, found - failed.found)
+    hiding = hiding_estimate(failed.positives, failed.looked_at, failed.population, rate, failed.decided_early, since)
+    return max(share, tolerance_for_misses(found, population, options.target, confidence, rate, hiding))
 
 
 def _tolerated(options: Settings) -> Callable[[int], int]:

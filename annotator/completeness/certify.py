@@ -348,6 +348,30 @@ def tolerance_for_misses(
     return most
 
 
+def hiding_estimate(
+    positives: int, looked_at: int, unlabeled: int, miss_rate: float, decided_early: bool, confirmed_since: int
+) -> float:
+    """The positives a failed check says its frames still hide now: `positives` counted among the `looked_at` of
+    `unlabeled` pairs it was drawn from, each counted with probability 1 - `miss_rate`, less the `confirmed_since`
+    positives the team has confirmed there since it was drawn. A check decided early stopped at the positive one
+    too many (inverse sampling), so its share is read as (positives - 1) / (looked_at - 1), the unbiased estimator of
+    a proportion sampled until a given count (Haldane, "On a method of estimating frequencies", Biometrika 33:222,
+    1945); a whole sample as positives / looked_at. An estimate for sizing the next check, not a bound: any size
+    chosen from the past keeps the next check's level (a fresh random sample tested at its own share of alpha)."""
+    _check(0, unlabeled, looked_at, positives, 0.5, miss_rate)
+    if not isinstance(decided_early, bool):
+        raise ValueError(f"decided_early must be True or False, not {decided_early!r}.")
+    if isinstance(confirmed_since, bool) or not isinstance(confirmed_since, int) or confirmed_since < 0:
+        raise ValueError(f"confirmed_since must be a whole number, 0 or more, not {confirmed_since!r}.")
+    if not looked_at:
+        return 0.0
+    if decided_early and looked_at > 1 and positives:
+        share = (positives - 1) / (looked_at - 1)
+    else:
+        share = positives / looked_at
+    return max(0.0, share * unlabeled / (1.0 - miss_rate) - confirmed_since)
+
+
 def pair_miss_rate(per_look: float, looks: int, adjudicator: float) -> float:
     """The share of a sample's true positives a check may lose when each gets `looks` fresh, independent looks
     that each miss it with probability at most `per_look`, and the adjudicator who decides every pair a look called

@@ -438,3 +438,48 @@ def test_where_few_positives_are_found_one_more_met_can_certify_where_none_did()
 def test_whether_a_check_can_still_certify_refuses_nonsense_with_a_sentence(arguments, sentence):
     with pytest.raises(ValueError, match=sentence):
         certify.can_certify(*arguments)
+
+
+@pytest.mark.parametrize(("hiding", "unlabeled", "stop_at"), [(47, 12_000, 8), (150, 10_000, 3), (20, 2_000, 5)])
+def test_a_failed_checks_estimate_of_what_is_hiding_is_unbiased_whether_it_stopped_early_or_not(
+    hiding, unlabeled, stop_at
+):
+    """A check decided early stops at the positive one too many: reading its share as met / looked at would
+    overstate what hides (the last look is a positive by selection); Haldane's (met - 1) / (looked - 1) does not.
+    A whole sample's share is met / looked. Both checked by a Monte Carlo of the sampling they describe, with looks
+    that lose 5% of the positives."""
+    rng, rate, sample = np.random.default_rng(62), 0.05, 1_500
+    early, whole, naive = [], [], []
+    for _ in range(4_000):
+        counted = rng.permutation(unlabeled) < hiding  # the sample's order; True: a positive
+        counted &= rng.random(unlabeled) >= rate  # each look loses a positive 5% of the time
+        whole.append(certify.hiding_estimate(int(counted[:sample].sum()), sample, unlabeled, rate, False, 0))
+        hits = np.flatnonzero(counted)  # looked at in order until the stop_at-th positive counted
+        if len(hits) >= stop_at:
+            looked = int(hits[stop_at - 1]) + 1
+            early.append(certify.hiding_estimate(stop_at, looked, unlabeled, rate, True, 0))
+            naive.append(stop_at / looked * unlabeled / (1 - rate))
+    for estimates in (early, whole):
+        assert abs(np.mean(estimates) - hiding) < 4 * np.std(estimates) / math.sqrt(len(estimates)) + 0.02 * hiding
+    assert np.mean(naive) > np.mean(early) * 1.1  # reading it as a whole sample's would overstate it
+
+
+def test_what_the_team_confirmed_since_a_failed_check_is_no_longer_hiding():
+    assert certify.hiding_estimate(8, 2_000, 10_000, 0.0, False, 10) == pytest.approx(30.0)
+    assert certify.hiding_estimate(8, 2_000, 10_000, 0.0, False, 100) == 0.0  # never below nothing
+    assert certify.hiding_estimate(0, 0, 10_000, 0.0, False, 0) == 0.0  # nothing looked at says nothing hides
+
+
+@pytest.mark.parametrize(
+    ("arguments", "sentence"),
+    [
+        ((3, 2, 100, 0.05, False, 0), "cannot have met 3 positives"),
+        ((1, 200, 100, 0.05, False, 0), "cannot be larger than the unlabeled"),
+        ((1, 20, 100, 1.5, False, 0), "miss_rate must be a share"),
+        ((1, 20, 100, 0.05, "yes", 0), "decided_early must be True or False"),
+        ((1, 20, 100, 0.05, True, -4), "confirmed_since must be a whole number"),
+    ],
+)
+def test_a_hiding_estimate_refuses_nonsense_with_a_sentence(arguments, sentence):
+    with pytest.raises(ValueError, match=sentence):
+        certify.hiding_estimate(*arguments)

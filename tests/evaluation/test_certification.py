@@ -295,3 +295,24 @@ def test_a_check_is_looked_at_in_its_order_until_it_has_counted_more_than_it_may
         if curtail is not None:
             assert sum(met.values()) == 1 and seen[curtail] in (6, 7, 8)  # the first positive a look counted
     assert seen[None] == 33 > seen[0] and spent[None] > spent[0] >= seen[0]
+
+
+def test_a_recheck_sized_from_the_failed_check_tolerates_what_it_says_still_hides():
+    """Settings.recheck (measured in bench/RESULTS.md, not the tool's rule): after a failed check, "estimate" sizes
+    the next to tolerate what the failed check says the frames still hide (facade.hiding_estimate less what was
+    confirmed since), never less than the rule for any check; "first" ignores the failed check."""
+    world = worlds.inquire_world(queries=4, median_positives=30, seed=2)
+    options = benchmark_sim.Settings(recheck="estimate")
+    runs = benchmark_sim._start(world, 2, options)
+    benchmark_sim.first_review(runs, options)
+    found, _, pairs = benchmark_sim._pooled(runs)
+    confidence, rate = facade.tested_at(0.95, 2), benchmark_sim.miss_rate(options.design)
+    rule = benchmark_sim._tolerance(runs, found, len(pairs), confidence, rate, options)
+    failed = benchmark_sim.FailedCheck(found - 5, len(pairs) + 5, 9, 400, True)  # 5 confirmed since it was drawn
+    sized = benchmark_sim._tolerance(runs, found, len(pairs), confidence, rate, options, failed)
+    hiding = facade.hiding_estimate(9, 400, len(pairs) + 5, rate, True, 5)
+    assert sized == max(rule, facade.tolerance_for_misses(found, len(pairs), 0.9, confidence, rate, hiding)) > rule
+    first = benchmark_sim.Settings(recheck="first")
+    assert benchmark_sim._tolerance(runs, found, len(pairs), confidence, rate, first, failed) == rule
+    quiet = benchmark_sim.FailedCheck(found - 5, len(pairs) + 5, 0, 400, False)  # it met nothing: nothing more
+    assert benchmark_sim._tolerance(runs, found, len(pairs), confidence, rate, options, quiet) == rule
