@@ -67,8 +67,12 @@ def main() -> None:
         "rule before the comparison through the API (5%% confirmed)",
     )  # fmt: skip
     parser.add_argument(
-        "--window-size", type=int, default=200,
-        help="the judgments a ranking's yield is read over (the tool's advice: 200)",
+        "--window-size", type=int, default=None,
+        help="the judgments a ranking's yield is read over (default: the tool's advice's, 200)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--judged-dry", type=float, default=0.10,
+        help="a ranking reads dry when at most this share of its window's judgments are relevant (the tool's: 0.10)",
     )  # fmt: skip
     parser.add_argument(
         "--after-failure", choices=("review", "advice", "redraw"), default="review",
@@ -144,7 +148,7 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         noise=arguments.noise, expert_noise=arguments.expert_noise, target=arguments.target,
         confidence=arguments.confidence, extend=arguments.extend, design=design, pooled=arguments.pooled,
         after_failure=arguments.after_failure, annotators=arguments.annotators, window_rule=arguments.window,
-        window=arguments.window_size,
+        window=arguments.window_size or benchmark_sim.WINDOW, judged_dry=arguments.judged_dry,
         ranking=arguments.ranking, sizing=arguments.sizing, recheck=arguments.recheck,
         curtail=not arguments.whole_checks,
     )  # fmt: skip

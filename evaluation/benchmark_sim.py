@@ -34,6 +34,7 @@ import numpy as np
 from scipy.stats import binomtest
 
 from annotator.facade import (
+    ADVICE_WINDOW,
     check_size,
     claim,
     hiding_estimate,
@@ -48,7 +49,7 @@ from .certification import NoFreshLook, Team, default_frame, look, miss_rate
 from .simulation import annotator_mistakes, world_ranker
 from .worlds import World
 
-WINDOW = 200
+WINDOW = ADVICE_WINDOW  # the judgments the tool's advice reads a ranking's yield over
 NEAR_DUPLICATE = 0.95  # search.strategies' near-duplicate cosine
 REFIT = 50  # labels between two refits of the learned ranking: the page's feedback ranking is refitted every batch
 
@@ -473,7 +474,7 @@ def expected_misses(runs: dict[int, QueryRun], window: int = WINDOW) -> int:
     """The positives the frames are expected still to hide, read off the review as the tool reads it
     (annotator.completeness.benchmark): each query's confirmed positives among the last `window` images its review
     reached. A ranking yields less as it goes down, so what the last window found is about what lies below it; at
-    the first draw of 12 seeds (10 queries) the truth was 0.5 to 4.5 times this, a median 1.1."""
+    the first draw of 12 seeds (10 queries, windows of 200) the truth was 0.5 to 4.5 times this, a median 1.1."""
     return sum(sum(run.confirmed(image_id) for image_id in run.order[-window:]) for run in runs.values())
 
 

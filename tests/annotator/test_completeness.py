@@ -557,6 +557,34 @@ def test_a_query_with_few_judgments_is_labeled_down_its_ranking(team):
     assert said["next"] == "label" and said["ranking"] == "review" and "0 judgments so far" in said["reason"]
 
 
+def test_a_ranking_reads_dry_over_the_advices_window_and_not_before(team, monkeypatch):
+    """The advice reads the yield over its last WINDOW judgments (200; this collection holds 120 images, so the
+    window is set to 40 here): one judgment short it still says label, a window at most 10% relevant says check,
+    and one over 10% says the ranking still yields."""
+    from annotator.completeness import advice
+
+    monkeypatch.setattr(advice, "WINDOW", 40)
+    fresh, ann = Query.objects.create(text="Heron with a fish"), team["annotator"]
+    ranked = [hit.image_id for hit in search(text=fresh.text, k=45)]
+    url = f"/api/queries/{fresh.pk}/completeness/"
+
+    def judge(images, value="not_relevant"):
+        set_labels(query_id=fresh.pk, changes=[LabelChange(i, value) for i in images], user=ann, source="keyboard")
+        return api_for(ann).get(url).json()["advice"]
+
+    said = judge(ranked[:39])
+    assert said["next"] == "label" and "39 judgments so far" in said["reason"] and "a check reads 40" in said["reason"]
+    said = judge(ranked[39:40])
+    assert said["next"] == "check" and "The last 40 judgments were 0% relevant" in said["reason"]
+    # Five relevant among the last 40 (12.5%): the ranking yields (the advice asks for their confirmation first).
+    admin = team["admin"]
+    for image_id in ranked[40:45]:
+        judge([image_id], "relevant")
+        assert adjudicate(admin, fresh, image_id, "relevant").status_code == 200
+    said = api_for(ann).get(url).json()["advice"]
+    assert said["next"] == "label" and "The last 40 judgments were 12% relevant" in said["reason"]
+
+
 def test_with_second_judgments_off_only_the_unjudged_are_sampled_and_the_claim_says_what_it_leaves_out(team):
     """A team of one: single judgments are trusted, the judged images are settled, one look per sampled image and
     no adjudicator; the claim says the review's misses are not bounded (issue 62)."""
