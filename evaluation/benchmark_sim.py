@@ -379,8 +379,8 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
         said = claim(found, len(pairs), len(chosen), sum(met.values()), options.target, confidence, rate, outside)
         certified, lower = said.certified, said.recall_lower_bound
         looked = len(chosen) if nested is not None else looked + seen
-        failed = FailedCheck(found, len(pairs), sum(met.values()), seen, seen < len(chosen))
         if not certified:
+            failed = FailedCheck(found, len(pairs), sum(met.values()), seen, seen < len(chosen))
             after_failure(runs, options, new, unsealed, seen)
     checked = {"certified": certified, "checks": checks, "bound": lower, "stuck": stuck}
     return _claim_record(runs, options, seed, checked, sampled=looked, least=least, first=first)
