@@ -68,10 +68,15 @@ class Claim:
     miss_rate: float = 0.0
 
 
-def _check(found: int, unlabeled: int, sample: int, positives: int, confidence: float, miss_rate: float = 0.0) -> None:
-    for name, value in (("found", found), ("unlabeled", unlabeled), ("sample", sample), ("positives", positives)):
+def _check_counts(**counts: int) -> None:
+    """Each named value a whole number, 0 or more (a bool is not one), or a ValueError naming it."""
+    for name, value in counts.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}.")
+
+
+def _check(found: int, unlabeled: int, sample: int, positives: int, confidence: float, miss_rate: float = 0.0) -> None:
+    _check_counts(found=found, unlabeled=unlabeled, sample=sample, positives=positives)
     if sample > unlabeled:
         raise ValueError(
             f"The sample ({sample}) cannot be larger than the unlabeled images it is drawn from ({unlabeled})."
@@ -81,11 +86,6 @@ def _check(found: int, unlabeled: int, sample: int, positives: int, confidence: 
     _check_share("confidence", confidence)
     if isinstance(miss_rate, bool) or not isinstance(miss_rate, int | float) or not 0 <= miss_rate < 1:
         raise ValueError(f"miss_rate must be a share from 0 up to 1 (0.005 is 0.5%), not {miss_rate!r}.")
-
-
-def _check_outside(confirmed_outside: int) -> None:
-    if isinstance(confirmed_outside, bool) or not isinstance(confirmed_outside, int) or confirmed_outside < 0:
-        raise ValueError(f"confirmed_outside must be a whole number, 0 or more, not {confirmed_outside!r}.")
 
 
 def _check_share(name: str, value: float) -> None:
@@ -207,7 +207,7 @@ def claim(
     sample bounds, so they raise what is found, not what is known to be missing."""
     _check(found, unlabeled, sample, positives, confidence, miss_rate)
     _check_share("target", target)
-    _check_outside(confirmed_outside)
+    _check_counts(confirmed_outside=confirmed_outside)
     after = found + positives + confirmed_outside  # the sample's positives are labeled now
     upper = max(missing_upper_bound(unlabeled, sample, positives, confidence, miss_rate), positives + confirmed_outside)
     bound = after / (found + upper) if found + upper else 1.0
@@ -277,7 +277,7 @@ def counts_to_try(
     that count certifies whatever was met (claim's p-value 0): every count is tried then."""
     _check(found, unlabeled, sample, 0, confidence, miss_rate)
     _check_share("target", target)
-    _check_outside(confirmed_outside)
+    _check_counts(confirmed_outside=confirmed_outside)
     alpha, extra = 1 - confidence, confirmed_outside
     if missing_at_target(found + sample + extra, target) + sample + extra > unlabeled:
         return range(sample + 1)
@@ -296,8 +296,7 @@ def check_size(
     unlabeled image being positive would leave recall at the target. None when no sample can: with misses, even
     labeling every image may count too few (a frame of 5 positives tested at 0.25% with a 0.5% miss rate)."""
     _check(found, unlabeled, 0, 0, confidence, miss_rate)
-    if isinstance(tolerate, bool) or not isinstance(tolerate, int) or tolerate < 0:
-        raise ValueError(f"tolerate must be a whole number, 0 or more, not {tolerate!r}.")
+    _check_counts(tolerate=tolerate)
     if missing_at_target(found, target) > unlabeled:
         return 0
     alpha = 1 - confidence
@@ -361,8 +360,7 @@ def hiding_estimate(
     _check(0, unlabeled, looked_at, positives, 0.5, miss_rate)
     if not isinstance(decided_early, bool):
         raise ValueError(f"decided_early must be True or False, not {decided_early!r}.")
-    if isinstance(confirmed_since, bool) or not isinstance(confirmed_since, int) or confirmed_since < 0:
-        raise ValueError(f"confirmed_since must be a whole number, 0 or more, not {confirmed_since!r}.")
+    _check_counts(confirmed_since=confirmed_since)
     if not looked_at:
         return 0.0
     if decided_early and looked_at > 1 and positives:
@@ -390,9 +388,7 @@ def per_look_upper_bound(misses: int, looks: int, confidence: float) -> float:
     """The one-sided Clopper-Pearson upper confidence bound of a per-look miss rate from `misses` among `looks`
     (each a blind look at a positive another look found): the `confidence` quantile of Beta(misses + 1, looks -
     misses), 1 where no look was counted (Clopper and Pearson, Biometrika 26:404, 1934)."""
-    for name, value in (("misses", misses), ("looks", looks)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}.")
+    _check_counts(misses=misses, looks=looks)
     if misses > looks:
         raise ValueError(f"{misses} misses cannot come from {looks} looks.")
     _check_share("confidence", confidence)

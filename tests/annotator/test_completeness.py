@@ -7,7 +7,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from rest_framework.test import APIClient
 
-from annotator.completeness import certify, checks
+from annotator.completeness import advice, certify, checks
 from annotator.completeness.frames import pack, unpack
 from annotator.labels import LabelChange, sealed, set_labels
 from annotator.models import CompletenessCheck, Judgment, Label, OverlapImage, Query, QueryFrame
@@ -561,8 +561,6 @@ def test_a_ranking_reads_dry_over_the_advices_window_and_not_before(team, monkey
     """The advice reads the yield over its last WINDOW judgments (200; this collection holds 120 images, so the
     window is set to 40 here): one judgment short it still says label, a window at most 10% relevant says check,
     and one over 10% says the ranking still yields."""
-    from annotator.completeness import advice
-
     monkeypatch.setattr(advice, "WINDOW", 40)
     fresh, ann = Query.objects.create(text="Heron with a fish"), team["annotator"]
     ranked = [hit.image_id for hit in search(text=fresh.text, k=45)]
