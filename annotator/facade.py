@@ -6,6 +6,7 @@ Importing it loads no model library: the model clients (lmm) load torch, transfo
 model is asked (tests/test_architecture.py checks that a command starts without them).
 """
 
+from annotator.completeness.advice import LEAST as ADVICE_LEAST
 from annotator.completeness.advice import WINDOW as ADVICE_WINDOW
 from annotator.completeness.certify import (
     check_size,
@@ -30,6 +31,7 @@ from annotator.releases.publish import names as release_names
 
 __all__ = [
     "ADJUDICATOR",
+    "ADVICE_LEAST",
     "ADVICE_WINDOW",
     "DEFAULT_DEPTH_STEP",
     "DEFAULT_MIN_DEPTH",

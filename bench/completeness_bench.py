@@ -68,7 +68,11 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument(
         "--window-size", type=int, default=None,
-        help="the judgments a ranking's yield is read over (default: the tool's advice's, 200)",
+        help="the judgments a ranking's yield is read over (default: the tool's advice's, 50)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--least-judged", type=int, default=None,
+        help="the judgments a query has before its ranking may read dry (default: the tool's advice's, 200)",
     )  # fmt: skip
     parser.add_argument(
         "--judged-dry", type=float, default=0.10,
@@ -149,6 +153,7 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         confidence=arguments.confidence, extend=arguments.extend, design=design, pooled=arguments.pooled,
         after_failure=arguments.after_failure, annotators=arguments.annotators, window_rule=arguments.window,
         window=arguments.window_size or benchmark_sim.WINDOW, judged_dry=arguments.judged_dry,
+        least_judged=arguments.least_judged or benchmark_sim.LEAST,
         ranking=arguments.ranking, sizing=arguments.sizing, recheck=arguments.recheck,
         curtail=not arguments.whole_checks,
     )  # fmt: skip

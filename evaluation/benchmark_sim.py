@@ -7,8 +7,9 @@ embeddings with a text-image gap and near-duplicate crowds, each query's positiv
 median 46). Annotators are wrong on a `noise` share of the images, each on their own; the adjudicator on an
 `expert_noise` share. As the tool does (annotator.completeness):
 
-  review      the learned ranking (search's feedback strategy, recomputed every 200 labels from the final labels)
-              in batches of 50, until the last 200 judgments are at most `dry` relevant (the advice's "check")
+  review      the learned ranking (search's feedback strategy, recomputed every 50 labels from the final labels)
+              or the page's batches, 50 at a time, until the last 50 judgments are at most 10% relevant, once
+              there are 200 (the advice's "check")
   frame       the query's default frame, frozen at its first check: the top max(1,000, 2 x judged) of the text
               and learned rankings, together
   confirm     the frame's single-judgment positives go to the adjudicator, so only confirmed positives count
@@ -34,6 +35,7 @@ import numpy as np
 from scipy.stats import binomtest
 
 from annotator.facade import (
+    ADVICE_LEAST,
     ADVICE_WINDOW,
     check_size,
     claim,
@@ -50,6 +52,8 @@ from .simulation import annotator_mistakes, world_ranker
 from .worlds import World
 
 WINDOW = ADVICE_WINDOW  # the judgments the tool's advice reads a ranking's yield over
+LEAST = ADVICE_LEAST  # the judgments a query has before the advice reads its ranking's yield
+POOLED_WINDOW = 200  # the pooled review rule's window, as issue 62 states it (measured, not the tool's)
 NEAR_DUPLICATE = 0.95  # search.strategies' near-duplicate cosine
 REFIT = 50  # labels between two refits of the learned ranking: the page's feedback ranking is refitted every batch
 
@@ -79,6 +83,7 @@ class Settings:
     # certify.tolerance_for_misses), never less than `sizing` gives.
     recheck: str = "first"
     window: int = WINDOW  # the judgments the advice's yield is read over
+    least_judged: int = LEAST  # the judgments a query has before its ranking may read dry
     extend: float = 0.0  # > 1: a failed benchmark check is extended (nested samples, `extended_claim`), not redrawn
     design: str = "fresh"  # evaluation.certification.DESIGNS: one fresh look per sampled pair, or the two of before
     pooled: bool = False  # the benchmark's pooled review rule (pooled_review) instead of each query until dry
@@ -200,12 +205,14 @@ class QueryRun:
 
     def review(self, dry: float, options: Settings, least: int | None = None) -> None:
         """Label until the last `options.window` judgments read dry (Settings.window_rule; `dry` for the
-        "confirmed" rule), at least `least` more (a window's worth by default)."""
+        "confirmed" rule), once the query has `options.least_judged`, at least `least` more (a window's worth by
+        default)."""
         window = options.window
         least = window if least is None else least
         start = len(self.order)
         while len(self.order) < options.max_review:
-            ready = len(self.order) - start >= least and len(self.order) >= window and self.found_any()
+            enough = len(self.order) >= max(window, options.least_judged)
+            ready = len(self.order) - start >= least and enough and self.found_any()
             if ready and self.reads_dry(self.order[-window:], options, dry):
                 return
             before = len(self.order)
@@ -260,14 +267,14 @@ def pooled_review(runs: dict[int, QueryRun], options: Settings) -> None:
         return len(run.order) - before
 
     for query_id in runs:
-        label(query_id, options.window)
+        label(query_id, POOLED_WINDOW)
     open_queries = {q for q, run in runs.items() if len(run.order) < options.max_review}
     while open_queries:
-        recent = timeline[-options.window :]
+        recent = timeline[-POOLED_WINDOW:]
         share = sum(runs[q].confirmed(i) for q, i in recent) / max(1, len(recent))
-        if len(recent) >= options.window and share <= options.dry:
+        if len(recent) >= POOLED_WINDOW and share <= options.dry:
             return
-        best = max(sorted(open_queries), key=lambda q: (runs[q].yielding(options.window), -len(runs[q].order)))
+        best = max(sorted(open_queries), key=lambda q: (runs[q].yielding(POOLED_WINDOW), -len(runs[q].order)))
         if not label(best, options.batch) or len(runs[best].order) >= options.max_review:
             open_queries.discard(best)
 
@@ -470,7 +477,7 @@ def after_failure(
             runs[query_id].review(options.dry, options, least=max(options.window, sampled // max(1, len(new))))
 
 
-def expected_misses(runs: dict[int, QueryRun], window: int = WINDOW) -> int:
+def expected_misses(runs: dict[int, QueryRun], window: int = 200) -> int:
     """The positives the frames are expected still to hide, read off the review as the tool reads it
     (annotator.completeness.benchmark): each query's confirmed positives among the last `window` images its review
     reached. A ranking yields less as it goes down, so what the last window found is about what lies below it; at

@@ -558,29 +558,30 @@ def test_a_query_with_few_judgments_is_labeled_down_its_ranking(team):
 
 
 def test_a_ranking_reads_dry_over_the_advices_window_and_not_before(team, monkeypatch):
-    """The advice reads the yield over its last WINDOW judgments (200; this collection holds 120 images, so the
-    window is set to 40 here): one judgment short it still says label, a window at most 10% relevant says check,
-    and one over 10% says the ranking still yields."""
-    monkeypatch.setattr(advice, "WINDOW", 40)
-    fresh, ann = Query.objects.create(text="Heron with a fish"), team["annotator"]
-    ranked = [hit.image_id for hit in search(text=fresh.text, k=45)]
+    """The advice reads no yield before LEAST judgments, then reads it over the last WINDOW of them (200 and 100;
+    this collection holds 120 images, so 40 and 20 here): one judgment short it says label; a first stretch rich in
+    positives no longer counts once the last WINDOW are at most 10% relevant (the rule over all LEAST would still say
+    the ranking yields); a window over 10% says the ranking yields."""
+    monkeypatch.setattr(advice, "LEAST", 40)
+    monkeypatch.setattr(advice, "WINDOW", 20)
+    fresh, ann, admin = Query.objects.create(text="Heron with a fish"), team["annotator"], team["admin"]
+    ranked = [hit.image_id for hit in search(text=fresh.text, k=43)]
     url = f"/api/queries/{fresh.pk}/completeness/"
 
     def judge(images, value="not_relevant"):
         set_labels(query_id=fresh.pk, changes=[LabelChange(i, value) for i in images], user=ann, source="keyboard")
+        if value == "relevant":  # confirmed, or the advice says "wait" for the adjudicator first
+            for image_id in images:
+                assert adjudicate(admin, fresh, image_id, "relevant").status_code == 200
         return api_for(ann).get(url).json()["advice"]
 
-    said = judge(ranked[:39])
-    assert said["next"] == "label" and "39 judgments so far" in said["reason"] and "a check reads 40" in said["reason"]
-    said = judge(ranked[39:40])
-    assert said["next"] == "check" and "The last 40 judgments were 0% relevant" in said["reason"]
-    # Five relevant among the last 40 (12.5%): the ranking yields (the advice asks for their confirmation first).
-    admin = team["admin"]
-    for image_id in ranked[40:45]:
-        judge([image_id], "relevant")
-        assert adjudicate(admin, fresh, image_id, "relevant").status_code == 200
-    said = api_for(ann).get(url).json()["advice"]
-    assert said["next"] == "label" and "The last 40 judgments were 12% relevant" in said["reason"]
+    judge(ranked[:5], "relevant")
+    said = judge(ranked[5:39])
+    assert said["next"] == "label" and "39 judgments so far" in said["reason"] and "read from 40 on" in said["reason"]
+    said = judge(ranked[39:40])  # 5 of 40 relevant (12.5%), none of the last 20
+    assert said["next"] == "check" and "The last 20 judgments were 0% relevant" in said["reason"]
+    said = judge(ranked[40:43], "relevant")  # three of the last 20 (15%)
+    assert said["next"] == "label" and "The last 20 judgments were 15% relevant" in said["reason"]
 
 
 def test_with_second_judgments_off_only_the_unjudged_are_sampled_and_the_claim_says_what_it_leaves_out(team):

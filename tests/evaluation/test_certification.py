@@ -200,10 +200,10 @@ def test_the_pooled_review_gives_every_query_a_window_then_labels_where_the_posi
         benchmark_sim.pooled_review(runs, options)
     finally:
         benchmark_sim.QueryRun.label = label
-    assert all(len(run.order) >= options.window for run in runs.values())  # a window each, first
-    first = {query_id for query_id, _ in order[: len(runs) * options.window]}
+    assert all(len(run.order) >= benchmark_sim.POOLED_WINDOW for run in runs.values())  # a window each, first
+    first = {query_id for query_id, _ in order[: len(runs) * benchmark_sim.POOLED_WINDOW]}
     assert first == set(runs)
-    recent = order[-options.window :]
+    recent = order[-benchmark_sim.POOLED_WINDOW :]
     assert sum(runs[q].confirmed(i) for q, i in recent) / len(recent) <= options.dry  # stopped dry over all queries
     # After the first windows, each batch went to a query whose window held the most confirmed positives then:
     # the queries with the most positives got the most labels.
@@ -237,6 +237,27 @@ def test_after_a_failed_check_a_query_is_reviewed_while_its_window_with_the_look
     assert not run.reads_dry((run.order[: stopped[yielding_query]] + unjudged_positives)[-options.window :], options, 0)
 
 
+def test_a_query_is_reviewed_to_the_advices_first_judgments_then_until_its_last_window_reads_dry():
+    """The simulator's team reads a ranking as the tool's advice does (annotator.completeness.advice): no yield before
+    LEAST judgments, then the last WINDOW of them, at most 10% relevant; its review stops at the first batch where
+    that holds, so a batch sooner it did not (too few judged, or the window still yielding)."""
+    options = benchmark_sim.Settings(ranking="page")
+    assert (options.window, options.least_judged) == (facade.ADVICE_WINDOW, facade.ADVICE_LEAST)
+    world = worlds.inquire_world(queries=4, median_positives=30, seed=2)
+    runs = benchmark_sim._start(world, 2, options)
+    benchmark_sim.first_review(runs, options)
+    for run in runs.values():
+        judged = [run.team.first[i] for i in run.order]
+        assert len(judged) >= options.least_judged and sum(judged[-options.window :]) <= 0.1 * options.window
+        sooner = judged[: -options.batch]
+        assert len(sooner) < options.least_judged or sum(sooner[-options.window :]) > 0.1 * options.window
+    # The window alone (from the first judgment) stops sooner where a query's first stretch is thin.
+    alone = benchmark_sim.Settings(ranking="page", least_judged=options.window)
+    early = benchmark_sim._start(world, 2, alone)
+    benchmark_sim.first_review(early, alone)
+    assert any(len(early[q].order) < len(runs[q].order) for q in runs)
+
+
 def test_with_the_pages_ranking_the_reviewer_labels_the_candidates_apis_batches():
     """Settings.ranking "page": the simulated reviewer labels what the candidates API would give (the page's batch
     rules over the world), batch after batch from the final labels, never an image twice."""
@@ -257,15 +278,15 @@ def test_with_the_pages_ranking_the_reviewer_labels_the_candidates_apis_batches(
 
 def test_a_check_sized_from_the_expected_misses_reads_the_last_windows_and_keeps_the_claim_valid():
     """Settings.sizing (measured in bench/RESULTS.md, not the tool's rule): the expected misses are the confirmed
-    positives among each query's last window of review, and a check sized from them tolerates as
-    certify.tolerance_for_misses says; its claims still hold."""
+    positives among each query's last 200 images of review (the window it was measured with), and a check sized
+    from them tolerates as certify.tolerance_for_misses says; its claims still hold."""
     world = worlds.inquire_world(queries=4, median_positives=30, seed=2)
     options = benchmark_sim.Settings(sizing="misses")
     runs = benchmark_sim._start(world, 2, options)
     benchmark_sim.first_review(runs, options)
     expected = benchmark_sim.expected_misses(runs)
-    by_hand = sum(run.confirmed(i) for run in runs.values() for i in run.order[-options.window :])
-    assert expected == by_hand and expected == benchmark_sim.expected_misses(runs, window=options.window)
+    by_hand = sum(run.confirmed(i) for run in runs.values() for i in run.order[-200:])
+    assert expected == by_hand and expected == benchmark_sim.expected_misses(runs, window=200)
     assert benchmark_sim.expected_misses(runs, window=10) <= expected
     sized = {}
     for sizing in ("share", "misses", "larger"):
