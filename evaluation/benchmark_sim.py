@@ -10,8 +10,8 @@ median 46). Annotators are wrong on a `noise` share of the images, each on their
   review      the learned ranking (search's feedback strategy, recomputed every 50 labels from the final labels)
               or the page's batches, 50 at a time, until the last 50 judgments are at most 10% relevant, once
               there are 200 (the advice's "check")
-  frame       the query's default frame, frozen at its first check: the top max(1,000, 2 x judged) of the text
-              and learned rankings, together
+  frame       the query's default frame, frozen at its first check: the images judged and the top
+              2 x judged (rounded up to a multiple of 500) of the text and learned rankings, together
   confirm     the frame's single-judgment positives go to the adjudicator, so only confirmed positives count
   check       a simple random sample of the frame's other images (the union of every frame's, for the benchmark)
               sized by certify.check_size, each image given one fresh look after the draw (the review's judgment
