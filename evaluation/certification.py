@@ -5,7 +5,8 @@ positives) down the learned ranking (the labeling page's batch rules), every ann
 the images (each on their own images: the mistakes of two annotators are independent). Three rules watch the same
 labeling and say when to stop:
 
-  check      Quire's completeness check (annotator.completeness.checks), run as the tool runs it: when the last
+  check      Quire's completeness check (annotator.completeness.checks), run as the tool ran it for issue 51's
+             figures (evaluation/benchmark_sim.py follows the tool's advice of now): when the last
              200 labels look dry (at most 10% judged relevant; after a failed check, no sooner than as many labels
              as it sampled), draw a check over the frame (the top `depth` of the text and learned rankings): a
              sample of its images that are not its positives, each judged before getting a second blind look;
