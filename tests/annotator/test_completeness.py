@@ -558,7 +558,7 @@ def test_a_query_with_few_judgments_is_labeled_down_its_ranking(team):
 
 
 def test_a_ranking_reads_dry_over_the_advices_window_and_not_before(team, monkeypatch):
-    """The advice reads no yield before LEAST judgments, then reads it over the last WINDOW of them (200 and 100;
+    """The advice reads no yield before LEAST judgments, then reads it over the last WINDOW of them (200 and 50;
     this collection holds 120 images, so 40 and 20 here): one judgment short it says label; a first stretch rich in
     positives no longer counts once the last WINDOW are at most 10% relevant (the rule over all LEAST would still say
     the ranking yields); a window over 10% says the ranking yields."""
