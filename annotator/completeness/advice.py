@@ -27,14 +27,14 @@ from annotator.models import (
     Query,
 )
 
-# A ranking may read dry once the query has LEAST judgments (outside overlap samples and checks), and reads dry when
+# A ranking may read dry once the query has LEAST judgments (outside any overlap sample), and reads dry when
 # the last WINDOW of them are at most DRY relevant. LEAST guards a slow start (a query whose text ranking finds
 # little before the learned ranking takes over); the shorter WINDOW sees a ranking thin out, and pick up, sooner.
-# Measured in the simulator (bench/RESULTS.md, "The window a ranking's yield is read over"): 20 worlds at 10
-# queries, the benchmark claim 0.70x the labels of one window of 200 (a window of 50 after 200: 20/20 certified
-# and held, 27 checks against 30, the frames holding 99.6% of the positives against 98.9%; 100 after 200: 0.79x),
-# where a window of 100 from the first judgment (0.84x) promised less (97.0%) and failed more checks (44); per
-# query 0.62x the labels, 90 of 100 claims certified against 89.
+# Measured in the simulator (bench/RESULTS.md, "The advice's window read once a query has 200 judgments"): on 20
+# worlds at 10 queries the benchmark claim costs 0.70x the labels of one window of 200 (a window of 50 after 200:
+# 20/20 certified and held, 27 checks against 30, the frames holding 99.6% of the positives against 98.9%; 100
+# after 200: 0.79x), where a window of 100 from the first judgment (0.84x) promised less (97.0%) and failed more
+# checks (44); per query 0.62x the labels, 90 of 100 claims certified against 89.
 LEAST = 200
 WINDOW = 50
 DRY = {"query": 0.10, "benchmark": 0.10}  # at most this share of them relevant: the ranking looks dry
