@@ -75,6 +75,16 @@ def main() -> None:
         help="the judgments a query has before its ranking may read dry (default: the tool's advice's, 200)",
     )  # fmt: skip
     parser.add_argument(
+        "--quiet-from", type=int, default=0,
+        help="a ranking also reads dry from this many judgments on when its last window holds no confirmed positive "
+        "(measured, not the tool's rule; 0: off)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--owed", choices=("drawn", "looked"), default="drawn",
+        help="after a query's failed check, label at least as many images as it drew (the tool's advice) or as it "
+        "looked at, then until dry",
+    )  # fmt: skip
+    parser.add_argument(
         "--judged-dry", type=float, default=0.10,
         help="a ranking reads dry when at most this share of its window's judgments are relevant (the tool's: 0.10)",
     )  # fmt: skip
@@ -96,7 +106,8 @@ def main() -> None:
     parser.add_argument(
         "--whole-checks",
         action="store_true",
-        help="look at every pair of a benchmark check, as before: not decided once it has counted more than it may",
+        help="look at every pair of a check (the benchmark's or a query's), as before: not decided once it has "
+        "counted more than it may",
     )
     parser.add_argument(
         "--through-api", action="store_true", help="the benchmark claim through the HTTP API beside the simulator"
@@ -155,7 +166,8 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         window=arguments.window_size or benchmark_sim.WINDOW, judged_dry=arguments.judged_dry,
         least_judged=arguments.least_judged or benchmark_sim.LEAST,
         ranking=arguments.ranking, sizing=arguments.sizing, recheck=arguments.recheck,
-        curtail=not arguments.whole_checks,
+        curtail=not arguments.whole_checks, quiet_from=arguments.quiet_from,
+        owed=arguments.owed,
     )  # fmt: skip
 
 

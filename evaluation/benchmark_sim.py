@@ -96,9 +96,16 @@ class Settings:
     # What the reviewer labels: "learned", the simulator's own learned ranking, or "page", the batches the
     # candidates API gives (the team through the API labels those).
     ranking: str = "learned"
-    # A benchmark check decided as soon as it has counted more positives than it may (certify.most_positives), as
-    # the tool decides it (annotator.completeness.checks): its other pairs are not looked at. False: every pair is.
+    # A check (the benchmark's or a query's) decided as soon as it has counted more positives than it may
+    # (certify.most_positives), as the tool decides it (annotator.completeness.checks): its other pairs are not
+    # looked at. False: every pair is.
     curtail: bool = True
+    # > 0: a query's ranking also reads dry from this many judgments on when its last window holds no confirmed
+    # positive (measured, not the tool's rule).
+    quiet_from: int = 0
+    # After a query's failed check its team labels at least as many images as the check "drew" (the tool's advice:
+    # annotator.completeness.advice), or as many as it "looked" at (measured, not the tool's rule), then until dry.
+    owed: str = "drawn"
 
 
 @dataclass
@@ -215,10 +222,20 @@ class QueryRun:
             ready = len(self.order) - start >= least and enough and self.found_any()
             if ready and self.reads_dry(self.order[-window:], options, dry):
                 return
+            if len(self.order) - start >= least and self._quiet(options):
+                return
             before = len(self.order)
             self.label(options.batch, options.target)
             if len(self.order) == before:
                 return
+
+    def _quiet(self, options: Settings) -> bool:
+        """Settings.quiet_from: the query has that many judgments, has yielded a confirmed positive, and its last
+        window holds none."""
+        window = options.window
+        if not options.quiet_from or len(self.order) < max(window, options.quiet_from):
+            return False
+        return self.yielding(len(self.order)) > 0 and self.yielding(window) == 0
 
     def review_while_yielding(self, looked: list[int], options: Settings) -> None:
         """Review on while the query's last `options.window` judgments, a check's `looked` images after the review's
@@ -608,14 +625,16 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
                 run.review(dry, options)
                 continue
             sample = rng.permutation(population)[:size]
+            most = most_positives(len(positives), len(population), size, options.target, confidence, rate)
             try:
-                met = sum(1 for image_id in sample.tolist() if _looked(run, image_id, options))
+                met, seen = _met(run, sample.tolist(), options, most if options.curtail else None)
             except NoFreshLook:  # undecided: the team has nobody left to look
                 break
             said = claim(len(positives), len(population), len(sample), met, options.target, confidence, rate)
             certified = said.certified
-            if not certified:
-                run.review(dry, options, least=max(options.window, len(sample)))
+            if not certified:  # the tool's advice asks for as many labels as the check drew (Settings.owed)
+                owed = len(sample) if options.owed == "drawn" else seen
+                run.review(dry, options, least=max(options.window, owed))
         in_frame = run.true_positives_in_frame()
         recall = run.found(run.freeze().tolist()) / in_frame if in_frame else 1.0
         spent = run.team.spent
@@ -634,6 +653,19 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
             }  # fmt: skip
         )
     return records
+
+
+def _met(run: QueryRun, sample: list[int], options: Settings, curtail: int | None) -> tuple[int, int]:
+    """(the positives a query's check counts in `sample`, the images looked at): in the sample's order until more
+    than `curtail` are counted (the tool decides a check then: annotator.completeness.checks.failed_already); None:
+    every image is looked at."""
+    met = seen = 0
+    for image_id in sample:
+        if curtail is not None and met > curtail:
+            break
+        seen += 1
+        met += _looked(run, image_id, options)
+    return met, seen
 
 
 def _oracle(run: QueryRun, options: Settings) -> int:

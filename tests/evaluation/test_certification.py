@@ -337,3 +337,57 @@ def test_a_recheck_sized_from_the_failed_check_tolerates_what_it_says_still_hide
     assert benchmark_sim._tolerance(runs, found, len(pairs), confidence, rate, first, failed) == rule
     quiet = benchmark_sim.FailedCheck(found - 5, len(pairs) + 5, 0, 400, False)  # it met nothing: nothing more
     assert benchmark_sim._tolerance(runs, found, len(pairs), confidence, rate, options, quiet) == rule
+
+
+def test_a_querys_check_is_looked_at_until_it_has_counted_more_than_it_may():
+    """A query's own check is decided as the benchmark's is, and as the tool decides every check: in the sample's
+    order until more positives are counted than a certificate allows, the images after neither looked at nor paid
+    for; without curtailing every image is. The first checks decide the same either way (curtailing only stops a
+    check that has already failed), so the queries certified by their first check cost the same to the label."""
+    world = worlds.inquire_world(queries=4, median_positives=30, seed=2)
+    looked, spent = {}, {}
+    for curtail in (0, None):
+        run = benchmark_sim._start(world, 2, benchmark_sim.Settings())[1]  # no review yet: its frame hides them all
+        hiding = sorted(run.truth)[:3]
+        others = [i for i in run.freeze().tolist() if i not in run.truth][:30]
+        sample = others[:5] + hiding + others[5:]  # positives at positions 5, 6 and 7
+        before = run.team.spent
+        looked[curtail] = benchmark_sim._met(run, sample, benchmark_sim.Settings(), curtail)
+        spent[curtail] = run.team.spent - before
+    assert looked[0][0] == 1 and looked[0][1] in (6, 7, 8)  # stops past the first positive a look counted
+    assert looked[None][0] >= 2 and looked[None][1] == 33 and spent[None] > spent[0]  # every image looked at
+
+    claims = {}
+    for curtail in (True, False):
+        options = benchmark_sim.Settings(curtail=curtail, ranking="page", annotators=4)
+        claims[curtail] = {r["query_id"]: r for r in benchmark_sim.per_query_claims(world, 2, options)}
+    once = [q for q, r in claims[False].items() if r["certified"] and r["checks"] == 1]
+    assert once and once == [q for q, r in claims[True].items() if r["certified"] and r["checks"] == 1]
+    assert all(claims[True][q]["labels"] == claims[False][q]["labels"] for q in once)
+    failed_first = [q for q in claims[False] if q not in once]
+    assert failed_first  # this world: a first check that fails, so that curtailing has something to stop
+
+
+def test_a_quiet_window_reads_dry_from_its_first_judgments_when_asked():
+    """Settings.quiet_from (measured in bench/RESULTS.md, not the tool's rule): a query also stops from that many
+    judgments on once it has confirmed a positive and its last window holds none; a batch sooner neither rule held."""
+    world = worlds.inquire_world(queries=4, median_positives=30, seed=2)
+    options = benchmark_sim.Settings(ranking="page", quiet_from=100)
+    runs = benchmark_sim._start(world, 2, options)
+    benchmark_sim.first_review(runs, options)
+
+    def dry(order: list[int]) -> bool:
+        judged = [run.team.first[i] for i in order]
+        return len(order) >= options.least_judged and sum(judged[-options.window :]) <= 0.1 * options.window
+
+    def quiet(order: list[int]) -> bool:
+        return (
+            len(order) >= 100
+            and not any(map(run.confirmed, order[-options.window :]))
+            and any(map(run.confirmed, order))
+        )
+
+    for run in runs.values():
+        assert dry(run.order) or quiet(run.order)
+        assert not dry(run.order[: -options.batch]) and not quiet(run.order[: -options.batch])
+    assert any(len(run.order) < options.least_judged for run in runs.values())  # the quiet window stopped one
