@@ -80,9 +80,9 @@ def main() -> None:
         "(measured, not the tool's rule; 0: off)",
     )  # fmt: skip
     parser.add_argument(
-        "--owed", choices=("drawn", "looked"), default="drawn",
-        help="after a query's failed check, label at least as many images as it drew (the tool's advice) or as it "
-        "looked at, then until dry",
+        "--owed", choices=("looked", "drawn"), default="looked",
+        help="after a query's failed check, label at least as many images as it looked at (the tool's advice) or as "
+        "it drew (the advice before issue 62's last change), then until dry",
     )  # fmt: skip
     parser.add_argument(
         "--judged-dry", type=float, default=0.10,

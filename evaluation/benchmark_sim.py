@@ -18,7 +18,7 @@ median 46). Annotators are wrong on a `noise` share of the images, each on their
               does not count; Settings.design "two" replays the check of before issue 62) and adjudicated where a
               look says relevant; certify.claim at the looks' miss-rate bound, the k-th check at its share of alpha
   not yet     the queries whose sampled images held positives (for a query's own check: that query) are labeled
-              further, at least as many labels as the check sampled and until the ranking looks dry again, and
+              further, at least as many labels as the check looked at and until the ranking looks dry again, and
               the check drawn again over the same frames
 
 Per run: whether each claim was certified, whether it held (true recall over the frames: per query, or micro over
@@ -103,9 +103,10 @@ class Settings:
     # > 0: a query's ranking also reads dry from this many judgments on when its last window holds no confirmed
     # positive (measured, not the tool's rule).
     quiet_from: int = 0
-    # After a query's failed check its team labels at least as many images as the check "drew" (the tool's advice:
-    # annotator.completeness.advice), or as many as it "looked" at (measured, not the tool's rule), then until dry.
-    owed: str = "drawn"
+    # After a query's failed check its team labels at least as many images as the check "looked" at (the tool's
+    # advice since issue 62: annotator.completeness.advice), or as many as it "drew" (its rule before), then until
+    # dry.
+    owed: str = "looked"
 
 
 @dataclass
@@ -632,7 +633,7 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
                 break
             said = claim(len(positives), len(population), len(sample), met, options.target, confidence, rate)
             certified = said.certified
-            if not certified:  # the tool's advice asks for as many labels as the check drew (Settings.owed)
+            if not certified:  # the tool's advice asks for as many labels as the check looked at (Settings.owed)
                 owed = len(sample) if options.owed == "drawn" else seen
                 run.review(dry, options, least=max(options.window, owed))
         in_frame = run.true_positives_in_frame()

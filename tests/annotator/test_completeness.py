@@ -275,6 +275,33 @@ def test_a_check_that_met_more_positives_than_it_may_is_decided_without_its_othe
     assert f"sample of {len(sample)} ({most + 1} looked at: decided early)" in pane and early in pane
 
 
+def test_after_a_check_decided_early_the_advice_owes_the_labels_it_looked_at_not_its_whole_sample(team, monkeypatch):
+    """After a failed check the query's advice asks for as many labels as the check looked at before checking again:
+    one decided early owes nothing for the pairs nobody looked at (its whole sample is several times that)."""
+    monkeypatch.setattr(advice, "LEAST", 5)
+    monkeypatch.setattr(advice, "WINDOW", 1)  # the last judgment alone reads dry or not
+    query, ann, admin = team["query"], team["annotator"], team["admin"]
+    confirm_positives(team)
+    draw(team, {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}})
+    check, sample = the_check(query)
+    most = certify.most_positives(7, check.sampled_from, len(sample), 0.5, check.tested_at, ONE_LOOK)
+    fresh = check_candidates(ann, query)[: most + 1]
+    label(ann, query, fresh, "relevant")
+    for image_id in fresh:
+        assert adjudicate(admin, query, image_id, "relevant").status_code == 200
+    check.refresh_from_db()
+    assert check.status == "not_certified" and check.looked_at == most + 1 == 2 and len(sample) > 10
+    assert not Judgment.objects.filter(query=query, created_at__gt=check.decided_at).exists()
+    judged = set(Judgment.objects.filter(query=query).values_list("image_id", flat=True))
+    more = [hit.image_id for hit in search(text=query.text, k=120) if hit.image_id not in judged][:2]
+    label(ann, query, more[:1], "not_relevant")  # dry, one label of the two the check looked at
+    said = api_for(ann).get(team["url"]).json()["advice"]
+    assert said["next"] == "label" and "label 1 more before checking again" in said["reason"], said
+    label(ann, query, more[1:], "not_relevant")  # owing its whole sample would still ask for len(sample) - 2
+    said = api_for(ann).get(team["url"]).json()["advice"]
+    assert said["next"] == "check", said
+
+
 def test_two_agreeing_looks_wait_for_an_adjudicator_and_a_mistake_they_share_counts_nothing(team):
     query, ann, bob, admin = team["query"], team["annotator"], team["bob"], team["admin"]
     confirm_positives(team)
