@@ -107,8 +107,8 @@ def _review(query: Query, aim: str, check: CompletenessCheck | None) -> Advice:
         return _said("label", f"The last {WINDOW} judgments were {share:.0%} relevant: the ranking still yields.")
     if aim == "query" and check is not None and check.status == CompletenessCheck.Status.NOT_CERTIFIED:
         # As many labels as the check looked at: one decided early (curtailed) owes none for the pairs nobody
-        # looked at. Measured in the simulator (bench/RESULTS.md, "After a query's failed check"): 0.94x the labels
-        # of owing its whole sample, as many claims certified, none false.
+        # looked at. Measured in the simulator (bench/RESULTS.md, "What a query's failed check owes"): 0.92-0.94x
+        # the per-query labels of owing its whole sample, the same claims certified with the same checks.
         since = Judgment.objects.filter(query=query, created_at__gt=check.decided_at).count()
         owed = checks.current(check).labeled
         if since < owed:
