@@ -626,9 +626,9 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
                 run.review(dry, options)
                 continue
             sample = rng.permutation(population)[:size]
-            most = most_positives(len(positives), len(population), size, options.target, confidence, rate)
+            most = _most(options, None, (len(positives), len(population), size), confidence, rate)
             try:
-                met, seen = _met(run, sample.tolist(), options, most if options.curtail else None)
+                met, seen = _met(run, sample.tolist(), options, most)
             except NoFreshLook:  # undecided: the team has nobody left to look
                 break
             said = claim(len(positives), len(population), len(sample), met, options.target, confidence, rate)
@@ -657,16 +657,12 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
 
 
 def _met(run: QueryRun, sample: list[int], options: Settings, curtail: int | None) -> tuple[int, int]:
-    """(the positives a query's check counts in `sample`, the images looked at): in the sample's order until more
-    than `curtail` are counted (the tool decides a check then: annotator.completeness.checks.failed_already); None:
-    every image is looked at."""
-    met = seen = 0
-    for image_id in sample:
-        if curtail is not None and met > curtail:
-            break
-        seen += 1
-        met += _looked(run, image_id, options)
-    return met, seen
+    """(the positives a query's check counts in `sample`, the images looked at): the benchmark's _look_at_sample over
+    one query's pairs, in the sample's order until more than `curtail` are counted (None: every image)."""
+    pairs = np.asarray(sample, dtype=np.int64)
+    owner = np.full(len(pairs), run.query_id)
+    met, _, _, seen = _look_at_sample({run.query_id: run}, np.arange(len(pairs)), owner, pairs, 0, options, curtail)
+    return met.get(run.query_id, 0), seen
 
 
 def _oracle(run: QueryRun, options: Settings) -> int:
