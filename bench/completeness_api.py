@@ -119,7 +119,9 @@ def serve() -> tuple[str, Any]:
     return f"http://127.0.0.1:{server.server_port}", server
 
 
-def run(queries: int, median: float, seed: int, noise: float, annotators: int, work: Path) -> dict[str, Any]:
+def run(
+    queries: int, median: float, seed: int, noise: float, annotators: int, work: Path, step: int = 0
+) -> dict[str, Any]:
     from django.contrib.auth.models import User
     from django.core.management import call_command
     from rest_framework.authtoken.models import Token
@@ -160,7 +162,9 @@ def run(queries: int, median: float, seed: int, noise: float, annotators: int, w
             end="", file=sys.stderr, flush=True,
         )  # fmt: skip
 
-    spent = api_team.follow_the_advice(api, list(ids), team[0], team[1:], adjudicator, "adjudicator", progress=progress)
+    spent = api_team.follow_the_advice(
+        api, list(ids), team[0], team[1:], adjudicator, "adjudicator", step=step, progress=progress
+    )
     print(file=sys.stderr)
     server.shutdown()
     benchmark_checks = CompletenessCheck.objects.filter(claim=CompletenessCheck.Claim.BENCHMARK)
@@ -205,15 +209,24 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--noise", type=float, default=0.05)
     parser.add_argument("--annotators", type=int, default=2, help="the reviewer, the second, and any further ones")
+    parser.add_argument("--step", type=int, default=0, help="the reviewer reads the advice every this many labels")
+    parser.add_argument(
+        "--least-judged", type=int, default=None,
+        help="the judgments the server's advice wants before it reads a ranking's yield (default: the tool's, 200; "
+        "another is a rule measured, not the tool's)",
+    )  # fmt: skip
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="quire-api-bench-") as folder:
         os.environ["QUIRE_DATA_DIR"] = folder
         import django
 
         django.setup()
-        result = run(
-            arguments.queries, arguments.median, arguments.seed, arguments.noise, arguments.annotators, Path(folder)
-        )
+        if arguments.least_judged:
+            from annotator.completeness import advice
+
+            advice.LEAST = arguments.least_judged
+        people = (arguments.noise, arguments.annotators)
+        result = run(arguments.queries, arguments.median, arguments.seed, *people, Path(folder), arguments.step)
     print(json.dumps(result))
 
 

@@ -80,6 +80,11 @@ def main() -> None:
         "(measured, not the tool's rule; 0: off)",
     )  # fmt: skip
     parser.add_argument(
+        "--step", type=int, default=0,
+        help="the team reads the advice every this many labels of a page batch and stops a query's review there once "
+        "it reads dry (the side pane's advice after each pause in saving; 0: once a batch of 50 is labeled)",
+    )  # fmt: skip
+    parser.add_argument(
         "--owed", choices=("looked", "drawn"), default="looked",
         help="after a query's failed check, label at least as many images as it looked at (the tool's advice) or as "
         "it drew (the advice before issue 62's last change), then until dry",
@@ -166,7 +171,7 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         window=arguments.window_size or benchmark_sim.WINDOW, judged_dry=arguments.judged_dry,
         least_judged=arguments.least_judged or benchmark_sim.LEAST,
         ranking=arguments.ranking, sizing=arguments.sizing, recheck=arguments.recheck,
-        curtail=not arguments.whole_checks, quiet_from=arguments.quiet_from,
+        curtail=not arguments.whole_checks, quiet_from=arguments.quiet_from, step=arguments.step,
         owed=arguments.owed,
     )  # fmt: skip
 
@@ -184,7 +189,8 @@ def through_api(arguments: argparse.Namespace) -> None:
         child = subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("completeness_api.py")), "--queries", str(arguments.queries),
              "--median", str(arguments.median), "--seed", str(seed), "--noise", str(arguments.noise),
-             "--annotators", str(arguments.annotators)],
+             "--annotators", str(arguments.annotators), "--step", str(arguments.step),
+             "--least-judged", str(arguments.least_judged or 0)],
             stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         world = worlds.inquire_world(queries=arguments.queries, median_positives=arguments.median, seed=seed)

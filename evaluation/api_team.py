@@ -66,13 +66,23 @@ class Spent:
 
 def follow_the_advice(
     api: Api, queries: list[int], reviewer: Member, others: list[Member], adjudicator: Member, staff: str, *,
-    strategy: str = "feedback", batch: int = 50, target: float = 0.9, confidence: float = 0.95,
+    strategy: str = "feedback", batch: int = 50, step: int = 0, target: float = 0.9, confidence: float = 0.95,
     max_rounds: int = 10_000, progress: Callable[[Spent], None] | None = None,
 ) -> Spent:  # fmt: skip
-    """Label, confirm, draw and look as the advice says until every query says done (or `max_rounds`)."""
+    """Label, confirm, draw and look as the advice says until every query says done (or `max_rounds`). `step` > 0:
+    the reviewer saves a batch `step` labels at a time and reads the advice after each, as the labeling page's side
+    pane shows it whenever saving pauses (the adjudicator confirming what waits first), and leaves the rest of the
+    batch once the advice stops asking for review; 0: a whole batch, then the advice."""
     spent = Spent()
     lookers = [reviewer, *others, adjudicator]
     idle = 0
+
+    def reviewing(query_id: int) -> bool:
+        _work_the_queues(api, [query_id], adjudicator, spent)
+        said = api.get(staff, f"/api/queries/{query_id}/completeness/", {"claim": "benchmark"})["advice"]
+        return bool(said["next"] == "label" and said.get("ranking") != "check")
+
+    review = Review(strategy, batch, step, reviewing)
     while spent.rounds < max_rounds:
         spent.rounds += 1
         spent.advice = {
@@ -82,7 +92,7 @@ def follow_the_advice(
         if steps == {"done"}:
             break
         worked = _work_the_queues(api, queries, adjudicator, spent)
-        labeled, stuck = _label_where_told(api, lookers, strategy, batch, spent, staff)
+        labeled, stuck = _label_where_told(api, lookers, review, spent, staff)
         worked = labeled or worked
         spent.stuck += stuck
         if progress:
@@ -104,9 +114,18 @@ def follow_the_advice(
     return spent
 
 
-def _label_where_told(
-    api: Api, lookers: list[Member], strategy: str, batch: int, spent: Spent, staff: str
-) -> tuple[bool, bool]:
+@dataclass(frozen=True)
+class Review:
+    """How the reviewer works down a query's ranking: `batch` candidates of `strategy` at a time, saved `step` at a
+    time (0: the whole batch) with `reviewing(query_id)` asked between two steps whether the advice still says so."""
+
+    strategy: str
+    batch: int
+    step: int
+    reviewing: Callable[[int], bool]
+
+
+def _label_where_told(api: Api, lookers: list[Member], review: Review, spent: Spent, staff: str) -> tuple[bool, bool]:
     """Each query whose advice says "label" is labeled, whatever the others say: an open check's images by the first
     member who may look at them, else the reviewer's next batch (a ranking with nothing left to review counts as
     reviewed: the others decide the draw). (whether anything was labeled, whether a check's images wait for someone
@@ -118,11 +137,11 @@ def _label_where_told(
         if said["next"] != "label":
             continue
         if said.get("ranking") == "check":
-            looked = _look(api, query_id, lookers, batch, spent)
+            looked = _look(api, query_id, lookers, review.batch, spent)
             stuck = stuck or (not looked and _still_asks_for_looks(api, staff, query_id))
             worked = looked or worked
         else:
-            worked = _review(api, query_id, reviewer, strategy, batch, spent) or worked
+            worked = _review(api, query_id, reviewer, review, spent) or worked
     return worked, stuck
 
 
@@ -155,11 +174,16 @@ def _look(api: Api, query_id: int, lookers: list[Member], batch: int, spent: Spe
     return False
 
 
-def _review(api: Api, query_id: int, reviewer: Member, strategy: str, batch: int, spent: Spent) -> bool:
-    """The reviewer's next batch down the query's ranking (False: the ranking has nothing left)."""
-    shown = _candidates(api, reviewer, query_id, strategy, batch)
-    _judge(api, reviewer, query_id, shown)
-    spent.review += len(shown)
+def _review(api: Api, query_id: int, reviewer: Member, review: Review, spent: Spent) -> bool:
+    """The reviewer's next batch down the query's ranking, or its steps until the advice stops asking for review
+    (False: the ranking has nothing left)."""
+    shown = _candidates(api, reviewer, query_id, review.strategy, review.batch)
+    step = review.step or len(shown) or 1
+    for start in range(0, len(shown), step):
+        if start and not review.reviewing(query_id):
+            break
+        _judge(api, reviewer, query_id, shown[start : start + step])
+        spent.review += len(shown[start : start + step])
     return bool(shown)
 
 

@@ -107,6 +107,10 @@ class Settings:
     # advice since issue 62: annotator.completeness.advice), or as many as it "drew" (its rule before), then until
     # dry.
     owed: str = "looked"
+    # > 0: the team reads the advice every `step` labels of a page batch (the labeling page's side pane asks for it
+    # again whenever saving pauses), and a query's review stops there once it reads dry; the rest of the loaded
+    # batch is left unlabeled. 0: the advice is read once a whole batch is labeled.
+    step: int = 0
 
 
 @dataclass
@@ -124,6 +128,7 @@ class QueryRun:
     # candidates API's own search.batches rules); None: the simulator's learned ranking (refit, look-alikes passed)
     page: Callable[..., list[int]] | None = None
     batch: int = 50
+    loaded: list[int] = field(default_factory=list)  # Settings.step: the page batch's images not yet labeled
 
     @property
     def truth(self) -> set[int]:
@@ -148,10 +153,11 @@ class QueryRun:
             depth = min(len(scores) - 1, depth * 4)
         self.ranking = top.tolist()
 
-    def label(self, count: int, target: float) -> None:
-        """Review `count` more images down the learned ranking (refitted every REFIT labels), or the page's batches."""
+    def label(self, count: int, target: float, hold: bool = False) -> None:
+        """Review `count` more images down the learned ranking (refitted every REFIT labels), or the page's batches
+        (`hold`: a whole batch is loaded and the images past `count` wait in `loaded` for the next call)."""
         if self.page is not None:
-            self._label_batches(count, target)
+            self._label_batches(count, target, hold)
             return
         for _ in range(count):
             if len(self.order) % REFIT == 0 or not self.ranking:
@@ -167,19 +173,21 @@ class QueryRun:
             if self.oracle is None and self.found() >= target * len(self.truth):
                 self.oracle = len(self.order)  # an oracle labels each image once, and knows when to stop
 
-    def _label_batches(self, count: int, target: float) -> None:
+    def _label_batches(self, count: int, target: float, hold: bool = False) -> None:
         """Review `count` more images as the team through the API does: batches of the `feedback` candidates (the
         page's rules: text probes, look-alike stacks behind their leader) from the final labels, each image of a
-        batch judged by the reviewer, none of a stack's waiting look-alikes."""
+        batch judged by the reviewer, none of a stack's waiting look-alikes. `hold`: see label."""
         assert self.page is not None
         done = 0
         while done < count:
-            judged = list(self.team.first)
-            relevant = [i for i in judged if self.team.final(i)]
-            not_relevant = [i for i in judged if not self.team.final(i)]
-            recent = [(i, self.team.first[i]) for i in self.order[-RECENT_ANSWERS:]]
-            k = min(self.batch, count - done)
-            picks = self.page("feedback", relevant, not_relevant, set(judged), k, recent)
+            if not self.loaded:
+                judged = list(self.team.first)
+                relevant = [i for i in judged if self.team.final(i)]
+                not_relevant = [i for i in judged if not self.team.final(i)]
+                recent = [(i, self.team.first[i]) for i in self.order[-RECENT_ANSWERS:]]
+                k = self.batch if hold else min(self.batch, count - done)
+                self.loaded = self.page("feedback", relevant, not_relevant, set(judged), k, recent)
+            picks, self.loaded = self.loaded[: count - done], self.loaded[count - done :]
             if not picks:
                 return
             for image_id in picks:
@@ -214,9 +222,14 @@ class QueryRun:
     def review(self, dry: float, options: Settings, least: int | None = None) -> None:
         """Label until the last `options.window` judgments read dry (Settings.window_rule; `dry` for the
         "confirmed" rule), once the query has `options.least_judged`, at least `least` more (a window's worth by
-        default)."""
+        default). A page batch loaded and not labeled when it stops is left (the team comes back to a new one)."""
+        try:
+            self._review(dry, options, options.window if least is None else least)
+        finally:
+            self.loaded = []
+
+    def _review(self, dry: float, options: Settings, least: int) -> None:
         window = options.window
-        least = window if least is None else least
         start = len(self.order)
         while len(self.order) < options.max_review:
             enough = len(self.order) >= max(window, options.least_judged)
@@ -226,7 +239,7 @@ class QueryRun:
             if len(self.order) - start >= least and self._quiet(options):
                 return
             before = len(self.order)
-            self.label(options.batch, options.target)
+            self._label_on(options)
             if len(self.order) == before:
                 return
 
@@ -245,10 +258,15 @@ class QueryRun:
         recent = (self.order + looked)[-options.window :]
         while not self.reads_dry(recent, options, options.dry) and len(self.order) < options.max_review:
             before = len(self.order)
-            self.label(options.batch, options.target)
+            self._label_on(options)
             if len(self.order) == before:
-                return
+                break
             recent = (recent + self.order[before:])[-options.window :]
+        self.loaded = []
+
+    def _label_on(self, options: Settings) -> None:
+        """The review's next labels before the advice is read again: a page batch, or `options.step` of it."""
+        self.label(options.step or options.batch, options.target, hold=bool(options.step))
 
     def freeze(self) -> np.ndarray:
         """The default frame (frames.default_spec): the images judged and the top of the text and learned rankings,

@@ -10,7 +10,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from annotator.models import CompletenessCheck, Query
+from annotator import facade
+from annotator.models import CompletenessCheck, Judgment, Query
 from evaluation.api_team import Member, follow_the_advice
 from search.facade import search
 from tests.annotator.claims_api import api_for
@@ -79,3 +80,25 @@ def test_a_team_that_follows_the_advice_confirms_before_it_draws_and_certifies(w
     assert first.sampled_from == sum(row["sampled_from"] for row in spent.first_draw["queries"])
     assert first.looks == 1 and spent.adjudications >= first.found_at_draw  # each confirmed by the adjudicator
     assert spent.looks > 0 and spent.review > 0
+
+
+def test_a_reviewer_who_reads_the_advice_every_few_labels_leaves_a_batch_once_it_reads_dry(world):
+    """`step`: the reviewer saves a batch 10 labels at a time and reads the advice after each, as the labeling page's
+    side pane shows it whenever saving pauses. With batches of 30 the reviewer leaves a batch at the step where the
+    advice stops asking for review (from 200 judgments on), where one who reads it only after whole batches would
+    label on to the batch's end (a multiple of 30)."""
+    queries, boss, team = world["queries"], world["boss"], world["team"]
+    api = ClientApi([*team, boss])
+    people = [member(world, user) for user in team]
+    ids, expert = [q.pk for q in queries], member(world, boss)
+    spent = follow_the_advice(
+        api, ids, people[0], people[1:], expert, "boss", strategy="text", batch=30, step=10, max_rounds=300
+    )
+    assert set(spent.steps.values()) == {"done"}, spent
+    first = CompletenessCheck.objects.filter(claim="benchmark").get(ordinal=1)
+    reviewed = [
+        Judgment.objects.filter(query=query, annotator=world["ann"], created_at__lt=first.created_at).count()
+        for query in queries
+    ]
+    assert all(count >= facade.ADVICE_LEAST and count % 10 == 0 for count in reviewed), reviewed
+    assert any(count % 30 for count in reviewed), reviewed  # left inside a batch

@@ -258,6 +258,27 @@ def test_a_query_is_reviewed_to_the_advices_first_judgments_then_until_its_last_
     assert any(len(early[q].order) < len(runs[q].order) for q in runs)
 
 
+def test_a_team_that_reads_the_advice_every_few_labels_stops_inside_a_batch_where_it_reads_dry():
+    """Settings.step: the reviewer labels the same page batches and reads the advice every `step` labels (the side
+    pane's advice after each pause in saving), so its first review is the batch reader's cut short: a prefix of it,
+    stopped at the first step where the window reads dry, a step sooner not, and within a batch of where the batch
+    reader stopped."""
+    world = worlds.inquire_world(queries=4, median_positives=30, seed=4)
+    by_batch, by_step = benchmark_sim.Settings(ranking="page"), benchmark_sim.Settings(ranking="page", step=10)
+    whole, stepped = benchmark_sim._start(world, 4, by_batch), benchmark_sim._start(world, 4, by_step)
+    benchmark_sim.first_review(whole, by_batch)
+    benchmark_sim.first_review(stepped, by_step)
+    for query_id, run in stepped.items():
+        order = run.order
+        assert order == whole[query_id].order[: len(order)]
+        assert 0 <= len(whole[query_id].order) - len(order) < by_batch.batch
+        assert run.reads_dry(order[-by_step.window :], by_step, by_step.dry) and not run.loaded
+        sooner = order[: -by_step.step]
+        dry_sooner = run.reads_dry(sooner[-by_step.window :], by_step, by_step.dry)
+        assert len(sooner) < by_step.least_judged or not dry_sooner
+    assert any(len(stepped[q].order) < len(whole[q].order) for q in whole)  # here a query at 260, not 300
+
+
 def test_with_the_pages_ranking_the_reviewer_labels_the_candidates_apis_batches():
     """Settings.ranking "page": the simulated reviewer labels what the candidates API would give (the page's batch
     rules over the world), batch after batch from the final labels, never an image twice."""
