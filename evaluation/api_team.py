@@ -8,7 +8,8 @@ Each round the team reads every query's benchmark advice (GET /api/queries/{id}/
           whenever it holds something, as a real one does beside the annotators, not only when told to wait
   label   the ranking the advice names: an open check's images ("check"), each from the first member who has not
           judged it (the reviewer, the others in order, the adjudicator last: a fresh look), or the reviewer's next
-          batch down the query's ranking ("review")
+          batch down the query's ranking ("review"; with `step`, saved a few labels at a time until the advice
+          stops asking for review, as the labeling page's side pane shows it)
   check   once every query says check or done and nothing else moved: staff draw the benchmark check
           (POST /api/completeness/benchmark/)
   done    nothing
