@@ -177,16 +177,10 @@ class QueryRun:
         """Review `count` more images as the team through the API does: batches of the `feedback` candidates (the
         page's rules: text probes, look-alike stacks behind their leader) from the final labels, each image of a
         batch judged by the reviewer, none of a stack's waiting look-alikes. `hold`: see label."""
-        assert self.page is not None
         done = 0
         while done < count:
             if not self.loaded:
-                judged = list(self.team.first)
-                relevant = [i for i in judged if self.team.final(i)]
-                not_relevant = [i for i in judged if not self.team.final(i)]
-                recent = [(i, self.team.first[i]) for i in self.order[-RECENT_ANSWERS:]]
-                k = self.batch if hold else min(self.batch, count - done)
-                self.loaded = self.page("feedback", relevant, not_relevant, set(judged), k, recent)
+                self.loaded = self._next_batch(self.batch if hold else min(self.batch, count - done))
             picks, self.loaded = self.loaded[: count - done], self.loaded[count - done :]
             if not picks:
                 return
@@ -196,6 +190,15 @@ class QueryRun:
                 if self.oracle is None and self.found() >= target * len(self.truth):
                     self.oracle = len(self.order)
             done += len(picks)
+
+    def _next_batch(self, k: int) -> list[int]:
+        """The page's next `k` `feedback` candidates from the final labels so far."""
+        assert self.page is not None
+        judged = list(self.team.first)
+        relevant = [i for i in judged if self.team.final(i)]
+        not_relevant = [i for i in judged if not self.team.final(i)]
+        recent = [(i, self.team.first[i]) for i in self.order[-RECENT_ANSWERS:]]
+        return self.page("feedback", relevant, not_relevant, set(judged), k, recent)
 
     def found(self, within: Iterable[int] | None = None) -> int:
         return self.team.found(within)
