@@ -90,6 +90,10 @@ def main() -> None:
         "it drew (the advice before issue 62's last change), then until dry",
     )  # fmt: skip
     parser.add_argument(
+        "--query-tolerate", type=int, default=1,
+        help="the positives a query's own check is sized to tolerate meeting (the tool's: 1)",
+    )  # fmt: skip
+    parser.add_argument(
         "--judged-dry", type=float, default=0.10,
         help="a ranking reads dry when at most this share of its window's judgments are relevant (the tool's: 0.10)",
     )  # fmt: skip
@@ -172,7 +176,7 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         least_judged=arguments.least_judged or benchmark_sim.LEAST,
         ranking=arguments.ranking, sizing=arguments.sizing, recheck=arguments.recheck,
         curtail=not arguments.whole_checks, quiet_from=arguments.quiet_from, step=arguments.step,
-        owed=arguments.owed,
+        owed=arguments.owed, query_tolerate=arguments.query_tolerate,
     )  # fmt: skip
 
 

@@ -111,6 +111,9 @@ class Settings:
     # again whenever saving pauses), and a query's review stops there once it reads dry; the rest of the loaded
     # batch is left unlabeled. 0: the advice is read once a whole batch is labeled.
     step: int = 0
+    # The positives a query's own check is sized to tolerate meeting (the tool's: annotator.completeness.checks'
+    # TOLERATE, 1); measured, not the tool's, when other.
+    query_tolerate: int = 1
 
 
 @dataclass
@@ -457,9 +460,14 @@ def _claim_record(
     review = sum(len(run.order) for run in runs.values())  # before the oracle continues the trajectories
     oracle = sum(_oracle(run, options) for run in runs.values())
     floor = valid_floor(list(runs.values()), options, _tolerated(options))
+    floors = {
+        share: floor["labels"] if share == options.tolerate_share else
+        valid_floor(list(runs.values()), options, _shared(share, options.target))["labels"]
+        for share in FLOOR_SHARES
+    }  # fmt: skip
     return {
         "seed": seed, "queries": len(runs), **checked,
-        "floor": floor["labels"], "floor_recall": floor["recall"],
+        "floor": floor["labels"], "floor_recall": floor["recall"], "floors": floors,
         "micro_recall": micro, "held": micro >= options.target - 1e-12, "labels": spent,
         "review": review, "sampled": sampled, "confirmed": confirmed,
         "least_check": least, "oracle": oracle,
@@ -555,7 +563,22 @@ def _tolerated(options: Settings) -> Callable[[int], int]:
     return lambda found: max(0, min(20, missing_at_target(found, options.target) // options.tolerate_share))
 
 
+def _fixed(tolerate: int) -> Callable[[int], int]:
+    """A query's check's tolerance: `tolerate` positives whatever it has found."""
+    return lambda found: tolerate
+
+
+def _shared(share: int, target: float = 0.9) -> Callable[[int], int]:
+    """A benchmark check's tolerance at a `share`-th of the misses the target allows, at most 20 (0: none)."""
+    return lambda found: max(0, min(20, missing_at_target(found, target) // share)) if share else 0
+
+
 FLOOR_CERTAINTY = 0.9
+# The floor is the tool's check's (its tolerance); a clairvoyant may size its one check otherwise, so each record
+# also keeps the floor at other tolerances: a query's check tolerating 0 to 3 positives, the benchmark's none (0) or
+# a 20th, 10th (the tool's) or 5th of the misses the target allows. The least of them is the strictest yardstick.
+FLOOR_TOLERANCES = (0, 1, 2, 3)
+FLOOR_SHARES = (0, 20, 10, 5)
 FLOOR_LEVELS = np.round(np.arange(0.80, 1.0001, 0.005), 3)
 
 
@@ -642,7 +665,7 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
             positives = run.confirm()
             population = np.setdiff1d(run.freeze(), np.asarray(positives, dtype=np.int64))
             confidence = tested_at(options.confidence, checks)
-            size = check_size(len(positives), len(population), options.target, confidence, rate, tolerate=1)
+            size = check_size(len(positives), len(population), options.target, confidence, rate, options.query_tolerate)
             if size is None:  # no sample can certify this frame now: label on
                 run.review(dry, options)
                 continue
@@ -660,6 +683,8 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
         in_frame = run.true_positives_in_frame()
         recall = run.found(run.freeze().tolist()) / in_frame if in_frame else 1.0
         spent = run.team.spent
+        oracle = _oracle(run, options)  # continues the trajectory: read before the floors
+        floors = {t: valid_floor([run], options, _fixed(t))["labels"] for t in FLOOR_TOLERANCES}
         records.append(
             {
                 "query_id": query_id,
@@ -670,8 +695,9 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
                 "recall": recall,
                 "held": recall >= options.target - 1e-12,
                 "labels": spent,
-                "oracle": _oracle(run, options),
-                "floor": valid_floor([run], options, lambda found: 1)["labels"],
+                "oracle": oracle,
+                "floor": floors[1],  # the tool's check: annotator.completeness.checks.TOLERATE
+                "floors": floors,
             }  # fmt: skip
         )
     return records
@@ -749,6 +775,7 @@ def _benchmark_summary(benchmark: list[dict[str, Any]], target: float) -> dict[s
         "median_ratio_to_frame_oracle": _median_ratio(_ratios(benchmark, "labels", "frame_oracle")),
         "median_floor_ratio_to_oracle": _median_ratio(_ratios(benchmark, "floor", "oracle")),
         "median_ratio_to_floor": _median_ratio(_ratios(benchmark, "labels", "floor")),
+        "median_ratio_to_least_floor": _median_ratio(_ratios([_with_least(r) for r in benchmark], "labels", "least")),
         # Each oracle plus its confirmations: one label for each positive it counts (a claim counts confirmed ones).
         "median_ratio_to_confirmed_oracle": _median(_ratios(benchmark, "labels", "oracle", "positives", target)),
         "median_ratio_to_confirmed_frame_oracle": _median(
@@ -766,11 +793,17 @@ def _by_seed(records: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
     return by_seed
 
 
-def _to_floor(rows: list[dict[str, Any]]) -> float:
+def _with_least(record: dict[str, Any]) -> dict[str, Any]:
+    """The record with "least": the least of its floors at every tolerance measured (None where none certifies)."""
+    floors = [f for f in record.get("floors", {}).values() if f]
+    return {**record, "least": min(floors) if floors else None}
+
+
+def _to_floor(rows: list[dict[str, Any]], floor: str = "floor") -> float:
     """The labels of the queries some valid check can certify over their floors (a query too small for one look has
     no floor)."""
-    floored = [r for r in rows if r.get("floor")]
-    return float(sum(r["labels"] for r in floored) / max(1, sum(r["floor"] for r in floored)))
+    floored = [r for r in rows if r.get(floor)]
+    return float(sum(r["labels"] for r in floored) / max(1, sum(r[floor] for r in floored)))
 
 
 def _query_summary(queries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -783,6 +816,9 @@ def _query_summary(queries: list[dict[str, Any]]) -> dict[str, Any]:
         "false_claims": _held_share(sum(not r["held"] for r in certified), len(certified)),
         "median_ratio_to_oracle": _median_ratio(ratios),
         "median_ratio_to_floor": _median_ratio(floors),
+        "median_ratio_to_least_floor": _median_ratio(
+            [_to_floor([_with_least(r) for r in rows], "least") for rows in by_seed.values()]
+        ),
         "without_floor": sum(1 for r in queries if not r.get("floor")),
     }  # fmt: skip
 
@@ -821,7 +857,8 @@ def format_summary(result: dict[str, Any]) -> str:
         f"({pooled['median_ratio_to_frame_oracle']}x an oracle's to the target over the same frames; with their "
         f"confirmations {pooled.get('median_ratio_to_confirmed_oracle')}x and "
         f"{pooled.get('median_ratio_to_confirmed_frame_oracle')}x); {pooled.get('median_ratio_to_floor')}x the valid "
-        f"clairvoyant floor, itself {pooled.get('median_floor_ratio_to_oracle')}x the oracle",
+        f"clairvoyant floor, itself {pooled.get('median_floor_ratio_to_oracle')}x the oracle "
+        f"({pooled.get('median_ratio_to_least_floor')}x the least floor over the tolerances measured)",
     ]
     if each["runs"]:
         wrong = each["false_claims"]
@@ -830,7 +867,8 @@ def format_summary(result: dict[str, Any]) -> str:
             f"false ({wrong.get('share', 0):.3f}, 95% CI {wrong.get('interval', ['-', '-'])[0]}-"
             f"{wrong.get('interval', ['-', '-'])[1]}), {each['median_ratio_to_oracle']}x the summed oracle labels, "
             f"{each.get('median_ratio_to_floor')}x the valid floor of the queries that have one "
-            f"({each.get('without_floor')} have none: too few positives for one look)"
+            f"({each.get('without_floor')} have none: too few positives for one look; "
+            f"{each.get('median_ratio_to_least_floor')}x the least floor over the tolerances measured)"
         )
     return "\n".join(lines)
 

@@ -178,6 +178,10 @@ def test_nested_benchmark_checks_fix_their_sizes_in_advance_and_look_at_each_pai
         # The valid clairvoyant floor: a claim that certifies 90% of the time needs the frames' recall at the target
         # or past it, so the floor's review alone is at least the frame oracle's, and it confirms what it counts.
         assert run["floor_recall"] >= 0.8 and run["floor"] >= run["frame_oracle"] + math.ceil(0.8 * run["in_frames"])
+        # A clairvoyant may size its one check otherwise: the floor at each tolerance is kept, each a floor too.
+        assert run["floors"][benchmark_sim.Settings().tolerate_share] == run["floor"]
+        least = math.ceil(0.8 * run["in_frames"]) + run["frame_oracle"]
+        assert all(floor is None or floor >= least for floor in run["floors"].values())
 
 
 def test_the_pooled_review_gives_every_query_a_window_then_labels_where_the_positives_are():
@@ -412,3 +416,33 @@ def test_a_quiet_window_reads_dry_from_its_first_judgments_when_asked():
         assert dry(run.order) or quiet(run.order)
         assert not dry(run.order[: -options.batch]) and not quiet(run.order[: -options.batch])
     assert any(len(run.order) < options.least_judged for run in runs.values())  # the quiet window stopped one
+
+
+def test_a_querys_check_sized_to_tolerate_more_positives_draws_a_larger_sample_after_the_same_review(monkeypatch):
+    """Settings.query_tolerate (measured in bench/RESULTS.md, not the tool's TOLERATE): a query's first check is
+    drawn after the same review whatever it tolerates, sized by certify.check_size for that many positives, so one
+    tolerating two samples more of a frame where some check can (and as one tolerating none where none can). Each
+    record keeps the query's floor at every tolerance; its "floor" is the tool's check's."""
+    world = worlds.inquire_world(queries=4, median_positives=30, seed=2)
+    first: dict[int, dict[int, tuple[int, int, int, int]]] = {}
+    real = benchmark_sim._met
+    for tolerate in (1, 2):
+        drawn: dict[int, tuple[int, int, int, int]] = {}
+
+        def met(run, sample, options, curtail, drawn=drawn):
+            found = len(run.confirm())  # confirmed once: asking again adjudicates nothing more
+            drawn.setdefault(run.query_id, (len(run.order), found, len(run.freeze()) - found, len(sample)))
+            return real(run, sample, options, curtail)
+
+        monkeypatch.setattr(benchmark_sim, "_met", met)
+        options = benchmark_sim.Settings(ranking="page", annotators=4, query_tolerate=tolerate)
+        records = benchmark_sim.per_query_claims(world, 2, options)
+        first[tolerate] = drawn
+        assert all(r["floor"] == r["floors"][1] and set(r["floors"]) == {0, 1, 2, 3} for r in records)
+    confidence, rate = facade.tested_at(0.95, 1), certification.miss_rate("fresh")
+    assert first[1].keys() == first[2].keys() and first[1]
+    for tolerate, drawn in first.items():
+        for review, found, population, sample in drawn.values():
+            assert sample == facade.check_size(found, population, 0.9, confidence, rate, tolerate)
+    assert all(first[2][q][:3] == first[1][q][:3] for q in first[1])  # the same review, frame and positives
+    assert any(first[2][q][3] > first[1][q][3] for q in first[1])
