@@ -442,7 +442,7 @@ def test_a_querys_check_sized_to_tolerate_more_positives_draws_a_larger_sample_a
     confidence, rate = facade.tested_at(0.95, 1), certification.miss_rate("fresh")
     assert first[1].keys() == first[2].keys() and first[1]
     for tolerate, drawn in first.items():
-        for review, found, population, sample in drawn.values():
+        for _, found, population, sample in drawn.values():
             assert sample == facade.check_size(found, population, 0.9, confidence, rate, tolerate)
     assert all(first[2][q][:3] == first[1][q][:3] for q in first[1])  # the same review, frame and positives
     assert any(first[2][q][3] > first[1][q][3] for q in first[1])
