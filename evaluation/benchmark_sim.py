@@ -560,7 +560,7 @@ def _tolerance(
 
 def _tolerated(options: Settings) -> Callable[[int], int]:
     """The benchmark check's tolerance for `found` confirmed positives (annotator.completeness.benchmark)."""
-    return lambda found: max(0, min(20, missing_at_target(found, options.target) // options.tolerate_share))
+    return _shared(options.tolerate_share, options.target)
 
 
 def _fixed(tolerate: int) -> Callable[[int], int]:
@@ -568,7 +568,7 @@ def _fixed(tolerate: int) -> Callable[[int], int]:
     return lambda found: tolerate
 
 
-def _shared(share: int, target: float = 0.9) -> Callable[[int], int]:
+def _shared(share: int, target: float) -> Callable[[int], int]:
     """A benchmark check's tolerance at a `share`-th of the misses the target allows, at most 20 (0: none)."""
     return lambda found: max(0, min(20, missing_at_target(found, target) // share)) if share else 0
 
