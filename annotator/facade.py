@@ -19,6 +19,7 @@ from annotator.completeness.certify import (
     tolerance_for_misses,
 )
 from annotator.completeness.check_requests import ADJUDICATOR, MISS_RATE, PER_LOOK
+from annotator.completeness.checks import TOLERATE as QUERY_TOLERATE
 from annotator.completeness.frames import DEFAULT_DEPTH_STEP, DEFAULT_MIN_DEPTH
 from annotator.labels.visibility import of as sight_of
 from annotator.methods import rerank
@@ -38,6 +39,7 @@ __all__ = [
     "DEPTH",
     "MISS_RATE",
     "PER_LOOK",
+    "QUERY_TOLERATE",
     "BadRelease",
     "MODEL_METHODS",
     "check_size",

@@ -42,7 +42,13 @@ PER_LOOK, ADJUDICATOR = 0.05, 0.0025
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 250], help="queries in each benchmark")
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="*",
+        default=[10, 50, 250],
+        help="queries in each benchmark (none: the per-query check only)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--checks", type=int, default=100_000, help="Monte Carlo checks per state and population")
     parser.add_argument("--looks", type=int, default=200, help="blind looks a team's per-look bound is estimated from")
@@ -77,12 +83,12 @@ def main() -> None:
         arguments.json.write_text(json.dumps(results, indent=2) + "\n")
 
 
-def measure(state: dict, checks: int, looks: int, rng: np.random.Generator) -> dict:
-    from annotator.completeness import certify
+def measure(state: dict, draws: int, looks: int, rng: np.random.Generator) -> dict:
+    from annotator.completeness import certify, checks
 
     found, unlabeled = state["found"], state["U"]
     tested = certify.tested_at(CONFIDENCE, 1)
-    tolerate = 1 if state.get("per_query") else max(0, min(20, certify.missing_at_target(found, TARGET) // 10))
+    tolerate = checks.tolerance(checks.QUERY if state.get("per_query") else checks.BENCHMARK, found, TARGET)
     fresh = certify.pair_miss_rate(PER_LOOK, 1, ADJUDICATOR)
     truth = PER_LOOK + (1 - PER_LOOK) * ADJUDICATOR  # one fresh look at a review-missed positive, at the bound
     designs = {
@@ -94,10 +100,10 @@ def measure(state: dict, checks: int, looks: int, rng: np.random.Generator) -> d
     for name, (rate, true_loss) in designs.items():
         check = Check(found, unlabeled, tested, rate, tolerate)
         worst, exact = check.worst(true_loss)
-        level, low, high = check.monte_carlo(worst, true_loss, checks, rng)
+        level, low, high = check.monte_carlo(worst, true_loss, draws, rng)
         row[name] = {"sample": check.sample, "worst_missing": worst, "exact": round(exact, 5),
                      "monte_carlo": round(level, 5), "interval": [round(low, 5), round(high, 5)]}  # fmt: skip
-    row["estimated"] = estimated_level(found, unlabeled, tested, tolerate, truth, checks, looks, rng)
+    row["estimated"] = estimated_level(found, unlabeled, tested, tolerate, truth, draws, looks, rng)
     return row
 
 

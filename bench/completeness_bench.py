@@ -90,8 +90,9 @@ def main() -> None:
         "it drew (the advice before issue 62's last change), then until dry",
     )  # fmt: skip
     parser.add_argument(
-        "--query-tolerate", type=int, default=1,
-        help="the positives a query's own check is sized to tolerate meeting (the tool's: 1)",
+        "--query-tolerate", type=int,
+        help="the positives a query's own check is sized to tolerate meeting (the tool's: checks.TOLERATE, 2; 1 "
+        "before issue 62 adopted 2)",
     )  # fmt: skip
     parser.add_argument(
         "--judged-dry", type=float, default=0.10,
@@ -176,7 +177,8 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         least_judged=arguments.least_judged or benchmark_sim.LEAST,
         ranking=arguments.ranking, sizing=arguments.sizing, recheck=arguments.recheck,
         curtail=not arguments.whole_checks, quiet_from=arguments.quiet_from, step=arguments.step,
-        owed=arguments.owed, query_tolerate=arguments.query_tolerate,
+        owed=arguments.owed,
+        query_tolerate=benchmark_sim.QUERY_TOLERATE if arguments.query_tolerate is None else arguments.query_tolerate,
     )  # fmt: skip
 
 

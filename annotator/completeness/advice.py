@@ -4,7 +4,7 @@ Read off what everyone may see (so a blind judge reads the same advice as staff)
 frame's positives waiting for an adjudicator's confirmation, the last check's outcome, and the yield of the last
 judgments outside any overlap sample (whose membership never depends on a vote). A team that follows it draws a
 check when the ranking looks dry and the frame's positives are confirmed, so few checks fail: a check sized to
-tolerate one positive certifies only once the frame hides few (evaluation/certification.py measures it).
+tolerate a couple of positives certifies only once the frame hides few (evaluation/certification.py measures it).
 
 `aim`: "query" for the query's own claim; "benchmark" for the benchmark's, whose "done" is the benchmark check's
 and which needs no check of the query's own. The yield that reads as dry is the one the simulator's team reads

@@ -301,8 +301,8 @@ def check_size(
         return 0
     alpha = 1 - confidence
     at_target = _boundary(found, unlabeled, target, alpha, miss_rate, tolerate)
-    if at_target is None:
-        return None if tolerate == 0 else check_size(found, unlabeled, target, confidence, miss_rate, 0)
+    if at_target is None:  # no check tolerates this many: the one that tolerates one fewer
+        return None if tolerate == 0 else check_size(found, unlabeled, target, confidence, miss_rate, tolerate - 1)
     low, high = tolerate, unlabeled
     while low < high:  # the smallest sample whose chance of counting `tolerate` or fewer at the boundary is <= alpha
         middle = (low + high) // 2
@@ -340,7 +340,7 @@ def tolerance_for_misses(
     hiding = min(unlabeled, math.ceil(expected_misses))
     for tolerate in range(most + 1):
         if tolerate and _boundary(found, unlabeled, target, 1 - confidence, miss_rate, tolerate) is None:
-            return tolerate - 1  # no check tolerates this many (check_size would size the check for none)
+            return tolerate - 1  # no check tolerates this many (check_size would size it for fewer)
         size = check_size(found, unlabeled, target, confidence, miss_rate, tolerate)
         if not size or 1.0 - _lower_tail(tolerate, unlabeled, hiding, size, miss_rate) <= fail_share:
             return tolerate

@@ -29,7 +29,7 @@ sizes its sample as if each were missing, which at the first check of a team tha
 the frame (issue 62: 19,830 of 20,660 pairs). So a draw with unconfirmed positives is refused, stating what it
 costs now and after confirmation, unless the request says `with_unconfirmed`.
 
-A query's sample is sized to certify the target when it counts at most one positive (or none, where one cannot),
+A query's sample is sized to certify the target when it counts at most two positives (fewer, where two cannot),
 the benchmark's when it counts a tenth of the misses the target allows (at most 20), tested at the share of alpha
 its ordinal gets (certify.tested_at: 0.9 alpha first, the rest halving after). The check is decided by the write
 that settles its last sampled pair, or earlier by the one that makes its positives more than any certificate of
@@ -78,8 +78,10 @@ from annotator.models import (
 
 CONFIRMED = looks.CONFIRMED  # a positive the claim counts as found
 # A query's check is sized to certify when it counts this many positives: a dry-looking ranking still hides a few,
-# and a check sized for none fails on the first it meets.
-TOLERATE = 1
+# and a check sized for none fails on the first it meets. Two, not one (issue 62, bench/RESULTS.md "A query's check
+# sized to tolerate two positives"): on 200 simulated query runs its larger first sample failed less often, so the
+# team spent 0.94x and 0.99x the labels with fewer checks and certified more claims, none more of them false.
+TOLERATE = 2
 # The benchmark's check is sized to tolerate a tenth of the misses the target allows, at most MOST_TOLERATED: a
 # benchmark that reached its target still hides a few positives per hundred queries (bench/RESULTS.md measured this
 # sizing: evaluation.benchmark_sim, tolerate_share). Sizing it from the positives the review expects it to meet

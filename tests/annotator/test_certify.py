@@ -150,7 +150,7 @@ def test_with_annotators_wrong_5_percent_the_first_check_keeps_its_level(found, 
     confidence, target, bound = certify.tested_at(0.95, 1), 0.9, 0.005
     true_miss = looks_miss(0.05, 0.0)
     assert true_miss == pytest.approx(0.0025)
-    for tolerate in (0, 1):
+    for tolerate in (0, 1, 2):
         sample = certify.check_size(found, unlabeled, target, confidence, bound, tolerate)
         assert sample is not None and 0 < sample <= unlabeled
         level = real_level(found, unlabeled, sample, target, confidence, bound, true_miss)
@@ -217,6 +217,15 @@ def test_a_check_sized_to_tolerate_one_hit_certifies_on_one_and_is_the_least_tha
         assert certify.claim(found, unlabeled, size, 1, 0.9, 0.955, 0.005).certified
         assert not certify.claim(found, unlabeled, size - 1, 1, 0.9, 0.955, 0.005).certified
         assert size > certify.check_size(found, unlabeled, 0.9, 0.955, 0.005)
+
+
+def test_a_frame_too_small_to_tolerate_two_gets_the_check_that_tolerates_one():
+    """A query's check tolerates two (checks.TOLERATE); where no check can (8 confirmed positives and 3 other images:
+    tolerating two, recall falls under 90% only with 4 missing), it is sized for one, not for none: 2 of the 3."""
+    confidence = certify.tested_at(0.95, 1)
+    sizes = [certify.check_size(8, 3, 0.9, confidence, 0.0, tolerate) for tolerate in (0, 1, 2)]
+    assert sizes == [3, 2, 2]
+    assert certify.claim(8, 3, 2, 1, 0.9, confidence, 0.0).certified
 
 
 def test_no_sample_can_certify_when_the_misses_alone_exceed_the_level():
@@ -298,7 +307,7 @@ def test_counting_the_reviews_no_as_a_look_is_over_its_level_and_one_fresh_look_
     assert real_level(found, unlabeled, old, target, confidence, 0.005, truth) > 1 - confidence
     tested = certify.pair_miss_rate(0.05, 1, 0.0025)
     assert tested == pytest.approx(truth)
-    for tolerate in (0, 1):
+    for tolerate in (0, 1, 2):
         new = certify.check_size(found, unlabeled, target, confidence, tested, tolerate)
         assert new is not None and new > 0
         assert real_level(found, unlabeled, new, target, confidence, tested, truth) <= 1 - confidence + 1e-12

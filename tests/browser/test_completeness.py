@@ -59,7 +59,9 @@ def test_a_check_drawn_from_the_side_pane_labeled_with_the_keys_certifies(page, 
     sample = list(check.images.order_by("position").values_list("image_id", flat=True))
     assert len(sample) == wanted > 0
     tested = certify.tested_at(0.95, 1)
-    assert wanted == certify.check_size(check.found_at_draw, check.sampled_from, 0.8, tested, ONE_LOOK, tolerate=1)
+    assert wanted == certify.check_size(
+        check.found_at_draw, check.sampled_from, 0.8, tested, ONE_LOOK, tolerate=checks.TOLERATE
+    )
     expect(page.locator("#completeness-status")).to_have_text("checking")
     expect(page.locator(".tile")).to_have_count(len(sample))
     # The sample in its random order, whatever anyone said of its images (Ann's negatives drawn into it too): each
