@@ -20,6 +20,8 @@ from annotator.completeness.certify import (
 )
 from annotator.completeness.check_requests import ADJUDICATOR, MISS_RATE, PER_LOOK
 from annotator.completeness.checks import TOLERATE as QUERY_TOLERATE
+from annotator.completeness.checks import TOLERATE_SHARE as BENCHMARK_TOLERATE_SHARE
+from annotator.completeness.checks import benchmark_tolerance
 from annotator.completeness.frames import DEFAULT_DEPTH_STEP, DEFAULT_MIN_DEPTH
 from annotator.labels.visibility import of as sight_of
 from annotator.methods import rerank
@@ -34,6 +36,7 @@ __all__ = [
     "ADJUDICATOR",
     "ADVICE_LEAST",
     "ADVICE_WINDOW",
+    "BENCHMARK_TOLERATE_SHARE",
     "DEFAULT_DEPTH_STEP",
     "DEFAULT_MIN_DEPTH",
     "DEPTH",
@@ -42,6 +45,7 @@ __all__ = [
     "QUERY_TOLERATE",
     "BadRelease",
     "MODEL_METHODS",
+    "benchmark_tolerance",
     "check_size",
     "claim",
     "cross_fitted",

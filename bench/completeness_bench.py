@@ -91,8 +91,8 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument(
         "--query-tolerate", type=int,
-        help="the positives a query's own check is sized to tolerate meeting (the tool's: checks.TOLERATE, 2; 1 "
-        "before issue 62 adopted 2)",
+        help="the positives a query's own check is sized to tolerate meeting (the tool's: checks.TOLERATE, 3; 1 "
+        "before issue 62, then 2)",
     )  # fmt: skip
     parser.add_argument(
         "--judged-dry", type=float, default=0.10,

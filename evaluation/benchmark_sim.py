@@ -37,11 +37,12 @@ from scipy.stats import binomtest
 from annotator.facade import (
     ADVICE_LEAST,
     ADVICE_WINDOW,
+    BENCHMARK_TOLERATE_SHARE,
     QUERY_TOLERATE,
+    benchmark_tolerance,
     check_size,
     claim,
     hiding_estimate,
-    missing_at_target,
     most_positives,
     tested_at,
     tolerance_for_misses,
@@ -75,7 +76,7 @@ class Settings:
     batch: int = 50
     max_review: int = 6000  # per query
     max_checks: int = 6
-    tolerate_share: int = 10  # as the tool's checks.TOLERATE_SHARE: a tenth of the misses the target allows, <= 20
+    tolerate_share: int = BENCHMARK_TOLERATE_SHARE  # the tool's: a tenth of the misses the target allows, <= 20
     # How a benchmark check's tolerance is chosen: "share", as above; "misses", from the positives the team expects
     # it to meet (certify.tolerance_for_misses over expected_misses); "larger", the larger of the two.
     sizing: str = "share"
@@ -113,7 +114,7 @@ class Settings:
     # batch is left unlabeled. 0: the advice is read once a whole batch is labeled.
     step: int = 0
     # The positives a query's own check is sized to tolerate meeting (the tool's: annotator.completeness.checks'
-    # TOLERATE, 2 since issue 62; 1 before); measured, not the tool's, when other.
+    # TOLERATE: 3 since 2026-12-02, 2 the day before, 1 until then); measured, not the tool's, when other.
     query_tolerate: int = QUERY_TOLERATE
 
 
@@ -570,14 +571,14 @@ def _fixed(tolerate: int) -> Callable[[int], int]:
 
 
 def _shared(share: int, target: float) -> Callable[[int], int]:
-    """A benchmark check's tolerance at a `share`-th of the misses the target allows, at most 20 (0: none)."""
-    return lambda found: max(0, min(20, missing_at_target(found, target) // share)) if share else 0
+    """A benchmark check's tolerance at a `share`-th of the misses the target allows (the tool's rule; 0: none)."""
+    return lambda found: benchmark_tolerance(found, target, share)
 
 
 FLOOR_CERTAINTY = 0.9
 # The floor is the run's check's (its tolerance); a clairvoyant may size its one check otherwise, so each record
-# also keeps the floor at other tolerances: a query's check tolerating 0 to 3 positives (the tool's 2; 1 before
-# issue 62 adopted 2), the benchmark's none (0) or a 20th, 10th (the tool's) or 5th of the misses the target allows.
+# also keeps the floor at other tolerances: a query's check tolerating 0 to 3 positives (the tool's 3; 1, then 2,
+# before), the benchmark's none (0) or a 20th, 10th (the tool's) or 5th of the misses the target allows.
 # The least of them is the strictest yardstick and the one that does not move with the design measured.
 FLOOR_TOLERANCES = (0, 1, 2, 3)
 FLOOR_SHARES = (0, 20, 10, 5)

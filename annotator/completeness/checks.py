@@ -29,7 +29,7 @@ sizes its sample as if each were missing, which at the first check of a team tha
 the frame (issue 62: 19,830 of 20,660 pairs). So a draw with unconfirmed positives is refused, stating what it
 costs now and after confirmation, unless the request says `with_unconfirmed`.
 
-A query's sample is sized to certify the target when it counts at most two positives (fewer, where two cannot),
+A query's sample is sized to certify the target when it counts at most three positives (fewer, where three cannot),
 the benchmark's when it counts a tenth of the misses the target allows (at most 20), tested at the share of alpha
 its ordinal gets (certify.tested_at: 0.9 alpha first, the rest halving after). The check is decided by the write
 that settles its last sampled pair, or earlier by the one that makes its positives more than any certificate of
@@ -78,10 +78,11 @@ from annotator.models import (
 
 CONFIRMED = looks.CONFIRMED  # a positive the claim counts as found
 # A query's check is sized to certify when it counts this many positives: a dry-looking ranking still hides a few,
-# and a check sized for none fails on the first it meets. Two, not one (issue 62, bench/RESULTS.md "A query's check
-# sized to tolerate two positives"): on 200 simulated query runs its larger first sample failed less often, so the
-# team spent 0.94x and 0.99x the labels with fewer checks and certified more claims, none more of them false.
-TOLERATE = 2
+# and a check sized for none fails on the first it meets. Three (issue 62, bench/RESULTS.md "A query's check
+# tolerating three"): on 200 simulated query runs the larger first sample failed less often, so the team spent
+# 0.97x and 0.92x the labels of two (two had spent 0.94x and 0.99x those of one) with fewer checks, certifying as
+# many claims; four spent 1.07x those of three: the first sample grows faster than the re-checks it saves.
+TOLERATE = 3
 # The benchmark's check is sized to tolerate a tenth of the misses the target allows, at most MOST_TOLERATED: a
 # benchmark that reached its target still hides a few positives per hundred queries (bench/RESULTS.md measured this
 # sizing: evaluation.benchmark_sim, tolerate_share). Sizing it from the positives the review expects it to meet
@@ -97,7 +98,15 @@ def tolerance(claim: str, found: int, target: float) -> int:
     """The positives a check's sample is sized to tolerate meeting."""
     if claim == QUERY:
         return TOLERATE
-    return max(0, min(MOST_TOLERATED, certify.missing_at_target(found, target) // TOLERATE_SHARE))
+    return benchmark_tolerance(found, target)
+
+
+def benchmark_tolerance(found: int, target: float, share: int = TOLERATE_SHARE) -> int:
+    """The benchmark check's tolerance for `found` confirmed positives: a `share`-th of the misses the target allows,
+    at most MOST_TOLERATED; none for a share of 0. The simulator measures other shares through this one rule."""
+    if share <= 0:
+        return 0
+    return max(0, min(MOST_TOLERATED, certify.missing_at_target(found, target) // share))
 
 
 @dataclass(frozen=True)

@@ -219,12 +219,15 @@ def test_a_check_sized_to_tolerate_one_hit_certifies_on_one_and_is_the_least_tha
         assert size > certify.check_size(found, unlabeled, 0.9, 0.955, 0.005)
 
 
-def test_a_frame_too_small_to_tolerate_two_gets_the_check_that_tolerates_one():
-    """A query's check tolerates two (checks.TOLERATE); where no check can (8 confirmed positives and 3 other images:
-    tolerating two, recall falls under 90% only with 4 missing), it is sized for one, not for none: 2 of the 3."""
+def test_a_frame_too_small_for_a_tolerance_gets_the_check_that_tolerates_one_fewer():
+    """A query's check tolerates three (checks.TOLERATE); where no check can, it is sized for the most positives
+    some check can tolerate, one fewer at a time, not for none. 7 confirmed positives and 4 other images: once three
+    are met, recall falls under 90% only with 5 missing, more than there are, so the check tolerates two (3 of the
+    4). 8 and 3: neither three nor two fits (4 missing), so it tolerates one (2 of the 3)."""
     confidence = certify.tested_at(0.95, 1)
-    sizes = [certify.check_size(8, 3, 0.9, confidence, 0.0, tolerate) for tolerate in (0, 1, 2)]
-    assert sizes == [3, 2, 2]
+    assert [certify.check_size(7, 4, 0.9, confidence, 0.0, tolerate) for tolerate in (0, 1, 2, 3)] == [4, 4, 3, 3]
+    assert [certify.check_size(8, 3, 0.9, confidence, 0.0, tolerate) for tolerate in (0, 1, 2, 3)] == [3, 2, 2, 2]
+    assert certify.claim(7, 4, 3, 2, 0.9, confidence, 0.0).certified
     assert certify.claim(8, 3, 2, 1, 0.9, confidence, 0.0).certified
 
 

@@ -418,8 +418,21 @@ def test_a_quiet_window_reads_dry_from_its_first_judgments_when_asked():
     assert any(len(run.order) < options.least_judged for run in runs.values())  # the quiet window stopped one
 
 
+def test_the_simulators_benchmark_tolerance_is_the_tools():
+    """The simulator sizes a benchmark check by the tool's rule (annotator.completeness.checks, through the facade):
+    a tenth of the misses the target allows, at most 20, by default; other shares measured with the same rule."""
+    from annotator.completeness import checks
+
+    default = benchmark_sim._tolerated(benchmark_sim.Settings())
+    for found in (0, 9, 10, 95, 400, 1999, 2000, 5000, 10**6):
+        assert default(found) == checks.tolerance(checks.BENCHMARK, found, 0.9)
+        assert benchmark_sim._shared(5, 0.9)(found) == min(20, facade.missing_at_target(found, 0.9) // 5)
+        assert benchmark_sim._shared(0, 0.9)(found) == 0
+    assert default(10**6) == 20 and default(400) == 4
+
+
 def test_a_querys_check_sized_to_tolerate_more_positives_draws_a_larger_sample_after_the_same_review(monkeypatch):
-    """Settings.query_tolerate (the tool's checks.TOLERATE, 2, by default; 1 before issue 62 adopted 2): a query's
+    """Settings.query_tolerate (the tool's checks.TOLERATE, 3, by default; 1, then 2, before): a query's
     first check is drawn after the same review whatever it tolerates, sized by certify.check_size for that many
     positives, so one tolerating two samples more of a frame where some check can. Each record keeps the query's
     floor at every tolerance; its "floor" is that of a check sized as the run's."""
