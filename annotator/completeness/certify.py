@@ -291,38 +291,22 @@ def counts_to_try(
 def check_size(
     found: int, unlabeled: int, target: float, confidence: float, miss_rate: float = 0.0, tolerate: int = 0
 ) -> int | None:
-    """How many of the `unlabeled` images a check must label to certify `target` whenever it counts at most
-    `tolerate` positives: the least a check costs (each positive beyond that raises the bar). The largest of the
-    least sizes that certify at each count from none to `tolerate`: the boundary moves in whole positives as those
-    met join the found, so a sample that certifies on meeting three may not on meeting one (15 confirmed positives
-    and 589 other images: 530 pairs certify on three, 565 on two; bench/RESULTS.md). A count no sample certifies
-    caps the tolerance one below it. 0 when even every unlabeled image being positive would leave recall at the
-    target. None when no sample can certify on meeting none: with misses, even labeling every image may count too
-    few (a frame of 5 positives tested at 0.25% with a 0.5% miss rate)."""
+    """How many of the `unlabeled` images a check must label to certify `target` when it counts at most
+    `tolerate` positives: the least a check costs (each positive beyond that raises the bar). 0 when even every
+    unlabeled image being positive would leave recall at the target. None when no sample can: with misses, even
+    labeling every image may count too few (a frame of 5 positives tested at 0.25% with a 0.5% miss rate)."""
     _check(found, unlabeled, 0, 0, confidence, miss_rate)
     _check_counts(tolerate=tolerate)
     if missing_at_target(found, target) > unlabeled:
         return 0
-    sizes = []
-    for count in range(tolerate + 1):
-        size = _least_certifying(found, unlabeled, target, 1 - confidence, miss_rate, count)
-        if size is None:  # no check tolerates this many, nor more: the one that tolerates one fewer
-            break
-        sizes.append(size)
-    return max(sizes) if sizes else None
-
-
-def _least_certifying(
-    found: int, unlabeled: int, target: float, alpha: float, miss_rate: float, count: int
-) -> int | None:
-    """The least sample that certifies on meeting exactly `count` positives; None when no sample does."""
-    at_target = _boundary(found, unlabeled, target, alpha, miss_rate, count)
-    if at_target is None:
-        return None
-    low, high = count, unlabeled
-    while low < high:  # the smallest sample whose chance of counting `count` or fewer at the boundary is <= alpha
+    alpha = 1 - confidence
+    at_target = _boundary(found, unlabeled, target, alpha, miss_rate, tolerate)
+    if at_target is None:  # no check tolerates this many: the one that tolerates one fewer
+        return None if tolerate == 0 else check_size(found, unlabeled, target, confidence, miss_rate, tolerate - 1)
+    low, high = tolerate, unlabeled
+    while low < high:  # the smallest sample whose chance of counting `tolerate` or fewer at the boundary is <= alpha
         middle = (low + high) // 2
-        if _lower_tail(count, unlabeled, at_target, middle, miss_rate) <= alpha:
+        if _lower_tail(tolerate, unlabeled, at_target, middle, miss_rate) <= alpha:
             high = middle
         else:
             low = middle + 1
