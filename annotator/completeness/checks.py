@@ -147,10 +147,18 @@ class Situation:
     sample: int | None  # pairs the check labels; None: no sample can certify (certify.check_size)
     record: looks.LookRecord
     after_confirmation: int | None  # the sample once every unconfirmed positive is confirmed (the cheapest case)
+    at_target: int  # the fewest missing positives that put recall under the target (certify.missing_at_target)
 
     @property
     def found(self) -> int:
         return sum(len(s.positives) for s in self.strata)
+
+    @property
+    def all_lost(self) -> float:
+        """The chance the check's looks lose every one of `at_target` sampled positives. Where it is more than the
+        share of alpha the check is tested at, no sample certifies on meeting none, not even the whole frame
+        (certify.check_size's None)."""
+        return self.miss_rate**self.at_target
 
     @property
     def unconfirmed(self) -> int:
@@ -238,7 +246,8 @@ def _situation(query: Query | None, request: CheckRequest, frames: list[tuple[Qu
     if waiting:
         more = tolerance(claim, found + waiting, request.target)
         after = certify.check_size(found + waiting, population - waiting, request.target, confidence, miss_rate, more)
-    return Situation(claim, strata, ordinal, confidence, tolerate, miss_rate, sample, record, after)
+    at_target = certify.missing_at_target(found, request.target)
+    return Situation(claim, strata, ordinal, confidence, tolerate, miss_rate, sample, record, after, at_target)
 
 
 def confirmed_positives(query: Query) -> list[int]:
@@ -461,10 +470,20 @@ def _uncertifiable(found: Situation, request: CheckRequest) -> str:
         return f"No sample can certify {request.target:.0%} over these frames: confirm more positives first."
     return (
         f"No sample can certify {request.target:.0%} over this frame at check {found.ordinal}: with "
-        f"{found.found} confirmed positives, one missing positive already puts recall under the target, and the "
-        f"check's looks may lose a sampled one ({found.miss_rate:.1%} of the time), more often than the "
-        f"{1 - found.tested_at:.2%} this check may err. Confirm more positives, or declare a lower target."
+        f"{found.found} confirmed positives, {_missing_words(found.at_target)} under the target, and the check's "
+        f"looks may lose {_them(found.at_target)} even when sampled ({found.all_lost:.2%} of the time), more often "
+        f"than the {1 - found.tested_at:.2%} this check may err. Confirm more positives, or declare a lower target."
     )
+
+
+def _missing_words(at_target: int) -> str:
+    if at_target == 1:
+        return "one missing positive already puts recall"
+    return f"{at_target} missing positives already put recall"
+
+
+def _them(at_target: int) -> str:
+    return {1: "it", 2: "both"}.get(at_target, f"all {at_target}")
 
 
 def current(check: CompletenessCheck) -> Progress:

@@ -131,6 +131,29 @@ def test_a_dry_run_sizes_on_confirmed_positives_and_draws_nothing(team):
     assert cost["tested_at"] == pytest.approx(0.955)
 
 
+def test_a_draw_no_sample_can_certify_says_how_many_missing_positives_the_looks_may_lose(team):
+    """7 confirmed positives at 80%: 2 missing put recall under it (certify.missing_at_target). One look loses both
+    of two sampled positives 0.28% of the time, more than the 0.09% a first check at 99.9% may err, so not even the
+    whole frame certifies: the draw and the side pane's cost say so with those figures, and nothing is drawn."""
+    confirm_positives(team)
+    before = database_snapshot()
+    body = {"target_recall": 0.8, "confidence": 0.999, "frame": {"kind": "collection"}}
+    assert certify.check_size(7, 113, 0.8, certify.tested_at(0.999, 1), ONE_LOOK, checks.TOLERATE) is None
+    refused = api_for(team["admin"]).post(team["url"], body, format="json")
+    assert refused.status_code in (400, 409), refused.content
+    both = f"({ONE_LOOK**2:.2%} of the time)"
+    detail = refused.json()["detail"]
+    assert "with 7 confirmed positives, 2 missing positives already put recall under the target" in detail
+    assert f"the check's looks may lose both even when sampled {both}" in detail
+    client = Client()
+    client.force_login(team["admin"])
+    form = {"target_recall": "0.8", "confidence": "0.999", "kind": "collection", "second_judgments": "on"}
+    pane = client.get(f"/queries/{team['query'].pk}/completeness/cost", form).content.decode()
+    assert "2 missing positives already put recall under it" in pane
+    assert f"lose all of them even when sampled {both}" in pane
+    assert database_snapshot() == before
+
+
 def test_a_draw_over_unconfirmed_positives_is_refused_with_both_costs_unless_asked(team):
     """Issue 62: a team that drew at 0 confirmed positives sampled 19,830 of 20,660 pairs. The draw says what it
     would cost now and after confirmation, draws nothing, and draws only when told to go ahead."""
