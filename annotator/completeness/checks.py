@@ -164,6 +164,13 @@ class Situation:
         return self.miss_rate**self.at_target
 
     @property
+    def missing_words(self) -> str:
+        """The `at_target` missing positives in words, as the API's refusal and the side pane both say them."""
+        if self.at_target == 1:
+            return "one missing positive already puts"
+        return f"{self.at_target} missing positives already put"
+
+    @property
     def unconfirmed(self) -> int:
         return sum(s.unconfirmed for s in self.strata)
 
@@ -473,16 +480,10 @@ def _uncertifiable(found: Situation, request: CheckRequest) -> str:
         return f"No sample can certify {request.target:.0%} over these frames: confirm more positives first."
     return (
         f"No sample can certify {request.target:.0%} over this frame at check {found.ordinal}: with "
-        f"{found.found} confirmed positives, {_missing_words(found.at_target)} under the target, and the check's "
+        f"{found.found} confirmed positives, {found.missing_words} recall under the target, and the check's "
         f"looks may lose {_them(found.at_target)} even when sampled ({found.all_lost:.2%} of the time), more often "
         f"than the {1 - found.tested_at:.2%} this check may err. Confirm more positives, or declare a lower target."
     )
-
-
-def _missing_words(at_target: int) -> str:
-    if at_target == 1:
-        return "one missing positive already puts recall"
-    return f"{at_target} missing positives already put recall"
 
 
 def _them(at_target: int) -> str:

@@ -133,7 +133,7 @@ def test_a_dry_run_sizes_on_confirmed_positives_and_draws_nothing(team):
 
 def test_a_draw_no_sample_can_certify_says_how_many_missing_positives_the_looks_may_lose(team):
     """7 confirmed positives at 80%: 2 missing put recall under it (certify.missing_at_target). One look loses both
-    of two sampled positives 0.28% of the time, more than the 0.09% a first check at 99.9% may err, so not even the
+    of two sampled positives 0.27% of the time, more than the 0.09% a first check at 99.9% may err, so not even the
     whole frame certifies: the draw and the side pane's cost say so with those figures, and nothing is drawn."""
     confirm_positives(team)
     before = database_snapshot()
