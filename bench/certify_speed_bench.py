@@ -8,8 +8,8 @@ Each operation is timed `--repeat` times both ways, alternating, and the medians
 every answer is compared (the decision and the bounds the same, p-values within 1e-9): a difference is an error.
 
 The states are the level table's in bench/RESULTS.md (the simulator's first benchmark check at 10, 50 and 250
-queries; a query's check at F = 46, U = 1,500), each at the tool's tolerance (checks.TOLERATE for a query,
-checks.benchmark_tolerance for a benchmark) and confidence (certify.tested_at(0.95, 1)), tested at the one fresh
+queries; a query's check at F = 46, U = 1,500), each at the tool's tolerance (checks.tolerance, for a query's
+check or a benchmark's) and confidence (certify.tested_at(0.95, 1)), tested at the one fresh
 look's pair_miss_rate(5%, 1 look, 0.25%). Per state: `check_size` (sizing the check, as a dry run or a draw does),
 `claim` on meeting the tolerated count (what every answer about a finished check computes) and `can_certify`
 (what each look at a check's pair asks).
@@ -21,6 +21,7 @@ look's pair_miss_rate(5%, 1 look, 0.25%). Per state: `check_size` (sizing the ch
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -32,8 +33,13 @@ from scipy.stats import binom, hypergeom
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+os.environ["DJANGO_SETTINGS_MODULE"] = "quire.settings"
+os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret-0123456789-abcdefghijklmnopqrstuvwxyz")
 
-from annotator.completeness import certify  # noqa: E402  (needs ROOT on the path; certify imports no Django)
+import django  # noqa: E402  (needs ROOT on the path)
+
+django.setup()  # checks's tolerance lives beside the models
+from annotator.completeness import certify, checks  # noqa: E402
 
 # (name, confirmed positives F, pairs drawn from U, benchmark?): bench/RESULTS.md's level table.
 STATES = [
@@ -43,7 +49,6 @@ STATES = [
     ("250 queries (F 12,407, U 243,299)", 12_407, 243_299, True),
 ]
 TARGET = 0.9
-QUERY_TOLERATE, TOLERATE_SHARE, MOST_TOLERATED = 3, 10, 20  # annotator.completeness.checks's, without Django
 
 
 def tail_before(positives: int, unlabeled: int, missing: int, sample: int, miss_rate: float = 0.0) -> float:
@@ -73,17 +78,11 @@ def last_counted_before(first: int, last: int, positives: int, miss_rate: float)
     return low
 
 
-def tolerance(found: int, benchmark: bool) -> int:
-    if not benchmark:
-        return QUERY_TOLERATE
-    return max(0, min(MOST_TOLERATED, certify.missing_at_target(found, TARGET) // TOLERATE_SHARE))
-
-
 def operations(found: int, unlabeled: int, benchmark: bool) -> dict:
     """Each operation of a state as a function of no arguments, returning its answer."""
     confidence = certify.tested_at(0.95, 1)
     miss = certify.pair_miss_rate(0.05, 1, 0.0025)
-    tolerate = tolerance(found, benchmark)
+    tolerate = checks.tolerance(checks.BENCHMARK if benchmark else checks.QUERY, found, TARGET)
     size = certify.check_size(found, unlabeled, TARGET, confidence, miss, tolerate)
     return {
         "check_size": lambda: certify.check_size(found, unlabeled, TARGET, confidence, miss, tolerate),
