@@ -120,11 +120,11 @@ def _lower_tail(positives: int, unlabeled: int, missing: int, sample: int, miss_
 def _hypergeom_pmfs(first: int, last: int, unlabeled: int, missing: int, sample: int) -> np.ndarray:
     """hypergeom(unlabeled, missing, sample).pmf(j) for j from `first` to `last`: scipy's at the most likely j of
     the range, the others from it by the ratio of consecutive terms, P(j + 1) / P(j) = (K - j)(n - j) / ((j + 1)
-    (U - K - n + j + 1)). scipy's pmf (Boost's) costs about 8 microseconds a term, and a
-    check's tail sums hundreds of terms dozens of times per claim: most of a claim's time (0.1 s at U = 3,000).
-    The terms are within 1e-10 of the exact values, as scipy's own are at a benchmark's U = 243,299 (each within
-    about 5e-11 there; tests/annotator/test_certify.py checks ours against exact integers); each is reached from the
-    largest by ratios under 1, so none overflows, and those far in the tails underflow to 0."""
+    (U - K - n + j + 1)). scipy's pmf (Boost's) costs about 8 microseconds a term, and a check's tail sums
+    hundreds of terms dozens of times per claim: most of a claim's time (0.1 s at U = 3,000). The terms are within
+    1e-10 of the exact values, as scipy's own are at a benchmark's U = 243,299 (each within about 5e-11 there;
+    tests/annotator/test_certify.py checks ours against exact integers); each is reached from the largest by ratios
+    under 1, so none overflows, and those far in the tails underflow to 0."""
     top = min(max((sample + 1) * (missing + 1) // (unlabeled + 2), first), last)  # the law's mode, kept in range
     anchor = float(hypergeom.pmf(top, unlabeled, missing, sample))
     j = np.arange(first, last, dtype=np.float64)  # ratio i takes term first + i to first + i + 1
