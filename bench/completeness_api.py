@@ -212,8 +212,8 @@ def main() -> None:
     parser.add_argument("--step", type=int, default=0, help="the reviewer reads the advice every this many labels")
     parser.add_argument(
         "--least-judged", type=int, default=None,
-        help="the judgments the server's advice wants before it reads a ranking's yield (default: the tool's, 200; "
-        "another is a rule measured, not the tool's)",
+        help="the judgments the server's advice wants before it reads a ranking's yield for the benchmark's claim "
+        "(default: the tool's, 200; another is a rule measured, not the tool's)",
     )  # fmt: skip
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="quire-api-bench-") as folder:
@@ -224,7 +224,7 @@ def main() -> None:
         if arguments.least_judged:
             from annotator.completeness import advice
 
-            advice.LEAST = arguments.least_judged
+            advice.LEAST = {**advice.LEAST, "benchmark": arguments.least_judged}
         people = (arguments.noise, arguments.annotators)
         result = run(arguments.queries, arguments.median, arguments.seed, *people, Path(folder), arguments.step)
     print(json.dumps(result))

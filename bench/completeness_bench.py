@@ -72,7 +72,12 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument(
         "--least-judged", type=int, default=None,
-        help="the judgments a query has before its ranking may read dry (default: the tool's advice's, 200)",
+        help="the judgments a query has before its ranking may read dry, for the benchmark's claim (default: the "
+        "tool's advice's, 200)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--query-least-judged", type=int, default=None,
+        help="the same for each query's own claim (default: the tool's advice's, 150)",
     )  # fmt: skip
     parser.add_argument(
         "--quiet-from", type=int, default=0,
@@ -174,7 +179,8 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         confidence=arguments.confidence, extend=arguments.extend, design=design, pooled=arguments.pooled,
         after_failure=arguments.after_failure, annotators=arguments.annotators, window_rule=arguments.window,
         window=arguments.window_size or benchmark_sim.WINDOW, judged_dry=arguments.judged_dry,
-        least_judged=arguments.least_judged or benchmark_sim.LEAST,
+        least_judged=arguments.least_judged or benchmark_sim.LEAST["benchmark"],
+        query_least_judged=arguments.query_least_judged or benchmark_sim.LEAST["query"],
         ranking=arguments.ranking, sizing=arguments.sizing, recheck=arguments.recheck,
         curtail=not arguments.whole_checks, quiet_from=arguments.quiet_from, step=arguments.step,
         owed=arguments.owed,

@@ -28,7 +28,7 @@ the same trajectory and stops each query the moment its true recall reaches the 
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -54,7 +54,7 @@ from .simulation import annotator_mistakes, world_ranker
 from .worlds import World
 
 WINDOW = ADVICE_WINDOW  # the judgments the tool's advice reads a ranking's yield over
-LEAST = ADVICE_LEAST  # the judgments a query has before the advice reads its ranking's yield
+LEAST = ADVICE_LEAST  # the judgments a query has before the advice reads its ranking's yield, per claim
 POOLED_WINDOW = 200  # the pooled review rule's window, as issue 62 states it (measured, not the tool's)
 NEAR_DUPLICATE = 0.95  # search.strategies' near-duplicate cosine
 REFIT = 50  # labels between two refits of the learned ranking: the page's feedback ranking is refitted every batch
@@ -85,7 +85,8 @@ class Settings:
     # certify.tolerance_for_misses), never less than `sizing` gives.
     recheck: str = "first"
     window: int = WINDOW  # the judgments the advice's yield is read over
-    least_judged: int = LEAST  # the judgments a query has before its ranking may read dry
+    least_judged: int = LEAST["benchmark"]  # the judgments a query has before its ranking may read dry
+    query_least_judged: int = LEAST["query"]  # the same for a query's own claim (per_query_claims)
     extend: float = 0.0  # > 1: a failed benchmark check is extended (nested samples, `extended_claim`), not redrawn
     design: str = "fresh"  # evaluation.certification.DESIGNS: one fresh look per sampled pair, or the two of before
     pooled: bool = False  # the benchmark's pooled review rule (pooled_review) instead of each query until dry
@@ -656,6 +657,7 @@ def _confirmed(run: QueryRun, image_id: int) -> bool:
 def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.05) -> list[dict[str, Any]]:
     """Each query's own claim as a team reaches it: reviewed until dry at `dry`, then its checks until one
     certifies (or `max_checks`); one record per query."""
+    options = replace(options, least_judged=options.query_least_judged)  # the advice's first stretch per claim
     runs = _start(world, seed, options)
     rng = np.random.default_rng([seed, 52])
     rate = miss_rate(options.design)

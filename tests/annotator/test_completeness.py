@@ -301,7 +301,7 @@ def test_a_check_that_met_more_positives_than_it_may_is_decided_without_its_othe
 def test_after_a_check_decided_early_the_advice_owes_the_labels_it_looked_at_not_its_whole_sample(team, monkeypatch):
     """After a failed check the query's advice asks for as many labels as the check looked at before checking again:
     one decided early owes nothing for the pairs nobody looked at (its whole sample is several times that)."""
-    monkeypatch.setattr(advice, "LEAST", 5)
+    monkeypatch.setattr(advice, "LEAST", {"query": 5, "benchmark": 5})
     monkeypatch.setattr(advice, "WINDOW", 1)  # the last judgment alone reads dry or not
     query, ann, admin = team["query"], team["annotator"], team["admin"]
     confirm_positives(team)
@@ -613,11 +613,12 @@ def test_a_query_with_few_judgments_is_labeled_down_its_ranking(team):
 
 
 def test_a_ranking_reads_dry_over_the_advices_window_and_not_before(team, monkeypatch):
-    """The advice reads no yield before LEAST judgments, then reads it over the last WINDOW of them (200 and 50;
-    this collection holds 120 images, so 40 and 20 here): one judgment short it says label; a first stretch rich in
-    positives no longer counts once the last WINDOW are at most 10% relevant (the rule over all LEAST would still say
-    the ranking yields); a window over 10% says the ranking yields."""
-    monkeypatch.setattr(advice, "LEAST", 40)
+    """The advice reads no yield before LEAST judgments (150 for a query's own claim, 200 for the benchmark's), then
+    reads it over the last WINDOW of them (50; this collection holds 120 images, so 40, 42 and 20 here): one judgment
+    short it says label; the benchmark's advice, whose first stretch is longer, still says label there; a first
+    stretch rich in positives no longer counts once the last WINDOW are at most 10% relevant (the rule over all LEAST
+    would still say the ranking yields); a window over 10% says the ranking yields."""
+    monkeypatch.setattr(advice, "LEAST", {"query": 40, "benchmark": 42})
     monkeypatch.setattr(advice, "WINDOW", 20)
     fresh, ann, admin = Query.objects.create(text="Heron with a fish"), team["annotator"], team["admin"]
     ranked = [hit.image_id for hit in search(text=fresh.text, k=43)]
@@ -635,6 +636,8 @@ def test_a_ranking_reads_dry_over_the_advices_window_and_not_before(team, monkey
     assert said["next"] == "label" and "39 judgments so far" in said["reason"] and "read from 40 on" in said["reason"]
     said = judge(ranked[39:40])  # 5 of 40 relevant (12.5%), none of the last 20
     assert said["next"] == "check" and "The last 20 judgments were 0% relevant" in said["reason"]
+    pooled = api_for(ann).get(url + "?claim=benchmark").json()["advice"]
+    assert pooled["next"] == "label" and "40 judgments so far" in pooled["reason"] and "from 42 on" in pooled["reason"]
     said = judge(ranked[40:43], "relevant")  # three of the last 20 (15%)
     assert said["next"] == "label" and "The last 20 judgments were 15% relevant" in said["reason"]
 

@@ -243,10 +243,14 @@ def test_after_a_failed_check_a_query_is_reviewed_while_its_window_with_the_look
 
 def test_a_query_is_reviewed_to_the_advices_first_judgments_then_until_its_last_window_reads_dry():
     """The simulator's team reads a ranking as the tool's advice does (annotator.completeness.advice): no yield before
-    LEAST judgments, then the last WINDOW of them, at most 10% relevant; its review stops at the first batch where
-    that holds, so a batch sooner it did not (too few judged, or the window still yielding)."""
+    LEAST judgments (the benchmark's claim's; a query's own has its own), then the last WINDOW of them, at most 10%
+    relevant; its review stops at the first batch where that holds, so a batch sooner it did not (too few judged, or
+    the window still yielding)."""
     options = benchmark_sim.Settings(ranking="page")
-    assert (options.window, options.least_judged) == (facade.ADVICE_WINDOW, facade.ADVICE_LEAST)
+    least = facade.ADVICE_LEAST
+    assert (options.window, options.least_judged, options.query_least_judged) == (
+        facade.ADVICE_WINDOW, least["benchmark"], least["query"]
+    )  # fmt: skip
     world = worlds.inquire_world(queries=4, median_positives=30, seed=2)
     runs = benchmark_sim._start(world, 2, options)
     benchmark_sim.first_review(runs, options)
