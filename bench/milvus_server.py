@@ -8,14 +8,20 @@ server already running instead.
 
 Why not the package's own MilvusServer.start/stop: it waits for health with no bound on a dead start's output, and
 stop() gives Milvus one second before SIGKILL, which leaves etcd's ports taken for about a minute afterwards.
-Its port resolution (each listener's first free port above the default) and config template are used as they are.
+Its port resolution (each listener's first free port above the default) and config template are used as they are;
+since that resolution probes ports and lets them go, two servers starting at once on one machine (a test process
+per core, each starting its own) could both pick a port and one die on binding it ("bind: address already in use",
+seen with three test processes): `started` holds a machine-wide lock from the resolution until the server is
+healthy, its ports bound.
 """
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import signal
 import subprocess
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -150,14 +156,30 @@ def stop(process: subprocess.Popen[bytes], grace: float = 30) -> None:
             process.wait()
 
 
+START_LOCK = Path(tempfile.gettempdir()) / "quire-milvus-start.lock"
+
+
+def started(folder: Path, *, next_target_every: int | None = None) -> tuple[Server, subprocess.Popen[bytes]]:
+    """A server started and healthy, its ports chosen and bound while no other server on this machine chooses its
+    own (START_LOCK); stopped again if it never became healthy."""
+    with START_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        server, process = _start(folder, next_target_every=next_target_every)
+        try:
+            wait_healthy(server, process)
+        except BaseException:
+            stop(process, grace=3)
+            raise
+    return server, process
+
+
 @contextlib.contextmanager
 def running(folder: Path, *, next_target_every: int | None = None, stop_grace: float = 30) -> Iterator[Server]:
     """A Milvus standalone server with its data under `folder`, stopped when the block ends (`next_target_every`:
     _next_target_every's seconds, the server's default when None; `stop_grace`: stop's)."""
     folder.mkdir(parents=True, exist_ok=True)
-    server, process = _start(folder, next_target_every=next_target_every)
+    server, process = started(folder, next_target_every=next_target_every)
     try:
-        wait_healthy(server, process)
         yield server
     finally:
         stop(process, stop_grace)

@@ -49,11 +49,9 @@ def own_server(tmp_path):
     """A Milvus server of this test's own, which it may kill."""
     folder = tmp_path / "milvus"
     folder.mkdir()
-    server, process = milvus_server._start(folder, next_target_every=1)  # as conftest's server
     try:
-        milvus_server.wait_healthy(server, process)
+        server, process = milvus_server.started(folder, next_target_every=1)  # as conftest's server
     except milvus_server.ServerUnavailable as error:
-        milvus_server.stop(process)
         pytest.fail(f"the test's own Milvus server did not start: {error}")
     yield server, process
     milvus_server.stop(process, grace=3)  # its data is thrown away
