@@ -3,8 +3,9 @@
 Since 2026-12-02 tests/settings.py sets OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and MKL_NUM_THREADS to 1 for every
 test process and what it starts. The baseline is the libraries' default, a thread per core (torch's intra-op pool,
 FAISS's and numpy's OpenBLAS), given here explicitly (the settings keep a value already set). Both run the same
-sample of tests on `./dev test`'s workers (one per core), alternating, `--repeat` times; the medians of the wall
-times are printed with their ratio. A run that fails is an error: a faster run that fails proves nothing.
+sample of tests on `./dev test`'s workers (one per core and one more), alternating, `--repeat` times; the medians
+of the wall times are printed with their ratio. A run that fails is an error: a faster run that fails proves
+nothing.
 
 The default sample is three files whose tests each embed a collection with the tiny CLIP model (the `labeling`
 fixture) and search it, the work most of the suite repeats.
@@ -46,7 +47,9 @@ def run(threads: int, tests: list[str], workers: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="test processes (./dev test's)")
+    parser.add_argument(
+        "--workers", type=int, default=(os.cpu_count() or 1) + 1, help="test processes (./dev test's: a core's and one)"
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("tests", nargs="*", default=SAMPLE)
     arguments = parser.parse_args()

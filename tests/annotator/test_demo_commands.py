@@ -7,14 +7,14 @@ QUIRE_MILVUS_URI where the guides set them; DEBUG, SECRET_KEY, the model setting
 """
 
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.servers import runserver
 
 pytestmark = pytest.mark.slow  # each test runs a command or a kernel tool as its own process
 
@@ -38,12 +38,6 @@ def manage(data_dir: Path, *arguments: str, timeout: int = 300, **settings: str)
         text=True,
         timeout=timeout,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_a_missing_secret_key_is_one_clear_line(tmp_path):
@@ -103,27 +97,8 @@ def test_the_demo_then_search_embed_and_runserver_as_separate_processes(tmp_path
     refused = manage(data, "demo", "--no-serve", "--addrport", "localhost:http")
     assert refused.returncode == 1 and "--addrport is a port (9000) or HOST:PORT" in refused.stderr
 
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
-        cwd=ROOT,
-        env=environment(data),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    server, port = runserver(environment(data))
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=5) as page:
-                    assert page.status == 200 and "Log in" in page.read().decode()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    said = server.stdout.read() if server.poll() is not None else ""
-                    pytest.fail(f"runserver did not answer: {said}")
-                time.sleep(0.5)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/css/quire.css", timeout=5) as css:
             assert css.status == 200 and b".tile" in css.read()
     finally:

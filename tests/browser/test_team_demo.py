@@ -5,16 +5,14 @@ decides the image they split on, and the lead reaches the dashboard and the quer
 assigned. The first run ended in NoIndex before."""
 
 import subprocess
-import sys
-import time
-import urllib.request
 from types import SimpleNamespace
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.annotator.test_demo_commands import ROOT, environment, free_port
+from tests.annotator.test_demo_commands import ROOT, environment
 from tests.browser.pages import log_in
+from tests.servers import runserver
 
 pytestmark = pytest.mark.slow
 PASSWORD = "quire-demo"
@@ -32,21 +30,9 @@ def demo_server(tmp_path):
     assert first.returncode == 0, first.stderr
     assert "NoIndex" not in first.stderr and "Traceback" not in first.stderr
     assert "Overlap sample: the top" in first.stdout and "images added now" in first.stdout
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
-        cwd=ROOT, env=environment(data), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    server, port = runserver(environment(data))
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/accounts/login/", timeout=5).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "the demo's server did not answer"
-                time.sleep(0.5)
         yield SimpleNamespace(url=url)
     finally:
         server.terminate()
