@@ -13,7 +13,7 @@ os.environ.setdefault("QUIRE_DATA_DIR", tempfile.mkdtemp(prefix="quire-tests-"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # One thread per process for OpenMP and BLAS (torch, FAISS, numpy's OpenBLAS), in every test process and what it
 # starts (set before any of them is imported; xdist's workers, Celery workers and commands inherit it): the suite
-# runs a test process per core beside the workers, servers and browsers its tests start, and each library's
+# runs more test processes than cores beside the workers, servers and browsers its tests start, and each library's
 # default of a thread per core oversubscribes the cores, where OpenMP's idle threads spin instead of sleeping. A
 # sample of 68 tests on two workers took 3.3x the time without it (bench/RESULTS.md, "CI's time").
 os.environ.setdefault("OMP_NUM_THREADS", "1")
