@@ -1,4 +1,5 @@
-"""A Django development server for tests that serve a demo's data from a process of its own."""
+"""Servers that tests start as processes of their own: a free loopback port, and a Django development server over
+a demo's data."""
 
 import socket
 import subprocess
