@@ -19,6 +19,7 @@ import contextlib
 import ctypes
 import fcntl
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -130,12 +131,29 @@ def _next_target_every(config: Any, seconds: int) -> None:
     _add_to_section(config, "queryCoord", f"  updateNextTargetInterval: {seconds}\n")
 
 
+class ExitedOnStarting(ServerUnavailable):
+    """The server's process ended before it was healthy; `started` tries again on other ports."""
+
+
+def why_it_exited(log: str) -> str:
+    """The line that says why a server died, from its stderr: Go's `panic:` or `fatal error:` line (a crash's
+    goroutine dump follows it, so the log's tail alone names only goroutines: seen in CI), or a bind refused;
+    the log's last lines where none is found."""
+    reasons = [line.strip() for line in log.splitlines() if WHY.search(line)]
+    return reasons[0][:400] if reasons else log[-800:]
+
+
+WHY = re.compile(r"^(panic: |fatal error: )|address already in use|\[FATAL\]")
+
+
 def wait_healthy(server: Server, process: subprocess.Popen[bytes], timeout: float = START_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            tail = server.log.read_text(errors="replace")[-800:] if server.log.exists() else ""
-            raise ServerUnavailable(f"the Milvus server exited with status {process.returncode} on starting: {tail}")
+            log = server.log.read_text(errors="replace") if server.log.exists() else ""
+            raise ExitedOnStarting(
+                f"the Milvus server exited with status {process.returncode} on starting: {why_it_exited(log)}"
+            )
         with contextlib.suppress(OSError), urllib.request.urlopen(server.health_url, timeout=2) as answer:
             if b"OK" in answer.read():
                 return
@@ -159,18 +177,29 @@ def stop(process: subprocess.Popen[bytes], grace: float = 30) -> None:
 START_LOCK = Path(tempfile.gettempdir()) / "quire-milvus-start.lock"
 
 
+START_TRIES = 3
+
+
 def started(folder: Path, *, next_target_every: int | None = None) -> tuple[Server, subprocess.Popen[bytes]]:
     """A server started and healthy, its ports chosen and bound while no other server on this machine chooses its
-    own (START_LOCK); stopped again if it never became healthy."""
+    own (START_LOCK); stopped again if it never became healthy. A server that dies on starting is started again,
+    on ports chosen afresh, up to START_TRIES times: the lock orders Milvus servers only, and any other process on
+    the machine may take a probed port before the server binds it (CI saw one start die among three test processes
+    and a docker build); the error names each try's reason."""
+    reasons = []
     with START_LOCK.open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        server, process = _start(folder, next_target_every=next_target_every)
-        try:
-            wait_healthy(server, process)
-        except BaseException:
-            stop(process, grace=3)
-            raise
-    return server, process
+        for _ in range(START_TRIES):
+            server, process = _start(folder, next_target_every=next_target_every)
+            try:
+                wait_healthy(server, process)
+                return server, process
+            except ExitedOnStarting as error:
+                reasons.append(str(error))
+            except BaseException:
+                stop(process, grace=3)
+                raise
+    raise ServerUnavailable(f"{START_TRIES} starts failed; " + "; ".join(reasons))
 
 
 @contextlib.contextmanager

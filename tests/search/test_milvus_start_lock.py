@@ -64,3 +64,50 @@ def test_a_start_that_never_becomes_healthy_is_stopped_and_lets_the_next_start(m
     with pytest.raises(milvus_server.ServerUnavailable):  # the lock was let go: the next start gets as far
         milvus_server.started(tmp_path / "b")
     assert stopped == [process, process]
+
+
+def test_a_start_that_dies_is_tried_again_on_ports_chosen_afresh(monkeypatch, tmp_path):
+    monkeypatch.setattr(milvus_server, "START_LOCK", tmp_path / "start.lock")
+    starts = []
+
+    def fake_start(folder, **_):
+        starts.append(folder)
+        return milvus_server.Server(f"http://127.0.0.1:{len(starts)}", 1, "", folder), FakeProcess()
+
+    def dies_twice(server, process):
+        if len(starts) < 3:
+            raise milvus_server.ExitedOnStarting(
+                f"the Milvus server exited with status -6 on starting: try {len(starts)}"
+            )
+
+    monkeypatch.setattr(milvus_server, "_start", fake_start)
+    monkeypatch.setattr(milvus_server, "wait_healthy", dies_twice)
+    server, _ = milvus_server.started(tmp_path / "a")
+    assert server.uri == "http://127.0.0.1:3" and len(starts) == 3
+
+
+def test_a_start_that_keeps_dying_fails_saying_each_reason(monkeypatch, tmp_path):
+    monkeypatch.setattr(milvus_server, "START_LOCK", tmp_path / "start.lock")
+    tries = iter(range(1, 10))
+    monkeypatch.setattr(milvus_server, "_start", lambda folder, **_: (None, FakeProcess()))
+
+    def dies(server, process):
+        raise milvus_server.ExitedOnStarting(f"died on try {next(tries)}")
+
+    monkeypatch.setattr(milvus_server, "wait_healthy", dies)
+    with pytest.raises(
+        milvus_server.ServerUnavailable, match="3 starts failed; died on try 1; died on try 2; died on try 3"
+    ):
+        milvus_server.started(tmp_path / "a")
+
+
+def test_the_reason_a_server_died_is_read_from_above_its_goroutine_dump():
+    log = (
+        "[2026/12/01 10:00:00.000 +00:00] [INFO] [etcd] [starting]\n"
+        "panic: listen tcp 127.0.0.1:2381: bind: address already in use\n\n"
+        "goroutine 1 [running]:\nmain.main()\n"
+        + "created by go.etcd.io/etcd/server/v3/embed.(*Etcd).serveClients\n"
+        * 50
+    )
+    assert milvus_server.why_it_exited(log) == "panic: listen tcp 127.0.0.1:2381: bind: address already in use"
+    assert milvus_server.why_it_exited("no reason given\nlast line") == "no reason given\nlast line"
