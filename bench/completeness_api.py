@@ -1,5 +1,6 @@
-"""One seed of `bench/completeness_bench.py --through-api`: the benchmark claim reached by a team that follows the
-advice through Quire's HTTP API, on the simulator's own world and annotators (issue 62).
+"""One seed of `bench/completeness_bench.py --through-api`: the benchmark claim (or, `--claim query`, each query's
+own) reached by a team that follows the advice through Quire's HTTP API, on the simulator's own world and annotators
+(issue 62).
 
 In a fresh data folder, on SQLite (DATABASE_URL is ignored: each seed starts from an empty database):
 
@@ -18,6 +19,7 @@ In a fresh data folder, on SQLite (DATABASE_URL is ignored: each seed starts fro
 Prints one JSON object: the claim, what it cost, and what the frames held.
 
   .venv/bin/python bench/completeness_api.py --queries 10 --seed 0
+  .venv/bin/python bench/completeness_api.py --queries 10 --seed 0 --claim query
 """
 
 import argparse
@@ -120,8 +122,9 @@ def serve() -> tuple[str, Any]:
 
 
 def run(
-    queries: int, median: float, seed: int, noise: float, annotators: int, work: Path, step: int = 0
-) -> dict[str, Any]:
+    queries: int, median: float, seed: int, noise: float, annotators: int, work: Path, step: int = 0,
+    claim: str = "benchmark",
+) -> dict[str, Any]:  # fmt: skip
     from django.contrib.auth.models import User
     from django.core.management import call_command
     from rest_framework.authtoken.models import Token
@@ -163,10 +166,15 @@ def run(
         )  # fmt: skip
 
     spent = api_team.follow_the_advice(
-        api, list(ids), team[0], team[1:], adjudicator, "adjudicator", step=step, progress=progress
+        api, list(ids), team[0], team[1:], adjudicator, "adjudicator", step=step, progress=progress, claim=claim
     )
     print(file=sys.stderr)
     server.shutdown()
+    if claim == "query":
+        each = [each_query(world, query_id, world_query, spent) for query_id, world_query in ids.items()]
+        seconds = round(time.perf_counter() - started, 1)
+        return {"seed": seed, "queries": queries, "claim": "query", "rounds": spent.rounds, "requests": api.requests,
+                "seconds": seconds, "stuck_rounds": spent.stuck, "each_query": each}  # fmt: skip
     benchmark_checks = CompletenessCheck.objects.filter(claim=CompletenessCheck.Claim.BENCHMARK)
     check = benchmark_checks.order_by("-ordinal").first()
     in_frames = found = 0
@@ -202,6 +210,27 @@ def run(
     }  # fmt: skip
 
 
+def each_query(world: Any, query_id: int, world_query: int, spent: Any) -> dict[str, Any]:
+    """A query's own claim as the team left it: its last check's verdict, what the query cost, and whether the
+    claim holds (the frame's true positives the team labeled relevant, over those in the frame)."""
+    from annotator.completeness.frames import unpack
+    from annotator.models import CompletenessCheck, Label, QueryFrame
+
+    check = CompletenessCheck.objects.filter(claim="query", query_id=query_id).order_by("-ordinal").first()
+    frame = QueryFrame.objects.filter(query_id=query_id).first()
+    truth = {i + 1 for i in world.positives[world_query]}
+    inside = truth.intersection(unpack(frame.ids).tolist()) if frame else set()
+    relevant = set(Label.objects.filter(query_id=query_id, value="relevant").values_list("image", flat=True))
+    recall = len(inside & relevant) / len(inside) if inside else 1.0
+    return {
+        "query_id": world_query, "positives": len(truth), "certified": bool(check and check.status == "certified"),
+        "checks": spent.draws_by_query.get(query_id, 0), "labels": spent.by_query.get(query_id, 0),
+        "recall": recall, "held": recall >= 0.9 - 1e-12, "in_frame": len(inside),
+        "advice": spent.advice.get(query_id, {}).get("next"), "left": query_id in spent.left,
+        "uncertifiable_rounds": spent.uncertifiable.get(query_id, 0),
+    }  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=10)
@@ -215,6 +244,10 @@ def main() -> None:
         help="the judgments the server's advice wants before it reads a ranking's yield for the benchmark's claim "
         "(default: the tool's, 200; another is a rule measured, not the tool's)",
     )  # fmt: skip
+    parser.add_argument(
+        "--claim", choices=("benchmark", "query"), default="benchmark",
+        help="the claim the team works toward: the benchmark's, or each query's own",
+    )  # fmt: skip
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="quire-api-bench-") as folder:
         os.environ["QUIRE_DATA_DIR"] = folder
@@ -224,9 +257,11 @@ def main() -> None:
         if arguments.least_judged:
             from annotator.completeness import advice
 
-            advice.LEAST = {**advice.LEAST, "benchmark": arguments.least_judged}
+            advice.LEAST = {**advice.LEAST, arguments.claim: arguments.least_judged}
         people = (arguments.noise, arguments.annotators)
-        result = run(arguments.queries, arguments.median, arguments.seed, *people, Path(folder), arguments.step)
+        result = run(
+            arguments.queries, arguments.median, arguments.seed, *people, Path(folder), arguments.step, arguments.claim
+        )
     print(json.dumps(result))
 
 

@@ -127,6 +127,10 @@ def main() -> None:
     parser.add_argument(
         "--through-api", action="store_true", help="the benchmark claim through the HTTP API beside the simulator"
     )
+    parser.add_argument(
+        "--claim", choices=("benchmark", "query"), default="benchmark",
+        help="with --through-api: the claim the team works toward, the benchmark's or each query's own",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args()
     if arguments.through_api:
@@ -196,26 +200,71 @@ def through_api(arguments: argparse.Namespace) -> None:
     from evaluation import benchmark_sim, worlds
 
     options = settings(arguments, "fresh")  # the tool's design: the team through the API has no other
+    per_query = arguments.claim == "query"
+    least = arguments.query_least_judged if per_query else arguments.least_judged
     rows = []
     for seed in range(arguments.first_seed, arguments.first_seed + arguments.seeds):
         child = subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("completeness_api.py")), "--queries", str(arguments.queries),
              "--median", str(arguments.median), "--seed", str(seed), "--noise", str(arguments.noise),
              "--annotators", str(arguments.annotators), "--step", str(arguments.step),
-             "--least-judged", str(arguments.least_judged or 0)],
+             "--least-judged", str(least or 0), "--claim", arguments.claim],
             stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         world = worlds.inquire_world(queries=arguments.queries, median_positives=arguments.median, seed=seed)
-        simulated = benchmark_sim.benchmark_claim(world, seed, options)
+        if per_query:
+            simulated: Any = [{**r, "seed": seed} for r in benchmark_sim.per_query_claims(world, seed, options)]
+        else:
+            simulated = benchmark_sim.benchmark_claim(world, seed, options)
         out, _ = child.communicate()
         if child.returncode:
             raise SystemExit(f"seed {seed}: the run through the API failed (exit {child.returncode})")
         api = json.loads(out.strip().splitlines()[-1])
         rows.append({"seed": seed, "api": api, "simulator": simulated})
-        print(api_row(rows[-1]), flush=True)
+        print(query_row(rows[-1]) if per_query else api_row(rows[-1]), flush=True)
         if arguments.json:  # after every seed: a long run that is stopped keeps what it measured
             arguments.json.write_text(json.dumps(rows, indent=2, default=float) + "\n")
-    print(api_summary(rows))
+    print(query_summary(rows) if per_query else api_summary(rows))
+
+
+def query_row(row: dict) -> str:
+    """A seed's per-query claims through the API beside the simulator's, each over the least valid floor of the
+    queries that have one (benchmark_sim's median_ratio_to_least_floor, per seed)."""
+    from evaluation import benchmark_sim
+
+    sim = [benchmark_sim._with_least(r) for r in row["simulator"]]
+    least = {r["query_id"]: r["least"] for r in sim}
+    api = [{**r, "least": least[r["query_id"]]} for r in row["api"]["each_query"]]
+
+    def said(rows: list[dict]) -> str:
+        certified = [r for r in rows if r["certified"]]
+        labels = sum(r["labels"] for r in rows)
+        return (
+            f"{labels} labels, {sum(r['checks'] for r in rows)} checks, certified {len(certified)}/{len(rows)},"
+            f" false {sum(not r['held'] for r in certified)}, {benchmark_sim._to_floor(rows, 'least'):.3f}x least floor"
+        )
+
+    api_labels, sim_labels = (sum(r["labels"] for r in rows) for rows in (api, sim))
+    return f"seed {row['seed']}: API {said(api)} | simulator {said(sim)} | API/simulator {api_labels / sim_labels:.2f}"
+
+
+def query_summary(rows: list[dict]) -> str:
+    import statistics
+
+    from evaluation import benchmark_sim
+
+    def to_floor(row: dict, side: str) -> float:
+        least = {r["query_id"]: benchmark_sim._with_least(r)["least"] for r in row["simulator"]}
+        each = row["api"]["each_query"] if side == "api" else row["simulator"]
+        return benchmark_sim._to_floor([{**r, "least": least[r["query_id"]]} for r in each], "least")
+
+    api = [to_floor(row, "api") for row in rows]
+    sim = [to_floor(row, "simulator") for row in rows]
+    return (
+        f"{len(rows)} seeds, per-query claims: median over seeds of the labels over the least valid floor:"
+        f" API {statistics.median(api):.3f}x ({', '.join(f'{a:.3f}' for a in api)}),"
+        f" simulator {statistics.median(sim):.3f}x ({', '.join(f'{s:.3f}' for s in sim)})"
+    )
 
 
 def api_row(row: dict) -> str:

@@ -1,7 +1,8 @@
 """A labeling team that does what Quire's advice says, through the REST API only (issue 62): the scripted team of
 `bench/completeness_bench.py --through-api` and of tests/annotator/test_team_follows_the_advice.py.
 
-Each round the team reads every query's benchmark advice (GET /api/queries/{id}/completeness/?claim=benchmark):
+Each round the team reads every query's advice for the claim it works toward (GET /api/queries/{id}/completeness/
+?claim=benchmark, or ?claim=query for each query's own claim):
 
   wait    the adjudicator works every query's queue (GET .../disagreements/?pending=1, POST .../adjudicate/): the
           frames' single positives before a draw, the checks' positive looks after one. The adjudicator works it
@@ -10,8 +11,9 @@ Each round the team reads every query's benchmark advice (GET /api/queries/{id}/
           judged it (the reviewer, the others in order, the adjudicator last: a fresh look), or the reviewer's next
           batch down the query's ranking ("review"; with `step`, saved a few labels at a time until the advice
           stops asking for review, as the labeling page's side pane shows it)
-  check   once every query says check or done and nothing else moved: staff draw the benchmark check
-          (POST /api/completeness/benchmark/)
+  check   the benchmark's claim: once every query says check or done and nothing else moved, staff draw the
+          benchmark check (POST /api/completeness/benchmark/); each query's own claim: staff draw that query's
+          check in the round its advice says so (POST /api/queries/{id}/completeness/), the others label on
   done    nothing
 
 It knows the world only through its members' answers (each says relevant or not of a (query, image) pair, with its
@@ -55,6 +57,17 @@ class Spent:
     last_draw: dict[str, Any] | None = None
     advice: dict[int, dict[str, Any]] = field(default_factory=dict)
     stuck: int = 0  # rounds where the advice asked for labels nobody on the team could give
+    by_query: dict[int, int] = field(default_factory=dict)  # the labels spent on each query, of all three kinds
+    draws_by_query: dict[int, int] = field(default_factory=dict)  # each query's own checks drawn (claim "query")
+    # Rounds where a query's own advice said no check could certify it yet ("certifiable": false), and the queries
+    # the team left uncertified once those and its draws reached `give_up_after`.
+    uncertifiable: dict[int, int] = field(default_factory=dict)
+    left: set[int] = field(default_factory=set)
+
+    def spend(self, kind: str, query_id: int, labels: int) -> None:
+        """`labels` more of `kind` (review, looks or adjudications) spent on `query_id`."""
+        setattr(self, kind, getattr(self, kind) + labels)
+        self.by_query[query_id] = self.by_query.get(query_id, 0) + labels
 
     @property
     def steps(self) -> dict[int, str]:
@@ -68,33 +81,34 @@ class Spent:
 def follow_the_advice(
     api: Api, queries: list[int], reviewer: Member, others: list[Member], adjudicator: Member, staff: str, *,
     strategy: str = "feedback", batch: int = 50, step: int = 0, target: float = 0.9, confidence: float = 0.95,
-    max_rounds: int = 10_000, progress: Callable[[Spent], None] | None = None,
+    max_rounds: int = 10_000, progress: Callable[[Spent], None] | None = None, claim: str = "benchmark",
+    give_up_after: int = 6,
 ) -> Spent:  # fmt: skip
-    """Label, confirm, draw and look as the advice says until every query says done (or `max_rounds`). `step` > 0:
-    the reviewer saves a batch `step` labels at a time and reads the advice after each, as the labeling page's side
-    pane shows it whenever saving pauses (the adjudicator confirming what waits first), and leaves the rest of the
-    batch once the advice stops asking for review; 0: a whole batch, then the advice."""
+    """Label, confirm, draw and look as the advice for `claim` ("benchmark" or "query": each query's own) says
+    until every query says done (or `max_rounds`). `step` > 0: the reviewer saves a batch `step` labels at a time
+    and reads the advice after each, as the labeling page's side pane shows it whenever saving pauses (the
+    adjudicator confirming what waits first), and leaves the rest of the batch once the advice stops asking for
+    review; 0: a whole batch, then the advice. A query's own claim is left uncertified once its draws and the rounds
+    its advice said no check could certify it yet reach `give_up_after` (the simulator's Settings.max_checks: its
+    team counts a check no sample could certify as one tried, labels a window more, and stops at six)."""
     spent = Spent()
     lookers = [reviewer, *others, adjudicator]
     idle = 0
+    advice = Advice(api, staff, claim)
 
     def reviewing(query_id: int) -> bool:
         _work_the_queues(api, [query_id], adjudicator, spent)
-        said = api.get(staff, f"/api/queries/{query_id}/completeness/", {"claim": "benchmark"})["advice"]
+        said = advice(query_id)
         return bool(said["next"] == "label" and said.get("ranking") != "check")
 
     review = Review(strategy, batch, step, reviewing)
     while spent.rounds < max_rounds:
         spent.rounds += 1
-        spent.advice = {
-            q: api.get(staff, f"/api/queries/{q}/completeness/", {"claim": "benchmark"})["advice"] for q in queries
-        }
+        spent.advice = _read_advice(advice, queries, spent, give_up_after)
         steps = set(spent.steps.values())
         if steps == {"done"}:
             break
-        worked = _work_the_queues(api, queries, adjudicator, spent)
-        labeled, stuck = _label_where_told(api, lookers, review, spent, staff)
-        worked = labeled or worked
+        worked, stuck = _work(advice, lookers, review, spent, {"target_recall": target, "confidence": confidence})
         spent.stuck += stuck
         if progress:
             progress(spent)
@@ -108,11 +122,66 @@ def follow_the_advice(
             if idle >= IDLE_ROUNDS:
                 break
             continue
+        if claim == "query":  # each query's draws are made as its advice asks: nothing here moves any more
+            break
         drawn = api.post(staff, BENCHMARK, {"target_recall": target, "confidence": confidence})
         spent.draws += 1
         spent.first_draw = spent.first_draw or drawn
         spent.last_draw = drawn
     return spent
+
+
+def _work(
+    advice: "Advice", lookers: list[Member], review: "Review", spent: Spent, asked: dict[str, Any]
+) -> tuple[bool, bool]:
+    """A round's work on what the advice said: the adjudicator's queues, the labels asked for, and (each query's own
+    claim) the draws asked for. (whether anything moved, whether a check's images wait for someone new)"""
+    worked = _work_the_queues(advice.api, list(spent.advice), lookers[-1], spent)
+    labeled, stuck = _label_where_told(lookers, review, spent, advice)
+    drawn = advice.claim == "query" and _draw_each(advice, spent, asked)
+    return worked or labeled or drawn, stuck
+
+
+def _read_advice(advice: "Advice", queries: list[int], spent: Spent, give_up_after: int) -> dict[int, dict[str, Any]]:
+    """The advice of each query the team still works on (those left uncertified are not read again)."""
+    said = {q: advice(q) for q in queries if q not in spent.left}
+    for query_id, each in said.items():
+        if each.get("certifiable") is False:
+            spent.uncertifiable[query_id] = spent.uncertifiable.get(query_id, 0) + 1
+        tried = spent.uncertifiable.get(query_id, 0) + spent.draws_by_query.get(query_id, 0)
+        if tried >= give_up_after and each["next"] in ("label", "check") and each.get("ranking") != "check":
+            spent.left.add(query_id)
+    return {q: each for q, each in said.items() if q not in spent.left}
+
+
+@dataclass(frozen=True)
+class Advice:
+    """A query's advice toward `claim`, read by staff: `advice(query_id)` is the answer's "advice" object."""
+
+    api: Api
+    staff: str
+    claim: str
+
+    def __call__(self, query_id: int) -> dict[str, Any]:
+        answer = self.api.get(self.staff, f"/api/queries/{query_id}/completeness/", {"claim": self.claim})
+        return dict(answer["advice"])
+
+    def draw(self, query_id: int, asked: dict[str, Any]) -> dict[str, Any]:
+        """Staff draw the query's own check (claim "query")."""
+        return dict(self.api.post(self.staff, f"/api/queries/{query_id}/completeness/", asked))
+
+
+def _draw_each(advice: Advice, spent: Spent, asked: dict[str, Any]) -> bool:
+    """Each query whose own advice said "check" this round gets its check drawn (whether any was)."""
+    drawn = False
+    for query_id, said in spent.advice.items():
+        if said["next"] == "check":
+            drawn_now = advice.draw(query_id, asked)
+            spent.first_draw = spent.first_draw or drawn_now
+            spent.draws += 1
+            spent.draws_by_query[query_id] = spent.draws_by_query.get(query_id, 0) + 1
+            drawn = True
+    return drawn
 
 
 @dataclass(frozen=True)
@@ -126,28 +195,28 @@ class Review:
     reviewing: Callable[[int], bool]
 
 
-def _label_where_told(api: Api, lookers: list[Member], review: Review, spent: Spent, staff: str) -> tuple[bool, bool]:
+def _label_where_told(lookers: list[Member], review: Review, spent: Spent, advice: Advice) -> tuple[bool, bool]:
     """Each query whose advice says "label" is labeled, whatever the others say: an open check's images by the first
     member who may look at them, else the reviewer's next batch (a ranking with nothing left to review counts as
     reviewed: the others decide the draw). (whether anything was labeled, whether a check's images wait for someone
     new: nobody on the team may look at them, each judged them already, and the advice still asks for them: the
     adjudications of this round may have decided the check since the round read it.)"""
     worked = stuck = False
-    reviewer = lookers[0]
+    reviewer, api = lookers[0], advice.api
     for query_id, said in spent.advice.items():
         if said["next"] != "label":
             continue
         if said.get("ranking") == "check":
             looked = _look(api, query_id, lookers, review.batch, spent)
-            stuck = stuck or (not looked and _still_asks_for_looks(api, staff, query_id))
+            stuck = stuck or (not looked and _still_asks_for_looks(advice, query_id))
             worked = looked or worked
         else:
             worked = _review(api, query_id, reviewer, review, spent) or worked
     return worked, stuck
 
 
-def _still_asks_for_looks(api: Api, staff: str, query_id: int) -> bool:
-    said = api.get(staff, f"/api/queries/{query_id}/completeness/", {"claim": "benchmark"})["advice"]
+def _still_asks_for_looks(advice: Advice, query_id: int) -> bool:
+    said = advice(query_id)
     return bool(said["next"] == "label" and said.get("ranking") == "check")
 
 
@@ -159,7 +228,7 @@ def _work_the_queues(api: Api, queries: list[int], adjudicator: Member, spent: S
         for row in queue["results"]:
             value = "relevant" if adjudicator.says(query_id, row["image"]) else "not_relevant"
             api.post(adjudicator.name, f"/api/queries/{query_id}/adjudicate/", {"image": row["image"], "value": value})
-            spent.adjudications += 1
+            spent.spend("adjudications", query_id, 1)
             worked = True
     return worked
 
@@ -170,7 +239,7 @@ def _look(api: Api, query_id: int, lookers: list[Member], batch: int, spent: Spe
         looks = _candidates(api, member, query_id, "check", batch)
         if looks:
             _judge(api, member, query_id, looks)
-            spent.looks += len(looks)
+            spent.spend("looks", query_id, len(looks))
             return True
     return False
 
@@ -184,7 +253,7 @@ def _review(api: Api, query_id: int, reviewer: Member, review: Review, spent: Sp
         if start and not review.reviewing(query_id):
             break
         _judge(api, reviewer, query_id, shown[start : start + step])
-        spent.review += len(shown[start : start + step])
+        spent.spend("review", query_id, len(shown[start : start + step]))
     return bool(shown)
 
 

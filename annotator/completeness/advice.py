@@ -17,7 +17,7 @@ seeds: the checks then meet more positives), so it is not offered until measured
 
 from typing import Any
 
-from annotator.completeness import benchmark, checks
+from annotator.completeness import benchmark, check_requests, checks
 from annotator.completeness.sample_progress import Progress, judged_by_everyone, progress_of
 from annotator.models import (
     CompletenessCheck,
@@ -116,8 +116,30 @@ def _review(query: Query, aim: str, check: CompletenessCheck | None) -> Advice:
         owed = checks.current(check).labeled
         if since < owed:
             return _said("label", f"The last check held positives: label {owed - since} more before checking again.")
+    if aim == "query" and (cannot := _cannot_certify(query, check)):
+        return cannot
     what = "draw a check" if aim == "query" else "ready for the benchmark check"
     return _said("check", f"The last {WINDOW} judgments were {share:.0%} relevant: the ranking looks dry; {what}.")
+
+
+def _cannot_certify(query: Query, check: CompletenessCheck | None) -> Advice | None:
+    """A dry ranking whose check no sample could certify (too few confirmed positives for the target: the draw
+    would be refused, checks.uncertifiable_words) asks for more labels instead, saying why, with "certifiable": false
+    beside: following "check" there met a refusal (seen through the API, bench/completeness_api.py --claim
+    query). The simulator's team does the same: it labels a window more and tries again (benchmark_sim
+    per_query_claims). At the last check's target and confidence, else the draw's defaults."""
+    asked = check_requests.CheckRequest(
+        target=check.target_recall if check else check_requests.DEFAULT_TARGET,
+        confidence=check.confidence if check else check_requests.DEFAULT_CONFIDENCE,
+    )
+    try:
+        found = checks.situation(query, asked)
+    except checks.BadCheck:  # no frame to draw from: the draw's own refusal says why
+        return None
+    if found.sample is not None or found.unconfirmed:
+        return None
+    said = _said("label", f"{checks.uncertifiable_words(found, asked)} Label on down the ranking for more.")
+    return {**said, "certifiable": False}
 
 
 def _pooled(query: Query, pooled: Progress) -> dict[str, Any]:

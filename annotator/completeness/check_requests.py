@@ -34,6 +34,9 @@ ONE_LOOK_MISS_RATE = PER_LOOK
 SMALLEST = 1e-6
 
 
+DEFAULT_TARGET, DEFAULT_CONFIDENCE = 0.9, 0.95  # a draw's when its request names none (and the advice's)
+
+
 @dataclass(frozen=True)
 class CheckRequest:
     target: float
@@ -72,8 +75,8 @@ def read_request(data: Any, claim: str = QUERY) -> CheckRequest:
         example = '"frame": {"kind": "top", "depth": 5000}' if claim == QUERY else '"split": "val"'
         raise BadCheck(f'Send a JSON object such as {{"target_recall": 0.9, "confidence": 0.95, {example}}}.')
     asked = CheckRequest(
-        target=read_share(data, "target_recall", 0.9),
-        confidence=read_share(data, "confidence", 0.95),
+        target=read_share(data, "target_recall", DEFAULT_TARGET),
+        confidence=read_share(data, "confidence", DEFAULT_CONFIDENCE),
         with_unconfirmed=read_flag(data, "with_unconfirmed", False),
         dry_run=read_flag(data, "dry_run", False),
     )

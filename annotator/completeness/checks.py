@@ -391,7 +391,7 @@ def _refuse_if_unready(found: Situation, request: CheckRequest) -> None:
     if found.unconfirmed and not request.with_unconfirmed:
         raise BadCheck(unconfirmed_words(found.unconfirmed, found.sample, found.after_confirmation, where))
     if found.sample is None:
-        raise BadCheck(_uncertifiable(found, request))
+        raise BadCheck(uncertifiable_words(found, request))
 
 
 def _continues(check: CompletenessCheck, request: CheckRequest) -> None:
@@ -475,7 +475,8 @@ def unconfirmed_words(unconfirmed: int, now: int | None, after: int | None, wher
     )
 
 
-def _uncertifiable(found: Situation, request: CheckRequest) -> str:
+def uncertifiable_words(found: Situation, request: CheckRequest) -> str:
+    """Why no sample can certify `request` over the frame(s) now: the draw's refusal, and the advice's reason."""
     if found.claim == BENCHMARK:
         return f"No sample can certify {request.target:.0%} over these frames: confirm more positives first."
     return (

@@ -102,3 +102,26 @@ def test_a_reviewer_who_reads_the_advice_every_few_labels_leaves_a_batch_once_it
     ]
     assert all(count >= facade.ADVICE_LEAST["benchmark"] and count % 10 == 0 for count in reviewed), reviewed
     assert any(count % 30 for count in reviewed), reviewed  # left inside a batch
+
+
+def test_a_team_that_follows_each_querys_own_advice_draws_each_querys_check_and_certifies_it(world):
+    """claim="query": the advice read is each query's own (?claim=query), staff draw a query's check in the round
+    its advice says so, and what the team spends is counted per query, as the simulator's per_query_claims counts
+    it (bench/completeness_bench.py --through-api --claim query)."""
+    queries, boss, team = world["queries"], world["boss"], world["team"]
+    api = ClientApi([*team, boss])
+    people = [member(world, user) for user in team]
+    ids, expert = [q.pk for q in queries], member(world, boss)
+    spent = follow_the_advice(
+        api, ids, people[0], people[1:], expert, "boss", strategy="text", max_rounds=300, claim="query"
+    )
+    assert set(spent.steps.values()) == {"done"}, spent
+    for query in queries:
+        checks = CompletenessCheck.objects.filter(claim="query", query=query).order_by("ordinal")
+        assert checks.count() == spent.draws_by_query[query.pk] >= 1
+        assert checks.last().status == "certified", (spent, list(checks.values("ordinal", "status")))
+        assert checks.first().found_at_draw > 0  # confirmed before the first draw, not a frame sampled whole
+    assert not CompletenessCheck.objects.filter(claim="benchmark").exists()
+    assert sum(spent.by_query.values()) == spent.labels == spent.review + spent.looks + spent.adjudications
+    judged = {q.pk: Judgment.objects.filter(query=q).count() for q in queries}
+    assert all(spent.by_query[q] >= judged[q] > 0 for q in judged), (spent.by_query, judged)

@@ -1,0 +1,66 @@
+"""evaluation.api_team's bookkeeping for each query's own claim, without a server: the advice read from a stand-in
+API that answers as the tool's would for a query no check can certify yet ("certifiable": false) and for one that
+certifies at its first check."""
+
+from evaluation.api_team import Member, follow_the_advice
+
+NEVER, SOON = 1, 2
+
+
+class StandIn:
+    """Query NEVER: its ranking dry and too few confirmed positives for any check; its reviewer's batches find none.
+    Query SOON: a check once 60 labels are in; certified when its sample's 3 images are looked at."""
+
+    def __init__(self):
+        self.labeled = {NEVER: 0, SOON: 0}
+        self.drawn = self.looked = 0
+        self.posts = []
+
+    def get(self, member, path, params):
+        query_id = int(path.split("/")[3])
+        if path.endswith("/completeness/"):
+            return {"advice": self.advice(query_id)}
+        if path.endswith("/disagreements/"):
+            return {"results": []}
+        if params["strategy"] == "check":
+            left = 3 - self.looked if self.drawn and member == "second" else 0
+            return {"results": [{"image_id": 1000 + i} for i in range(left)]}
+        start = self.labeled[query_id]
+        return {"results": [{"image_id": start + i} for i in range(params["k"])]}
+
+    def advice(self, query_id):
+        if query_id == NEVER:
+            return {"next": "label", "ranking": "review", "certifiable": False, "reason": "No sample can certify."}
+        if self.drawn and self.looked >= 3:
+            return {"next": "done", "reason": "Done."}
+        if self.drawn:
+            return {"next": "label", "ranking": "check", "reason": "Looks left."}
+        if self.labeled[SOON] >= 60:
+            return {"next": "check", "reason": "Dry."}
+        return {"next": "label", "ranking": "review", "reason": "Yields."}
+
+    def post(self, member, path, body):
+        self.posts.append(path)
+        query_id = int(path.split("/")[3])
+        if path.endswith("/completeness/"):
+            self.drawn += 1
+            return {"status": "checking"}
+        if member == "second":
+            self.looked += len(body["labels"])
+        else:
+            self.labeled[query_id] += len(body["labels"])
+        return {}
+
+
+def test_a_query_no_check_can_certify_is_left_after_six_tries_and_the_other_is_drawn_and_certified():
+    api = StandIn()
+    people = [Member(name, lambda q, i: False) for name in ("reviewer", "second", "boss")]
+    spent = follow_the_advice(
+        api, [NEVER, SOON], people[0], people[1:2], people[2], "boss", batch=30, claim="query", give_up_after=6
+    )
+    assert spent.left == {NEVER} and spent.uncertifiable == {NEVER: 6}
+    assert spent.draws_by_query == {SOON: 1} and api.drawn == 1
+    assert not any(path.startswith(f"/api/queries/{NEVER}/completeness") for path in api.posts)  # never drawn
+    assert api.labeled == {NEVER: 5 * 30, SOON: 60}  # five batches between the six tries; SOON's review until dry
+    assert spent.by_query == {NEVER: 150, SOON: 63} and spent.labels == 213
+    assert spent.steps == {SOON: "done"}
