@@ -18,6 +18,7 @@ seeds: the checks then meet more positives), so it is not offered until measured
 from typing import Any
 
 from annotator.completeness import benchmark, check_requests, checks
+from annotator.completeness.frames import BadCheck
 from annotator.completeness.sample_progress import Progress, judged_by_everyone, progress_of
 from annotator.models import (
     CompletenessCheck,
@@ -134,7 +135,7 @@ def _cannot_certify(query: Query, check: CompletenessCheck | None) -> Advice | N
     )
     try:
         found = checks.situation(query, asked)
-    except checks.BadCheck:  # no frame to draw from: the draw's own refusal says why
+    except BadCheck:  # no frame to draw from: the draw's own refusal says why
         return None
     if found.sample is not None or found.unconfirmed:
         return None
