@@ -214,7 +214,7 @@ def each_query(world: Any, query_id: int, world_query: int, spent: Any) -> dict[
     """A query's own claim as the team left it: its last check's verdict, what the query cost, and whether the
     claim holds (the frame's true positives the team labeled relevant, over those in the frame)."""
     from annotator.completeness.frames import unpack
-    from annotator.models import CompletenessCheck, Label, QueryFrame
+    from annotator.models import CompletenessCheck, Judgment, Label, QueryFrame
 
     check = CompletenessCheck.objects.filter(claim="query", query_id=query_id).order_by("-ordinal").first()
     frame = QueryFrame.objects.filter(query_id=query_id).first()
@@ -228,6 +228,11 @@ def each_query(world: Any, query_id: int, world_query: int, spent: Any) -> dict[
         "recall": recall, "held": recall >= 0.9 - 1e-12, "in_frame": len(inside),
         "advice": spent.advice.get(query_id, {}).get("next"), "left": query_id in spent.left,
         "uncertifiable_rounds": spent.uncertifiable.get(query_id, 0),
+        "each_check": [
+            {"found": c.found_at_draw, "sampled_from": c.sampled_from, "sample": c.images.count(), "status": c.status}
+            for c in CompletenessCheck.objects.filter(claim="query", query_id=query_id).order_by("ordinal")
+        ],
+        "review": Judgment.objects.filter(query_id=query_id, annotator__username="reviewer").count(),
     }  # fmt: skip
 
 

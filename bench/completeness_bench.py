@@ -11,9 +11,11 @@ target. Prints the summary; the runs go to `--json`.
   .venv/bin/python bench/completeness_bench.py --queries 250 --seeds 10 --first-seed 10 --no-per-query  # in parallel
   .venv/bin/python bench/completeness_bench.py --queries 10 --seeds 20 --no-per-query --extend 1.5
   .venv/bin/python bench/completeness_bench.py --queries 10 --seeds 3 --through-api
+  .venv/bin/python bench/completeness_bench.py --seeds 3 --through-api --claim query --ranking page --step 10
   .venv/bin/python bench/completeness_bench.py --queries 10 --seeds 20 --no-per-query --design fresh --whole-checks
 
-`--through-api`: per seed, the benchmark claim reached by a team that follows the advice through Quire's HTTP API
+`--through-api`: per seed, the benchmark claim (`--claim query`: each query's own, beside `per_query_claims`)
+reached by a team that follows the advice through Quire's HTTP API
 (bench/completeness_api.py, a process of its own: a live server over the same world, the same three people with the
 same mistakes) beside the simulator's run of that world and seed, with the seed's yardsticks (the simulator's
 collection oracle and valid clairvoyant floor: both read off the world, not off either team).
@@ -125,7 +127,7 @@ def main() -> None:
         "counted more than it may",
     )
     parser.add_argument(
-        "--through-api", action="store_true", help="the benchmark claim through the HTTP API beside the simulator"
+        "--through-api", action="store_true", help="a claim (--claim) through the HTTP API beside the simulator"
     )
     parser.add_argument(
         "--claim", choices=("benchmark", "query"), default="benchmark",

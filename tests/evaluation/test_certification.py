@@ -463,3 +463,16 @@ def test_a_querys_check_sized_to_tolerate_more_positives_draws_a_larger_sample_a
             assert sample == facade.check_size(found, population, 0.9, confidence, rate, tolerate)
     assert all(first[2][q][:3] == first[1][q][:3] for q in first[1])  # the same review, frame and positives
     assert any(first[2][q][3] > first[1][q][3] for q in first[1])
+
+
+def test_the_per_query_summary_says_the_ratio_with_and_without_the_queries_left_uncertified():
+    """A query the team left uncertified spent less than its floor: the summary's least-floor ratio counts it (as
+    before), and says the ratio over the certified queries beside it."""
+    record = {"seed": 0, "held": True, "oracle": 100}
+    queries = [
+        {**record, "query_id": 1, "certified": True, "labels": 300, "floor": 200, "floors": {0: 150, 3: 200}},
+        {**record, "query_id": 2, "certified": False, "labels": 100, "floor": 400, "floors": {0: 400}},
+    ]
+    summary = benchmark_sim._query_summary(queries)
+    assert summary["median_ratio_to_least_floor"] == pytest.approx(400 / 550, abs=1e-3)  # rounded to 3 places
+    assert summary["median_ratio_to_least_floor_certified"] == pytest.approx(2.0)
