@@ -184,8 +184,9 @@ def started(folder: Path, *, next_target_every: int | None = None) -> tuple[Serv
     """A server started and healthy, its ports chosen and bound while no other server on this machine chooses its
     own (START_LOCK); stopped again if it never became healthy. A server that dies on starting is started again,
     on ports chosen afresh, up to START_TRIES times: the lock orders Milvus servers only, and any other process on
-    the machine may take a probed port before the server binds it (CI saw one start die among three test processes
-    and a docker build); the error names each try's reason."""
+    the machine may take a probed port before the server binds it. CI saw a start die with status -6 beside three
+    test processes and a docker build, its reason lost above the goroutine dump (why_it_exited reads it now); a
+    restart in the same folder on other ports was tried here and serves. The error names each try's reason."""
     reasons = []
     with START_LOCK.open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes

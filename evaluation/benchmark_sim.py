@@ -816,6 +816,11 @@ def _to_floor(rows: list[dict[str, Any]], floor: str = "floor") -> float:
     return float(sum(r["labels"] for r in floored) / max(1, sum(r[floor] for r in floored)))
 
 
+def _to_least(rows: list[dict[str, Any]], certified_only: bool = False) -> float:
+    """_to_floor over each query's least floor (of the certified queries alone, `certified_only`)."""
+    return _to_floor([_with_least(r) for r in rows if r["certified"] or not certified_only], "least")
+
+
 def _query_summary(queries: list[dict[str, Any]]) -> dict[str, Any]:
     certified = [r for r in queries if r["certified"]]
     by_seed = _by_seed(queries)
@@ -826,15 +831,11 @@ def _query_summary(queries: list[dict[str, Any]]) -> dict[str, Any]:
         "false_claims": _held_share(sum(not r["held"] for r in certified), len(certified)),
         "median_ratio_to_oracle": _median_ratio(ratios),
         "median_ratio_to_floor": _median_ratio(floors),
-        "median_ratio_to_least_floor": _median_ratio(
-            [_to_floor([_with_least(r) for r in rows], "least") for rows in by_seed.values()]
-        ),
+        "median_ratio_to_least_floor": _median_ratio([_to_least(rows) for rows in by_seed.values()]),
         # The same over the certified queries only: a query the team left uncertified after its tries spent less
         # than its floor (a cheap give-up, not a claim), and lowers the ratio above (issue 62, per query through
-        # the API: 1.476x with them, 1.536x without, on the simulator's six seeds there).
-        "median_ratio_to_least_floor_certified": _median_ratio(
-            [_to_floor([_with_least(r) for r in rows if r["certified"]], "least") for rows in by_seed.values()]
-        ),
+        # the API: 1.48x with them, 1.54x without, on the simulator's twelve seeds there).
+        "median_ratio_to_least_floor_certified": _median_ratio([_to_least(rows, True) for rows in by_seed.values()]),
         "without_floor": sum(1 for r in queries if not r.get("floor")),
     }  # fmt: skip
 
