@@ -216,7 +216,8 @@ def each_query(world: Any, query_id: int, world_query: int, spent: Any) -> dict[
     from annotator.completeness.frames import unpack
     from annotator.models import CompletenessCheck, Judgment, Label, QueryFrame
 
-    check = CompletenessCheck.objects.filter(claim="query", query_id=query_id).order_by("-ordinal").first()
+    checks = list(CompletenessCheck.objects.filter(claim="query", query_id=query_id).order_by("ordinal"))
+    check = checks[-1] if checks else None
     frame = QueryFrame.objects.filter(query_id=query_id).first()
     truth = {i + 1 for i in world.positives[world_query]}
     inside = truth.intersection(unpack(frame.ids).tolist()) if frame else set()
@@ -230,7 +231,7 @@ def each_query(world: Any, query_id: int, world_query: int, spent: Any) -> dict[
         "uncertifiable_rounds": spent.uncertifiable.get(query_id, 0),
         "each_check": [
             {"found": c.found_at_draw, "sampled_from": c.sampled_from, "sample": c.images.count(), "status": c.status}
-            for c in CompletenessCheck.objects.filter(claim="query", query_id=query_id).order_by("ordinal")
+            for c in checks
         ],
         "review": Judgment.objects.filter(query_id=query_id, annotator__username="reviewer").count(),
     }  # fmt: skip

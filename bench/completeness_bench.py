@@ -229,14 +229,22 @@ def through_api(arguments: argparse.Namespace) -> None:
     print(query_summary(rows) if per_query else api_summary(rows))
 
 
+def with_least(row: dict) -> tuple[list[dict], list[dict]]:
+    """A seed's per-query records through the API and in the simulator, each with "least": its query's least valid
+    floor, read off the simulator's record (the yardstick is the world's, not either team's)."""
+    from evaluation import benchmark_sim
+
+    sim = [benchmark_sim._with_least(r) for r in row["simulator"]]
+    least = {r["query_id"]: r["least"] for r in sim}
+    return [{**r, "least": least[r["query_id"]]} for r in row["api"]["each_query"]], sim
+
+
 def query_row(row: dict) -> str:
     """A seed's per-query claims through the API beside the simulator's, each over the least valid floor of the
     queries that have one (benchmark_sim's median_ratio_to_least_floor, per seed)."""
     from evaluation import benchmark_sim
 
-    sim = [benchmark_sim._with_least(r) for r in row["simulator"]]
-    least = {r["query_id"]: r["least"] for r in sim}
-    api = [{**r, "least": least[r["query_id"]]} for r in row["api"]["each_query"]]
+    api, sim = with_least(row)
 
     def said(rows: list[dict]) -> str:
         certified = [r for r in rows if r["certified"]]
@@ -255,13 +263,9 @@ def query_summary(rows: list[dict]) -> str:
 
     from evaluation import benchmark_sim
 
-    def to_floor(row: dict, side: str) -> float:
-        least = {r["query_id"]: benchmark_sim._with_least(r)["least"] for r in row["simulator"]}
-        each = row["api"]["each_query"] if side == "api" else row["simulator"]
-        return benchmark_sim._to_floor([{**r, "least": least[r["query_id"]]} for r in each], "least")
-
-    api = [to_floor(row, "api") for row in rows]
-    sim = [to_floor(row, "simulator") for row in rows]
+    sides = [with_least(row) for row in rows]
+    api = [benchmark_sim._to_floor(each, "least") for each, _ in sides]
+    sim = [benchmark_sim._to_floor(each, "least") for _, each in sides]
     return (
         f"{len(rows)} seeds, per-query claims: median over seeds of the labels over the least valid floor:"
         f" API {statistics.median(api):.3f}x ({', '.join(f'{a:.3f}' for a in api)}),"
