@@ -127,6 +127,11 @@ def main() -> None:
         "counted more than it may",
     )
     parser.add_argument(
+        "--confirm-at-draw", action="store_true",
+        help="the simulator's team confirms a query's positives only when a check is drawn, as before 2026-12-02 (its "
+        "frames and learned rankings then came from unconfirmed labels); the tool's flow confirms them as labeled",
+    )  # fmt: skip
+    parser.add_argument(
         "--through-api", action="store_true", help="a claim (--claim) through the HTTP API beside the simulator"
     )
     parser.add_argument(
@@ -189,7 +194,7 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         query_least_judged=arguments.query_least_judged or benchmark_sim.LEAST["query"],
         ranking=arguments.ranking, sizing=arguments.sizing, recheck=arguments.recheck,
         curtail=not arguments.whole_checks, quiet_from=arguments.quiet_from, step=arguments.step,
-        owed=arguments.owed,
+        owed=arguments.owed, confirm_as_labeled=not arguments.confirm_at_draw,
         query_tolerate=benchmark_sim.QUERY_TOLERATE if arguments.query_tolerate is None else arguments.query_tolerate,
     )  # fmt: skip
 

@@ -10,8 +10,9 @@ median 46). Annotators are wrong on a `noise` share of the images, each on their
   review      the learned ranking (search's feedback strategy, recomputed every 50 labels from the final labels)
               or the page's batches, 50 at a time, until the last 50 judgments are at most 10% relevant, once
               there are 200 (the advice's "check")
-  frame       the query's default frame, frozen at its first check: the images judged and the top
-              2 x judged (rounded up to a multiple of 500) of the text and learned rankings, together
+  frame       the query's default frame, frozen at its first check drawn: the images judged and the top
+              2 x judged (rounded up to a multiple of 500) of the text and learned rankings, together (a draw
+              that no sample could certify is refused, as the tool refuses it, and leaves the frame growing)
   confirm     the frame's single-judgment positives go to the adjudicator, so only confirmed positives count
   check       a simple random sample of the frame's other images (the union of every frame's, for the benchmark)
               sized by certify.check_size, each image given one fresh look after the draw (the review's judgment
@@ -117,6 +118,12 @@ class Settings:
     # The positives a query's own check is sized to tolerate meeting (the tool's: annotator.completeness.checks'
     # TOLERATE: 3 since 2026-12-02, 2 the day before, 1 until then); measured, not the tool's, when other.
     query_tolerate: int = QUERY_TOLERATE
+    # A positive the reviewer finds goes to the adjudicator as it is labeled (the tool's flow since issue 62: the
+    # frame's single-judgment positives wait in the adjudicator's queue, the advice says "wait" until they are
+    # confirmed, and the team through the API works the queue at every step), so the learned ranking and the frame
+    # a draw freezes are computed from confirmed labels, as the server computes them. False: confirmed only when a
+    # check is drawn, as the simulator did until 2026-12-02 (its frames then came from unconfirmed labels).
+    confirm_as_labeled: bool = True
 
 
 @dataclass
@@ -135,14 +142,22 @@ class QueryRun:
     page: Callable[..., list[int]] | None = None
     batch: int = 50
     loaded: list[int] = field(default_factory=list)  # Settings.step: the page batch's images not yet labeled
+    confirm_as_labeled: bool = True  # Settings.confirm_as_labeled
+    frozen_ids: set[int] = field(default_factory=set)  # the frozen frame's images, as a set
 
     @property
     def truth(self) -> set[int]:
         return self.team.truth
 
+    def seen(self) -> tuple[list[int], list[int]]:
+        """(relevant, not relevant) as the reviewer's ranking learns them: the labeling page ranks from the labels its
+        viewer sees (annotator.labeling.grid.seen_by), their own judgment of every image they judged, not the
+        adjudicator's decision on it."""
+        first = self.team.first
+        return [i for i in first if first[i]], [i for i in first if not first[i]]
+
     def refit(self) -> None:
-        relevant = [i for i in self.team.first if self.team.final(i)]
-        not_relevant = [i for i in self.team.first if not self.team.final(i)]
+        relevant, not_relevant = self.seen()
         text = self.world.texts[self.query_id]
         vector = strategy_vector("feedback", text, self.world.vectors[relevant], self.world.vectors[not_relevant])
         scores = self.world.vectors @ np.asarray(vector, dtype=np.float32)
@@ -171,7 +186,7 @@ class QueryRun:
             if not self.ranking:
                 return
             image_id = self.ranking.pop(0)
-            if not self.team.judge(image_id) and self.ranking:  # the page's batches pass over its look-alikes
+            if not self._judge(image_id) and self.ranking:  # the page's batches pass over its look-alikes
                 rest = np.asarray(self.ranking)
                 alike = self.world.vectors[rest] @ self.world.vectors[image_id] >= NEAR_DUPLICATE
                 self.ranking = rest[~alike].tolist()
@@ -191,18 +206,25 @@ class QueryRun:
             if not picks:
                 return
             for image_id in picks:
-                self.team.judge(image_id)
+                self._judge(image_id)
                 self.order.append(image_id)
                 if self.oracle is None and self.found() >= target * len(self.truth):
                     self.oracle = len(self.order)
             done += len(picks)
 
+    def _judge(self, image_id: int) -> bool:
+        """The reviewer's judgment of `image_id`; a positive of the frame (every image judged is in the default
+        frame; a frozen frame holds what it holds) confirmed by the adjudicator at once when confirm_as_labeled."""
+        relevant = self.team.judge(image_id)
+        if relevant and self.confirm_as_labeled and (self.frame is None or image_id in self.frozen_ids):
+            self.team.adjudicate(image_id)
+        return relevant
+
     def _next_batch(self, k: int) -> list[int]:
         """The page's next `k` `feedback` candidates from the final labels so far."""
         assert self.page is not None
         judged = list(self.team.first)
-        relevant = [i for i in judged if self.team.final(i)]
-        not_relevant = [i for i in judged if not self.team.final(i)]
+        relevant, not_relevant = self.seen()
         recent = [(i, self.team.first[i]) for i in self.order[-RECENT_ANSWERS:]]
         return self.page("feedback", relevant, not_relevant, set(judged), k, recent)
 
@@ -277,16 +299,24 @@ class QueryRun:
         """The review's next labels before the advice is read again: a page batch, or `options.step` of it."""
         self.label(options.step or options.batch, options.target, hold=bool(options.step))
 
-    def freeze(self) -> np.ndarray:
-        """The default frame (frames.default_spec): the images judged and the top of the text and learned rankings,
-        frozen once."""
+    def freeze(self, frame: np.ndarray | None = None) -> np.ndarray:
+        """The query's frame, frozen once: `frame` (the frame a draw was just made over), else the default frame now
+        (frames.default_spec: the images judged and the top of the text and learned rankings)."""
         if self.frame is None:
-            self.frame = default_frame(self.world, self.query_id, self.team)
+            self.frame = default_frame(self.world, self.query_id, self.team) if frame is None else frame
+            self.frozen_ids = set(self.frame.tolist())
         return self.frame
 
-    def confirm(self) -> list[int]:
-        """The frame's positives, each confirmed by the adjudicator (once); those it keeps."""
-        frame = self.freeze().tolist()
+    def frame_now(self) -> np.ndarray:
+        """The frame a draw would freeze now: the frozen one, else the tool's default frame over today's judgments.
+        The tool freezes a frame only by a draw (checks._keep): a draw it refuses leaves the default frame growing
+        with the review, and its later positives count found."""
+        return self.frame if self.frame is not None else default_frame(self.world, self.query_id, self.team)
+
+    def confirm(self, frame: np.ndarray | None = None) -> list[int]:
+        """The positives of `frame` (the frozen frame by default), each confirmed by the adjudicator (once); those
+        it keeps."""
+        frame = (self.freeze() if frame is None else frame).tolist()
         for image_id in frame:
             if image_id in self.team.first and self.team.final(image_id):
                 self.team.adjudicate(image_id)
@@ -345,7 +375,8 @@ def _start(world: World, seed: int, options: Settings) -> dict[int, QueryRun]:
         noises = (options.noise, options.noise, options.expert_noise, *[options.noise] * (options.annotators - 2))
         mistaken = tuple(annotator_mistakes(n, query_id, _person(seed, who)) for who, n in enumerate(noises))
         page = world_ranker(world, query_id) if options.ranking == "page" else None
-        runs[query_id] = QueryRun(world, query_id, Team(world.positives[query_id], mistaken), page=page)
+        team = Team(world.positives[query_id], mistaken)
+        runs[query_id] = QueryRun(world, query_id, team, page=page, confirm_as_labeled=options.confirm_as_labeled)
     return runs
 
 
@@ -664,16 +695,19 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
     records = []
     for query_id, run in runs.items():
         run.review(dry, options)
-        checks, certified, drawn = 0, False, []
+        checks, certified = 0, False
+        drawn: list[dict[str, int]] = []
         while checks < options.max_checks and not certified and len(run.order) < options.max_review:
-            checks += 1
-            positives = run.confirm()
-            population = np.setdiff1d(run.freeze(), np.asarray(positives, dtype=np.int64))
-            confidence = tested_at(options.confidence, checks)
+            checks += 1  # a try: a draw, or a reading that no draw could certify (the API's team counts both)
+            frame = run.frame_now()
+            positives = run.confirm(frame)
+            population = np.setdiff1d(frame, np.asarray(positives, dtype=np.int64))
+            confidence = tested_at(options.confidence, len(drawn) + 1)  # the tool's ordinal counts its draws only
             size = check_size(len(positives), len(population), options.target, confidence, rate, options.query_tolerate)
-            if size is None:  # no sample can certify this frame now: label on
+            if size is None:  # no sample can certify this frame now: the tool refuses the draw, the team labels on
                 run.review(dry, options)
                 continue
+            run.freeze(frame)  # the draw freezes it
             sample = rng.permutation(population)[:size]
             drawn.append({"found": len(positives), "sampled_from": len(population), "sample": size})
             most = _most(options, None, (len(positives), len(population), size), confidence, rate)

@@ -465,6 +465,70 @@ def test_a_querys_check_sized_to_tolerate_more_positives_draws_a_larger_sample_a
     assert any(first[2][q][3] > first[1][q][3] for q in first[1])
 
 
+def test_the_reviewers_positives_are_confirmed_as_labeled_and_the_frames_drawn_are_computed_from_them():
+    """The tool's flow (Settings.confirm_as_labeled): each positive the reviewer finds goes to the adjudicator as it
+    is labeled, so a draw finds nothing left to confirm and its frame's learned ranking is computed from confirmed
+    labels, as the server computes it (frames._top reads the final labels). The reviewer's own ranking learns from
+    their own judgments either way (the labeling page shows a viewer their own), so the review is the same.
+    Confirmed at the draw instead (before 2026-12-02), the frames came from unconfirmed labels."""
+    world = worlds.inquire_world(queries=4, median_positives=30, seed=2)
+    orders, frames = {}, {}
+    for as_labeled in (True, False):
+        options = benchmark_sim.Settings(ranking="page", annotators=4, step=10, confirm_as_labeled=as_labeled)
+        runs = benchmark_sim._start(world, 2, options)
+        benchmark_sim.first_review(runs, options)
+        for run in runs.values():
+            called = [i for i in run.team.first if run.team.first[i]]
+            assert called and all((i in run.team.third) == as_labeled for i in called)
+            before = run.team.spent
+            run.confirm()
+            assert (run.team.spent == before) == as_labeled  # at the draw: nothing waits, or every positive does
+        orders[as_labeled] = {q: run.order for q, run in runs.items()}
+        frames[as_labeled] = {q: run.freeze().tolist() for q, run in runs.items()}
+        wrong = [i for run in runs.values() for i in run.team.first if run.team.first[i] and i not in run.truth]
+        assert wrong  # the reviewer's mistakes are among the positives confirmed (and overturned)
+    assert orders[True] == orders[False]
+    assert frames[True] != frames[False]
+
+
+def test_a_querys_draw_no_sample_could_certify_leaves_its_frame_growing_and_spends_no_alpha(monkeypatch):
+    """The tool refuses a draw no sample could certify (no check is made, no frame frozen) and its next check is
+    still check 1. The simulator's team does the same: refused once, it labels on, and draws over the default frame
+    of that later moment, tested at the first check's share of alpha (before: frozen at the refusal, tested at the
+    second check's share)."""
+    world = worlds.inquire_world(queries=4, median_positives=30, seed=2)
+    real_size, real_met = benchmark_sim.check_size, benchmark_sim._met
+    sized: list[tuple[int, float]] = []  # (judgments so far, the confidence asked) of the first query's tries
+    refused: list[np.ndarray] = []  # the first query's frame when its first draw was refused
+    drawn: dict[int, tuple[np.ndarray, set[int]]] = {}  # query: (the frame drawn over, the images judged by then)
+
+    def refused_first(found, population, target, confidence, rate, tolerate=0):
+        if not drawn:  # the first query's tries, before its first draw (valid_floor's calls come after it)
+            sized.append((len(run_of[0].order), confidence))
+            if len(sized) == 1:
+                refused.append(run_of[0].frame_now())
+                return None
+        return real_size(found, population, target, confidence, rate, tolerate)
+
+    def met(run, sample, options, curtail):
+        drawn.setdefault(run.query_id, (run.freeze(), set(run.team.first)))
+        return real_met(run, sample, options, curtail)
+
+    run_of = []
+    real_start = benchmark_sim._start
+    monkeypatch.setattr(benchmark_sim, "_start", lambda *a: run_of.extend((r := real_start(*a)).values()) or r)
+    monkeypatch.setattr(benchmark_sim, "check_size", refused_first)
+    monkeypatch.setattr(benchmark_sim, "_met", met)
+    records = benchmark_sim.per_query_claims(world, 2, benchmark_sim.Settings(ranking="page", annotators=4))
+    first = run_of[0].query_id
+    (refused_at, refused_confidence), (drawn_at, drawn_confidence) = sized[0], sized[1]
+    assert refused_confidence == drawn_confidence == facade.tested_at(0.95, 1)
+    assert drawn_at > refused_at  # labeled on after the refusal
+    frame, judged = drawn[first]
+    assert not np.array_equal(frame, refused[0]) and judged <= set(frame.tolist())  # the frame of the draw's moment
+    assert records[0]["query_id"] == first and records[0]["checks"] >= 2  # the refusal counts as a try
+
+
 def test_the_per_query_summary_says_the_ratio_with_and_without_the_queries_left_uncertified():
     """A query the team left uncertified spent less than its floor: the summary's least-floor ratio counts it (as
     before), and says the ratio over the certified queries beside it."""

@@ -29,7 +29,8 @@ def test_the_team_through_the_api_draws_where_the_simulator_draws_and_its_claim_
     options = benchmark_sim.Settings(ranking="page", after_failure="advice", annotators=3)
     simulated = benchmark_sim.benchmark_claim(world, 1, options)["first_check"]
     first = api["each_check"][0]
-    # The same confirmed positives at the first draw; the frames (and so the samples) within a tenth of each other.
+    # The same confirmed positives at the first draw; the frames (and so the samples) within 2% of each other (the
+    # simulator's frames came from unconfirmed labels until 2026-12-02: 1,724 pairs against the API's 1,812 here).
     assert first["found"] == simulated["found"] > 0
-    assert abs(first["sampled_from"] - simulated["sampled_from"]) <= 0.1 * simulated["sampled_from"]
-    assert abs(first["sample"] - simulated["sample"]) <= 0.1 * simulated["sample"]
+    assert abs(first["sampled_from"] - simulated["sampled_from"]) <= 0.02 * simulated["sampled_from"]
+    assert abs(first["sample"] - simulated["sample"]) <= 0.02 * simulated["sample"]
