@@ -7,13 +7,14 @@ embeddings with a text-image gap and near-duplicate crowds, each query's positiv
 median 46). Annotators are wrong on a `noise` share of the images, each on their own; the adjudicator on an
 `expert_noise` share. As the tool does (annotator.completeness):
 
-  review      the learned ranking (search's feedback strategy, recomputed every 50 labels from the final labels)
-              or the page's batches, 50 at a time, until the last 50 judgments are at most 10% relevant, once
-              there are 200 (the advice's "check")
+  review      the learned ranking (search's feedback strategy, recomputed every 50 labels from the reviewer's own
+              judgments, as the labeling page ranks for its viewer) or the page's batches, 50 at a time, until
+              the last 50 judgments are at most 10% relevant, once there are 200 (the advice's "check")
   frame       the query's default frame, frozen at its first check drawn: the images judged and the top
               2 x judged (rounded up to a multiple of 500) of the text and learned rankings, together (a draw
               that no sample could certify is refused, as the tool refuses it, and leaves the frame growing)
-  confirm     the frame's single-judgment positives go to the adjudicator, so only confirmed positives count
+  confirm     the frame's single-judgment positives go to the adjudicator as they are labeled, so only confirmed
+              positives count and a draw's frame is computed from confirmed labels
   check       a simple random sample of the frame's other images (the union of every frame's, for the benchmark)
               sized by certify.check_size, each image given one fresh look after the draw (the review's judgment
               does not count; Settings.design "two" replays the check of before issue 62) and adjudicated where a
@@ -221,7 +222,7 @@ class QueryRun:
         return relevant
 
     def _next_batch(self, k: int) -> list[int]:
-        """The page's next `k` `feedback` candidates from the final labels so far."""
+        """The page's next `k` `feedback` candidates from the reviewer's own judgments so far (QueryRun.seen)."""
         assert self.page is not None
         judged = list(self.team.first)
         relevant, not_relevant = self.seen()
