@@ -289,7 +289,8 @@ def test_a_team_that_reads_the_advice_every_few_labels_stops_inside_a_batch_wher
 
 def test_with_the_pages_ranking_the_reviewer_labels_the_candidates_apis_batches():
     """Settings.ranking "page": the simulated reviewer labels what the candidates API would give (the page's batch
-    rules over the world), batch after batch from the final labels, never an image twice."""
+    rules over the world), batch after batch from the reviewer's own judgments (the labels the page shows its viewer,
+    not the adjudicator's decisions on them), never an image twice."""
     world = worlds.inquire_world(queries=2, median_positives=30, seed=4)
     options = benchmark_sim.Settings(ranking="page")
     run = benchmark_sim._start(world, 4, options)[1]
@@ -298,7 +299,8 @@ def test_with_the_pages_ranking_the_reviewer_labels_the_candidates_apis_batches(
     first = rank("feedback", [], [], set(), 50, [])
     assert run.order[:50] == first
     judged = run.order[:50]
-    relevant = [i for i in judged if run.team.final(i)]
+    relevant = [i for i in judged if run.team.first[i]]
+    assert any(not run.team.final(i) for i in relevant)  # a mistaken "relevant" the adjudicator overturned: still one
     recent = [(i, run.team.first[i]) for i in judged]
     second = rank("feedback", relevant, [i for i in judged if i not in relevant], set(judged), 50, recent)
     assert run.order[50:100] == second
