@@ -17,38 +17,14 @@ PROCESS_FIXTURES = {
 }
 
 
-# The modules whose tests CI's --durations list showed longest (20-100 s each: commands and servers started as
-# processes, a team driven through the API, the walk over every route). pytest-xdist hands tests out in the order
-# they are collected, so one of these collected last (tests/test_docs.py is) keeps its process busy after the others
-# have run out: they go first, then the other `slow` tests, then the rest, longest first as a scheduler would have
-# them. QUIRE_TEST_ORDER=collected keeps pytest's order (bench/RESULTS.md, "CI's time", measures both).
-LONGEST_FIRST = (
-    "tests/annotator/test_demo_commands.py",
-    "tests/search/test_milvus_deployment.py",
-    "tests/annotator/test_team_follows_the_advice.py",
-    "tests/test_docs.py",
-    "tests/search/test_celery_worker.py",
-    "tests/browser/test_team_demo.py",
-    "tests/search/test_any_vector_recall.py",
-    "tests/evaluation/test_through_api.py",
-    "tests/faults/test_broker_restart.py",
-    "tests/team/test_blind_everywhere.py",
-    "tests/lmm/test_models_worker.py",
-    "tests/security/test_gets_only_read.py",
-    "tests/faults/test_jobs_end.py",
-)
-
-
 def pytest_collection_modifyitems(config, items):
-    """Marks the tests that start processes `slow`, and runs the longest first (LONGEST_FIRST); tests marked
-    `postgresql` skip, saying why, when the suite runs on SQLite (CI runs them on PostgreSQL)."""
+    """Marks the tests that start processes `slow`; tests marked `postgresql` skip, saying why, when the suite
+    runs on SQLite (CI runs them on PostgreSQL)."""
     from django.conf import settings
 
     for item in items:
         if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    if os.environ.get("QUIRE_TEST_ORDER") != "collected":
-        items.sort(key=_longest_first)  # stable: pytest's order within each group
 
     if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
         return
@@ -56,13 +32,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "postgresql" in item.keywords:
             item.add_marker(skip)
-
-
-def _longest_first(item: pytest.Item) -> int:
-    module = item.nodeid.split("::", 1)[0]
-    if module in LONGEST_FIRST:
-        return LONGEST_FIRST.index(module)
-    return len(LONGEST_FIRST) + ("slow" not in item.keywords)
 
 
 SHARED_INQUIRE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "inquire"
