@@ -129,7 +129,7 @@ def main() -> None:
     parser.add_argument(
         "--confirm-at-draw", action="store_true",
         help="the simulator's team confirms a query's positives only when a check is drawn, as before 2026-12-02 (its "
-        "frames and learned rankings then came from unconfirmed labels); the tool's flow confirms them as labeled",
+        "frames then came from unconfirmed labels); the tool's flow confirms them as labeled",
     )  # fmt: skip
     parser.add_argument(
         "--through-api", action="store_true", help="a claim (--claim) through the HTTP API beside the simulator"
