@@ -304,7 +304,7 @@ class QueryRun:
         """The query's frame, frozen once: `frame` (the frame a draw was just made over), else the default frame now
         (frames.default_spec: the images judged and the top of the text and learned rankings)."""
         if self.frame is None:
-            self.frame = default_frame(self.world, self.query_id, self.team) if frame is None else frame
+            self.frame = self.frame_now() if frame is None else frame
             self.frozen_ids = set(self.frame.tolist())
         return self.frame
 
