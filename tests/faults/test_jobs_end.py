@@ -197,13 +197,17 @@ def test_a_map_refit_whose_worker_is_killed_serves_the_old_map_throughout_and_re
     api.force_authenticate(labeled["annotator"])
     points = f"/api/queries/{labeled['query'].pk}/map/binary/"
 
-    worker = start_worker(**SLOW, QUIRE_MAP_SAMPLE="60")
+    # 120 images are one chunk to place: its slowed step is the only window in which the refit is seen placing,
+    # so it is long (the kill ends it; nothing waits it out). Two seconds were missed under CI's load.
+    worker = start_worker(QUIRE_TEST_SLOW_STEPS="60", QUIRE_MAP_SAMPLE="60")
     job = map_jobs.start_map_layout(model, refit=True)  # sent to the worker
     answers = []
 
     def placing() -> bool:
         answers.append(api.get(points).status_code)
         job.refresh_from_db()
+        if job.status in (JobStatus.DONE, JobStatus.FAILED):
+            pytest.fail(f"the refit ended ({job.status}) before it was seen placing its points: nothing to kill")
         return job.status == JobStatus.RUNNING and (layout.folder(model) / layout.NEXT / "fit.npz").exists()
 
     wait_for(placing, worker, "the refit placing its points")
