@@ -102,6 +102,11 @@ def main() -> None:
         "before issue 62, then 2)",
     )  # fmt: skip
     parser.add_argument(
+        "--query-first-stage", type=float, default=0.0,
+        help="a query's check as a double sampling plan: this share of its alpha to a first stage sized to certify on "
+        "meeting none, the rest of the sample looked at only where it meets a positive (0: one stage, the tool's)",
+    )  # fmt: skip
+    parser.add_argument(
         "--judged-dry", type=float, default=0.10,
         help="a ranking reads dry when at most this share of its window's judgments are relevant (the tool's: 0.10)",
     )  # fmt: skip
@@ -196,6 +201,7 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         curtail=not arguments.whole_checks, quiet_from=arguments.quiet_from, step=arguments.step,
         owed=arguments.owed, confirm_as_labeled=not arguments.confirm_at_draw,
         query_tolerate=benchmark_sim.QUERY_TOLERATE if arguments.query_tolerate is None else arguments.query_tolerate,
+        first_stage_share=arguments.query_first_stage,
     )  # fmt: skip
 
 

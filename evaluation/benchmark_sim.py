@@ -125,6 +125,12 @@ class Settings:
     # a draw freezes are computed from confirmed labels, as the server computes them. False: confirmed only when a
     # check is drawn, as the simulator did until 2026-12-02 (its frames then came from unconfirmed labels).
     confirm_as_labeled: bool = True
+    # > 0: a query's check is a double sampling plan (measured, not the tool's): its first `first_stage_share` of the
+    # check's alpha goes to a first stage, the first pairs of the sample in its random order, sized to certify on
+    # meeting none; where that stage meets a positive, the rest of the sample (sized to tolerate `query_tolerate` at
+    # the rest of alpha) is looked at. Either stage's certificate is wrong at most its own share of the time, so the
+    # check's is at most their sum (Bonferroni; Dodge and Romig's double sampling, with the stages' alphas split).
+    first_stage_share: float = 0.0
 
 
 @dataclass
@@ -704,20 +710,21 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
             positives = run.confirm(frame)
             population = np.setdiff1d(frame, np.asarray(positives, dtype=np.int64))
             confidence = tested_at(options.confidence, len(drawn) + 1)  # the tool's ordinal counts its draws only
-            size = check_size(len(positives), len(population), options.target, confidence, rate, options.query_tolerate)
-            if size is None:  # no sample can certify this frame now: the tool refuses the draw, the team labels on
+            stages = _stages(len(positives), len(population), confidence, rate, options)
+            if stages is None:  # no sample can certify this frame now: the tool refuses the draw, the team labels on
                 run.review(dry, options)
                 continue
             run.freeze(frame)  # the draw freezes it
+            (first, _), (size, _) = stages
             sample = rng.permutation(population)[:size]
-            drawn.append({"found": len(positives), "sampled_from": len(population), "sample": size})
-            most = _most(options, None, (len(positives), len(population), size), confidence, rate)
+            drawn.append({"found": len(positives), "sampled_from": len(population), "sample": size, "first": first})
+            check = (len(positives), len(population), size)
             try:
-                met, seen = _met(run, sample.tolist(), options, most)
+                certified, seen, by_first = _look_in_stages(run, sample.tolist(), check, stages, options, rate)
             except NoFreshLook:  # undecided: the team has nobody left to look
                 break
-            said = claim(len(positives), len(population), len(sample), met, options.target, confidence, rate)
-            certified = said.certified
+            if by_first:
+                drawn[-1]["stage"] = 1
             if not certified:  # the tool's advice asks for as many labels as the check looked at (Settings.owed)
                 owed = len(sample) if options.owed == "drawn" else seen
                 run.review(dry, options, least=max(options.window, owed))
@@ -746,6 +753,46 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
             }  # fmt: skip
         )
     return records
+
+
+def _stages(
+    found: int, population: int, confidence: float, rate: float, options: Settings
+) -> tuple[tuple[int, float], tuple[int, float]] | None:
+    """A query's check at `confidence`: ((its first stage's pairs, tested at), (its sample, tested at)); the first
+    stage 0 pairs where the check has one stage (Settings.first_stage_share 0, the tool's). None where no sample can
+    certify."""
+    share = options.first_stage_share
+    if share <= 0:
+        size = check_size(found, population, options.target, confidence, rate, options.query_tolerate)
+        return None if size is None else ((0, confidence), (size, confidence))
+    alpha = 1 - confidence
+    first_confidence, rest = 1 - alpha * share, 1 - alpha * (1 - share)
+    first = check_size(found, population, options.target, first_confidence, rate, 0)
+    size = check_size(found, population, options.target, rest, rate, options.query_tolerate)
+    if first is None or size is None:
+        return None
+    return (first, first_confidence), (max(size, first), rest)
+
+
+def _look_in_stages(
+    run: QueryRun, sample: list[int], check: tuple[int, int, int],
+    stages: tuple[tuple[int, float], tuple[int, float]], options: Settings, rate: float,
+) -> tuple[bool, int, int]:  # fmt: skip
+    """A query's check (found, population, size) looked at in the sample's order: (certified, images looked at,
+    whether its first stage decided it). A first stage (Settings.first_stage_share) that meets none certifies at its
+    own share of alpha; otherwise the whole sample decides, curtailed once it has counted more than it may."""
+    (first, first_confidence), (_, confidence) = stages
+    found, population, size = check
+    if first:
+        met, seen = _met(run, sample[:first], options, 0)
+        if not met:
+            return claim(found, population, first, 0, options.target, first_confidence, rate).certified, seen, True
+    else:
+        met, seen = 0, 0
+    most = _most(options, None, check, confidence, rate)
+    more, further = _met(run, sample[seen:], options, None if most is None else most - met)
+    said = claim(found, population, size, met + more, options.target, confidence, rate)
+    return said.certified, seen + further, False
 
 
 def _met(run: QueryRun, sample: list[int], options: Settings, curtail: int | None) -> tuple[int, int]:

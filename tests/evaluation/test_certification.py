@@ -542,3 +542,31 @@ def test_the_per_query_summary_says_the_ratio_with_and_without_the_queries_left_
     summary = benchmark_sim._query_summary(queries)
     assert summary["median_ratio_to_least_floor"] == pytest.approx(400 / 550, abs=1e-3)  # rounded to 3 places
     assert summary["median_ratio_to_least_floor_certified"] == pytest.approx(2.0)
+
+
+def test_a_querys_check_in_two_stages_decides_on_its_first_pairs_when_they_meet_none():
+    """Settings.first_stage_share (measured, not the tool's): a query's check as a double sampling plan. Its first
+    stage, the sample's first pairs, is sized to certify on meeting none at its share of the check's alpha; the whole
+    sample to tolerate the tool's count at the rest, so the two stages err at most the check's alpha together. A
+    first stage that meets none certifies the claim without the rest being looked at: cheaper than the one stage
+    after the same review; one that meets a positive looks on through the rest."""
+    confidence, rate = facade.tested_at(0.95, 1), certification.miss_rate("fresh")
+    two = benchmark_sim.Settings(ranking="page", annotators=4, first_stage_share=0.5)
+    (first, first_at), (size, rest_at) = benchmark_sim._stages(46, 1500, confidence, rate, two)
+    assert math.isclose((1 - first_at) + (1 - rest_at), 1 - confidence)
+    assert first == facade.check_size(46, 1500, 0.9, first_at, rate, 0) < size
+    assert size == facade.check_size(46, 1500, 0.9, rest_at, rate, 3)
+    one = benchmark_sim._stages(46, 1500, confidence, rate, benchmark_sim.Settings())
+    assert one == ((0, confidence), (facade.check_size(46, 1500, 0.9, confidence, rate, 3), confidence))
+
+    world = worlds.inquire_world(queries=4, median_positives=30, seed=2)
+    records = {}
+    for options in (benchmark_sim.Settings(ranking="page", annotators=4), two):
+        claims = benchmark_sim.per_query_claims(world, 2, options)
+        records[options.first_stage_share] = {r["query_id"]: r for r in claims}
+    staged = [q for q, r in records[0.5].items() if r["each_check"] and r["each_check"][0].get("stage") == 1]
+    assert staged and all(records[0.5][q]["certified"] for q in staged)
+    # The same review drew both: the one-stage check certified by its first draw cost more.
+    same = [q for q in staged if records[0.0][q]["checks"] == 1 and records[0.0][q]["certified"]]
+    assert same and all(records[0.5][q]["labels"] < records[0.0][q]["labels"] for q in same)
+    assert all(records[0.5][q]["review"] == records[0.0][q]["review"] for q in same)
