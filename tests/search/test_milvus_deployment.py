@@ -6,6 +6,7 @@ process per file; a server has no such rule (docs/vector-backends.md)."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,7 +25,6 @@ from rest_framework.authtoken.models import Token
 from bench import milvus_server
 from search import engine, milvus
 from tests.factories import make_collection
-from tests.servers import free_port
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,14 +67,16 @@ def deployment(labeling, tiny_settings, own_server):
         "QUIRE_MILVUS_TIMEOUT": "5",
         "HF_HUB_OFFLINE": "1",
     }
-    port = free_port()
     log = (tiny_settings.QUIRE_DATA_DIR / "gunicorn.log").open("w")  # a file: a pipe nobody reads would fill and block
+    # Port 0: the kernel gives gunicorn a free port as it binds, read back from its log. A port probed free first may
+    # be taken by another test process's server before gunicorn binds it.
     web = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "quire.wsgi", "--workers", "3", "--threads", "2",
-         "--bind", f"127.0.0.1:{port}", "--config", "python:quire.gunicorn_hooks", "--graceful-timeout", "5"],
+         "--bind", "127.0.0.1:0", "--config", "python:quire.gunicorn_hooks", "--graceful-timeout", "5"],
         cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     web.log_path = log.name
+    port = listening_port(web)
     token = Token.objects.create(user=labeling["annotator"]).key
     url = f"http://127.0.0.1:{port}/api/queries/{labeling['query'].pk}/candidates/?k=200"
     yield {"web": web, "url": url, "token": token, "environment": environment, "settings": tiny_settings}
@@ -82,6 +84,19 @@ def deployment(labeling, tiny_settings, own_server):
     web.wait(timeout=60)
     log.close()
     engine.forget()
+
+
+def listening_port(web: subprocess.Popen) -> int:
+    """The port gunicorn bound (its log's "Listening at: http://127.0.0.1:PORT")."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        said = Path(web.log_path).read_text()
+        if found := re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", said):
+            return int(found.group(1))
+        if web.poll() is not None:
+            pytest.fail(f"gunicorn exited: {said[-2000:]}")
+        time.sleep(0.2)
+    pytest.fail("gunicorn did not bind a port within a minute")
 
 
 def ask(deployment) -> tuple[int, dict]:
