@@ -777,7 +777,7 @@ def _stages(
 def _look_in_stages(
     run: QueryRun, sample: list[int], check: tuple[int, int, int],
     stages: tuple[tuple[int, float], tuple[int, float]], options: Settings, rate: float,
-) -> tuple[bool, int, int]:  # fmt: skip
+) -> tuple[bool, int, bool]:  # fmt: skip
     """A query's check (found, population, size) looked at in the sample's order: (certified, images looked at,
     whether its first stage decided it). A first stage (Settings.first_stage_share) that meets none certifies at its
     own share of alpha; otherwise the whole sample decides, curtailed once it has counted more than it may."""

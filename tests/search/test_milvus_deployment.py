@@ -96,7 +96,9 @@ def listening_port(web: subprocess.Popen) -> int:
         if web.poll() is not None:
             pytest.fail(f"gunicorn exited: {said[-2000:]}")
         time.sleep(0.2)
-    pytest.fail("gunicorn did not bind a port within a minute")
+    web.kill()  # the fixture's teardown does not run for a set-up that fails
+    web.wait(timeout=30)
+    pytest.fail(f"gunicorn did not bind a port within a minute: {Path(web.log_path).read_text()[-2000:]}")
 
 
 def ask(deployment) -> tuple[int, dict]:
