@@ -80,6 +80,24 @@ def load_world(world: Any, seed: int, work: Path) -> dict[int, int]:
     return queries
 
 
+def couple_draws(seed: int, ids: dict[int, int]) -> None:
+    """The server's checks draw in the simulator's coupled order (Settings.coupled_draws) of the same seed: its
+    queries and images as the world's (Quire's query id -> the world's; image id = the world's row + 1). The
+    server runs in this process, so its draw is replaced here; the tool's own draws are fresh entropy."""
+    import numpy as np
+
+    from annotator.completeness import checks
+    from evaluation import benchmark_sim
+
+    world_query = np.zeros(max(ids) + 1, dtype=np.int64)
+    world_query[list(ids)] = list(ids.values())
+
+    def coupled(check: Any, query_ids: Any, image_ids: Any) -> Any:
+        return benchmark_sim.coupled_order(seed, check.ordinal, world_query[query_ids], image_ids - 1)
+
+    checks.sample_order = coupled
+
+
 class HttpApi:
     """evaluation.api_team.Api over real HTTP: one session and API token per member."""
 
@@ -123,7 +141,7 @@ def serve() -> tuple[str, Any]:
 
 def run(
     queries: int, median: float, seed: int, noise: float, annotators: int, work: Path, step: int = 0,
-    claim: str = "benchmark",
+    claim: str = "benchmark", coupled: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     from django.contrib.auth.models import User
     from django.core.management import call_command
@@ -139,6 +157,8 @@ def run(
     ids = load_world(world, seed, work)
     options = benchmark_sim.Settings(noise=noise, annotators=annotators)
     runs = benchmark_sim._start(world, seed, options)  # the simulator's people, with the same mistakes
+    if coupled:
+        couple_draws(seed, ids)
 
     def person(name: str, who: int) -> Member:
         def says(query_id: int, image_id: int) -> bool:
@@ -201,6 +221,9 @@ def run(
         "first_check": {key: spent.first_draw.get(key) for key in ("found", "sampled_from", "sample", "unconfirmed")}
         if spent.first_draw else None,
         "advice": sorted(set(spent.steps.values())), "stuck_rounds": spent.stuck,
+        # The first check's sampled pairs as the world's (query, row): what the simulator's first draw is compared to.
+        "first_sample": sorted([ids[q], i - 1] for q, i in each[0].images.values_list("query_id", "image_id"))
+        if each else [],
         "each_check": [
             {"found": c.found_at_draw, "sampled_from": c.sampled_from, "sample": c.images.count(),
              "positives": c.positives, "looked_at": c.looked_at, "status": c.status, "tested_at": c.tested_at,
@@ -254,6 +277,11 @@ def main() -> None:
         "--claim", choices=("benchmark", "query"), default="benchmark",
         help="the claim the team works toward: the benchmark's, or each query's own",
     )  # fmt: skip
+    parser.add_argument(
+        "--coupled-draws", action="store_true",
+        help="the server draws each check's sample in the simulator's coupled order (benchmark_sim.coupled_order) "
+        "instead of fresh entropy: a bench's common random numbers, never the tool's",
+    )  # fmt: skip
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="quire-api-bench-") as folder:
         os.environ["QUIRE_DATA_DIR"] = folder
@@ -266,8 +294,9 @@ def main() -> None:
             advice.LEAST = {**advice.LEAST, arguments.claim: arguments.least_judged}
         people = (arguments.noise, arguments.annotators)
         result = run(
-            arguments.queries, arguments.median, arguments.seed, *people, Path(folder), arguments.step, arguments.claim
-        )
+            arguments.queries, arguments.median, arguments.seed, *people, Path(folder), arguments.step, arguments.claim,
+            coupled=arguments.coupled_draws,
+        )  # fmt: skip
     print(json.dumps(result))
 
 

@@ -140,6 +140,12 @@ def main() -> None:
         "--through-api", action="store_true", help="a claim (--claim) through the HTTP API beside the simulator"
     )
     parser.add_argument(
+        "--coupled-draws", action="store_true",
+        help="every check's sample is the first pairs of one pseudo-random order of the (query, image) pairs, the "
+        "seed's and the check's (benchmark_sim.coupled_order), in the simulator and, with --through-api, on the "
+        "server: the two draw the same pairs wherever their frames agree (common random numbers)",
+    )  # fmt: skip
+    parser.add_argument(
         "--claim", choices=("benchmark", "query"), default="benchmark",
         help="with --through-api: the claim the team works toward, the benchmark's or each query's own",
     )  # fmt: skip
@@ -201,7 +207,7 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         curtail=not arguments.whole_checks, quiet_from=arguments.quiet_from, step=arguments.step,
         owed=arguments.owed, confirm_as_labeled=not arguments.confirm_at_draw,
         query_tolerate=benchmark_sim.QUERY_TOLERATE if arguments.query_tolerate is None else arguments.query_tolerate,
-        first_stage_share=arguments.query_first_stage,
+        first_stage_share=arguments.query_first_stage, coupled_draws=arguments.coupled_draws,
     )  # fmt: skip
 
 
@@ -221,7 +227,8 @@ def through_api(arguments: argparse.Namespace) -> None:
             [sys.executable, str(Path(__file__).with_name("completeness_api.py")), "--queries", str(arguments.queries),
              "--median", str(arguments.median), "--seed", str(seed), "--noise", str(arguments.noise),
              "--annotators", str(arguments.annotators), "--step", str(arguments.step),
-             "--least-judged", str(least or 0), "--claim", arguments.claim],
+             "--least-judged", str(least or 0), "--claim", arguments.claim,
+             *(["--coupled-draws"] if arguments.coupled_draws else [])],
             stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         world = worlds.inquire_world(queries=arguments.queries, median_positives=arguments.median, seed=seed)

@@ -131,6 +131,11 @@ class Settings:
     # the rest of alpha) is looked at. Either stage's certificate is wrong at most its own share of the time, so the
     # check's is at most their sum (Bonferroni; Dodge and Romig's double sampling, with the stages' alphas split).
     first_stage_share: float = 0.0
+    # True: every check's sample is the pairs first in `coupled_order` (the run's seed, the check's ordinal, each
+    # pair's query and image), the order bench/completeness_api.py --coupled-draws gives the server, so that the
+    # simulator and the team through the API draw the same pairs wherever their frames agree (common random
+    # numbers). False: a seeded permutation (the simulator's draws until 2026-12-03).
+    coupled_draws: bool = False
 
 
 @dataclass
@@ -418,6 +423,22 @@ class NestedChecks:
         return min(len(self.pairs), math.ceil(self.first * self.growth ** (ordinal - 1)))
 
 
+def coupled_order(seed: int, ordinal: int, owners: np.ndarray, images: np.ndarray) -> np.ndarray:
+    """The indices of the (query `owners`, image `images`) pairs in the order of a pseudo-random priority of each
+    pair, the run's `seed` and the check's `ordinal`: a uniformly random order for a check, which puts a pair in the
+    same place whatever other pairs are drawn from. Two frames that differ by a few pairs then give samples that
+    differ by about as few (a permutation of n + 4 pairs shares nothing with one of n). SplitMix64's finalizer
+    (Steele, Lea and Flood 2014) over the four values, each multiplied in by its own odd constant."""
+    run = ((seed * 0x9E3779B97F4A7C15) ^ (ordinal * 0xC2B2AE3D27D4EB4F)) & 0xFFFFFFFFFFFFFFFF  # Python ints: no wrap
+    # uint64 arrays wrap silently, as the mixing wants.
+    mixed = np.asarray(owners, dtype=np.uint64) * np.uint64(0x165667B19E3779F9)
+    mixed ^= np.asarray(images, dtype=np.uint64) * np.uint64(0xD6E8FEB86659FD93) ^ np.uint64(run)
+    mixed = (mixed ^ (mixed >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    mixed = (mixed ^ (mixed >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    mixed = mixed ^ (mixed >> np.uint64(31))
+    return np.argsort(mixed, kind="stable")
+
+
 def _pooled(runs: dict[int, QueryRun]) -> tuple[int, np.ndarray, np.ndarray]:
     """Every frame's confirmed positives (counted) and the (query, image) pairs of the rest."""
     found, owners, pairs = 0, [], []
@@ -455,6 +476,8 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
             nested = nested or NestedChecks(found, owner, pairs, rng.permutation(len(pairs)), size, options.extend)
             found, owner, pairs = nested.found, nested.owner, nested.pairs
             chosen = nested.order[: nested.size(checks)]
+        elif options.coupled_draws:
+            chosen = coupled_order(seed, checks, owner, pairs)[:size]
         else:
             chosen = rng.permutation(len(pairs))[:size]
         first = first or {"found": found, "sampled_from": len(pairs), "sample": len(chosen), "tested_at": confidence,
@@ -716,7 +739,11 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
                 continue
             run.freeze(frame)  # the draw freezes it
             (first, _), (size, _) = stages
-            sample = rng.permutation(population)[:size]
+            if options.coupled_draws:
+                owner = np.full(len(population), query_id, dtype=np.int64)
+                sample = population[coupled_order(seed, len(drawn) + 1, owner, population)[:size]]
+            else:
+                sample = rng.permutation(population)[:size]
             drawn.append({"found": len(positives), "sampled_from": len(population), "sample": size, "first": first})
             check = (len(positives), len(population), size)
             try:

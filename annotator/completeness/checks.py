@@ -416,7 +416,8 @@ def _keep(check: CompletenessCheck, found: Situation, user: Writer) -> None:
     strata = found.strata
     pairs_query = np.concatenate([np.full(len(s.population), n, dtype=np.int64) for n, s in enumerate(strata)])
     pairs_image = np.concatenate([s.population for s in strata])
-    drawn = np.random.default_rng().permutation(len(pairs_image))[: found.sample or 0]
+    query_ids = np.asarray([s.query.pk for s in strata], dtype=np.int64)[pairs_query]
+    drawn = sample_order(check, query_ids, pairs_image)[: found.sample or 0]
     for s in strata:
         freeze(s.query, s.frame, user)
     CheckStratum.objects.bulk_create(
@@ -450,6 +451,15 @@ def _keep(check: CompletenessCheck, found: Situation, user: Writer) -> None:
         by_query.setdefault(row.query_id, []).append(row.image_id)
     for query_id, image_ids in by_query.items():  # a fresh look at a pair someone judged is blind to the old vote
         seal_judged(query_id, image_ids)
+
+
+def sample_order(
+    check: CompletenessCheck, query_ids: npt.NDArray[np.int64], image_ids: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """A random order of the (query, image) pairs a check is drawn from (their indices): the sample is its first
+    pairs. Fresh entropy, never a seed. The one place a draw's randomness comes from, so that a benchmark can give
+    the server the simulator's draws (bench/completeness_api.py --coupled-draws: common random numbers)."""
+    return np.random.default_rng().permutation(len(image_ids))
 
 
 def seal_judged(query_id: int, sample: list[int]) -> None:

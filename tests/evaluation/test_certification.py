@@ -570,3 +570,20 @@ def test_a_querys_check_in_two_stages_decides_on_its_first_pairs_when_they_meet_
     same = [q for q in staged if records[0.0][q]["checks"] == 1 and records[0.0][q]["certified"]]
     assert same and all(records[0.5][q]["labels"] < records[0.0][q]["labels"] for q in same)
     assert all(records[0.5][q]["review"] == records[0.0][q]["review"] for q in same)
+
+
+def test_the_coupled_order_is_random_for_each_check_and_keeps_a_pair_in_place_whatever_else_is_drawn_from():
+    """benchmark_sim.coupled_order (common random numbers between the simulator and the server): each pair's place
+    comes from a priority of its own, so a frame a few pairs larger draws nearly the same sample, where a permutation
+    of it shares nothing; over seeds (and over checks) a pair's place is uniform, and the checks of one seed differ."""
+    owners, images = np.zeros(1000, dtype=np.int64), np.arange(1000, dtype=np.int64)
+    first = benchmark_sim.coupled_order(3, 1, owners, images)[:100]
+    assert sorted(first.tolist()) != list(range(100)) and len(set(first.tolist())) == 100
+    larger = benchmark_sim.coupled_order(3, 1, np.zeros(1010, dtype=np.int64), np.arange(1010, dtype=np.int64))
+    assert len(set(first.tolist()) & set(larger[:100].tolist())) >= 95
+    assert len(set(first.tolist()) & set(benchmark_sim.coupled_order(3, 2, owners, images)[:100].tolist())) < 30
+    assert len(set(first.tolist()) & set(benchmark_sim.coupled_order(3, 1, owners + 1, images)[:100].tolist())) < 30
+    orders = [benchmark_sim.coupled_order(seed, 1, owners[:20], images[:20]) for seed in range(4000)]
+    places = [int(np.flatnonzero(order == 0)[0]) for order in orders]
+    counts = np.bincount(places, minlength=20)
+    assert counts.min() > 140 and counts.max() < 260  # 200 expected in each place
