@@ -7,9 +7,8 @@ Each round the team reads every query's advice for the claim it works toward (GE
   wait    the adjudicator works every query's queue (GET .../disagreements/?pending=1, POST .../adjudicate/): the
           frames' single positives before a draw, the checks' positive looks after one. The adjudicator works it
           whenever it holds something, as a real one does beside the annotators, not only when told to wait
-  label   the ranking the advice names: an open check's images ("check"), a share of the round's batch for each
-          member in turn, each image from one who has not judged it (the reviewer, the others in order, the
-          adjudicator last: a fresh look), or the reviewer's next
+  label   the ranking the advice names: an open check's images ("check"), each from the first member who has not
+          judged it (the reviewer, the others in order, the adjudicator last: a fresh look), or the reviewer's next
           batch down the query's ranking ("review"; with `step`, saved a few labels at a time until the advice
           stops asking for review, as the labeling page's side pane shows it)
   check   the benchmark's claim: once every query says check or done and nothing else moved, staff draw the
@@ -235,21 +234,14 @@ def _work_the_queues(api: Api, queries: list[int], adjudicator: Member, spent: S
 
 
 def _look(api: Api, query_id: int, lookers: list[Member], batch: int, spent: Spent) -> bool:
-    """An open check's images, a share of `batch` for each member in turn (False: nobody had any to look at). The
-    members look at once, as a team does: the pairs the reviewer judged before (where the review's misses are, the
-    positives that fail a check) are looked at by another member in the same round, near their place in the
-    sample's order, as the simulator gives each pair to the first person who has not judged it. Given whole to the
-    first member with any, they waited until the reviewer had none left, and a failing check was looked at further
-    before it failed (bench/RESULTS.md, "The same draws through the API and in the simulator")."""
-    share = max(1, batch // len(lookers))
-    looked = False
+    """An open check's images for the first member who has any to look at (False: nobody has)."""
     for member in lookers:
-        looks = _candidates(api, member, query_id, "check", share)
+        looks = _candidates(api, member, query_id, "check", batch)
         if looks:
             _judge(api, member, query_id, looks)
             spent.spend("looks", query_id, len(looks))
-            looked = True
-    return looked
+            return True
+    return False
 
 
 def _review(api: Api, query_id: int, reviewer: Member, review: Review, spent: Spent) -> bool:
