@@ -439,6 +439,18 @@ def coupled_order(seed: int, ordinal: int, owners: np.ndarray, images: np.ndarra
     return np.argsort(mixed, kind="stable")
 
 
+def _draw(
+    options: Settings, rng: np.random.Generator, check: tuple[int, int], owners: np.ndarray, pairs: np.ndarray,
+    size: int,
+) -> np.ndarray:  # fmt: skip
+    """The indices of a check's sample of the (query `owners`, image `pairs`) pairs: the first `size` of the coupled
+    order of `check` (the run's seed, the check's ordinal) with Settings.coupled_draws, else of a permutation drawn
+    from the run's `rng` (the same draws, value for value, as permuting the pairs themselves)."""
+    if options.coupled_draws:
+        return coupled_order(*check, owners, pairs)[:size]
+    return rng.permutation(len(pairs))[:size]
+
+
 def _pooled(runs: dict[int, QueryRun]) -> tuple[int, np.ndarray, np.ndarray]:
     """Every frame's confirmed positives (counted) and the (query, image) pairs of the rest."""
     found, owners, pairs = 0, [], []
@@ -476,10 +488,8 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
             nested = nested or NestedChecks(found, owner, pairs, rng.permutation(len(pairs)), size, options.extend)
             found, owner, pairs = nested.found, nested.owner, nested.pairs
             chosen = nested.order[: nested.size(checks)]
-        elif options.coupled_draws:
-            chosen = coupled_order(seed, checks, owner, pairs)[:size]
         else:
-            chosen = rng.permutation(len(pairs))[:size]
+            chosen = _draw(options, rng, (seed, checks), owner, pairs, size)
         first = first or {"found": found, "sampled_from": len(pairs), "sample": len(chosen), "tested_at": confidence,
                           "miss_rate": rate}  # fmt: skip
         curtail = _most(options, nested, (found, len(pairs), len(chosen)), confidence, rate)
@@ -739,11 +749,8 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
                 continue
             run.freeze(frame)  # the draw freezes it
             (first, _), (size, _) = stages
-            if options.coupled_draws:
-                owner = np.full(len(population), query_id, dtype=np.int64)
-                sample = population[coupled_order(seed, len(drawn) + 1, owner, population)[:size]]
-            else:
-                sample = rng.permutation(population)[:size]
+            owner = np.full(len(population), query_id, dtype=np.int64)
+            sample = population[_draw(options, rng, (seed, len(drawn) + 1), owner, population, size)]
             drawn.append({"found": len(positives), "sampled_from": len(population), "sample": size, "first": first})
             check = (len(positives), len(population), size)
             try:
