@@ -752,9 +752,10 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
             owner = np.full(len(population), query_id, dtype=np.int64)
             sample = population[_draw(options, rng, (seed, len(drawn) + 1), owner, population, size)]
             drawn.append({"found": len(positives), "sampled_from": len(population), "sample": size, "first": first})
-            check = (len(positives), len(population), size)
             try:
-                certified, seen, by_first = _look_in_stages(run, sample.tolist(), check, stages, options, rate)
+                certified, seen, by_first = _look_in_stages(
+                    run, sample.tolist(), (len(positives), len(population)), stages, options, rate
+                )
             except NoFreshLook:  # undecided: the team has nobody left to look
                 break
             if by_first:
@@ -809,14 +810,17 @@ def _stages(
 
 
 def _look_in_stages(
-    run: QueryRun, sample: list[int], check: tuple[int, int, int],
+    run: QueryRun, sample: list[int], frame: tuple[int, int],
     stages: tuple[tuple[int, float], tuple[int, float]], options: Settings, rate: float,
 ) -> tuple[bool, int, bool]:  # fmt: skip
-    """A query's check (found, population, size) looked at in the sample's order: (certified, images looked at,
-    whether its first stage decided it). A first stage (Settings.first_stage_share) that meets none certifies at its
-    own share of alpha; otherwise the whole sample decides, curtailed once it has counted more than it may."""
+    """A query's check of `sample`, drawn from a frame of (found, population), looked at in the sample's order:
+    (certified, images looked at, whether its first stage decided it). A first stage (Settings.first_stage_share)
+    that meets none certifies at its own share of alpha; otherwise the whole sample decides, curtailed once it has
+    counted more than it may."""
     (first, first_confidence), (_, confidence) = stages
-    found, population, size = check
+    found, population = frame
+    size = len(sample)
+    check = (found, population, size)
     if first:
         met, seen = _met(run, sample[:first], options, 0)
         if not met:
