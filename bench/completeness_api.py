@@ -271,7 +271,7 @@ def main() -> None:
     parser.add_argument(
         "--least-judged", type=int, default=None,
         help="the judgments the server's advice wants before it reads a ranking's yield for the benchmark's claim "
-        "(default: the tool's, 200; another is a rule measured, not the tool's)",
+        "(default: the tool's, 175; another is a rule measured, not the tool's)",
     )  # fmt: skip
     parser.add_argument(
         "--claim", choices=("benchmark", "query"), default="benchmark",

@@ -65,7 +65,7 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument(
         "--window", choices=("judgments", "confirmed"), default="judgments",
-        help="when a ranking reads dry: the tool's rule (10%% of the last 200 judgments relevant) or the simulator's "
+        help="when a ranking reads dry: the tool's rule (10%% of the last 50 judgments relevant) or the simulator's "
         "rule before the comparison through the API (5%% confirmed)",
     )  # fmt: skip
     parser.add_argument(
@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument(
         "--least-judged", type=int, default=None,
         help="the judgments a query has before its ranking may read dry, for the benchmark's claim (default: the "
-        "tool's advice's, 200)",
+        "tool's advice's, 175)",
     )  # fmt: skip
     parser.add_argument(
         "--query-least-judged", type=int, default=None,

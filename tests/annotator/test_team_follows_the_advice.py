@@ -85,7 +85,7 @@ def test_a_team_that_follows_the_advice_confirms_before_it_draws_and_certifies(w
 def test_a_reviewer_who_reads_the_advice_every_few_labels_leaves_a_batch_once_it_reads_dry(world):
     """`step`: the reviewer saves a batch 10 labels at a time and reads the advice after each, as the labeling page's
     side pane shows it whenever saving pauses. With batches of 30 the reviewer leaves a batch at the step where the
-    advice stops asking for review (from 200 judgments on), where one who reads it only after whole batches would
+    advice stops asking for review (from 175 judgments on), where one who reads it only after whole batches would
     label on to the batch's end (a multiple of 30)."""
     queries, boss, team = world["queries"], world["boss"], world["team"]
     api = ClientApi([*team, boss])
