@@ -613,7 +613,7 @@ def test_a_query_with_few_judgments_is_labeled_down_its_ranking(team):
 
 
 def test_a_ranking_reads_dry_over_the_advices_window_and_not_before(team, monkeypatch):
-    """The advice reads no yield before LEAST judgments (150 for a query's own claim, 200 for the benchmark's), then
+    """The advice reads no yield before LEAST judgments (150 for a query's own claim, 175 for the benchmark's), then
     reads it over the last WINDOW of them (50; this collection holds 120 images, so 40, 42 and 20 here): one judgment
     short it says label; the benchmark's advice, whose first stretch is longer, still says label there; a first
     stretch rich in positives no longer counts once the last WINDOW are at most 10% relevant (the rule over all LEAST
