@@ -84,15 +84,15 @@ def test_a_team_that_follows_the_advice_confirms_before_it_draws_and_certifies(w
 
 def test_a_reviewer_who_reads_the_advice_every_few_labels_leaves_a_batch_once_it_reads_dry(world):
     """`step`: the reviewer saves a batch 10 labels at a time and reads the advice after each, as the labeling page's
-    side pane shows it whenever saving pauses. With batches of 30 the reviewer leaves a batch at the step where the
-    advice stops asking for review (from 175 judgments on), where one who reads it only after whole batches would
-    label on to the batch's end (a multiple of 30)."""
+    side pane shows it whenever saving pauses. With batches of 40 the reviewer leaves a batch at the step where the
+    advice stops asking for review (from 175 judgments on: the first step there, 180, lies inside a batch of 40),
+    where one who reads it only after whole batches would label on to the batch's end (a multiple of 40)."""
     queries, boss, team = world["queries"], world["boss"], world["team"]
     api = ClientApi([*team, boss])
     people = [member(world, user) for user in team]
     ids, expert = [q.pk for q in queries], member(world, boss)
     spent = follow_the_advice(
-        api, ids, people[0], people[1:], expert, "boss", strategy="text", batch=30, step=10, max_rounds=300
+        api, ids, people[0], people[1:], expert, "boss", strategy="text", batch=40, step=10, max_rounds=300
     )
     assert set(spent.steps.values()) == {"done"}, spent
     first = CompletenessCheck.objects.filter(claim="benchmark").get(ordinal=1)
@@ -101,7 +101,7 @@ def test_a_reviewer_who_reads_the_advice_every_few_labels_leaves_a_batch_once_it
         for query in queries
     ]
     assert all(count >= facade.ADVICE_LEAST["benchmark"] and count % 10 == 0 for count in reviewed), reviewed
-    assert any(count % 30 for count in reviewed), reviewed  # left inside a batch
+    assert any(count % 40 for count in reviewed), reviewed  # left inside a batch
 
 
 def test_a_team_that_follows_each_querys_own_advice_draws_each_querys_check_and_certifies_it(world):
