@@ -9,8 +9,8 @@ median 46). Annotators are wrong on a `noise` share of the images, each on their
 
   review      the learned ranking (search's feedback strategy, recomputed every 50 labels from the reviewer's own
               judgments, as the labeling page ranks for its viewer) or the page's batches, 50 at a time, until
-              the last 50 judgments are at most 10% relevant, once there are 175 (150 for a query's own claim:
-              the advice's "check")
+              the last 50 judgments are at most 10% relevant, once there are 175 (150 for a query's own
+              claim): the advice's "check"
   frame       the query's default frame, frozen at its first check drawn: the images judged and the top
               2 x judged (rounded up to a multiple of 500) of the text and learned rankings, together (a draw
               that no sample could certify is refused, as the tool refuses it, and leaves the frame growing)
