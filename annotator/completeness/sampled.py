@@ -1,29 +1,101 @@
 """What the open completeness checks ask of a query's annotators, the query's own and the benchmark's: the images
 still wanting a look (the labeling page's "completeness check" ranking and the API's candidates, strategy=check).
-Each check is decided by the write that settles its last pair (annotator.completeness.checks.decide_if_complete)."""
+Each check is decided by the write that settles its last pair (annotator.completeness.checks.decide_if_complete).
+
+Annotators who look at the same check at once are handed different stretches of its sample: each reads the sample's
+random order from their own place in it (`_rotated`: where they left off, halfway along the longest stretch nobody
+is working through, or their share of the query's assignees), so two who load a page together are not shown the
+same pairs and a look is not spent twice. A check's sample is random in every stretch and it certifies only once
+every pair has its looks (it fails early on positives counted, whichever pairs counted them), so the order the
+pairs are looked in changes no decision.
+"""
+
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.utils import timezone
 
 from annotator.completeness import checks
-from annotator.completeness.sample_progress import progress_of
+from annotator.completeness.sample_progress import fresh_since, progress_of
 from annotator.labels.sealed import Writer
-from annotator.models import Judgment, Query
+from annotator.models import Assignment, CompletenessCheck, Judgment, Query
+
+# Who counts as looking at a check now: whoever saved a look at one of its pairs of the query this long ago or less.
+WORKING_NOW = timedelta(minutes=15)
 
 
 def candidates(query: Query, viewer: Writer, k: int) -> list[int]:
     """The images of `query`'s open check, then of the open benchmark check, that still want a look and that
-    `viewer` has not judged, in the samples' random order. Whether an image wants a look depends on how many
-    judged it, never on what they said, so the order tells a blind judge nothing of the others' votes."""
+    `viewer` has not judged, in the samples' random order read from the viewer's place in each (`_rotated`).
+    Whether an image wants a look depends on how many judged it, never on what they said, so the order tells a
+    blind judge nothing of the others' votes."""
     order: list[int] = []
     wanting: set[int] = set()
     for check in (checks.open_check(query), checks.open_check()):
         if check is None:
             continue
         now = progress_of(check, query)
-        order += [image_id for image_id in now.order if image_id not in wanting]
+        order += [image_id for image_id in _rotated(now.order, check, query, viewer) if image_id not in wanting]
         wanting |= set(now.second) | set(now.unjudged)
     mine = Judgment.objects.filter(query=query, image_id__in=list(wanting))
     mine = mine.filter(annotator=viewer) if viewer is not None else mine.filter(annotator__isnull=True)
     judged = set(mine.values_list("image_id", flat=True))
     return [image_id for image_id in order if image_id in wanting and image_id not in judged][:k]
+
+
+def _rotated(order: list[int], check: CompletenessCheck, query: Query, viewer: Writer) -> list[int]:
+    """`order` (a check's pairs of `query`, in the sample's order) read from `viewer`'s place in it, round to its
+    start: just after the viewer's latest look at it, for one who has been looking (WORKING_NOW); halfway along the
+    longest stretch ahead of nobody, for one who joins people looking; for the first to look, their place among
+    the query's assignees (`assigned_place`), or the start.
+    The places depend on who looked where, never on what anyone said, so the order tells a blind judge nothing of
+    the others' votes."""
+    if viewer is None or not order:
+        return order
+    ahead = places(check, query, order)  # where each person looking now goes on from
+    if viewer.pk in ahead:
+        start = ahead[viewer.pk]
+    elif ahead:
+        start = halfway_along_the_longest_stretch(sorted(set(ahead.values())), len(order))
+    else:
+        start = assigned_place(query, viewer, len(order))
+    return order[start:] + order[:start]
+
+
+def assigned_place(query: Query, viewer: User, size: int) -> int:
+    """Where `viewer` starts a check nobody is looking at yet: the k-th of the m people assigned to `query` (by user
+    id) k/m of the way in, so a team opening a fresh check together spreads out at once; anyone else at the start."""
+    team = list(Assignment.objects.filter(query=query).order_by("annotator_id").values_list("annotator_id", flat=True))
+    return team.index(viewer.pk) * size // len(team) if viewer.pk in team else 0
+
+
+def places(check: CompletenessCheck, query: Query, order: list[int]) -> dict[int, int]:
+    """{person: the place in `order` just after their latest look at `check`'s pairs of `query`}, for the people who
+    gave one in the last WORKING_NOW (reads only)."""
+    since = timezone.now() - WORKING_NOW
+    drawn = fresh_since(check)
+    if drawn is not None and drawn > since:
+        since = drawn
+    pairs = check.images.filter(query=query).values("image_id")
+    # When each first judged a pair, not when they last changed it: a changed vote moves nobody's place.
+    recent = Judgment.objects.filter(query=query, image_id__in=pairs, created_at__gte=since, annotator__isnull=False)
+    place = {image_id: n for n, image_id in enumerate(order)}
+    latest: dict[int, tuple[Any, int]] = {}
+    for person, image_id, when in recent.values_list("annotator_id", "image_id", "created_at"):
+        mark = (when, place.get(image_id, -1))  # a batch saved at once: its last pair in the sample's order
+        if person not in latest or mark > latest[person]:
+            latest[person] = mark
+    return {person: (at + 1) % len(order) for person, (_, at) in latest.items()}
+
+
+def halfway_along_the_longest_stretch(starts: list[int], size: int) -> int:
+    """The place halfway along the longest stretch between consecutive `starts` (sorted places in a circle of
+    `size`), counted from the stretch's start: where one joining people who go on from `starts` meets nobody for
+    longest."""
+    stretches = [((starts[(n + 1) % len(starts)] - start - 1) % size + 1, start) for n, start in enumerate(starts)]
+    length, start = max(stretches, key=lambda stretch: (stretch[0], -stretch[1]))
+    return (start + length // 2) % size
 
 
 def any_open(query: Query) -> bool:
