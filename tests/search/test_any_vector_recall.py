@@ -10,6 +10,7 @@ wording moves their ranking, so their best images (cosine about 0.3) scatter ove
 
 import numpy as np
 import pytest
+from django.test import override_settings
 
 from bench import realistic
 from search import engine
@@ -18,7 +19,8 @@ from search.facade import search
 from search.spec import ClipSpec, index_folder, store_root
 from search.store import EmbeddingStore
 
-pytestmark = pytest.mark.slow
+# One test process builds the world and its index once for all three (./dev test: --dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("any_vector_world")]
 
 COUNT, DIM, K, QUERIES = 400_000, 512, 50, 40
 SPEC = ClipSpec("ViT-test-512", "issue-41-world")
@@ -37,22 +39,22 @@ def world(tmp_path_factory):
     return vectors, taxa, queries, truth
 
 
-@pytest.fixture
-def deployed(world, settings, tmp_path):
-    """The world as the embedding store and the index `build_index` picks, under a fresh data directory."""
+@pytest.fixture(scope="module")
+def deployed(world, tmp_path_factory):
+    """The world as the embedding store and the index `build_index` picks, under a fresh data directory: built once
+    for the module (about 20 s; every test only reads it)."""
     vectors, taxa, _, _ = world
-    settings.QUIRE_DATA_DIR = tmp_path / "data"
-    settings.QUIRE_VECTOR_BACKEND = "faiss"
-    store = EmbeddingStore(store_root(), SPEC.name, DIM)
-    store.write_part("world", np.arange(1, COUNT + 1, dtype=np.int64), taxa, vectors)
-    store.consolidate()
-    embeddings = store.load()
-    kind = search_index.choose_kind(COUNT)
-    assert kind == "fastscan"  # what build_index picks at this size on a CPU
-    search_index.save(search_index.build(embeddings, kind), index_folder(SPEC.name), kind=kind, count=COUNT)
-    engine.forget()
-    yield embeddings
-    engine.forget()
+    with override_settings(QUIRE_DATA_DIR=tmp_path_factory.mktemp("any-vector") / "data", QUIRE_VECTOR_BACKEND="faiss"):
+        store = EmbeddingStore(store_root(), SPEC.name, DIM)
+        store.write_part("world", np.arange(1, COUNT + 1, dtype=np.int64), taxa, vectors)
+        store.consolidate()
+        embeddings = store.load()
+        kind = search_index.choose_kind(COUNT)
+        assert kind == "fastscan"  # what build_index picks at this size on a CPU
+        search_index.save(search_index.build(embeddings, kind), index_folder(SPEC.name), kind=kind, count=COUNT)
+        engine.forget()
+        yield embeddings
+        engine.forget()
 
 
 def recall_of(searches, truth) -> float:

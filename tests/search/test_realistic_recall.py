@@ -13,7 +13,8 @@ from bench import realistic
 from search import index as search_index
 from search.store import Embeddings
 
-pytestmark = pytest.mark.slow
+# One test process builds the world once for all four (./dev test: --dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("realistic_world")]
 
 COUNT, DIM, K, QUERIES = 200_000, 1024, 50, 60
 
