@@ -23,10 +23,12 @@ from annotator.completeness.sample_progress import Progress, judged_by_everyone,
 from annotator.models import (
     CompletenessCheck,
     Judgment,
+    Label,
     LabelValue,
     OverlapImage,
     Query,
 )
+from catalog.models import Image
 
 # A ranking may read dry once the query has LEAST[aim] judgments (outside any overlap sample), and reads dry when
 # the last WINDOW of them are at most DRY relevant. LEAST guards a slow start (a query whose text ranking finds
@@ -116,13 +118,23 @@ def _review(query: Query, aim: str, check: CompletenessCheck | None) -> Advice:
         # looked at. Measured in the simulator (bench/RESULTS.md, "What a query's failed check owes"): 0.92-0.94x
         # the per-query labels of owing its whole sample, the same claims certified with the same checks.
         since = Judgment.objects.filter(query=query, created_at__gt=check.decided_at).count()
-        owed = checks.current(check).labeled
-        if since < owed:
-            return _said("label", f"The last check held positives: label {owed - since} more before checking again.")
+        owed = _unlabeled(query, checks.current(check).labeled - since)  # a collection labeled whole owes nothing
+        if owed > 0:
+            return _said("label", f"The last check held positives: label {owed} more before checking again.")
     if aim == "query" and (cannot := _cannot_certify(query, check)):
         return cannot
     what = "draw a check" if aim == "query" else "ready for the benchmark check"
     return _said("check", f"The last {WINDOW} judgments were {share:.0%} relevant: the ranking looks dry; {what}.")
+
+
+def _unlabeled(query: Query, most: int) -> int:
+    """How many images of the collection `query` has no label for, counted up to `most` (the review's ranking runs
+    down the collection, so a debt of labels past them cannot be paid: seen through the API on a collection of 400
+    that a failed check had sampled nearly whole, the advice asked for 376 labels of a ranking with none left)."""
+    if most <= 0:
+        return 0
+    labeled = Label.objects.filter(query=query).values("image_id")
+    return Image.objects.exclude(pk__in=labeled).values("pk")[:most].count()
 
 
 def _cannot_certify(query: Query, check: CompletenessCheck | None) -> Advice | None:
@@ -141,7 +153,10 @@ def _cannot_certify(query: Query, check: CompletenessCheck | None) -> Advice | N
         return None
     if found.sample is not None or found.unconfirmed:
         return None
-    said = _said("label", f"{checks.uncertifiable_words(found, asked)} Label on down the ranking for more.")
+    more = "Label on down the ranking for more."
+    if not _unlabeled(query, 1):  # nothing left to label: only a lower target can be claimed
+        more = "Every image of the collection is labeled for this query: no label left can help."
+    said = _said("label", f"{checks.uncertifiable_words(found, asked)} {more}")
     return {**said, "certifiable": False}
 
 

@@ -1,6 +1,8 @@
 """Completeness checks end to end through the API: drawing over a frozen frame, labeling the sample (with blind
 second judgments of its positives and adjudication), the claim, and every refusal leaving the data as it was."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from django.contrib.auth.models import Permission, User
@@ -325,6 +327,34 @@ def test_after_a_check_decided_early_the_advice_owes_the_labels_it_looked_at_not
     label(ann, query, more[1:], "not_relevant")  # owing its whole sample would still ask for len(sample) - most - 1
     said = api_for(ann).get(team["url"]).json()["advice"]
     assert said["next"] == "check", said
+
+
+def test_a_failed_check_owes_no_labels_once_the_collection_is_labeled_whole(team, monkeypatch):
+    """A failed check's debt is paid down the ranking; with every image of the collection labeled there is nothing
+    left to label, and the advice says to check again instead of asking for labels nobody can give (seen through the
+    API: a check that sampled nearly all of a small collection failed, and the advice asked for 376 more)."""
+    monkeypatch.setattr(advice, "LEAST", {"query": 5, "benchmark": 5})
+    monkeypatch.setattr(advice, "WINDOW", 1)
+    query, ann, bob, admin = team["query"], team["annotator"], team["bob"], team["admin"]
+    rest = [hit.image_id for hit in search(text=query.text, k=120) if hit.image_id not in set(team["top"])]
+    confirm_positives(team)
+    label(ann, query, rest, "not_relevant")  # Ann labels the whole collection: the ranking reads dry
+    draw(team, {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}})
+    check, sample = the_check(query)
+    most = certify.most_positives(7, check.sampled_from, len(sample), 0.5, check.tested_at, ONE_LOOK)
+    fresh = check_candidates(bob, query)[: most + 1]  # Ann judged them all: the fresh looks are Bob's
+    label(bob, query, fresh, "relevant")
+    for image_id in fresh:
+        assert adjudicate(admin, query, image_id, "relevant").status_code == 200
+    check.refresh_from_db()
+    assert check.status == "not_certified" and check.looked_at == most + 1
+    assert not Judgment.objects.filter(query=query, created_at__gt=check.decided_at).exists()
+    said = api_for(ann).get(team["url"]).json()["advice"]
+    assert said["next"] == "check" and "before checking again" not in said["reason"], said
+    # Where no check could certify (a stricter claim), the words do not send anyone down an empty ranking either.
+    strict = advice._cannot_certify(query, SimpleNamespace(target_recall=0.999, confidence=0.999))
+    assert strict["certifiable"] is False and "Label on down the ranking" not in strict["reason"]
+    assert "Every image of the collection is labeled for this query" in strict["reason"]
 
 
 def test_two_agreeing_looks_wait_for_an_adjudicator_and_a_mistake_they_share_counts_nothing(team):
