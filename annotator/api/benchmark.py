@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotator import labels
-from annotator.api import blind_staff
+from annotator.api import blind_staff, check_schemas
 from annotator.completeness import benchmark, check_requests, checks
 from annotator.completeness.frames import BadCheck
 from annotator.labels import visibility
@@ -42,7 +42,7 @@ class BenchmarkCheckViewSet(viewsets.ViewSet):
         return Response(benchmark.report(check, withheld=_withheld(request, check)))
 
     @extend_schema(
-        request=OpenApiTypes.OBJECT,
+        request={"application/json": check_schemas.BENCHMARK_CHECK},
         responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT, **BAD_PARAMETERS, **REFUSED, **STATE},
         description='Draw a benchmark check (staff): {"target_recall": 0.9, "confidence": 0.95} over every query, '
         'or "queries": [ids], or "split": "val"; "dry_run": true answers its cost and draws nothing. 201 when '

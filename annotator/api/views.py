@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotator import labels
-from annotator.api import blind_staff
+from annotator.api import blind_staff, check_schemas
 from annotator.api.serializers import (
     AdjudicationSerializer,
     CandidatesSerializer,
@@ -230,7 +230,7 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @extend_schema(
         methods=["POST"],
-        request=OpenApiTypes.OBJECT,
+        request={"application/json": check_schemas.QUERY_CHECK},
         responses={
             200: OpenApiTypes.OBJECT,
             201: OpenApiTypes.OBJECT,
