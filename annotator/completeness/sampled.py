@@ -48,9 +48,8 @@ def _rotated(order: list[int], check: CompletenessCheck, query: Query, viewer: W
     """`order` (a check's pairs of `query`, in the sample's order) read from `viewer`'s place in it, round to its
     start: just after the viewer's latest look at it, for one who has been looking (WORKING_NOW); halfway along the
     longest stretch ahead of nobody, for one who joins people looking; for the first to look, their place among
-    the query's assignees (`assigned_place`), or the start.
-    The places depend on who looked where, never on what anyone said, so the order tells a blind judge nothing of
-    the others' votes."""
+    the query's assignees (`assigned_place`), or the start. The places depend on who looked where, never on what
+    anyone said, so the order tells a blind judge nothing of the others' votes."""
     if viewer is None or not order:
         return order
     ahead = places(check, query, order)  # where each person looking now goes on from

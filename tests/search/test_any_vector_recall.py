@@ -19,8 +19,7 @@ from search.facade import search
 from search.spec import ClipSpec, index_folder, store_root
 from search.store import EmbeddingStore
 
-# One test process builds the world and its index once for all three (./dev test: --dist loadgroup).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("any_vector_world")]
+pytestmark = pytest.mark.slow
 
 COUNT, DIM, K, QUERIES = 400_000, 512, 50, 40
 SPEC = ClipSpec("ViT-test-512", "issue-41-world")
@@ -42,7 +41,7 @@ def world(tmp_path_factory):
 @pytest.fixture(scope="module")
 def deployed(world, tmp_path_factory):
     """The world as the embedding store and the index `build_index` picks, under a fresh data directory: built once
-    for the module (about 20 s; every test only reads it)."""
+    in each test process that runs this module's tests (every test only reads it)."""
     vectors, taxa, _, _ = world
     with override_settings(QUIRE_DATA_DIR=tmp_path_factory.mktemp("any-vector") / "data", QUIRE_VECTOR_BACKEND="faiss"):
         store = EmbeddingStore(store_root(), SPEC.name, DIM)

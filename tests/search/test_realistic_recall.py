@@ -13,8 +13,7 @@ from bench import realistic
 from search import index as search_index
 from search.store import Embeddings
 
-# One test process builds the world once for all four (./dev test: --dist loadgroup).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("realistic_world")]
+pytestmark = pytest.mark.slow
 
 COUNT, DIM, K, QUERIES = 200_000, 1024, 50, 60
 
