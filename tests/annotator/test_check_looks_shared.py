@@ -93,7 +93,7 @@ def test_looks_older_than_working_now_place_nobody(check, monkeypatch):
     label(bob, query, check_candidates(bob, query, PAGE), "not_relevant")
     assert check_candidates(cy, query, PAGE) != check["sample"][PAGE : 2 * PAGE]  # Bob is working now
     later = timezone.now() + sampled.WORKING_NOW + timedelta(seconds=1)
-    monkeypatch.setattr(timezone, "now", lambda: later)  # a read (the GET writes nothing), an hour on
+    monkeypatch.setattr(timezone, "now", lambda: later)  # for a read (the GET writes nothing), WORKING_NOW on
     assert check_candidates(cy, query, PAGE) == check["sample"][PAGE : 2 * PAGE]
 
 
