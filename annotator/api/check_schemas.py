@@ -6,7 +6,10 @@ ignores them. tests/security/test_schemathesis.py holds the two to each other.""
 from typing import Any
 
 from annotator.completeness import check_requests, frames
-from annotator.models import Query
+from annotator.models import CompletenessCheck, Query
+from common.api_params import BIGINT
+
+KIND = CompletenessCheck.Frame
 
 SHARE: dict[str, Any] = {
     "type": "number",
@@ -14,13 +17,12 @@ SHARE: dict[str, Any] = {
     "maximum": 1 - check_requests.SMALLEST,
 }
 FLAG: dict[str, Any] = {"type": "boolean"}
-RANKED = [kind for kind in frames.KINDS if kind in ("top", "reviewed")]
 FRAME: dict[str, Any] = {
     "oneOf": [
         {
             "type": "object",
             "properties": {
-                "kind": {"type": "string", "enum": RANKED},
+                "kind": {"type": "string", "enum": [KIND.TOP.value, KIND.REVIEWED.value]},
                 "depth": {"type": "integer", "minimum": 1, "maximum": frames.MAX_DEPTH},
             },
             "required": ["kind", "depth"],
@@ -28,7 +30,7 @@ FRAME: dict[str, Any] = {
         {
             "type": "object",
             "properties": {
-                "kind": {"type": "string", "enum": ["taxa"]},
+                "kind": {"type": "string", "enum": [KIND.TAXA.value]},
                 "taxa": {
                     "type": "array",
                     "minItems": 1,
@@ -38,7 +40,11 @@ FRAME: dict[str, Any] = {
             },
             "required": ["kind", "taxa"],
         },
-        {"type": "object", "properties": {"kind": {"type": "string", "enum": ["collection"]}}, "required": ["kind"]},
+        {
+            "type": "object",
+            "properties": {"kind": {"type": "string", "enum": [KIND.COLLECTION.value]}},
+            "required": ["kind"],
+        },
     ],
     "description": 'The frame the claim is over: {"kind": "top", "depth": 5000}, {"kind": "taxa", "taxa": ["Aves"]} '
     'or {"kind": "collection"}; absent, the query\'s own (frozen at its first draw).',
@@ -65,7 +71,7 @@ BENCHMARK_CHECK: dict[str, Any] = {
             "type": "array",
             "minItems": 1,
             "maxItems": check_requests.MAX_QUERIES,
-            "items": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+            "items": {"type": "integer", "minimum": 1, "maximum": BIGINT - 1},
             "description": "the queries the claim is over (default: every query)",
         },
         "split": {"type": "string", "enum": [str(value) for value in Query.Split.values]},
