@@ -98,6 +98,15 @@ def couple_draws(seed: int, ids: dict[int, int]) -> None:
     checks.sample_order = coupled
 
 
+def one_order() -> None:
+    """Every annotator reads a check's pairs from the sample's start, as before 2026-12-03 (`--order one`): a
+    baseline for what reading them from a place of one's own saves a team that looks at once. The server runs in
+    this process, so its order is replaced here; the tool's stays `sampled._from_place`."""
+    from annotator.completeness import sampled
+
+    sampled._from_place = lambda mine, *_: mine
+
+
 class HttpApi:
     """evaluation.api_team.Api over real HTTP: one session and API token per member."""
 
@@ -141,14 +150,14 @@ def serve() -> tuple[str, Any]:
 
 def run(
     queries: int, median: float, seed: int, noise: float, annotators: int, work: Path, step: int = 0,
-    claim: str = "benchmark", coupled: bool = False,
+    claim: str = "benchmark", coupled: bool = False, together: bool = False, assigned: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     from django.contrib.auth.models import User
     from django.core.management import call_command
     from rest_framework.authtoken.models import Token
 
     from annotator.completeness.frames import unpack
-    from annotator.models import CompletenessCheck, Label, QueryFrame
+    from annotator.models import Assignment, CompletenessCheck, Label, QueryFrame
     from evaluation import api_team, benchmark_sim, worlds
     from evaluation.api_team import Member
 
@@ -174,6 +183,8 @@ def run(
     users = [User.objects.create_user(p.name) for p in team]
     users.append(User.objects.create_superuser("adjudicator", "adjudicator@example.org", None))
     tokens = {user.username: Token.objects.create(user=user).key for user in users}
+    if assigned:  # staff assign the annotators (not the adjudicator) to every query, as a team lead does
+        Assignment.objects.bulk_create(Assignment(query_id=q, annotator=u) for q in ids for u in users[:-1])
     base, server = serve()
     api = HttpApi(base, tokens)
     started = time.perf_counter()
@@ -186,7 +197,16 @@ def run(
         )  # fmt: skip
 
     spent = api_team.follow_the_advice(
-        api, list(ids), team[0], team[1:], adjudicator, "adjudicator", step=step, progress=progress, claim=claim
+        api,
+        list(ids),
+        team[0],
+        team[1:],
+        adjudicator,
+        "adjudicator",
+        step=step,
+        progress=progress,
+        claim=claim,
+        together=together,
     )
     print(file=sys.stderr)
     server.shutdown()
@@ -282,12 +302,24 @@ def main() -> None:
         help="the server draws each check's sample in the simulator's coupled order (benchmark_sim.coupled_order) "
         "instead of fresh entropy: a bench's common random numbers, never the tool's",
     )  # fmt: skip
+    parser.add_argument(
+        "--together", action="store_true",
+        help="a check's looks given by the annotators at once (each loads a page before any saves), not one at a time",
+    )  # fmt: skip
+    parser.add_argument(
+        "--order", choices=("places", "one"), default="places",
+        help="the order the server hands a check's pairs in: each person's from their own place (the tool's) or the "
+        "sample's start for everyone (before 2026-12-03; a baseline)",
+    )  # fmt: skip
+    parser.add_argument("--assigned", action="store_true", help="the annotators assigned to every query")
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="quire-api-bench-") as folder:
         os.environ["QUIRE_DATA_DIR"] = folder
         import django
 
         django.setup()
+        if arguments.order == "one":
+            one_order()
         if arguments.least_judged:
             from annotator.completeness import advice
 
@@ -295,7 +327,7 @@ def main() -> None:
         people = (arguments.noise, arguments.annotators)
         result = run(
             arguments.queries, arguments.median, arguments.seed, *people, Path(folder), arguments.step, arguments.claim,
-            coupled=arguments.coupled_draws,
+            coupled=arguments.coupled_draws, together=arguments.together, assigned=arguments.assigned,
         )  # fmt: skip
     print(json.dumps(result))
 

@@ -8,7 +8,8 @@ Each round the team reads every query's advice for the claim it works toward (GE
           frames' single positives before a draw, the checks' positive looks after one. The adjudicator works it
           whenever it holds something, as a real one does beside the annotators, not only when told to wait
   label   the ranking the advice names: an open check's images ("check"), each from the first member who has not
-          judged it (the reviewer, the others in order, the adjudicator last: a fresh look), or the reviewer's next
+          judged it (the reviewer, the others in order, the adjudicator last: a fresh look; with `together`, the
+          annotators each load a page at once, then each saves theirs, as a team at work does), or the reviewer's next
           batch down the query's ranking ("review"; with `step`, saved a few labels at a time until the advice
           stops asking for review, as the labeling page's side pane shows it)
   check   the benchmark's claim: once every query says check or done and nothing else moved, staff draw the
@@ -82,7 +83,7 @@ def follow_the_advice(
     api: Api, queries: list[int], reviewer: Member, others: list[Member], adjudicator: Member, staff: str, *,
     strategy: str = "feedback", batch: int = 50, step: int = 0, target: float = 0.9, confidence: float = 0.95,
     max_rounds: int = 10_000, progress: Callable[[Spent], None] | None = None, claim: str = "benchmark",
-    give_up_after: int = 6,
+    give_up_after: int = 6, together: bool = False,
 ) -> Spent:  # fmt: skip
     """Label, confirm, draw and look as the advice for `claim` ("benchmark" or "query": each query's own) says
     until every query says done (or `max_rounds`). `step` > 0: the reviewer saves a batch `step` labels at a time
@@ -90,7 +91,9 @@ def follow_the_advice(
     adjudicator confirming what waits first), and leaves the rest of the batch once the advice stops asking for
     review; 0: a whole batch, then the advice. A query's own claim is left uncertified once its draws and the rounds
     its advice said no check could certify it yet reach `give_up_after` (the simulator's Settings.max_checks: its
-    team counts a check no sample could certify as one tried, labels a window more, and stops at six)."""
+    team counts a check no sample could certify as one tried, labels a window more, and stops at six). `together`:
+    a check's looks are given by the annotators at once (each loads a page of it before any saves), not one member
+    at a time."""
     spent = Spent()
     lookers = [reviewer, *others, adjudicator]
     idle = 0
@@ -101,7 +104,7 @@ def follow_the_advice(
         said = advice(query_id)
         return bool(said["next"] == "label" and said.get("ranking") != "check")
 
-    review = Review(strategy, batch, step, reviewing)
+    review = Review(strategy, batch, step, reviewing, together)
     while spent.rounds < max_rounds:
         spent.rounds += 1
         spent.advice = _read_advice(advice, queries, spent, give_up_after)
@@ -193,6 +196,7 @@ class Review:
     batch: int
     step: int
     reviewing: Callable[[int], bool]
+    together: bool = False  # a check's looks: the annotators each load a page at once (`_look_together`)
 
 
 def _label_where_told(lookers: list[Member], review: Review, spent: Spent, advice: Advice) -> tuple[bool, bool]:
@@ -207,7 +211,8 @@ def _label_where_told(lookers: list[Member], review: Review, spent: Spent, advic
         if said["next"] != "label":
             continue
         if said.get("ranking") == "check":
-            looked = _look(api, query_id, lookers, review.batch, spent)
+            look = _look_together if review.together else _look
+            looked = look(api, query_id, lookers, review.batch, spent)
             stuck = stuck or (not looked and _still_asks_for_looks(advice, query_id))
             worked = looked or worked
         else:
@@ -242,6 +247,18 @@ def _look(api: Api, query_id: int, lookers: list[Member], batch: int, spent: Spe
             spent.spend("looks", query_id, len(looks))
             return True
     return False
+
+
+def _look_together(api: Api, query_id: int, lookers: list[Member], batch: int, spent: Spent) -> bool:
+    """An open check's images for the annotators at once: each loads a page before anyone saves (what the server
+    hands each of them is all that keeps two from judging the same pairs), then each saves theirs; the adjudicator
+    looks, as in `_look`, only where no annotator has anything left (False: nobody has)."""
+    pages = [(member, _candidates(api, member, query_id, "check", batch)) for member in lookers[:-1]]
+    pages = [(member, looks) for member, looks in pages if looks]
+    for member, looks in pages:
+        _judge(api, member, query_id, looks)
+        spent.spend("looks", query_id, len(looks))
+    return bool(pages) or _look(api, query_id, lookers[-1:], batch, spent)
 
 
 def _review(api: Api, query_id: int, reviewer: Member, review: Review, spent: Spent) -> bool:

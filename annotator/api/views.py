@@ -69,7 +69,7 @@ def _check_candidates(query: Query, request: Request, k: int, within: Any) -> li
         drawn = sampled.candidates(query, signed_in(request), k)
     else:
         inside = set(within.tolist())
-        drawn = [i for i in sampled.candidates(query, signed_in(request), 1 << 30) if i in inside][:k]
+        drawn = [i for i in sampled.candidates(query, signed_in(request), 1 << 30, page=k) if i in inside][:k]
     return [
         {"image_id": image_id, "score": None, "rank": n, "source": CHECK, "near_duplicates": []}
         for n, image_id in enumerate(drawn, start=1)

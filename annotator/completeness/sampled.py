@@ -2,14 +2,18 @@
 still wanting a look (the labeling page's "completeness check" ranking and the API's candidates, strategy=check).
 Each check is decided by the write that settles its last pair (annotator.completeness.checks.decide_if_complete).
 
-Annotators who look at the same check at once are handed different stretches of its sample: each reads the sample's
-random order from their own place in it (`_rotated`: where they left off, halfway along the longest stretch nobody
-is working through, or their share of the query's assignees), so two who load a page together are not shown the
-same pairs and a look is not spent twice. A check's sample is random in every stretch and it certifies only once
+Annotators who look at the same check at once are handed different stretches of its sample: each reads the pairs
+that want a look from them, in the sample's random order, from a place of their own (`_from_place`): where they
+left off; people who left off at the same place (they loaded and saved the same page at once) each a share of the
+way along the stretch ahead of it; one who caught up with someone, less than a page behind them, and one who joins
+people looking, halfway along the longest stretch that nobody is working through; before anyone looks, their share
+of the query's assignees. So two who load a page together are not shown the same pairs and a look is not spent
+twice, once the sample has a page for each. A check's sample is random in every stretch and it certifies only once
 every pair has its looks (it fails early on positives counted, whichever pairs counted them), so the order the
 pairs are looked in changes no decision.
 """
 
+from bisect import bisect_left
 from datetime import timedelta
 from typing import Any
 
@@ -25,41 +29,67 @@ from annotator.models import Assignment, CompletenessCheck, Judgment, Query
 WORKING_NOW = timedelta(minutes=15)
 
 
-def candidates(query: Query, viewer: Writer, k: int) -> list[int]:
+def candidates(query: Query, viewer: Writer, k: int, page: int | None = None) -> list[int]:
     """The images of `query`'s open check, then of the open benchmark check, that still want a look and that
-    `viewer` has not judged, in the samples' random order read from the viewer's place in each (`_rotated`).
-    Whether an image wants a look depends on how many judged it, never on what they said, so the order tells a
-    blind judge nothing of the others' votes."""
-    order: list[int] = []
-    wanting: set[int] = set()
+    `viewer` has not judged, `k` of them, in the samples' random order read from the viewer's place in each
+    (`_from_place`; `page`: how many the viewer has on screen at once, `k` unless said). Whether an image wants a
+    look depends on how many judged it, never on what they said, so the order tells a blind judge nothing of the
+    others' votes."""
+    parts: list[tuple[CompletenessCheck, list[int], set[int]]] = []
     for check in (checks.open_check(query), checks.open_check()):
-        if check is None:
-            continue
-        now = progress_of(check, query)
-        order += [image_id for image_id in _rotated(now.order, check, query, viewer) if image_id not in wanting]
-        wanting |= set(now.second) | set(now.unjudged)
+        if check is not None:
+            now = progress_of(check, query)
+            parts.append((check, now.order, set(now.second) | set(now.unjudged)))
+    wanting = set().union(*(wanted for _, _, wanted in parts))
     mine = Judgment.objects.filter(query=query, image_id__in=list(wanting))
     mine = mine.filter(annotator=viewer) if viewer is not None else mine.filter(annotator__isnull=True)
     judged = set(mine.values_list("image_id", flat=True))
-    return [image_id for image_id in order if image_id in wanting and image_id not in judged][:k]
+    chosen: list[int] = []
+    for check, order, wanted in parts:
+        taken = set(chosen)
+        open_to_viewer = [i for i in order if i in wanted and i not in judged and i not in taken]
+        chosen += _from_place(open_to_viewer, order, check, query, viewer, page or k)
+    return chosen[:k]
 
 
-def _rotated(order: list[int], check: CompletenessCheck, query: Query, viewer: Writer) -> list[int]:
-    """`order` (a check's pairs of `query`, in the sample's order) read from `viewer`'s place in it, round to its
-    start: just after the viewer's latest look at it, for one who has been looking (WORKING_NOW); halfway along the
-    longest stretch ahead of nobody, for one who joins people looking; for the first to look, their place among
-    the query's assignees (`assigned_place`), or the start. The places depend on who looked where, never on what
-    anyone said, so the order tells a blind judge nothing of the others' votes."""
-    if viewer is None or not order:
-        return order
-    ahead = places(check, query, order)  # where each person looking now goes on from
-    if viewer.pk in ahead:
-        start = ahead[viewer.pk]
-    elif ahead:
-        start = halfway_along_the_longest_stretch(sorted(set(ahead.values())), len(order))
+def _from_place(
+    mine: list[int], order: list[int], check: CompletenessCheck, query: Query, viewer: Writer, page: int
+) -> list[int]:
+    """`mine` (the pairs of `check`'s sample `order` that want a look from `viewer`, in that order) read from the
+    viewer's place among them, round to their start: for one who has been looking (WORKING_NOW), just after their
+    latest look, spread from there where others are (`_own_start`); for one who joins people looking, halfway along
+    the longest stretch ahead of nobody; for the first to look, their place among the query's assignees
+    (`assigned_place`), or the start. The places depend on who looked where, never on what anyone said, so the
+    order tells a blind judge nothing of the others' votes."""
+    if viewer is None or not mine:
+        return mine
+    wanted = set(mine)
+    at = [n for n, image_id in enumerate(order) if image_id in wanted]
+    # Each person's place in `order` as a place among `mine`: the first of mine at or after it.
+    on_mine = {person: bisect_left(at, place) % len(mine) for person, place in places(check, query, order).items()}
+    others = {person: index for person, index in on_mine.items() if person != viewer.pk}
+    if viewer.pk in on_mine:
+        start = _own_start(on_mine[viewer.pk], viewer.pk, others, len(mine), page)
+    elif others:
+        start = halfway_along_the_longest_stretch(sorted(set(others.values())), len(mine))
     else:
-        start = assigned_place(query, viewer, len(order))
-    return order[start:] + order[:start]
+        start = bisect_left(at, assigned_place(query, viewer, len(order))) % len(mine)
+    return mine[start:] + mine[:start]
+
+
+def _own_start(place: int, viewer_id: int, others: dict[int, int], size: int, page: int) -> int:
+    """Where one who has been looking goes on from, `place` their own (just after their latest look) and `others`
+    the other people's ({person: place}), in a circle of `size`: people at the same place (who loaded and saved the
+    same page at once) spread along the stretch ahead of it, the i-th of g by user id i/g of the way; the one who
+    stays, if someone else works less than `page` places ahead, goes halfway along the longest stretch ahead of
+    nobody; else the place itself."""
+    together = sorted([viewer_id, *(person for person, index in others.items() if index == place)])
+    stretch = min(((index - place) % size for index in others.values() if index != place), default=size)
+    if (share := together.index(viewer_id)) > 0:
+        return (place + share * stretch // len(together)) % size
+    if stretch < min(page, size):
+        return halfway_along_the_longest_stretch(sorted(set(others.values())), size)
+    return place
 
 
 def assigned_place(query: Query, viewer: User, size: int) -> int:

@@ -421,7 +421,8 @@ def _check_page(
             [], offset, limit, "No completeness check is open for this query: staff draw one in the side pane."
         )
     shown = set(shown_ids)
-    ids = [image_id for image_id in sampled.candidates(query, viewer, limit + len(shown)) if image_id not in shown]
+    wanted = sampled.candidates(query, viewer, limit + len(shown), page=limit)
+    ids = [image_id for image_id in wanted if image_id not in shown]
     if not ids and not shown:
         return ResultsPage(
             [], offset, limit, "You have judged every image of the check: it waits for the others' judgments."

@@ -2,6 +2,7 @@
 different stretches of its sample (annotator.completeness.sampled), so a page loaded by two at the same time is not
 judged twice, and nobody's place in the sample depends on what anyone voted."""
 
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -54,18 +55,19 @@ def test_one_looking_alone_reads_the_sample_from_its_start(check):
 def test_people_who_look_at_once_are_handed_different_stretches_and_between_them_every_pair(check):
     query, sample = check["query"], check["sample"]
     bob, cy, di = check["people"]
-    half = len(sample) // 2
     label(bob, query, check_candidates(bob, query, PAGE), "not_relevant")  # Bob starts: sample[:PAGE]
-    # Cy joins while Bob works: halfway along the stretch ahead of Bob, where Bob's next pages are not.
+    # Cy joins while Bob works: halfway along the pairs ahead of Bob (those still wanting a look), where Bob's next
+    # pages are not.
+    half = (len(sample) - PAGE) // 2
     cy_page = check_candidates(cy, query, PAGE)
     assert cy_page == sample[PAGE + half :][:PAGE]
     label(cy, query, cy_page, "not_relevant")
     # Each goes on where they left off.
     assert check_candidates(bob, query, PAGE) == sample[PAGE : 2 * PAGE]
     assert check_candidates(cy, query, PAGE) == sample[2 * PAGE + half :][:PAGE]
-    # Di joins: halfway along the longer of the two stretches, the one ahead of Bob (PAGE + half pairs long).
+    # Di joins: halfway along the longer of the two stretches of pairs wanting a look, the one ahead of Bob.
     di_page = check_candidates(di, query, PAGE)
-    assert di_page == sample[PAGE + (PAGE + half) // 2 :][:PAGE]
+    assert di_page == sample[PAGE + half // 2 :][:PAGE]
     pages = [check_candidates(bob, query, PAGE), check_candidates(cy, query, PAGE), di_page]
     seen = [image_id for page in pages for image_id in page]
     assert len(seen) == len(set(seen)) == 3 * PAGE  # three pages loaded at once: no pair on two of them
@@ -73,6 +75,63 @@ def test_people_who_look_at_once_are_handed_different_stretches_and_between_them
     looked = set(sample[:PAGE]) | set(cy_page)
     for person in (bob, cy, di):
         assert set(check_candidates(person, query)) == set(sample) - looked
+
+
+def test_two_who_saved_the_same_page_at_once_are_handed_different_pages_next(check):
+    """Bob and Cy open the check at the same moment (nobody is looking yet, neither is assigned: both are shown its
+    start) and both save that page: their places coincide, so Bob (the lower user id) goes on and Cy goes halfway
+    along the pairs ahead of him, instead of the two being shown the same page again and again."""
+    query, sample = check["query"], check["sample"]
+    bob, cy = check["people"][:2]
+    first = [check_candidates(person, query, PAGE) for person in (bob, cy)]
+    assert first == [sample[:PAGE], sample[:PAGE]]
+    for person, page in zip((bob, cy), first, strict=True):
+        label(person, query, page, "not_relevant")
+    bob_next, cy_next = check_candidates(bob, query, PAGE), check_candidates(cy, query, PAGE)
+    assert bob_next == sample[PAGE : 2 * PAGE]
+    assert cy_next == sample[PAGE + (len(sample) - PAGE) // 2 :][:PAGE]
+
+
+def test_a_team_looking_at_once_judges_no_pair_twice_while_the_sample_has_a_page_for_each(check):
+    """Bob, Cy and Di load a page each at the same moment, then each saves theirs, round after round until the check
+    wants nothing more of them. Only the first page is shared (nobody had looked, none is assigned: all three are
+    shown the start); from then on, in every round with at least a page left for each, the three pages are
+    disjoint, and each pair is judged by one of them."""
+    query, sample, people = check["query"], check["sample"], check["people"]
+    rounds = []
+    while pages := [check_candidates(person, query, PAGE) for person in people]:
+        if not any(pages):
+            break
+        wanting = len(set(check_candidates(people[0], query)) - judged_by(people[0], query))
+        rounds.append((wanting, pages))
+        for person, page in zip(people, pages, strict=True):
+            label(person, query, page, "not_relevant")
+    assert rounds[0][1] == [sample[:PAGE]] * 3
+    full = [pages for wanting, pages in rounds[1:] if wanting >= 3 * PAGE]
+    assert len(full) >= 2, "a sample with rounds of three whole pages"
+    for pages in full:
+        seen = [image_id for page in pages for image_id in page]
+        assert len(seen) == len(set(seen)) == 3 * PAGE
+    looks = Counter(Judgment.objects.filter(query=query, annotator__in=people).values_list("image_id", flat=True))
+    assert set(looks) == set(sample)  # every pair looked at
+    twice = {image_id for image_id, n in looks.items() if n > 1} - set(sample[:PAGE])
+    assert len(twice) < 3 * PAGE  # besides the first page, only the last rounds', with less than a page each left
+
+
+def test_one_who_catches_up_with_another_goes_where_nobody_is(check):
+    """Cy works a few pairs ahead of Bob's place: Bob's next page would be the pairs Cy is about to be shown, so Bob
+    goes halfway along the stretch ahead of Cy instead; Cy goes on where she left off."""
+    query, sample = check["query"], check["sample"]
+    bob, cy = check["people"][:2]
+    label(bob, query, sample[:PAGE], "not_relevant")
+    label(cy, query, sample[PAGE + 3 : 2 * PAGE + 3], "not_relevant")
+    cy_next = check_candidates(cy, query, PAGE)
+    assert cy_next == sample[2 * PAGE + 3 :][:PAGE]
+    bob_next = check_candidates(bob, query, PAGE)
+    wanting = [i for i in sample if i not in set(sample[:PAGE]) | set(sample[PAGE + 3 : 2 * PAGE + 3])]
+    cy_at = wanting.index(sample[2 * PAGE + 3])
+    assert bob_next == (wanting[cy_at:] + wanting[:cy_at])[len(wanting) // 2 :][:PAGE]
+    assert not set(bob_next) & set(cy_next)
 
 
 def test_a_team_assigned_to_the_query_opens_a_fresh_check_each_at_their_own_share(check):
