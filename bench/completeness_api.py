@@ -101,10 +101,11 @@ def couple_draws(seed: int, ids: dict[int, int]) -> None:
 def one_order() -> None:
     """Every annotator reads a check's pairs from the sample's start, as before 2026-12-03 (`--order one`): a
     baseline for what reading them from a place of one's own saves a team that looks at once. The server runs in
-    this process, so its order is replaced here; the tool's stays `sampled._from_place`."""
+    this process, so its order is replaced here (and `share=1` hands everyone the whole sample); the tool's stays
+    `sampled._own_stretch`."""
     from annotator.completeness import sampled
 
-    sampled._from_place = lambda mine, *_: mine
+    sampled._own_stretch = lambda mine, *_: mine
 
 
 class HttpApi:
@@ -127,7 +128,11 @@ class HttpApi:
         return self._json(self.sessions[member].post(self.base + path, json=body, timeout=600))
 
     def _json(self, answer: Any) -> Any:
+        from evaluation.api_team import Refused
+
         self.requests += 1
+        if answer.status_code == 409:
+            raise Refused(f"{answer.request.method} {answer.url}: {answer.text}")
         if answer.status_code not in (200, 201):
             raise RuntimeError(f"{answer.request.method} {answer.url} answered {answer.status_code}: {answer.text}")
         return answer.json()
@@ -237,6 +242,7 @@ def run(
         "checks": check.ordinal if check else 0, "bound": check.recall_lower_bound if check else None,
         "micro_recall": micro, "held": micro >= 0.9 - 1e-12, "labels": spent.labels, "review": spent.review,
         "looks": spent.looks, "adjudications": spent.adjudications, "draws": spent.draws, "rounds": spent.rounds,
+        "refused_adjudications": spent.refused,
         "requests": api.requests, "seconds": round(time.perf_counter() - started, 1), "in_frames": in_frames,
         "first_check": {key: spent.first_draw.get(key) for key in ("found", "sampled_from", "sample", "unconfirmed")}
         if spent.first_draw else None,

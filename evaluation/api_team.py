@@ -30,11 +30,16 @@ IDLE_ROUNDS = 3  # rounds of "wait" with nothing for the adjudicator before the 
 
 
 class Api(Protocol):
-    """Quire's REST API as one member sees it: JSON in and out, any status other than 2xx raised with its body."""
+    """Quire's REST API as one member sees it: JSON in and out; 409 raised as `Refused`, any other status than 2xx
+    raised with its body."""
 
     def get(self, member: str, path: str, params: dict[str, Any]) -> Any: ...
 
     def post(self, member: str, path: str, body: dict[str, Any]) -> Any: ...
+
+
+class Refused(Exception):
+    """A 409 from the API: what was asked no longer fits the state (a queue's row decided since it was read)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,7 @@ class Spent:
     review: int = 0  # the reviewer's judgments down the rankings
     looks: int = 0  # the checks' fresh looks
     adjudications: int = 0  # the adjudicator's decisions: confirmations before a draw, positive looks after
+    refused: int = 0  # a queue's rows the server no longer had for the adjudicator when their decision came
     draws: int = 0
     rounds: int = 0
     first_draw: dict[str, Any] | None = None
@@ -226,13 +232,21 @@ def _still_asks_for_looks(advice: Advice, query_id: int) -> bool:
 
 
 def _work_the_queues(api: Api, queries: list[int], adjudicator: Member, spent: Spent) -> bool:
-    """The adjudicator decides every pending image of every query (one page of each queue a round)."""
+    """The adjudicator decides every pending image of every query (one page of each queue a round). A row the server
+    refuses to decide (409: a decision on the page before it ended the check it waited in, so two agreeing looks
+    are no longer an adjudicator's to decide) is passed over, as the page shows its sentence, and counted apart."""
     worked = False
     for query_id in queries:
         queue = api.get(adjudicator.name, f"/api/queries/{query_id}/disagreements/", {"pending": 1, "limit": 1000})
         for row in queue["results"]:
             value = "relevant" if adjudicator.says(query_id, row["image"]) else "not_relevant"
-            api.post(adjudicator.name, f"/api/queries/{query_id}/adjudicate/", {"image": row["image"], "value": value})
+            try:
+                api.post(
+                    adjudicator.name, f"/api/queries/{query_id}/adjudicate/", {"image": row["image"], "value": value}
+                )
+            except Refused:
+                spent.refused += 1
+                continue
             spent.spend("adjudications", query_id, 1)
             worked = True
     return worked
@@ -250,10 +264,11 @@ def _look(api: Api, query_id: int, lookers: list[Member], batch: int, spent: Spe
 
 
 def _look_together(api: Api, query_id: int, lookers: list[Member], batch: int, spent: Spent) -> bool:
-    """An open check's images for the annotators at once: each loads a page before anyone saves (what the server
-    hands each of them is all that keeps two from judging the same pairs), then each saves theirs; the adjudicator
+    """An open check's images for the annotators at once: each loads a page before anyone saves (their own stretch,
+    `share=1`, as the labeling page loads it: what the server hands each of them is all that keeps two from judging
+    the same pairs), then each saves theirs; the adjudicator
     looks, as in `_look`, only where no annotator has anything left (False: nobody has)."""
-    pages = [(member, _candidates(api, member, query_id, "check", batch)) for member in lookers[:-1]]
+    pages = [(member, _candidates(api, member, query_id, "check", batch, share=True)) for member in lookers[:-1]]
     pages = [(member, looks) for member, looks in pages if looks]
     for member, looks in pages:
         _judge(api, member, query_id, looks)
@@ -274,8 +289,11 @@ def _review(api: Api, query_id: int, reviewer: Member, review: Review, spent: Sp
     return bool(shown)
 
 
-def _candidates(api: Api, member: Member, query_id: int, strategy: str, k: int) -> list[int]:
-    answer = api.get(member.name, f"/api/queries/{query_id}/candidates/", {"strategy": strategy, "k": k})
+def _candidates(api: Api, member: Member, query_id: int, strategy: str, k: int, share: bool = False) -> list[int]:
+    """`k` candidates of `strategy` for `member` (`share`: a check's, the member's own stretch alone, as the labeling
+    page shows them)."""
+    asked = {"strategy": strategy, "k": k, **({"share": 1} if share else {})}
+    answer = api.get(member.name, f"/api/queries/{query_id}/candidates/", asked)
     return [int(row["image_id"]) for row in answer["results"]]
 
 

@@ -64,12 +64,14 @@ CHECK = "check"  # the candidates of a completeness check (annotator.completenes
 
 def _check_candidates(query: Query, request: Request, k: int, within: Any) -> list[dict[str, Any]]:
     """The open checks' images the caller has not judged, `k` of them (inside the polygon `within`, where given:
-    then the whole sample's unjudged images, a few thousand at most, are read and those inside kept)."""
+    then the whole sample's unjudged images, a few thousand at most, are read and those inside kept); `share=1`:
+    only the caller's own stretch of each sample, as the labeling page shows it (annotator.completeness.sampled)."""
+    share = choice_param(request, "share", ["0", "1", "false", "true"]) in ("1", "true")
     if within is None:
-        drawn = sampled.candidates(query, signed_in(request), k)
+        drawn = sampled.candidates(query, signed_in(request), k, share)
     else:
         inside = set(within.tolist())
-        drawn = [i for i in sampled.candidates(query, signed_in(request), 1 << 30, page=k) if i in inside][:k]
+        drawn = [i for i in sampled.candidates(query, signed_in(request), 1 << 30, share) if i in inside][:k]
     return [
         {"image_id": image_id, "score": None, "rank": n, "source": CHECK, "near_duplicates": []}
         for n, image_id in enumerate(drawn, start=1)
@@ -109,6 +111,14 @@ class QueryViewSet(viewsets.ReadOnlyModelViewSet):
                 description="default text; check: the open completeness check's images you have not judged",
             ),
             OpenApiParameter("k", OpenApiTypes.INT, description="how many candidates, 1 to 1,000 (default 50)"),
+            OpenApiParameter(
+                "share",
+                OpenApiTypes.STR,
+                enum=["0", "1", "false", "true"],
+                description="strategy check: 1 for your own stretch of the sample alone, up to where the next "
+                "teammate looking at it now is (what the labeling page shows), so that pages loaded at once never "
+                "meet; default 0, every image of the check you have not judged",
+            ),
             OpenApiParameter("image", OpenApiTypes.INT, many=True, description="example image ids (repeatable)"),
             OpenApiParameter("taxon", OpenApiTypes.STR, many=True, description="taxon names or ids (repeatable)"),
             OpenApiParameter(

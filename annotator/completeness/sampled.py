@@ -2,13 +2,13 @@
 still wanting a look (the labeling page's "completeness check" ranking and the API's candidates, strategy=check).
 Each check is decided by the write that settles its last pair (annotator.completeness.checks.decide_if_complete).
 
-Annotators who look at the same check at once are handed different stretches of its sample: each reads the pairs
-that want a look from them, in the sample's random order, from a place of their own (`_from_place`): where they
-left off; people who left off at the same place (they loaded and saved the same page at once) each a share of the
-way along the stretch ahead of it; one who caught up with someone, less than a page behind them, and one who joins
-people looking, halfway along the longest stretch that nobody is working through; before anyone looks, their share
-of the query's assignees. So two who load a page together are not shown the same pairs and a look is not spent
-twice, once the sample has a page for each. A check's sample is random in every stretch and it certifies only once
+Annotators who look at the same check at once are handed different stretches of its sample: each is handed the
+pairs that want a look from them, in the sample's random order, from a place of their own up to the next person's
+(`_own_stretch`): where they left off; people who left off at the same place (two who loaded and saved the same
+page at once, or one who caught up with someone) each a share of the way along the stretch ahead of it; one who
+joins people looking, halfway along the longest stretch that nobody is working through; before anyone looks, their
+share of the query's assignees. So people who load a page together are not shown the same pairs and a look is not
+spent twice. A check's sample is random in every stretch and it certifies only once
 every pair has its looks (it fails early on positives counted, whichever pairs counted them), so the order the
 pairs are looked in changes no decision.
 """
@@ -17,7 +17,6 @@ from bisect import bisect_left
 from datetime import timedelta
 from typing import Any
 
-from django.contrib.auth.models import User
 from django.utils import timezone
 
 from annotator.completeness import checks
@@ -29,12 +28,12 @@ from annotator.models import Assignment, CompletenessCheck, Judgment, Query
 WORKING_NOW = timedelta(minutes=15)
 
 
-def candidates(query: Query, viewer: Writer, k: int, page: int | None = None) -> list[int]:
+def candidates(query: Query, viewer: Writer, k: int, share: bool = False) -> list[int]:
     """The images of `query`'s open check, then of the open benchmark check, that still want a look and that
-    `viewer` has not judged, `k` of them, in the samples' random order read from the viewer's place in each
-    (`_from_place`; `page`: how many the viewer has on screen at once, `k` unless said). Whether an image wants a
-    look depends on how many judged it, never on what they said, so the order tells a blind judge nothing of the
-    others' votes."""
+    `viewer` has not judged, at most `k` of them, in each the sample's random order read from the viewer's place
+    (`_own_stretch`); with `share`, only the viewer's own stretch of each, up to the next person's place (the
+    labeling page's: a page loaded beside a teammate's never meets it). Whether an image wants a look depends on
+    how many judged it, never on what they said, so the order tells a blind judge nothing of the others' votes."""
     parts: list[tuple[CompletenessCheck, list[int], set[int]]] = []
     for check in (checks.open_check(query), checks.open_check()):
         if check is not None:
@@ -48,55 +47,67 @@ def candidates(query: Query, viewer: Writer, k: int, page: int | None = None) ->
     for check, order, wanted in parts:
         taken = set(chosen)
         open_to_viewer = [i for i in order if i in wanted and i not in judged and i not in taken]
-        chosen += _from_place(open_to_viewer, order, check, query, viewer, page or k)
+        chosen += _own_stretch(open_to_viewer, order, check, query, viewer, share)
     return chosen[:k]
 
 
-def _from_place(
-    mine: list[int], order: list[int], check: CompletenessCheck, query: Query, viewer: Writer, page: int
+def _own_stretch(
+    mine: list[int], order: list[int], check: CompletenessCheck, query: Query, viewer: Writer, share: bool
 ) -> list[int]:
-    """`mine` (the pairs of `check`'s sample `order` that want a look from `viewer`, in that order) read from the
-    viewer's place among them, round to their start: for one who has been looking (WORKING_NOW), just after their
-    latest look, spread from there where others are (`_own_start`); for one who joins people looking, halfway along
-    the longest stretch ahead of nobody; for the first to look, their place among the query's assignees
-    (`assigned_place`), or the start. The places depend on who looked where, never on what anyone said, so the
-    order tells a blind judge nothing of the others' votes."""
+    """`mine` (the pairs of `check`'s sample `order` that want a look from `viewer`, in that order) from the viewer's
+    place among them, round to their start; with `share`, only up to the next place of another person looking now
+    (WORKING_NOW), or before anyone looks, of another of the query's assignees. The viewer's place: where they left
+    off, for one who has been looking (`_own_start`); halfway along the longest stretch ahead of nobody, for one
+    who joins people looking; for the first to look, their share of the query's assignees (`assigned_places`), or
+    the start. The places depend on who looked where, never on what anyone said, so the order tells a blind judge
+    nothing of the others' votes."""
     if viewer is None or not mine:
         return mine
     wanted = set(mine)
     at = [n for n, image_id in enumerate(order) if image_id in wanted]
-    # Each person's place in `order` as a place among `mine`: the first of mine at or after it.
-    on_mine = {person: bisect_left(at, place) % len(mine) for person, place in places(check, query, order).items()}
-    others = {person: index for person, index in on_mine.items() if person != viewer.pk}
-    if viewer.pk in on_mine:
-        start = _own_start(on_mine[viewer.pk], viewer.pk, others, len(mine), page)
+    # Each person's place in `order` as a place among `mine` (the first of mine at or after it), and how far behind
+    # that they left off (pairs others have looked at since lie between).
+    placed = {}
+    for person, place in places(check, query, order).items():
+        index = bisect_left(at, place) % len(mine)
+        placed[person] = (index, (at[index] - place) % len(order))
+    others = {index for person, (index, _) in placed.items() if person != viewer.pk}
+    if viewer.pk in placed:
+        start = _own_start(viewer.pk, placed, len(mine))
     elif others:
-        start = halfway_along_the_longest_stretch(sorted(set(others.values())), len(mine))
-    else:
-        start = bisect_left(at, assigned_place(query, viewer, len(order))) % len(mine)
-    return mine[start:] + mine[:start]
+        start = halfway_along_the_longest_stretch(sorted(others), len(mine))
+    else:  # nobody is looking: the assignees' shares, each from their own
+        shares = {person: bisect_left(at, place) % len(mine) for person, place in assigned_places(query, order).items()}
+        start = shares.pop(viewer.pk, 0)
+        others = set(shares.values())
+    read = mine[start:] + mine[:start]
+    if not share:
+        return read
+    # Up to the next person's place: the pairs past it are theirs to look at now, so two pages loaded at once do not
+    # meet; they reach this viewer once the viewer has done their own stretch.
+    return read[: min(((index - start) % len(mine) for index in others if index != start), default=len(mine))]
 
 
-def _own_start(place: int, viewer_id: int, others: dict[int, int], size: int, page: int) -> int:
-    """Where one who has been looking goes on from, `place` their own (just after their latest look) and `others`
-    the other people's ({person: place}), in a circle of `size`: people at the same place (who loaded and saved the
-    same page at once) spread along the stretch ahead of it, the i-th of g by user id i/g of the way; the one who
-    stays, if someone else works less than `page` places ahead, goes halfway along the longest stretch ahead of
-    nobody; else the place itself."""
-    together = sorted([viewer_id, *(person for person, index in others.items() if index == place)])
-    stretch = min(((index - place) % size for index in others.values() if index != place), default=size)
-    if (share := together.index(viewer_id)) > 0:
-        return (place + share * stretch // len(together)) % size
-    if stretch < min(page, size):
-        return halfway_along_the_longest_stretch(sorted(set(others.values())), size)
-    return place
+def _own_start(viewer_id: int, placed: dict[int, tuple[int, int]], size: int) -> int:
+    """Where one who has been looking goes on from, `placed` holding each person's place in a circle of `size` and
+    how far behind it they left off: their place, unless others are there too. People at the same place spread
+    along the stretch ahead of it up to the next person's, the i-th of g i/g of the way: first the one who left off
+    nearest it (the one working there; one who has caught up with them arrives from behind), then by user id (two
+    who loaded and saved the same page at once)."""
+    place = placed[viewer_id][0]
+    together = sorted((behind, person) for person, (index, behind) in placed.items() if index == place)
+    stretch = min(((index - place) % size for index, _ in placed.values() if index != place), default=size)
+    share = together.index((placed[viewer_id][1], viewer_id))
+    return (place + share * stretch // len(together)) % size
 
 
-def assigned_place(query: Query, viewer: User, size: int) -> int:
-    """Where `viewer` starts a check nobody is looking at yet: the k-th of the m people assigned to `query` (by user
-    id) k/m of the way in, so a team opening a fresh check together spreads out at once; anyone else at the start."""
-    team = list(Assignment.objects.filter(query=query).order_by("annotator_id").values_list("annotator_id", flat=True))
-    return team.index(viewer.pk) * size // len(team) if viewer.pk in team else 0
+def assigned_places(query: Query, order: list[int]) -> dict[int, int]:
+    """Where each of the people assigned to `query` starts a check nobody is looking at yet, a place in `order`: the
+    k-th of m (by user id) k/m of the way in, so a team opening a fresh check together spreads out at once (anyone
+    else starts at the start)."""
+    assigned = Assignment.objects.filter(query=query).order_by("annotator_id").values_list("annotator_id", flat=True)
+    team = list(dict.fromkeys(assigned))  # one place each, whatever their roles
+    return {person: k * len(order) // len(team) for k, person in enumerate(team)}
 
 
 def places(check: CompletenessCheck, query: Query, order: list[int]) -> dict[int, int]:

@@ -28,8 +28,10 @@ def label(user, query, image_ids, value):
     assert answer.status_code == 200, answer.content
 
 
-def check_candidates(user, query, k=1000):
-    """The open checks' images `user` has not judged, as the API's candidates (strategy=check) give them."""
-    answer = api_for(user).get(f"/api/queries/{query.pk}/candidates/", {"strategy": "check", "k": k})
+def check_candidates(user, query, k=1000, share=False):
+    """The open checks' images `user` has not judged, as the API's candidates (strategy=check) give them (`share`:
+    only the user's own stretch of each sample, as the labeling page shows it)."""
+    asked = {"strategy": "check", "k": k, **({"share": "1"} if share else {})}
+    answer = api_for(user).get(f"/api/queries/{query.pk}/candidates/", asked)
     assert answer.status_code == 200, answer.content
     return [row["image_id"] for row in answer.json()["results"]]

@@ -107,6 +107,7 @@ def test_image_and_fusion_use_the_examples(api, labeling):
         ({"k": "²"}, "k"),
         ({"image": "x"}, "image"),
         ({"taxon": "Puffinn"}, "No taxon is called"),
+        ({"strategy": "check", "share": "maybe"}, "share"),
     ],
 )
 def test_bad_candidate_parameters_answer_400(api, labeling, params, problem):

@@ -71,10 +71,17 @@ def test_people_who_look_at_once_are_handed_different_stretches_and_between_them
     pages = [check_candidates(bob, query, PAGE), check_candidates(cy, query, PAGE), di_page]
     seen = [image_id for page in pages for image_id in page]
     assert len(seen) == len(set(seen)) == 3 * PAGE  # three pages loaded at once: no pair on two of them
-    # Nothing is held back: each is still offered every pair that wants a look from them, only in another order.
+    # Nothing is held back: asked for every image, each is still handed every pair that wants a look from them, only
+    # in another order.
     looked = set(sample[:PAGE]) | set(cy_page)
     for person in (bob, cy, di):
         assert set(check_candidates(person, query)) == set(sample) - looked
+    # Asked for their share (the labeling page's), however many they ask for, each is handed their own stretch alone,
+    # up to the next person's place: between them Bob and Cy, who have looked, are handed every pair that wants a
+    # look, each pair to one of them (Di, who has not saved a look yet, is known to nobody: hers is half of Bob's).
+    bob_all, cy_all, di_all = (check_candidates(person, query, share=True) for person in (bob, cy, di))
+    assert not set(bob_all) & set(cy_all) and set(bob_all) | set(cy_all) == set(sample) - looked
+    assert set(di_all) < set(bob_all) and len(di_all) == len(bob_all) - len(bob_all) // 2
 
 
 def test_two_who_saved_the_same_page_at_once_are_handed_different_pages_next(check):
@@ -92,46 +99,44 @@ def test_two_who_saved_the_same_page_at_once_are_handed_different_pages_next(che
     assert cy_next == sample[PAGE + (len(sample) - PAGE) // 2 :][:PAGE]
 
 
-def test_a_team_looking_at_once_judges_no_pair_twice_while_the_sample_has_a_page_for_each(check):
+def test_a_team_looking_at_once_judges_each_pair_once_while_a_page_each_is_left(check):
     """Bob, Cy and Di load a page each at the same moment, then each saves theirs, round after round until the check
     wants nothing more of them. Only the first page is shared (nobody had looked, none is assigned: all three are
-    shown the start); from then on, in every round with at least a page left for each, the three pages are
-    disjoint, and each pair is judged by one of them."""
+    shown the start); from then on, in every round that starts with a page or more left for each, the three pages
+    never meet, and in the last rounds they meet in a few pairs at most."""
     query, sample, people = check["query"], check["sample"], check["people"]
     rounds = []
-    while pages := [check_candidates(person, query, PAGE) for person in people]:
-        if not any(pages):
-            break
-        wanting = len(set(check_candidates(people[0], query)) - judged_by(people[0], query))
-        rounds.append((wanting, pages))
+    while any(pages := [check_candidates(person, query, PAGE, share=True) for person in people]):
+        looked = set(Judgment.objects.filter(query=query, annotator__in=people).values_list("image_id", flat=True))
+        rounds.append((len(set(sample) - looked), pages))
         for person, page in zip(people, pages, strict=True):
             label(person, query, page, "not_relevant")
     assert rounds[0][1] == [sample[:PAGE]] * 3
-    full = [pages for wanting, pages in rounds[1:] if wanting >= 3 * PAGE]
-    assert len(full) >= 2, "a sample with rounds of three whole pages"
+    full = [pages for left, pages in rounds[1:] if left >= 3 * PAGE]
+    assert len(full) >= 2, "a sample that takes the three some rounds"
     for pages in full:
         seen = [image_id for page in pages for image_id in page]
-        assert len(seen) == len(set(seen)) == 3 * PAGE
+        assert len(seen) == len(set(seen)), f"two pages of a round met: {pages}"
     looks = Counter(Judgment.objects.filter(query=query, annotator__in=people).values_list("image_id", flat=True))
     assert set(looks) == set(sample)  # every pair looked at
     twice = {image_id for image_id, n in looks.items() if n > 1} - set(sample[:PAGE])
-    assert len(twice) < 3 * PAGE  # besides the first page, only the last rounds', with less than a page each left
+    assert len(twice) < PAGE, twice
 
 
-def test_one_who_catches_up_with_another_goes_where_nobody_is(check):
-    """Cy works a few pairs ahead of Bob's place: Bob's next page would be the pairs Cy is about to be shown, so Bob
-    goes halfway along the stretch ahead of Cy instead; Cy goes on where she left off."""
+def test_one_who_catches_up_with_another_is_handed_the_pairs_up_to_them_then_goes_where_nobody_is(check):
+    """Cy works three pairs ahead of Bob's place: Bob is handed those three alone, not the pairs Cy is about to be
+    shown; once he has looked at them he has caught up with her, and goes halfway along the stretch ahead of her."""
     query, sample = check["query"], check["sample"]
     bob, cy = check["people"][:2]
     label(bob, query, sample[:PAGE], "not_relevant")
     label(cy, query, sample[PAGE + 3 : 2 * PAGE + 3], "not_relevant")
-    cy_next = check_candidates(cy, query, PAGE)
+    cy_next = check_candidates(cy, query, PAGE, share=True)
     assert cy_next == sample[2 * PAGE + 3 :][:PAGE]
-    bob_next = check_candidates(bob, query, PAGE)
-    wanting = [i for i in sample if i not in set(sample[:PAGE]) | set(sample[PAGE + 3 : 2 * PAGE + 3])]
-    cy_at = wanting.index(sample[2 * PAGE + 3])
-    assert bob_next == (wanting[cy_at:] + wanting[:cy_at])[len(wanting) // 2 :][:PAGE]
-    assert not set(bob_next) & set(cy_next)
+    assert check_candidates(bob, query, PAGE, share=True) == sample[PAGE : PAGE + 3]
+    label(bob, query, sample[PAGE : PAGE + 3], "not_relevant")
+    ahead_of_cy = sample[2 * PAGE + 3 :]
+    assert check_candidates(bob, query, PAGE, share=True) == ahead_of_cy[len(ahead_of_cy) // 2 :][:PAGE]
+    assert check_candidates(cy, query, PAGE, share=True) == cy_next  # Cy, working there, goes on as she was
 
 
 def test_a_team_assigned_to_the_query_opens_a_fresh_check_each_at_their_own_share(check):
@@ -142,6 +147,9 @@ def test_a_team_assigned_to_the_query_opens_a_fresh_check_each_at_their_own_shar
         Assignment.objects.create(query=query, annotator=person)
     pages = [check_candidates(person, query, PAGE) for person in people]
     assert pages == [sample[k * len(sample) // 3 :][:PAGE] for k in range(3)]
+    # Asked for their share (the labeling page's), each is handed their third alone, however many they ask for.
+    thirds = [check_candidates(person, query, share=True) for person in people]
+    assert thirds == [sample[k * len(sample) // 3 : (k + 1) * len(sample) // 3] for k in range(3)]
     boss = User.objects.get(username="boss")  # not assigned: the start, as before anyone was
     assert check_candidates(boss, query, PAGE) == [i for i in sample if i not in judged_by(boss, query)][:PAGE]
 

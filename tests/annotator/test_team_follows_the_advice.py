@@ -12,7 +12,7 @@ from django.core.management import call_command
 
 from annotator import facade
 from annotator.models import CompletenessCheck, Judgment, Query
-from evaluation.api_team import Member, follow_the_advice
+from evaluation.api_team import Member, Refused, follow_the_advice
 from search.facade import search
 from tests.annotator.claims_api import api_for
 from tests.factories import make_collection
@@ -53,6 +53,8 @@ class ClientApi:
 
     @staticmethod
     def _json(answer):
+        if answer.status_code == 409:
+            raise Refused(answer.content)
         assert answer.status_code in (200, 201), answer.content
         return answer.json()
 

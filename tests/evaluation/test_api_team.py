@@ -2,7 +2,7 @@
 API that answers as the tool's would for a query no check can certify yet ("certifiable": false) and for one that
 certifies at its first check."""
 
-from evaluation.api_team import Member, follow_the_advice
+from evaluation.api_team import Member, Refused, Spent, _work_the_queues, follow_the_advice
 
 NEVER, SOON = 1, 2
 
@@ -64,3 +64,26 @@ def test_a_query_no_check_can_certify_is_left_after_six_tries_and_the_other_is_d
     assert api.labeled == {NEVER: 5 * 30, SOON: 60}  # five batches between the six tries; SOON's review until dry
     assert spent.by_query == {NEVER: 150, SOON: 63} and spent.labels == 213
     assert spent.steps == {SOON: "done"}
+
+
+class TwoInTheQueue:
+    """A queue of two rows where deciding the first ends the check the second waited in: the server refuses the
+    second with 409, as Quire does once two agreeing looks are no longer an adjudicator's to decide."""
+
+    def __init__(self):
+        self.decided = []
+
+    def get(self, member, path, params):
+        return {"results": [{"image": 7}, {"image": 8}] if not self.decided else []}
+
+    def post(self, member, path, body):
+        if self.decided:
+            raise Refused("Image 8 has no disagreement to decide for query 1: its judgments agree.")
+        self.decided.append(body["image"])
+        return {}
+
+
+def test_a_queue_row_the_server_no_longer_has_is_passed_over_and_counted_apart():
+    api, spent = TwoInTheQueue(), Spent()
+    assert _work_the_queues(api, [1], Member("boss", lambda q, i: True), spent)
+    assert api.decided == [7] and spent.adjudications == 1 and spent.refused == 1
