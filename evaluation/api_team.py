@@ -266,8 +266,8 @@ def _look(api: Api, query_id: int, lookers: list[Member], batch: int, spent: Spe
 def _look_together(api: Api, query_id: int, lookers: list[Member], batch: int, spent: Spent) -> bool:
     """An open check's images for the annotators at once: each loads a page before anyone saves (their own stretch,
     `share=1`, as the labeling page loads it: what the server hands each of them is all that keeps two from judging
-    the same pairs), then each saves theirs; the adjudicator
-    looks, as in `_look`, only where no annotator has anything left (False: nobody has)."""
+    the same pairs), then each saves theirs; the adjudicator looks, as in `_look`, only where no annotator has
+    anything left (False: nobody has)."""
     pages = [(member, _candidates(api, member, query_id, "check", batch, share=True)) for member in lookers[:-1]]
     pages = [(member, looks) for member, looks in pages if looks]
     for member, looks in pages:

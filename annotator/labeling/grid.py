@@ -421,9 +421,8 @@ def _check_page(
             [], offset, limit, "No completeness check is open for this query: staff draw one in the side pane."
         )
     shown = set(shown_ids)
-    ids = [
-        image_id for image_id in sampled.candidates(query, viewer, limit + len(shown), True) if image_id not in shown
-    ]
+    wanted = sampled.candidates(query, viewer, limit + len(shown), share=True)  # the viewer's own stretch
+    ids = [image_id for image_id in wanted if image_id not in shown]
     if not ids and not shown:
         return ResultsPage(
             [], offset, limit, "You have judged every image of the check: it waits for the others' judgments."
