@@ -14,6 +14,7 @@ so the order the pairs are looked in changes no decision.
 """
 
 from bisect import bisect_left
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -65,27 +66,40 @@ def _own_stretch(
         return mine
     wanted = set(mine)
     at = [n for n, image_id in enumerate(order) if image_id in wanted]
-    # Each person's place in `order` as a place among `mine` (the first of mine at or after it), and how far behind
-    # that they left off (pairs others have looked at since lie between).
-    placed = {}
-    for person, place in places(check, query, order).items():
-        index = bisect_left(at, place) % len(mine)
-        placed[person] = (index, (at[index] - place) % len(order))
-    others = {index for person, (index, _) in placed.items() if person != viewer.pk}
-    if viewer.pk in placed:
-        start = _own_start(viewer.pk, placed, len(mine))
-    elif others:
-        start = halfway_along_the_longest_stretch(sorted(others), len(mine))
-    else:  # nobody is looking: the assignees' shares, each from their own
-        shares = {person: bisect_left(at, place) % len(mine) for person, place in assigned_places(query, order).items()}
-        start = shares.pop(viewer.pk, 0)
-        others = set(shares.values())
+    placed = _placed(at, len(order), places(check, query, order))
+    start, others = _start(viewer.pk, placed, at, lambda: assigned_places(query, order))
     read = mine[start:] + mine[:start]
     if not share:
         return read
     # Up to the next person's place: the pairs past it are theirs to look at now, so two pages loaded at once do not
     # meet; they reach this viewer once the viewer has done their own stretch.
     return read[: min(((index - start) % len(mine) for index in others if index != start), default=len(mine))]
+
+
+def _placed(at: list[int], size: int, where: dict[int, int]) -> dict[int, tuple[int, int]]:
+    """Each person's place in a check's order (`where`, of `size`) as a place among the pairs at `at` (the first at
+    or after it), and how far behind that they left off (pairs others have looked at since lie between)."""
+    placed = {}
+    for person, place in where.items():
+        index = bisect_left(at, place) % len(at)
+        placed[person] = (index, (at[index] - place) % size)
+    return placed
+
+
+def _start(
+    viewer_id: int, placed: dict[int, tuple[int, int]], at: list[int], shares: Callable[[], dict[int, int]]
+) -> tuple[int, set[int]]:
+    """(where the viewer starts among the pairs at `at`, the places of the others) from the places of the people
+    looking now (`placed`), or where nobody is, the assignees' `shares()` (places in the check's order, read only
+    then)."""
+    others = {index for person, (index, _) in placed.items() if person != viewer_id}
+    if viewer_id in placed:
+        return _own_start(viewer_id, placed, len(at)), others
+    if others:
+        return halfway_along_the_longest_stretch(sorted(others), len(at)), others
+    on_mine = {person: bisect_left(at, place) % len(at) for person, place in shares().items()}  # nobody is looking
+    start = on_mine.pop(viewer_id, 0)
+    return start, set(on_mine.values())
 
 
 def _own_start(viewer_id: int, placed: dict[int, tuple[int, int]], size: int) -> int:
