@@ -21,6 +21,7 @@ import fcntl
 import os
 import re
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -66,12 +67,10 @@ def _start(folder: Path, *, next_target_every: int | None = None) -> tuple[Serve
             f"the `milvus` package is not installed ({error}): pip install -r requirements-dev.txt"
         ) from None
     config = milvus.MilvusServerConfig(data_dir=str(folder))
-    config.resolve()  # free ports for the proxy, the coordinators and etcd; the config file written
+    resolve_free_everywhere(config)  # free ports for the proxy, the coordinators and etcd; the config file written
     milvus._initialize_data_files(config.base_data_dir)  # the binary and its libraries, decompressed once
-    health_port, probe = config.resolve_port(19091)
-    peer_port, peer_probe = config.resolve_port(23800)
-    probe.close()
-    peer_probe.close()
+    health_port = _port_free_everywhere(config, 19091)
+    peer_port = _port_free_everywhere(config, 23800)
     _own_etcd_peer_port(config, peer_port)
     if next_target_every is not None:
         _next_target_every(config, next_target_every)
@@ -97,6 +96,71 @@ def _start(folder: Path, *, next_target_every: int | None = None) -> tuple[Serve
         f"http://127.0.0.1:{config.get('proxy_port')}", process.pid, f"http://127.0.0.1:{health_port}/healthz", folder
     )
     return server, process
+
+
+def resolve_free_everywhere(config: Any, tries: int = 20) -> None:
+    """`config.resolve()` (the package's) with every port it chooses free on every address. The package probes a
+    port on 127.0.0.1, but the server's components listen on all addresses (Go's ":port"), so a port another process
+    holds on another address (IPv6's, a docker bridge's) passes the probe and the server dies on it: seen in CI beside
+    the docker smoke test, "listen tcp :53102: bind: address already in use" on all three tries, since each
+    resolution chose the same port. A port found taken is held on 127.0.0.1 while the package resolves again, so
+    that its probe moves past it."""
+    held: list[socket.socket] = []
+    try:
+        for _ in range(tries):
+            config.resolve()
+            ports = [int(config.get(key)) for key in config.configurable_items if key.endswith("_port")]
+            taken = [port for port in ports if not free_everywhere(port)]
+            if not taken:
+                return
+            held += [sock for port in taken if (sock := _held_on_loopback(port)) is not None]
+        raise ServerUnavailable(f"no ports free on every address after {tries} resolutions")
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def _port_free_everywhere(config: Any, start: int) -> int:
+    """The first port from `start` that the package's probe finds free (on 127.0.0.1) and that is free on every
+    address."""
+    port = start
+    while True:
+        port, probe = config.resolve_port(port)
+        probe.close()
+        if free_everywhere(port):
+            return int(port)
+        port += 1
+
+
+def free_everywhere(port: int) -> bool:
+    """Whether a listener may bind `port` on every address, as the server's components do (Go's ":port": IPv6's
+    unspecified address taking IPv4 too where the machine has IPv6, with SO_REUSEADDR, as Go's listeners set)."""
+    try:
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        address = "::"
+    except OSError:  # no IPv6 here
+        sock, address = socket.socket(socket.AF_INET, socket.SOCK_STREAM), "0.0.0.0"
+    with sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((address, port))
+            sock.listen()
+        except OSError:
+            return False
+    return True
+
+
+def _held_on_loopback(port: int) -> socket.socket | None:
+    """A listener on 127.0.0.1:`port` (None if another took it first: the package's probe fails there anyway)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(("127.0.0.1", port))
+        sock.listen()
+    except OSError:
+        sock.close()
+        return None
+    return sock
 
 
 def _own_etcd_peer_port(config: Any, peer_port: int) -> None:

@@ -4,6 +4,7 @@ The package's port resolution probes free ports and lets them go; two test proce
 same moment both chose etcd's 2381 and one died on binding it. This runs no server: `_start` and `wait_healthy` are
 replaced by stand-ins that record how many starts overlap."""
 
+import socket
 import threading
 import time
 
@@ -111,3 +112,36 @@ def test_the_reason_a_server_died_is_read_from_above_its_goroutine_dump():
     )
     assert milvus_server.why_it_exited(log) == "panic: listen tcp 127.0.0.1:2381: bind: address already in use"
     assert milvus_server.why_it_exited("no reason given\nlast line") == "no reason given\nlast line"
+
+
+@pytest.fixture
+def ipv6_loopback_listener():
+    """A listener on [::1] alone (IPv6 only): another address than the 127.0.0.1 the `milvus` package probes."""
+    try:
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(("::1", 0))
+    except OSError as error:
+        pytest.skip(f"no IPv6 loopback on this machine to hold a port on another address: {error}")
+    sock.listen()
+    yield sock
+    sock.close()
+
+
+def test_a_port_taken_on_another_address_passes_the_packages_probe_and_is_moved_past(tmp_path, ipv6_loopback_listener):
+    """CI saw three starts die on "listen tcp :53102: bind: address already in use": the package's probe binds
+    127.0.0.1, the server listens on every address. A port held on [::1] passes that probe, fails free_everywhere,
+    and resolve_free_everywhere chooses another."""
+    milvus = pytest.importorskip("milvus", reason="the Milvus server package (requirements-dev.txt)")
+    taken = ipv6_loopback_listener.getsockname()[1]
+    config = milvus.MilvusServerConfig(data_dir=str(tmp_path))
+    probe = config.try_bind_port(taken)
+    assert probe is not None, "the package's probe passes a port held on another address"
+    probe.close()
+    assert not milvus_server.free_everywhere(taken)
+    key = next(key for key in config.configurable_items if key.endswith("_port"))
+    config.configurable_items[key][1] = taken  # the package's search for this port starts at the taken one
+    milvus_server.resolve_free_everywhere(config)
+    chosen = [int(config.get(name)) for name in config.configurable_items if name.endswith("_port")]
+    assert taken not in chosen and int(config.get(key)) > taken
+    assert all(milvus_server.free_everywhere(port) for port in chosen)
