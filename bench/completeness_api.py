@@ -202,17 +202,9 @@ def run(
         )  # fmt: skip
 
     spent = api_team.follow_the_advice(
-        api,
-        list(ids),
-        team[0],
-        team[1:],
-        adjudicator,
-        "adjudicator",
-        step=step,
-        progress=progress,
-        claim=claim,
+        api, list(ids), team[0], team[1:], adjudicator, "adjudicator", step=step, progress=progress, claim=claim,
         together=together,
-    )
+    )  # fmt: skip
     print(file=sys.stderr)
     server.shutdown()
     if claim == "query":
