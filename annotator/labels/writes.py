@@ -28,7 +28,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from annotator.labels import final, sealed, tallies
-from annotator.labels.checked import CHECKED, sampled_images
+from annotator.labels.checked import CHECKED, decided_check_sampling, sampled_images
 from annotator.labels.sealed import Writer
 from annotator.models import (
     CheckImage,
@@ -227,10 +227,7 @@ def adjudicate(*, query_id: int, image_id: int, value: str, user: Writer) -> Lab
         split = len(values) > 1 or held[image_id].decided_by == Decision.UNDECIDED  # a revised blind vote too
         if not split and not _to_confirm(query_id, image_id, held[image_id]):
             _settle(query_id, held, _rule(query_id))  # drop the placeholder, if one was inserted
-            raise NoDisagreement(
-                f"Image {image_id} has no disagreement to decide for query {query_id}: "
-                + ("its judgments agree." if values else "nobody has judged it.")
-            )
+            raise NoDisagreement(_why_nothing_to_decide(query_id, image_id, judged=bool(values)))
         label = held[image_id]
         old = label.value
         label.value, label.decided_by, label.annotator, label.updated_at = (
@@ -241,6 +238,22 @@ def adjudicate(*, query_id: int, image_id: int, value: str, user: Writer) -> Lab
         tallies.count_final_labels(query_id, [old], [value], label.updated_at, events=recorded)
         judgments_settled.send(sender=Label, query_id=query_id, image_ids=[image_id])
     return label
+
+
+def _why_nothing_to_decide(query_id: int, image_id: int, *, judged: bool) -> str:
+    """The sentence of a refused decision on an image whose judgments agree: where it waited in a completeness
+    check that a write decided since (a row of an adjudicator's queue loaded before), that check's outcome."""
+    said = f"Image {image_id} has no disagreement to decide for query {query_id}: "
+    if not judged:
+        return said + "nobody has judged it."
+    decided = decided_check_sampling(query_id, image_id)
+    if decided is None:
+        return said + "its judgments agree."
+    whose = "the benchmark's" if decided.claim == CompletenessCheck.Claim.BENCHMARK else "the query's"
+    return said + (
+        f"its judgments agree, and {whose} completeness check {decided.ordinal} that sampled it has been decided "
+        f"({decided.get_status_display()}), so it needs no confirmation now."
+    )
 
 
 def _to_confirm(query_id: int, image_id: int, label: Label) -> bool:

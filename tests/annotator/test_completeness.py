@@ -301,6 +301,36 @@ def test_a_check_that_met_more_positives_than_it_may_is_decided_without_its_othe
     assert f"sample of {len(sample)} ({most + 1} looked at: decided early)" in pane and early in pane
 
 
+def test_a_confirmation_asked_for_by_a_check_decided_since_is_refused_saying_the_check_was_decided(team):
+    """An adjudicator's queue loaded while a check was open lists a positive two looks agreed on; a decision above it
+    ends the check, and the row's decision is refused (nothing to confirm now) with the check's outcome in words,
+    not only "its judgments agree" (seen through the API: the sentence read as if the queue had been wrong)."""
+    query, ann, bob, admin = team["query"], team["annotator"], team["bob"], team["admin"]
+    confirm_positives(team)
+    draw(team, {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}})
+    check, sample = the_check(query)
+    most = certify.most_positives(7, check.sampled_from, len(sample), 0.5, check.tested_at, ONE_LOOK)
+    fresh = check_candidates(ann, query)[: most + 2]
+    assert len(fresh) == most + 2 < len(sample), (most, len(sample))
+    label(ann, query, fresh, "relevant")
+    label(bob, query, fresh[-1:], "relevant")  # two looks agree: it waits for confirmation too
+    queue = api_for(admin).get(f"/api/queries/{query.pk}/disagreements/", {"pending": 1}).json()
+    assert fresh[-1] in {row["image"] for row in queue.get("results", queue)}
+    for image_id in fresh[: most + 1]:
+        assert adjudicate(admin, query, image_id, "relevant").status_code == 200
+    check.refresh_from_db()
+    assert check.status == "not_certified"
+    before = database_snapshot()
+    answer = adjudicate(admin, query, fresh[-1], "relevant")
+    assert answer.status_code == 409
+    assert answer.json()["detail"] == (
+        f"Image {fresh[-1]} has no disagreement to decide for query {query.pk}: its judgments agree, and the query's "
+        f"completeness check {check.ordinal} that sampled it has been decided (not certified), so it needs no "
+        "confirmation now."
+    )
+    assert database_snapshot() == before
+
+
 def test_after_a_check_decided_early_the_advice_owes_the_labels_it_looked_at_not_its_whole_sample(team, monkeypatch):
     """After a failed check the query's advice asks for as many labels as the check looked at before checking again:
     one decided early owes nothing for the pairs nobody looked at (its whole sample is several times that)."""
