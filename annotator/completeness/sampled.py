@@ -6,13 +6,15 @@ Annotators who look at the same check at once are handed different stretches of 
 that want a look from them, in the sample's random order, from a place of their own (`_own_stretch`): where they
 left off; people who left off at the same place (two who loaded and saved the same page at once, or one who caught
 up with someone) each a share of the way along the stretch ahead of it; one who joins people looking, halfway along
-the longest stretch that nobody is working through; before anyone looks, their share of the query's assignees. The
-labeling page hands each their own stretch alone, up to the next person's place (`share`), so people who load a page
-together are not shown the same pairs and a look is not spent twice. A check's sample is random in every stretch and
+the longest stretch that nobody is working through; before anyone looks, their share of the query's assignees, or asked
+for their share, a place of their own (`own_place`). The labeling page hands each their own stretch alone, up to the
+next person's start (`share`), so people who load a page together are not shown the same pairs and a look is not
+spent twice. A check's sample is random in every stretch and
 it certifies only once every pair has its looks (it fails early on positives counted, whichever pairs counted them),
 so the order the pairs are looked in changes no decision.
 """
 
+import zlib
 from bisect import bisect_left
 from collections.abc import Callable
 from datetime import timedelta
@@ -60,14 +62,18 @@ def _own_stretch(
     (WORKING_NOW), or before anyone looks, of another of the query's assignees. The viewer's place: where they left
     off, for one who has been looking (`_own_start`); halfway along the longest stretch ahead of nobody, for one
     who joins people looking; for the first to look, their share of the query's assignees (`assigned_places`), or
-    the start. The places depend on who looked where, never on what anyone said, so the order tells a blind judge
+    with `share`, a place of their own (`own_place`), else the start. The places depend on who looked where, never on what anyone said, so the order tells a blind judge
     nothing of the others' votes."""
     if viewer is None or not mine:
         return mine
     wanted = set(mine)
     at = [n for n, image_id in enumerate(order) if image_id in wanted]
     placed = _placed(at, len(order), places(check, query, order))
-    start, others = _start(viewer.pk, placed, at, lambda: assigned_places(query, order))
+    # With `share`, one the server cannot place (nobody looking, and not an assignee) starts at a place of their own:
+    # a GET writes nothing, so people who open a fresh check at once are known to nobody until they save, and
+    # starting each at the start would hand them all the same page.
+    unplaced = own_place(check, query, viewer.pk, len(at)) if share else 0
+    start, others = _start(viewer.pk, placed, at, lambda: assigned_places(query, order), unplaced)
     read = mine[start:] + mine[:start]
     if not share:
         return read
@@ -87,19 +93,32 @@ def _placed(at: list[int], size: int, where: dict[int, int]) -> dict[int, tuple[
 
 
 def _start(
-    viewer_id: int, placed: dict[int, tuple[int, int]], at: list[int], shares: Callable[[], dict[int, int]]
+    viewer_id: int,
+    placed: dict[int, tuple[int, int]],
+    at: list[int],
+    shares: Callable[[], dict[int, int]],
+    unplaced: int = 0,
 ) -> tuple[int, set[int]]:
     """(where the viewer starts among the pairs at `at`, the places of the others) from the places of the people
     looking now (`placed`), or where nobody is, the assignees' `shares()` (places in the check's order, read only
-    then)."""
-    others = {index for person, (index, _) in placed.items() if person != viewer_id}
-    if viewer_id in placed:
-        return _own_start(viewer_id, placed, len(at)), others
+    then), `unplaced` for a viewer who is not among them."""
+    # Everyone's start, not only their place: of people at one place, those who spread along the stretch ahead of it
+    # start further on, and the one going on from there stops where they start.
+    starts = {person: _own_start(person, placed, len(at)) for person in placed}
+    others = {index for person, index in starts.items() if person != viewer_id}
+    if viewer_id in starts:
+        return starts[viewer_id], others
     if others:
         return halfway_along_the_longest_stretch(sorted(others), len(at)), others
     on_mine = {person: bisect_left(at, place) % len(at) for person, place in shares().items()}  # nobody is looking
-    start = on_mine.pop(viewer_id, 0)
+    start = on_mine.pop(viewer_id, unplaced)
     return start, set(on_mine.values())
+
+
+def own_place(check: CompletenessCheck, query: Query, viewer_id: int, size: int) -> int:
+    """A place among `size` pairs of `check`'s sample of `query` for a viewer nothing else places: the same on every
+    load, and spread for people nobody can tell apart yet (it depends on ids alone, never on a vote)."""
+    return zlib.crc32(f"{check.pk}:{query.pk}:{viewer_id}".encode()) % size
 
 
 def _own_start(viewer_id: int, placed: dict[int, tuple[int, int]], size: int) -> int:
