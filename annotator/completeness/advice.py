@@ -142,7 +142,10 @@ def _cannot_certify(query: Query, check: CompletenessCheck | None) -> Advice | N
     would be refused, checks.uncertifiable_words) asks for more labels instead, saying why, with "certifiable": false
     beside: following "check" there met a refusal (seen through the API, bench/completeness_api.py --claim
     query). The simulator's team does the same: it labels a window more and tries again (benchmark_sim
-    per_query_claims). At the last check's target and confidence, else the draw's defaults."""
+    per_query_claims). At the last check's target and confidence, else the draw's defaults. Where every image of the
+    collection is labeled for the query no label can help: it says "check" at the highest lower target the side
+    pane's form offers that a check could certify ("claimable_target"), or where none could, "label" still, saying
+    so."""
     asked = check_requests.CheckRequest(
         target=check.target_recall if check else check_requests.DEFAULT_TARGET,
         confidence=check.confidence if check else check_requests.DEFAULT_CONFIDENCE,
@@ -153,11 +156,29 @@ def _cannot_certify(query: Query, check: CompletenessCheck | None) -> Advice | N
         return None
     if found.sample is not None or found.unconfirmed:
         return None
-    more = "Label on down the ranking for more."
-    if not _unlabeled(query, 1):  # nothing left to label: only a lower target can be claimed
-        more = "Every image of the collection is labeled for this query: no label left can help."
-    said = _said("label", f"{checks.uncertifiable_words(found, asked)} {more}")
-    return {**said, "certifiable": False}
+    cannot = checks.uncertifiable_words(found, asked)
+    if _unlabeled(query, 1):
+        return {**_said("label", f"{cannot} Label on down the ranking for more."), "certifiable": False}
+    # Nothing left to label: no label can help, and only a lower target can be claimed over this frame.
+    lower = _claimable_target(query, asked)
+    labeled = "Every image of the collection is labeled for this query: no label left can help"
+    if lower is None:
+        return {**_said("label", f"{cannot} {labeled}, and no lower target the form offers could be certified "
+                        "either."), "certifiable": False, "claimable_target": None}  # fmt: skip
+    confidence = f"{round(100 * asked.confidence, 2):g}%"  # 95%, 99.9%: not rounded up to 100%
+    said = _said("check", f"{cannot} {labeled}; a check of {lower:.0%} at {confidence} confidence could certify "
+                 "over this frame now: draw that target.")  # fmt: skip
+    return {**said, "certifiable": False, "claimable_target": lower}
+
+
+def _claimable_target(query: Query, asked: check_requests.CheckRequest) -> float | None:
+    """The highest target the side pane's form offers, under `asked`'s, that a check of `query`'s frame could certify
+    now at `asked`'s confidence (reads only; None where none could)."""
+    for target in sorted((t for t in check_requests.TARGETS if t < asked.target), reverse=True):
+        lower = check_requests.CheckRequest(target=target, confidence=asked.confidence)
+        if checks.situation(query, lower).sample is not None:
+            return target
+    return None
 
 
 def _pooled(query: Query, pooled: Progress) -> dict[str, Any]:

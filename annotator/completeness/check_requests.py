@@ -35,6 +35,8 @@ SMALLEST = 1e-6
 
 
 DEFAULT_TARGET, DEFAULT_CONFIDENCE = 0.9, 0.95  # a draw's when its request names none (and the advice's)
+# The targets and confidences the side pane's form offers (the API takes any share).
+TARGETS, CONFIDENCES = (0.8, 0.9, 0.95), (0.9, 0.95, 0.99)
 
 
 @dataclass(frozen=True)

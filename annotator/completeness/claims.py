@@ -5,7 +5,7 @@ from typing import Any
 
 from annotator.completeness import benchmark, checks, looks
 from annotator.completeness.advice import advice
-from annotator.completeness.check_requests import DEFAULT_DEPTH
+from annotator.completeness.check_requests import CONFIDENCES, DEFAULT_DEPTH, TARGETS
 from annotator.completeness.checks import current, latest, open_check
 from annotator.completeness.frames import MAX_DEPTH
 from annotator.completeness.sample_progress import Progress, withheld_figures
@@ -35,8 +35,8 @@ def form_choices(query: Query, page_taxa: str) -> dict[str, Any]:
     """What the side pane's check form shows (staff only): the choices, and the open check if there is one."""
     return {
         "open_check": open_check(query),
-        "targets": ("0.8", "0.9", "0.95"),
-        "confidences": ("0.9", "0.95", "0.99"),
+        "targets": tuple(str(target) for target in TARGETS),
+        "confidences": tuple(str(confidence) for confidence in CONFIDENCES),
         "frame_kinds": [
             ("", "the query's frame (frozen at its first check)"),
             *[(kind, CompletenessCheck.Frame(kind).label) for kind in ("top", "taxa", "collection")],

@@ -58,12 +58,12 @@ def _own_stretch(
     mine: list[int], order: list[int], check: CompletenessCheck, query: Query, viewer: Writer, share: bool
 ) -> list[int]:
     """`mine` (the pairs of `check`'s sample `order` that want a look from `viewer`, in that order) from the viewer's
-    place among them, round to their start; with `share`, only up to the next place of another person looking now
+    place among them, round to their start; with `share`, only up to the next start of another person looking now
     (WORKING_NOW), or before anyone looks, of another of the query's assignees. The viewer's place: where they left
     off, for one who has been looking (`_own_start`); halfway along the longest stretch ahead of nobody, for one
     who joins people looking; for the first to look, their share of the query's assignees (`assigned_places`), or
-    with `share`, a place of their own (`own_place`), else the start. The places depend on who looked where, never on what anyone said, so the order tells a blind judge
-    nothing of the others' votes."""
+    with `share`, a place of their own (`own_place`), else the start. The places depend on who looked where, never
+    on what anyone said, so the order tells a blind judge nothing of the others' votes."""
     if viewer is None or not mine:
         return mine
     wanted = set(mine)

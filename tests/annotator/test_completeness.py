@@ -381,10 +381,29 @@ def test_a_failed_check_owes_no_labels_once_the_collection_is_labeled_whole(team
     assert not Judgment.objects.filter(query=query, created_at__gt=check.decided_at).exists()
     said = api_for(ann).get(team["url"]).json()["advice"]
     assert said["next"] == "check" and "before checking again" not in said["reason"], said
-    # Where no check could certify (a stricter claim), the words do not send anyone down an empty ranking either.
-    strict = advice._cannot_certify(query, SimpleNamespace(target_recall=0.999, confidence=0.999))
-    assert strict["certifiable"] is False and "Label on down the ranking" not in strict["reason"]
-    assert "Every image of the collection is labeled for this query" in strict["reason"]
+
+    # Where no check could certify (a stricter claim), the words do not send anyone down an empty ranking either, and
+    # say which lower target the form offers a check could certify now, if any: a dry run of that target samples, and
+    # of every offered target above it, none (at 99.9% confidence none could; at 90%, one).
+    def sample_at(target, confidence):
+        body = {"target_recall": target, "confidence": confidence, "dry_run": True}
+        return api_for(admin).post(team["url"], body, format="json").json()["sample"]
+
+    claimable = {}
+    for confidence in (0.999, 0.9):
+        strict = advice._cannot_certify(query, SimpleNamespace(target_recall=0.999, confidence=confidence))
+        assert strict["certifiable"] is False and "Label on down the ranking" not in strict["reason"]
+        assert "Every image of the collection is labeled for this query" in strict["reason"]
+        lower = claimable[confidence] = strict["claimable_target"]
+        above = [target for target in (0.8, 0.9, 0.95) if lower is None or target > lower]
+        assert all(sample_at(target, confidence) is None for target in above), strict
+        if lower is None:
+            assert strict["next"] == "label" and "no lower target the form offers" in strict["reason"]
+        else:
+            assert sample_at(lower, confidence) is not None
+            words = f"a check of {lower:.0%} at {confidence:.0%} confidence could certify over this frame now"
+            assert strict["next"] == "check" and words in strict["reason"], strict
+    assert claimable[0.999] is None and claimable[0.9] is not None, claimable
 
 
 def test_two_agreeing_looks_wait_for_an_adjudicator_and_a_mistake_they_share_counts_nothing(team):
