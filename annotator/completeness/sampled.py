@@ -6,12 +6,12 @@ Annotators who look at the same check at once are handed different stretches of 
 that want a look from them, in the sample's random order, from a place of their own (`_own_stretch`): where they
 left off; people who left off at the same place (two who loaded and saved the same page at once, or one who caught
 up with someone) each a share of the way along the stretch ahead of it; one who joins people looking, halfway along
-the longest stretch that nobody is working through; before anyone looks, their share of the query's assignees, or asked
-for their share, a place of their own (`own_place`). The labeling page hands each their own stretch alone, up to the
-next person's start (`share`), so people who load a page together are not shown the same pairs and a look is not
-spent twice. A check's sample is random in every stretch and
-it certifies only once every pair has its looks (it fails early on positives counted, whichever pairs counted them),
-so the order the pairs are looked in changes no decision.
+the longest stretch that nobody is working through; before anyone looks, their share of the query's assignees, or
+asked for their share, a place of their own (`own_place`). The labeling page hands each their own stretch alone, up
+to the next person's start (`share`), so people who load a page together are not shown the same pairs and a look is
+not spent twice. A check's sample is random in every stretch and it certifies only once every pair has its looks (it
+fails early on positives counted, whichever pairs counted them), so the order the pairs are looked in changes no
+decision.
 """
 
 import zlib
