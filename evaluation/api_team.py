@@ -181,10 +181,12 @@ class Advice:
 
 
 def _draw_each(advice: Advice, spent: Spent, asked: dict[str, Any]) -> bool:
-    """Each query whose own advice said "check" this round gets its check drawn (whether any was)."""
+    """Each query whose own advice said "check" this round gets its check drawn (whether any was); not where it said
+    so only at a lower target than the team's ("certifiable": false, a collection labeled whole: declaring a lower
+    target is staff's choice, and the team's would be refused)."""
     drawn = False
     for query_id, said in spent.advice.items():
-        if said["next"] == "check":
+        if said["next"] == "check" and said.get("certifiable") is not False:
             drawn_now = advice.draw(query_id, asked)
             spent.first_draw = spent.first_draw or drawn_now
             spent.draws += 1

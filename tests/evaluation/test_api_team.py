@@ -11,7 +11,8 @@ class StandIn:
     """Query NEVER: its ranking dry and too few confirmed positives for any check; its reviewer's batches find none.
     Query SOON: a check once 60 labels are in; certified when its sample's 3 images are looked at."""
 
-    def __init__(self):
+    def __init__(self, never_says="label"):
+        self.never_says = never_says  # "check": a collection labeled whole, a lower target claimable (not drawn)
         self.labeled = {NEVER: 0, SOON: 0}
         self.drawn = self.looked = 0
         self.posts = []
@@ -29,6 +30,8 @@ class StandIn:
         return {"results": [{"image_id": start + i} for i in range(params["k"])]}
 
     def advice(self, query_id):
+        if query_id == NEVER and self.never_says == "check":
+            return {"next": "check", "certifiable": False, "claimable_target": 0.8, "reason": "Draw 80%."}
         if query_id == NEVER:
             return {"next": "label", "ranking": "review", "certifiable": False, "reason": "No sample can certify."}
         if self.drawn and self.looked >= 3:
@@ -64,6 +67,20 @@ def test_a_query_no_check_can_certify_is_left_after_six_tries_and_the_other_is_d
     assert api.labeled == {NEVER: 5 * 30, SOON: 60}  # five batches between the six tries; SOON's review until dry
     assert spent.by_query == {NEVER: 150, SOON: 63} and spent.labels == 213
     assert spent.steps == {SOON: "done"}
+
+
+def test_a_check_said_only_at_a_lower_target_is_not_drawn_at_the_teams_and_the_query_is_left():
+    """Where the collection is labeled whole the advice says "check" with "certifiable": false and the lower target a
+    check could certify: the scripted team, whose claim is its own target, draws nothing there (it would be refused)
+    and stops once nothing else moves, the query uncertified."""
+    api = StandIn(never_says="check")
+    people = [Member(name, lambda q, i: False) for name in ("reviewer", "second", "boss")]
+    spent = follow_the_advice(
+        api, [NEVER, SOON], people[0], people[1:2], people[2], "boss", batch=30, claim="query", give_up_after=6
+    )
+    assert NEVER not in spent.draws_by_query and spent.uncertifiable[NEVER] >= 1
+    assert not any(path.startswith(f"/api/queries/{NEVER}/") for path in api.posts)  # neither drawn nor labeled
+    assert spent.steps == {NEVER: "check", SOON: "done"} and spent.draws_by_query == {SOON: 1}
 
 
 class TwoInTheQueue:
