@@ -441,6 +441,12 @@ def lookalike_rule(spec: ClipSpec | None = None) -> lookalikes.LookAlikeRule:
     return _get((spec or configured_spec()).name).lookalikes
 
 
+def with_vectors(image_ids: Iterable[int], spec: ClipSpec | None = None) -> list[int]:
+    """Those of `image_ids` that have a vector in the configured backend (the images a ranking can show), in their
+    order."""
+    return _with_vectors(_get((spec or configured_spec()).name), image_ids)
+
+
 def _with_vectors(loaded: _Loaded, image_ids: Iterable[int]) -> list[int]:
     """Those of `image_ids` that have a vector, in their order."""
     ids = np.asarray([int(i) for i in image_ids], dtype=np.int64)

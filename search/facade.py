@@ -248,6 +248,14 @@ def strategy_vector(
     return chosen.vector_for(inputs)
 
 
+def rankable(image_ids: Iterable[int], spec: ClipSpec | None = None) -> list[int]:
+    """Those of `image_ids` a ranking can show (they have a vector in the configured backend: not those an embedding
+    job skipped as unreadable, nor those added since), in their order. Raises SearchUnavailable."""
+    from .engine import with_vectors  # FAISS and the store: only when something is searched
+
+    return with_vectors(image_ids, spec)
+
+
 def score_images(
     *,
     text: str,

@@ -29,6 +29,7 @@ from annotator.models import (
     Query,
 )
 from catalog.models import Image
+from search.facade import SearchUnavailable, rankable
 
 # A ranking may read dry once the query has LEAST[aim] judgments (outside any overlap sample), and reads dry when
 # the last WINDOW of them are at most DRY relevant. LEAST guards a slow start (a query whose text ranking finds
@@ -44,6 +45,7 @@ from catalog.models import Image
 # checks on all but 2 of the 70 and the same claims certified and held; 150 stalled a re-check on 1 seed of those 40
 # (its pairs judged by the whole team; 2 of 40 before) and failed more checks (70 against 65).
 LEAST = {"query": 150, "benchmark": 175}
+UNLABELED_PAGE = 2000  # image ids asked of the vector backend at once, to tell what a ranking can still show
 WINDOW = 50
 DRY = {"query": 0.10, "benchmark": 0.10}  # at most this share of them relevant: the ranking looks dry
 AIMS = tuple(DRY)
@@ -128,13 +130,26 @@ def _review(query: Query, aim: str, check: CompletenessCheck | None) -> Advice:
 
 
 def _unlabeled(query: Query, most: int) -> int:
-    """How many images of the collection `query` has no label for, counted up to `most` (the review's ranking runs
-    down the collection, so a debt of labels past them cannot be paid: seen through the API on a collection of 400
-    that a failed check had sampled nearly whole, the advice asked for 376 labels of a ranking with none left)."""
+    """How many images the review's ranking can still show for `query` (no label for it, and a vector: an image the
+    embedding skipped is in no ranking), counted up to `most`: a debt of labels past them cannot be paid (seen
+    through the API on a collection of 400 that a failed check had sampled nearly whole, the advice asked for 376
+    labels of a ranking with none left). Read a page of ids at a time, so a collection that is mostly unlabeled
+    answers from its first page; where nothing can be searched yet, every image without a label counts."""
     if most <= 0:
         return 0
     labeled = Label.objects.filter(query=query).values("image_id")
-    return Image.objects.exclude(pk__in=labeled).values("pk")[:most].count()
+    unlabeled = Image.objects.exclude(pk__in=labeled).order_by("pk").values_list("pk", flat=True)
+    counted, after = 0, None
+    while counted < most:
+        page = list((unlabeled if after is None else unlabeled.filter(pk__gt=after))[:UNLABELED_PAGE])
+        if not page:
+            break
+        try:
+            counted += len(rankable(page))
+        except SearchUnavailable:  # no index yet: the ranking's images cannot be told apart from the others
+            return min(most, unlabeled.count())
+        after = page[-1]
+    return min(counted, most)
 
 
 def _cannot_certify(query: Query, check: CompletenessCheck | None) -> Advice | None:
@@ -161,7 +176,7 @@ def _cannot_certify(query: Query, check: CompletenessCheck | None) -> Advice | N
         return {**_said("label", f"{cannot} Label on down the ranking for more."), "certifiable": False}
     # Nothing left to label: no label can help, and only a lower target can be claimed over this frame.
     lower = _claimable_target(query, asked)
-    labeled = "Every image of the collection is labeled for this query: no label left can help"
+    labeled = "Every image the search can rank is labeled for this query: no label left can help"
     if lower is None:
         return {**_said("label", f"{cannot} {labeled}, and no lower target the form offers could be certified "
                         "either."), "certifiable": False, "claimable_target": None}  # fmt: skip

@@ -2,6 +2,7 @@
 second judgments of its positives and adjudication), the claim, and every refusal leaving the data as it was."""
 
 from types import SimpleNamespace
+from unittest.mock import Mock
 
 import numpy as np
 import pytest
@@ -13,9 +14,9 @@ from annotator.completeness import advice, certify, checks
 from annotator.completeness.frames import pack, unpack
 from annotator.labels import LabelChange, sealed, set_labels
 from annotator.models import CompletenessCheck, Judgment, Label, OverlapImage, Query, QueryFrame
-from search.facade import rank, search
+from search.facade import SearchUnavailable, rank, search
 from tests.annotator.claims_api import ONE_LOOK, api_for, check_candidates, label
-from tests.factories import database_snapshot
+from tests.factories import database_snapshot, make_collection
 
 pytestmark = pytest.mark.django_db
 
@@ -362,13 +363,23 @@ def test_after_a_check_decided_early_the_advice_owes_the_labels_it_looked_at_not
 def test_a_failed_check_owes_no_labels_once_the_collection_is_labeled_whole(team, monkeypatch):
     """A failed check's debt is paid down the ranking; with every image of the collection labeled there is nothing
     left to label, and the advice says to check again instead of asking for labels nobody can give (seen through the
-    API: a check that sampled nearly all of a small collection failed, and the advice asked for 376 more)."""
+    API: a check that sampled nearly all of a small collection failed, and the advice asked for 376 more). Images no
+    ranking can show (added since the embedding, or skipped by it as unreadable) are owed nothing either."""
     monkeypatch.setattr(advice, "LEAST", {"query": 5, "benchmark": 5})
     monkeypatch.setattr(advice, "WINDOW", 1)
+    monkeypatch.setattr(advice, "UNLABELED_PAGE", 7)  # pages of ids, as a collection of millions reads them
     query, ann, bob, admin = team["query"], team["annotator"], team["bob"], team["admin"]
     rest = [hit.image_id for hit in search(text=query.text, k=120) if hit.image_id not in set(team["top"])]
     confirm_positives(team)
     label(ann, query, rest, "not_relevant")  # Ann labels the whole collection: the ranking reads dry
+    make_collection(team["images"], 10, first_id=1001, broken={1001: "corrupt"})  # in no ranking: not embedded
+    assert advice._unlabeled(query, 50) == 0
+    label(ann, query, rest[:1], "")  # one the ranking shows again, behind 10 it cannot
+    assert advice._unlabeled(query, 50) == 1 and advice._unlabeled(query, 1) == 1
+    label(ann, query, rest[:1], "not_relevant")
+    with monkeypatch.context() as nothing_searchable:  # no index yet: every image without a label counts
+        nothing_searchable.setattr(advice, "rankable", Mock(side_effect=SearchUnavailable("No search index.")))
+        assert advice._unlabeled(query, 50) == 10 and advice._unlabeled(query, 4) == 4
     draw(team, {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}})
     check, sample = the_check(query)
     most = certify.most_positives(7, check.sampled_from, len(sample), 0.5, check.tested_at, ONE_LOOK)
@@ -393,7 +404,7 @@ def test_a_failed_check_owes_no_labels_once_the_collection_is_labeled_whole(team
     for confidence in (0.999, 0.9):
         strict = advice._cannot_certify(query, SimpleNamespace(target_recall=0.999, confidence=confidence))
         assert strict["certifiable"] is False and "Label on down the ranking" not in strict["reason"]
-        assert "Every image of the collection is labeled for this query" in strict["reason"]
+        assert "Every image the search can rank is labeled for this query" in strict["reason"]
         lower = claimable[confidence] = strict["claimable_target"]
         above = [target for target in (0.8, 0.9, 0.95) if lower is None or target > lower]
         assert all(sample_at(target, confidence) is None for target in above), strict

@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 from annotator.labels import set_label
 from annotator.models import LabelSource, LabelValue
 from search import engine, milvus
-from search.facade import STRATEGIES, search
+from search.facade import STRATEGIES, rankable, search
 from search.spec import configured_spec, store_root
 from search.store import Embeddings, EmbeddingStore
 from tests.factories import database_snapshot, make_collection
@@ -258,3 +258,12 @@ def test_a_given_vector_is_read_wide_only_where_the_backend_does_not_widen_itsel
         search(vector=vector, k=5)
         search(text="a heron", k=5)
     assert asked == [("faiss", False), ("faiss", True), ("milvus", True), ("milvus", True)]
+
+
+def test_which_images_a_ranking_can_show_is_the_same_on_both(backends, labeling, tmp_path):
+    """facade.rankable (what the completeness advice counts as still to label): the images with a vector, in the
+    order asked, on Milvus as on FAISS; images added since the load, and ids the catalog never had, on neither."""
+    make_collection(tmp_path / "later", 3, first_id=500)  # in the catalog, embedded by no job yet
+    asked = [500, 7, 999_999, 3, 501, 120, 1]
+    by_faiss, by_milvus = under_both(backends, lambda: rankable(asked))
+    assert by_faiss == by_milvus == [7, 3, 120, 1]
