@@ -45,7 +45,9 @@ from search.facade import SearchUnavailable, rankable
 # checks on all but 2 of the 70 and the same claims certified and held; 150 stalled a re-check on 1 seed of those 40
 # (its pairs judged by the whole team; 2 of 40 before) and failed more checks (70 against 65).
 LEAST = {"query": 150, "benchmark": 175}
-UNLABELED_PAGE = 2000  # image ids asked of the vector backend at once, to tell what a ranking can still show
+# Image ids asked of the vector backend at once, to tell what a ranking can still show, and how many such pages at
+# most (then the rest counts as showable: bounded work on a collection imported faster than it is embedded).
+UNLABELED_PAGE, UNLABELED_PAGES = 2000, 10
 WINDOW = 50
 DRY = {"query": 0.10, "benchmark": 0.10}  # at most this share of them relevant: the ranking looks dry
 AIMS = tuple(DRY)
@@ -134,22 +136,25 @@ def _unlabeled(query: Query, most: int) -> int:
     embedding skipped is in no ranking), counted up to `most`: a debt of labels past them cannot be paid (seen
     through the API on a collection of 400 that a failed check had sampled nearly whole, the advice asked for 376
     labels of a ranking with none left). Read a page of ids at a time, so a collection that is mostly unlabeled
-    answers from its first page; where nothing can be searched yet, every image without a label counts."""
+    answers from its first page; past UNLABELED_PAGES pages (a collection imported but not yet embedded), and where
+    nothing can be searched yet, every image without a label counts, as if the ranking could show it."""
     if most <= 0:
         return 0
     labeled = Label.objects.filter(query=query).values("image_id")
     unlabeled = Image.objects.exclude(pk__in=labeled).order_by("pk").values_list("pk", flat=True)
-    counted, after = 0, None
-    while counted < most:
-        page = list((unlabeled if after is None else unlabeled.filter(pk__gt=after))[:UNLABELED_PAGE])
+    counted, rest = 0, unlabeled
+    for _ in range(UNLABELED_PAGES):
+        if counted >= most:
+            return most
+        page = list(rest[:UNLABELED_PAGE])
         if not page:
-            break
+            return counted
         try:
             counted += len(rankable(page))
         except SearchUnavailable:  # no index yet: the ranking's images cannot be told apart from the others
             return min(most, unlabeled.count())
-        after = page[-1]
-    return min(counted, most)
+        rest = unlabeled.filter(pk__gt=page[-1])
+    return min(most, counted + rest.count())
 
 
 def _cannot_certify(query: Query, check: CompletenessCheck | None) -> Advice | None:

@@ -372,14 +372,6 @@ def test_a_failed_check_owes_no_labels_once_the_collection_is_labeled_whole(team
     rest = [hit.image_id for hit in search(text=query.text, k=120) if hit.image_id not in set(team["top"])]
     confirm_positives(team)
     label(ann, query, rest, "not_relevant")  # Ann labels the whole collection: the ranking reads dry
-    make_collection(team["images"], 10, first_id=1001, broken={1001: "corrupt"})  # in no ranking: not embedded
-    assert advice._unlabeled(query, 50) == 0
-    label(ann, query, rest[:1], "")  # one the ranking shows again, behind 10 it cannot
-    assert advice._unlabeled(query, 50) == 1 and advice._unlabeled(query, 1) == 1
-    label(ann, query, rest[:1], "not_relevant")
-    with monkeypatch.context() as nothing_searchable:  # no index yet: every image without a label counts
-        nothing_searchable.setattr(advice, "rankable", Mock(side_effect=SearchUnavailable("No search index.")))
-        assert advice._unlabeled(query, 50) == 10 and advice._unlabeled(query, 4) == 4
     draw(team, {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}})
     check, sample = the_check(query)
     most = certify.most_positives(7, check.sampled_from, len(sample), 0.5, check.tested_at, ONE_LOOK)
@@ -390,6 +382,7 @@ def test_a_failed_check_owes_no_labels_once_the_collection_is_labeled_whole(team
     check.refresh_from_db()
     assert check.status == "not_certified" and check.looked_at == most + 1
     assert not Judgment.objects.filter(query=query, created_at__gt=check.decided_at).exists()
+    make_collection(team["images"], 10, first_id=1001, broken={1001: "corrupt"})  # in no ranking: not embedded
     said = api_for(ann).get(team["url"]).json()["advice"]
     assert said["next"] == "check" and "before checking again" not in said["reason"], said
 
@@ -415,6 +408,17 @@ def test_a_failed_check_owes_no_labels_once_the_collection_is_labeled_whole(team
             words = f"a check of {lower:.0%} at {confidence:.0%} confidence could certify over this frame now"
             assert strict["next"] == "check" and words in strict["reason"], strict
     assert claimable[0.999] is None and claimable[0.9] is not None, claimable
+    # What a ranking can still show, counted a page of ids at a time (seven here).
+    assert advice._unlabeled(query, 50) == 0
+    only_ann = [next(i for i in rest if i not in sample)]  # judged by Ann alone: clearing hers unlabels it
+    label(ann, query, only_ann, "")  # one the ranking shows again, behind 10 it cannot
+    assert advice._unlabeled(query, 50) == 1 and advice._unlabeled(query, 1) == 1
+    with monkeypatch.context() as one_page:  # past the pages it reads, the rest count as if a ranking showed them
+        one_page.setattr(advice, "UNLABELED_PAGES", 1)
+        assert advice._unlabeled(query, 50) == 1 + (11 - 7)  # the first page: 1 showable; then 4 unread
+    with monkeypatch.context() as nothing_searchable:  # no index yet: every image without a label counts
+        nothing_searchable.setattr(advice, "rankable", Mock(side_effect=SearchUnavailable("No search index.")))
+        assert advice._unlabeled(query, 50) == 11 and advice._unlabeled(query, 4) == 4
 
 
 def test_two_agreeing_looks_wait_for_an_adjudicator_and_a_mistake_they_share_counts_nothing(team):
