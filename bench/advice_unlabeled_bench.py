@@ -29,18 +29,6 @@ os.environ.pop("CELERY_BROKER_URL", None)
 DIM = 1024
 
 
-def own_database(url: str) -> str:
-    """The bench's own database beside the URL's, made empty."""
-    import psycopg
-
-    base, name = url.rsplit("/", 1)
-    bench = f"{name}_advice_bench"
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{bench}"')
-        admin.execute(f'CREATE DATABASE "{bench}"')
-    return f"{base}/{bench}"
-
-
 def build(images: int, labeled: int, seed: int):
     """The catalog, one query with `labeled` labels spread over the embedded images; returns the query."""
     from django.core.management import call_command
@@ -86,10 +74,12 @@ def main() -> None:
     parser.add_argument("--unembedded", type=int, default=50_000)
     parser.add_argument("--repeat", type=int, default=7)
     arguments = parser.parse_args()
+    from bench.postgres import own_database  # on the path set above
+
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres"):
         sys.exit("advice_unlabeled_bench.py: set DATABASE_URL to a PostgreSQL server the bench may make a database on.")
-    os.environ["DATABASE_URL"] = own_database(url)
+    os.environ["DATABASE_URL"] = own_database(url, "advice_bench")
     import django
 
     django.setup()

@@ -30,18 +30,6 @@ os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret-0123456789-abcdefgh
 os.environ.pop("CELERY_BROKER_URL", None)
 
 
-def own_database(url: str) -> str:
-    """The bench's own database beside the URL's, made empty."""
-    import psycopg
-
-    base, name = url.rsplit("/", 1)
-    bench = f"{name}_team_bench"
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as admin:  # the server's maintenance database
-        admin.execute(f'DROP DATABASE IF EXISTS "{bench}"')
-        admin.execute(f'CREATE DATABASE "{bench}"')
-    return f"{base}/{bench}"
-
-
 def build(queries: int, annotators: int, images: int, seed: int) -> int:
     from django.contrib.auth.models import User
     from django.core.management import call_command
@@ -105,10 +93,12 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=2000, help="images per query, each judged twice")
     parser.add_argument("--repeat", type=int, default=3)
     arguments = parser.parse_args()
+    from bench.postgres import own_database  # on the path set above
+
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres"):
         sys.exit("team_report_bench.py: set DATABASE_URL to a PostgreSQL server the bench may make a database on.")
-    os.environ["DATABASE_URL"] = own_database(url)
+    os.environ["DATABASE_URL"] = own_database(url, "team_bench")
     import django
 
     django.setup()
