@@ -15,6 +15,7 @@ from annotator.completeness.certify import (
     missing_at_target,
     most_positives,
     pair_miss_rate,
+    staged_sizes,
     tested_at,
     tolerance_for_misses,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "recall_estimate",
     "release_names",
     "sight_of",
+    "staged_sizes",
     "tested_at",
     "tolerance_for_misses",
 ]

@@ -104,7 +104,12 @@ def main() -> None:
     parser.add_argument(
         "--query-first-stage", type=float, default=0.0,
         help="a query's check as a double sampling plan: this share of its alpha to a first stage sized to certify on "
-        "meeting none, the rest of the sample looked at only where it meets a positive (0: one stage, the tool's)",
+        "meeting none, the rest of the sample looked at only where it meets a positive (0: the tool's staged check)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--query-one-stage", action="store_true",
+        help="a query's check in one stage, the whole sample deciding (the tool's until 2026-12-03; the tool's now: "
+        "its first pairs certify on counting none, certify.staged_sizes)",
     )  # fmt: skip
     parser.add_argument(
         "--judged-dry", type=float, default=0.10,
@@ -208,6 +213,7 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         owed=arguments.owed, confirm_as_labeled=not arguments.confirm_at_draw,
         query_tolerate=benchmark_sim.QUERY_TOLERATE if arguments.query_tolerate is None else arguments.query_tolerate,
         first_stage_share=arguments.query_first_stage, coupled_draws=arguments.coupled_draws,
+        staged=not arguments.query_one_stage,
     )  # fmt: skip
 
 

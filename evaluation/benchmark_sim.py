@@ -47,6 +47,7 @@ from annotator.facade import (
     claim,
     hiding_estimate,
     most_positives,
+    staged_sizes,
     tested_at,
     tolerance_for_misses,
 )
@@ -126,12 +127,18 @@ class Settings:
     # a draw freezes are computed from confirmed labels, as the server computes them. False: confirmed only when a
     # check is drawn, as the simulator did until 2026-12-02 (its frames then came from unconfirmed labels).
     confirm_as_labeled: bool = True
-    # > 0: a query's check is a double sampling plan (measured, not the tool's): its first `first_stage_share` of the
-    # check's alpha goes to a first stage, the first pairs of the sample in its random order, sized to certify on
-    # meeting none; where that stage meets a positive, the rest of the sample (sized to tolerate `query_tolerate` at
-    # the rest of alpha) is looked at. Either stage's certificate is wrong at most its own share of the time, so the
-    # check's is at most their sum (Bonferroni; Dodge and Romig's double sampling, with the stages' alphas split).
+    # > 0 (measured, not the tool's; it takes the place of `staged`): a query's check is a double sampling plan: its
+    # first `first_stage_share` of the check's alpha goes to a first stage, the first pairs of the sample in its
+    # random order, sized to certify on meeting none; where that stage meets a positive, the rest of the sample
+    # (sized to tolerate `query_tolerate` at the rest of alpha) is looked at. Either stage's certificate is wrong at
+    # most its own share of the time, so the check's is at most their sum (Bonferroni; Dodge and Romig's double
+    # sampling, with the stages' alphas split).
     first_stage_share: float = 0.0
+    # True (the tool's since 2026-12-03: annotator.completeness.checks' first stage): a query's check in two stages
+    # (certify.staged_sizes): the whole sample the one-stage check's, tested as it is, and its first pairs
+    # certifying on counting none, as many as keep the two together within alpha at every truth (computed exactly).
+    # False: one stage, as the tool did before.
+    staged: bool = True
     # True: every check's sample is the pairs first in `coupled_order` (the run's seed, the check's ordinal, each
     # pair's query and image), the order bench/completeness_api.py --coupled-draws gives the server, so that the
     # simulator and the team through the API draw the same pairs wherever their frames agree (common random
@@ -793,26 +800,30 @@ def per_query_claims(world: World, seed: int, options: Settings, dry: float = 0.
 
 def _stages(
     found: int, population: int, confidence: float, rate: float, options: Settings
-) -> tuple[tuple[int, float], tuple[int, float]] | None:
-    """A query's check at `confidence`: ((its first stage's pairs, tested at), (its sample, tested at)); the first
-    stage 0 pairs where the check has one stage (Settings.first_stage_share 0, the tool's). None where no sample can
-    certify."""
+) -> tuple[tuple[int, float | None], tuple[int, float]] | None:
+    """A query's check at `confidence`: ((its first stage's pairs, tested at: None where counting none certifies by
+    the staged test), (its sample, tested at)); the first stage 0 pairs where the check has one stage. None where
+    no sample can certify. Settings.first_stage_share (the alpha split in two, measured) before Settings.staged (the
+    tool's)."""
     share = options.first_stage_share
-    if share <= 0:
-        size = check_size(found, population, options.target, confidence, rate, options.query_tolerate)
-        return None if size is None else ((0, confidence), (size, confidence))
-    alpha = 1 - confidence
-    first_confidence, rest = 1 - alpha * share, 1 - alpha * (1 - share)
-    first = check_size(found, population, options.target, first_confidence, rate, 0)
-    size = check_size(found, population, options.target, rest, rate, options.query_tolerate)
-    if first is None or size is None:
-        return None
-    return (first, first_confidence), (max(size, first), rest)
+    if share > 0:
+        alpha = 1 - confidence
+        first_confidence, rest = 1 - alpha * share, 1 - alpha * (1 - share)
+        first = check_size(found, population, options.target, first_confidence, rate, 0)
+        size = check_size(found, population, options.target, rest, rate, options.query_tolerate)
+        if first is None or size is None:
+            return None
+        return (first, first_confidence), (max(size, first), rest)
+    if options.staged:
+        staged = staged_sizes(found, population, options.target, confidence, rate, options.query_tolerate)
+        return None if staged is None else ((staged[0], None), (staged[1], confidence))
+    size = check_size(found, population, options.target, confidence, rate, options.query_tolerate)
+    return None if size is None else ((0, confidence), (size, confidence))
 
 
 def _look_in_stages(
     run: QueryRun, sample: list[int], frame: tuple[int, int],
-    stages: tuple[tuple[int, float], tuple[int, float]], options: Settings, rate: float,
+    stages: tuple[tuple[int, float | None], tuple[int, float]], options: Settings, rate: float,
 ) -> tuple[bool, int, bool]:  # fmt: skip
     """A query's check of `sample`, drawn from a frame of (found, population), looked at in the sample's order:
     (certified, images looked at, whether its first stage decided it). A first stage (Settings.first_stage_share)
@@ -825,6 +836,8 @@ def _look_in_stages(
     if first:
         met, seen = _met(run, sample[:first], options, 0)
         if not met:
+            if first_confidence is None:  # Settings.staged: none counted certifies
+                return True, seen, True
             return claim(found, population, first, 0, options.target, first_confidence, rate).certified, seen, True
     else:
         met, seen = 0, 0

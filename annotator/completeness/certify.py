@@ -48,6 +48,7 @@ sample of those pairs given its size, so each query's share also gives an interv
 (`recall_interval`): reported, not certified (nothing is spent on it).
 """
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -344,6 +345,116 @@ def check_size(
         if size == 0 or _lower_tail(count, unlabeled, boundaries[count], size, miss_rate) > alpha:
             size = _least_sample(count, unlabeled, boundaries[count], alpha, miss_rate, max(count, size))
     return size if boundaries else None
+
+
+def staged_sizes(
+    found: int, unlabeled: int, target: float, confidence: float, miss_rate: float = 0.0, tolerate: int = 0
+) -> tuple[int, int] | None:
+    """A check in two stages: (its first stage's pairs, its whole sample). The whole sample is check_size's, tested
+    by claim as one stage is; its first pairs, in the sample's random order, certify if they count no positive. The
+    first stage is the fewest pairs with which the two together still err at most alpha at every truth
+    (staged_level, computed exactly): the one-stage test errs most where a few positives more than it tolerates
+    hide, a first stage where a few more than none do, so the first stage spends the alpha the whole test leaves
+    unspent at small truths (Dodge and Romig's double sampling, here with the acceptance on none found in the first
+    sample and the second sample's test unchanged). (0, size) where a first stage would save nothing; None where no
+    sample can certify."""
+    whole = check_size(found, unlabeled, target, confidence, miss_rate, tolerate)
+    if whole is None:
+        return None
+    alpha = 1 - confidence
+    # No first stage shorter than the check that certifies on none alone: at the boundary of none counted, the level
+    # is at least the chance that the first stage counts none.
+    low, high = max(1, check_size(found, unlabeled, target, confidence, miss_rate) or 1), whole
+    while low < high:  # the level falls as the first stage grows (checked below whatever the search finds)
+        middle = (low + high) // 2
+        if staged_level(found, unlabeled, middle, whole, target, confidence, miss_rate) <= alpha:
+            high = middle
+        else:
+            low = middle + 1
+    if low >= whole or staged_level(found, unlabeled, low, whole, target, confidence, miss_rate) > alpha:
+        return 0, whole
+    return low, whole
+
+
+def staged_level(
+    found: int, unlabeled: int, first: int, whole: int, target: float, confidence: float, miss_rate: float = 0.0
+) -> float:
+    """The most, over every number K of positives hidden among the `unlabeled` images, of the chance that a check
+    of `whole` pairs whose first `first` pairs certify on counting none gives a wrong certificate: its first stage
+    counts none while K leaves recall under the target, or it counts some and the whole sample's count c certifies
+    (claim's test at `confidence`) with (found + c) / (found + K) under the target. Each hidden positive is
+    countable with probability 1 - `miss_rate` (the thinned tail's model); given the K' countable ones, the first
+    stage's count is hypergeometric, and so are the whole sample's and, given the first counts none, the rest's:
+
+        P(wrong | K) = P(C1 = 0) + P(C2 in S) - P(C1 = 0) P(C2 - C1 in S | C1 = 0)
+
+    with S the counts whose certificate is wrong at K. Evaluated from the boundary of none counted up, until a bound
+    of every later term is no more than the worst found, or a first stage counting none is negligible (then every
+    later term is within NEGLIGIBLE of the one-stage test's, which claim keeps at most alpha)."""
+    _check(found, unlabeled, whole, 0, confidence, miss_rate)
+    if not 0 < first <= whole:
+        raise ValueError(f"A first stage of {first} pairs must lie within the whole sample of {whole}.")
+    certifying = _certifying(found, unlabeled, whole, target, confidence, miss_rate)
+    boundaries = {c: missing_at_target(found + c, target) + c for c in certifying}
+    last = max(boundaries.values(), default=0)
+    worst = 0.0
+    for missing in range(missing_at_target(found, target), unlabeled + 1):
+        countable = np.arange(missing + 1)
+        weights = binom.pmf(countable, missing, 1.0 - miss_rate)
+        kept = weights > NEGLIGIBLE
+        countable, weights = countable[kept], weights[kept]
+        none_first = hypergeom.pmf(0, unlabeled, countable, first)
+        wrong = _runs([c for c in certifying if missing >= boundaries[c]])
+        in_whole = _in_runs(wrong, unlabeled, countable, whole)
+        in_rest = _in_runs(wrong, unlabeled - first, countable, whole - first)
+        level = float(np.sum(weights * (none_first + in_whole - none_first * in_rest)))
+        worst = max(worst, level)
+        # Where a first stage counting none is negligible, P(wrong | K) is the one-stage test's (at most alpha, as
+        # claim's test guarantees) plus at most NEGLIGIBLE, at this K and every larger one (it falls with K).
+        if float(np.sum(weights * none_first)) < NEGLIGIBLE:
+            break
+        # Past the last boundary every certificate is wrong, so P(wrong | K) is at most P(C1 = 0) + P(C2 <= the
+        # largest count that certifies), and both fall as K grows: once that is no more than the worst, so is
+        # every later term.
+        if missing > last:
+            most = max(certifying, default=-1)
+            counted = hypergeom.cdf(most, unlabeled, countable, whole) if most >= 0 else 0.0
+            if float(np.sum(weights * (none_first + counted))) <= worst:
+                break
+    return worst
+
+
+@functools.lru_cache(maxsize=64)
+def _certifying(
+    found: int, unlabeled: int, sample: int, target: float, confidence: float, miss_rate: float
+) -> tuple[int, ...]:
+    """The counts on which a check of `sample` certifies (claim's test): the same for every first stage a search of
+    staged_sizes tries, so computed once."""
+    alpha = 1 - confidence
+    counts = counts_to_try(found, unlabeled, sample, target, confidence, miss_rate)
+    return tuple(c for c in counts if _p_value(found, unlabeled, sample, c, target, miss_rate, 0) <= alpha)
+
+
+def _runs(counts: list[int]) -> list[tuple[int, int]]:
+    """Sorted `counts` as runs of consecutive ones, (first, last) each: a check certifies on a few runs of counts
+    (mostly one), so a chance over them is a few differences of the cdf instead of a term per count."""
+    runs: list[tuple[int, int]] = []
+    for count in counts:
+        if runs and count == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], count)
+        else:
+            runs.append((count, count))
+    return runs
+
+
+def _in_runs(runs: list[tuple[int, int]], unlabeled: int, countable: np.ndarray, sample: int) -> np.ndarray:
+    """For each number of countable positives among `unlabeled` images, the chance a sample of `sample` counts a
+    number within `runs` (hypergeometric)."""
+    chance = np.zeros(len(countable))
+    for low, high in runs:
+        below = hypergeom.cdf(low - 1, unlabeled, countable, sample) if low else 0.0
+        chance += hypergeom.cdf(high, unlabeled, countable, sample) - below
+    return chance
 
 
 def _least_sample(count: int, unlabeled: int, at_target: int, alpha: float, miss_rate: float, low: int) -> int:

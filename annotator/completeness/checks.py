@@ -42,6 +42,7 @@ waits for a look depends on how many judged it, never on what they said.
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -57,9 +58,11 @@ from annotator.completeness.sample_progress import (
     SAMPLE_POSITIVE,
     CheckProgress,
     Progress,
+    first_stage_of,
     progress,
     progress_of,
     sample_figures,
+    sample_of,
     some_pair_wants_a_look,
 )
 from annotator.labels import sealed
@@ -151,10 +154,23 @@ class Situation:
     record: looks.LookRecord
     after_confirmation: int | None  # the sample once every unconfirmed positive is confirmed (the cheapest case)
     at_target: int  # the fewest missing positives that put recall under the target (certify.missing_at_target)
+    target: float
 
     @property
     def found(self) -> int:
         return sum(len(s.positives) for s in self.strata)
+
+    @cached_property
+    def first_stage(self) -> int:
+        """A query's check: the first pairs of its sample that certify if they count no positive (certify.staged_sizes;
+        0: one stage). The benchmark's check has one stage: its frames hide a few positives per hundred queries, so
+        a first stage would rarely count none."""
+        if self.claim != QUERY or not self.sample:
+            return 0
+        staged = certify.staged_sizes(
+            self.found, self.sampled_from, self.target, self.tested_at, self.miss_rate, self.tolerate
+        )
+        return staged[0] if staged else 0
 
     @property
     def all_lost(self) -> float:
@@ -191,7 +207,8 @@ class Situation:
         }  # fmt: skip
         if self.claim == QUERY:
             frame = self.strata[0].frame.as_json()
-            return {**shown, "frame": frame, "frame_size": self.frame_size, "looks_per_image": LOOKS}
+            return {**shown, "frame": frame, "frame_size": self.frame_size, "looks_per_image": LOOKS,
+                    "first_stage": self.first_stage}  # fmt: skip
         return {**shown, "queries": len(self.strata), "frames_size": self.frame_size, "tolerates": self.tolerate,
                 "looks_per_pair": LOOKS}  # fmt: skip
 
@@ -257,7 +274,9 @@ def _situation(query: Query | None, request: CheckRequest, frames: list[tuple[Qu
         more = tolerance(claim, found + waiting, request.target)
         after = certify.check_size(found + waiting, population - waiting, request.target, confidence, miss_rate, more)
     at_target = certify.missing_at_target(found, request.target)
-    return Situation(claim, strata, ordinal, confidence, tolerate, miss_rate, sample, record, after, at_target)
+    return Situation(
+        claim, strata, ordinal, confidence, tolerate, miss_rate, sample, record, after, at_target, request.target
+    )
 
 
 def confirmed_positives(query: Query) -> list[int]:
@@ -373,7 +392,7 @@ def draw(query: Query | None, request: CheckRequest, user: Writer) -> tuple[Comp
                 scope=f"query {query.pk}" if query is not None else request.scope, target_recall=request.target,
                 confidence=request.confidence, tested_at=found.tested_at, miss_rate=found.miss_rate,
                 sampled_from=found.sampled_from, found_at_draw=found.found, second_judgments=request.second_judgments,
-                drawn_by=user, looks=LOOKS, per_look_miss_rate=found.record.bound,
+                drawn_by=user, looks=LOOKS, per_look_miss_rate=found.record.bound, first_stage=found.first_stage,
             )  # fmt: skip
             _keep(check, found, user)
             if not found.sample:  # the frames are all settled, or too small to hide the target: decided at once
@@ -525,6 +544,8 @@ def report(check: CompletenessCheck, parts: list[Progress]) -> dict[str, Any]:
         "recall_lower_bound": check.recall_lower_bound if decided else None,
         # Decided before every pair was looked at: the sample had met more positives than a certificate allows.
         "decided_early": early_words(check, sum(part.size for part in parts)) or None,
+        "first_stage": check.first_stage,
+        "decided_by_first_stage": first_stage_words(check, sum(part.size for part in parts)) or None,
         "drawn_at": check.created_at.isoformat(),
         "decided_at": check.decided_at.isoformat() if check.decided_at else None,
     }  # fmt: skip
@@ -539,13 +560,30 @@ def decide_if_complete(query_id: int, image_ids: Any = None, **_: Any) -> None:
     if image_ids is not None:
         pairs = pairs.filter(image_id__in=list(image_ids))
     for check in CompletenessCheck.objects.filter(pk__in=pairs.values("completeness_check")).order_by("pk"):
-        # One query, not a progress of every stratum, on most writes: only a write that completes the looks, or
-        # that may have counted a positive, can decide.
-        if some_pair_wants_a_look(check) and not _now_positive(query_id, pairs.filter(completeness_check=check)):
+        # One query, not a progress of every stratum, on most writes: only a write that completes the looks (of the
+        # whole sample, or of a first stage), or that may have counted a positive, can decide.
+        if (
+            some_pair_wants_a_look(check)
+            and (not check.first_stage or some_pair_wants_a_look(check, below=check.first_stage))
+            and not _now_positive(query_id, pairs.filter(completeness_check=check))
+        ):
             continue
         now = progress(check)
-        if now.complete or failed_already(check, now):
+        if (stage := clean_first_stage(check, now)) is not None:
+            decide(check, now, stage)
+        elif now.complete or failed_already(check, now):
             decide(check, now)
+
+
+def clean_first_stage(check: CompletenessCheck, now: CheckProgress) -> Progress | None:
+    """`check`'s first stage where it has all its looks and counted no positive (it certifies then, without the
+    other pairs: certify.staged_sizes); None otherwise, and for a check in one stage."""
+    if not check.first_stage or check.query is None:
+        return None
+    stage = first_stage_of(check, check.query, now.of(check.query.pk))
+    if stage is None or not stage.complete or stage.positives:
+        return None
+    return stage
 
 
 def _now_positive(query_id: int, pairs: "QuerySet[CheckImage]") -> bool:
@@ -578,11 +616,16 @@ def _found(check: CompletenessCheck, now: CheckProgress) -> tuple[int, int]:
     return found, outside
 
 
-def decide(check: CompletenessCheck, now: CheckProgress) -> None:
+def decide(check: CompletenessCheck, now: CheckProgress, first_stage: Progress | None = None) -> None:
     """Decide `check` on its looks `now`: its claim (certify.claim over the strata's counts together) stored, and
     the sampled pairs opened (their looks are in: revisions now go to the adjudicator). A check decided early
     (failed_already) is not certified, and its bound is read from the pairs decided then (the others bound
-    nothing): `looked_at` says how many. (Its reports give no interval of what is missing: claims, benchmark.)"""
+    nothing): `looked_at` says how many. (Its reports give no interval of what is missing: claims, benchmark.)
+    With `first_stage` (clean_first_stage: all its looks in, no positive counted) the check is certified by its first
+    stage (certify.staged_sizes), its bound read from those pairs."""
+    if first_stage is not None:
+        assert check.query_id is not None, "a query's check"
+        now = CheckProgress({check.query_id: first_stage})
     found, outside = _found(check, now)
     looked = now.labeled - sum(len(p.adjudication) for p in now.per_query.values())  # the whole sample once complete
     claim = certify.claim(
@@ -593,6 +636,8 @@ def decide(check: CompletenessCheck, now: CheckProgress) -> None:
         if not CompletenessCheck.objects.select_for_update().filter(pk=check.pk, status="checking").exists():
             check.refresh_from_db()  # another write decided it first: the caller reads its decision, not a stale one
             return
+        # A first stage that counted none certifies by the staged test (its level computed with the whole sample's);
+        # its plain bound is read too and must agree, which it does unless positives found at the draw were overturned.
         certified = claim.certified and now.complete
         check.status = CompletenessCheck.Status.CERTIFIED if certified else CompletenessCheck.Status.NOT_CERTIFIED
         check.found, check.found_since, check.positives, check.looked_at = found, outside, now.positives, looked
@@ -600,13 +645,30 @@ def decide(check: CompletenessCheck, now: CheckProgress) -> None:
         check.missing_point, check.missing_low, check.missing_high = claim.missing
         check.decided_at = timezone.now()
         check.save()
-        for query_id, sample in now.per_query.items():
-            sealed.open_images(query_id, sample.order)
+        for query_id, image_ids in sample_of(check).items():
+            sealed.open_images(query_id, image_ids)
 
 
 def decided_early(check: CompletenessCheck, size: int) -> bool:
-    """Whether `check` (of `size` sampled pairs) was decided before all of them were looked at."""
-    return check.looked_at is not None and check.looked_at < size
+    """Whether `check` (of `size` sampled pairs) failed before all of them were looked at (curtailed)."""
+    failed = check.status == CompletenessCheck.Status.NOT_CERTIFIED
+    return check.looked_at is not None and check.looked_at < size and failed
+
+
+def by_first_stage(check: CompletenessCheck, size: int) -> bool:
+    """Whether `check` (of `size` sampled pairs) was certified by its first stage, before its other pairs."""
+    return check.looked_at is not None and check.looked_at < size and check.status == CompletenessCheck.Status.CERTIFIED
+
+
+def first_stage_words(check: CompletenessCheck, size: int) -> str:
+    """How a check certified by its first stage was decided, in the words every report uses ("" for any other)."""
+    if not by_first_stage(check, size):
+        return ""
+    return (
+        f"certified by the first {check.looked_at:,} of its {size:,} sampled pairs: they counted no positive, and a "
+        "first stage that counts none certifies at the check's confidence (drawn in two stages), so the rest were "
+        "not looked at"
+    )
 
 
 def early_words(check: CompletenessCheck, size: int) -> str:

@@ -208,15 +208,38 @@ def progress(check: CompletenessCheck) -> CheckProgress:
     )
 
 
-def some_pair_wants_a_look(check: CompletenessCheck) -> bool:
-    """Whether a sampled pair has fewer looks than any check wants (so the decision waits for it), in one query of
-    the database: the least a check wants is its `looks`, or one (a check before issue 62 wanted one or two)."""
+def some_pair_wants_a_look(check: CompletenessCheck, below: int | None = None) -> bool:
+    """Whether a sampled pair (`below`: of the first `below` in the sample's order) has fewer looks than any check
+    wants (so the decision waits for it), in one query of the database: the least a check wants is its `looks`, or
+    one (a check before issue 62 wanted one or two)."""
     given = Judgment.objects.filter(query=OuterRef("query"), image=OuterRef("image"))
     if check.looks:
         given = given.filter(created_at__gte=check.created_at)
     counted = given.order_by().values("query").annotate(n=Count("id")).values("n")
-    pairs = check.images.annotate(looks=Coalesce(Subquery(counted), 0))
+    pairs = check.images.all() if below is None else check.images.filter(position__lt=below)
+    pairs = pairs.annotate(looks=Coalesce(Subquery(counted), 0))
     return pairs.filter(looks__lt=check.looks or 1).exists()
+
+
+def first_stage_of(check: CompletenessCheck, query: Query, whole: Progress) -> Progress | None:
+    """The looks at `check`'s first stage, its first `first_stage` pairs of `query` in the sample's order (`whole`:
+    the sample's progress); None for a check in one stage."""
+    if not check.first_stage:
+        return None
+    first = whole.order[: check.first_stage]
+    return looks_at(query, first, check.second_judgments, since=fresh_since(check), looks=check.looks)
+
+
+def handed_out(check: CompletenessCheck, whole: Progress) -> list[list[int]]:
+    """The orders `check`'s pairs of a query are handed out in (`whole`: the query's part of its progress): its first
+    stage's pairs while any of them wants a look (a first stage that counts none certifies without the others:
+    annotator.completeness.certify.staged_sizes), then the whole sample. Whether a pair wants a look depends on how
+    many judged it, never on what they said, so a blind judge learns nothing from which pairs they are handed."""
+    first = whole.order[: check.first_stage]
+    wanting = set(whole.unjudged) | set(whole.second)
+    if check.first_stage and any(image_id in wanting for image_id in first):
+        return [first, whole.order]
+    return [whole.order]
 
 
 def progress_of(check: CompletenessCheck, query: Query) -> Progress:

@@ -23,7 +23,7 @@ from typing import Any
 from django.utils import timezone
 
 from annotator.completeness import checks
-from annotator.completeness.sample_progress import fresh_since, progress_of
+from annotator.completeness.sample_progress import fresh_since, handed_out, progress_of
 from annotator.labels.sealed import Writer
 from annotator.models import Assignment, CompletenessCheck, Judgment, Query
 
@@ -37,19 +37,22 @@ def candidates(query: Query, viewer: Writer, k: int, share: bool = False) -> lis
     (`_own_stretch`); with `share`, only the viewer's own stretch of each, up to the next person's place (the
     labeling page's: a page loaded beside a teammate's never meets it). Whether an image wants a look depends on
     how many judged it, never on what they said, so the order tells a blind judge nothing of the others' votes."""
-    parts: list[tuple[CompletenessCheck, list[int], set[int]]] = []
+    parts: list[tuple[CompletenessCheck, list[list[int]], set[int]]] = []
     for check in (checks.open_check(query), checks.open_check()):
         if check is not None:
             now = progress_of(check, query)
-            parts.append((check, now.order, set(now.second) | set(now.unjudged)))
+            parts.append((check, handed_out(check, now), set(now.second) | set(now.unjudged)))
     wanting = set().union(*(wanted for _, _, wanted in parts))
     mine = Judgment.objects.filter(query=query, image_id__in=list(wanting))
     mine = mine.filter(annotator=viewer) if viewer is not None else mine.filter(annotator__isnull=True)
     judged = set(mine.values_list("image_id", flat=True))
     chosen: list[int] = []
-    for check, order, wanted in parts:
+    for check, orders, wanted in parts:
         taken = set(chosen)
-        open_to_viewer = [i for i in order if i in wanted and i not in judged and i not in taken]
+        for order in orders:  # a first stage's pairs while any wants a look from the viewer, then the whole sample
+            open_to_viewer = [i for i in order if i in wanted and i not in judged and i not in taken]
+            if open_to_viewer:
+                break
         chosen += _own_stretch(open_to_viewer, order, check, query, viewer, share)
     return chosen[:k]
 

@@ -83,6 +83,11 @@ class CompletenessCheck(models.Model):
         "more positives than a certificate allows (decided early; null: a check decided before annotator 0027, "
         "every pair).",
     )
+    first_stage = models.PositiveIntegerField(
+        default=0,
+        help_text="A query's check in two stages: its first this many sampled pairs certify if they count no positive "
+        "(annotator.completeness.certify.staged_sizes); 0: one stage, the whole sample decides.",
+    )
     recall_lower_bound = models.FloatField(null=True, blank=True)
     p_value = models.FloatField(null=True, blank=True)
     missing_point = models.FloatField(null=True, blank=True)

@@ -566,3 +566,77 @@ def test_what_the_team_confirmed_since_a_failed_check_is_no_longer_hiding():
 def test_a_hiding_estimate_refuses_nonsense_with_a_sentence(arguments, sentence):
     with pytest.raises(ValueError, match=sentence):
         certify.hiding_estimate(*arguments)
+
+
+# --- A check in two stages (certify.staged_sizes): its first pairs certify on counting none --------------------
+
+
+def enumerated_level(found, unlabeled, first, whole, target, confidence, tested_miss, true_miss):
+    """The largest chance, over every true number K of missing positives, that the two-stage check certifies a
+    recall in truth under the target, exactly: each of the K positives countable with probability 1 - `true_miss`
+    (the looks and the adjudicator), the first stage's count hypergeometric over the countable ones, the rest's
+    given it over what is left; a first stage counting none certifies, otherwise the whole sample's count is
+    tested as claim tests it at `confidence`."""
+    counts = np.arange(whole + 1)
+    certifies = np.array(
+        [certify.claim(found, unlabeled, whole, int(c), target, confidence, tested_miss).certified for c in counts]
+    )
+    worst = 0.0
+    for missing in range(certify.missing_at_target(found, target), unlabeled + 1):
+        # (found + c) / (found + K) < target: a certificate on count c is wrong at this K
+        wrong_at = np.array([(found + c) / (found + missing) < target for c in counts])
+        level = 0.0
+        for countable in range(missing + 1):
+            weight = binom.pmf(countable, missing, 1 - true_miss)
+            if weight < 1e-15:
+                continue
+            level += weight * hypergeom.pmf(0, unlabeled, countable, first)  # wrong: K is past the boundary
+            for in_first in range(1, min(countable, first) + 1):
+                p_first = hypergeom.pmf(in_first, unlabeled, countable, first)
+                if p_first < 1e-15:
+                    continue
+                rest = hypergeom.pmf(counts, unlabeled - first, countable - in_first, whole - first)
+                total = in_first + counts  # the whole sample's count
+                inside = total <= whole
+                level += weight * p_first * float(np.sum(rest[inside] * (certifies & wrong_at)[total[inside]]))
+        worst = max(worst, level)
+        if level < worst * 1e-3:
+            break  # past the worst K the chance of a wrong certificate only falls
+    return worst
+
+
+@pytest.mark.parametrize(("found", "unlabeled"), [(10, 500), (46, 1_500)])
+def test_a_check_in_two_stages_keeps_the_level_of_one_and_a_shorter_first_stage_would_not(found, unlabeled):
+    """The whole sample is one stage's, and its first pairs certify on counting none: the exact level at the worst
+    truth, enumerated here over every split of the hidden positives between the stages with the fresh look's and
+    the adjudicator's misses in the population, is what certify.staged_level computes and stays under the check's
+    alpha (under it too for a team better than the bound). A first stage a tenth shorter certifies on counting none
+    too often where a few positives hide: over alpha. The first stage is shorter than the whole sample (what a
+    clean frame saves)."""
+    confidence, target, tolerate = certify.tested_at(0.95, 1), 0.9, 3
+    alpha = 1 - confidence
+    first, whole = certify.staged_sizes(found, unlabeled, target, confidence, ONE_FRESH_LOOK, tolerate)
+    assert whole == certify.check_size(found, unlabeled, target, confidence, ONE_FRESH_LOOK, tolerate)
+    assert 0 < first < 0.9 * whole, (first, whole)
+    level = enumerated_level(found, unlabeled, first, whole, target, confidence, ONE_FRESH_LOOK, ONE_FRESH_LOOK)
+    assert level <= alpha + 1e-12, level
+    computed = certify.staged_level(found, unlabeled, first, whole, target, confidence, ONE_FRESH_LOOK)
+    assert computed == pytest.approx(level, rel=1e-6, abs=1e-12)
+    better = enumerated_level(found, unlabeled, first, whole, target, confidence, ONE_FRESH_LOOK, 0.02)
+    assert better <= level
+    shorter = first - first // 10
+    over = enumerated_level(found, unlabeled, shorter, whole, target, confidence, ONE_FRESH_LOOK, ONE_FRESH_LOOK)
+    assert over > alpha, over
+    assert certify.staged_level(found, unlabeled, first - 1, whole, target, confidence, ONE_FRESH_LOOK) > alpha
+
+
+def test_a_first_stage_that_would_save_nothing_is_one_stage_and_no_check_is_none():
+    """A frame whose recall is at the target even were every other image positive needs no sample, so no first
+    stage either: (0, 0). Where no sample certifies, neither does a staged one. Nonsense is refused."""
+    assert certify.check_size(30, 3, 0.9, 0.955, ONE_FRESH_LOOK, 3) == 0
+    assert certify.staged_sizes(30, 3, 0.9, 0.955, ONE_FRESH_LOOK, 3) == (0, 0)
+    assert certify.staged_sizes(5, 300, 0.9, 0.955, ONE_FRESH_LOOK, 3) is None
+    with pytest.raises(ValueError, match="must lie within the whole sample"):
+        certify.staged_level(46, 1_500, 800, 700, 0.9, 0.955, ONE_FRESH_LOOK)
+    with pytest.raises(ValueError, match="must lie within the whole sample"):
+        certify.staged_level(46, 1_500, 0, 700, 0.9, 0.955, ONE_FRESH_LOOK)

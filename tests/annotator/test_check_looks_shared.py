@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from annotator.completeness import sampled
+from annotator.completeness import certify, sampled
 from annotator.labels import LabelChange, set_labels
 from annotator.models import Assignment, CompletenessCheck, Judgment, Label
 from search.facade import search
@@ -37,10 +37,14 @@ def check(labeling):
     drawn = api_for(boss).post(f"/api/queries/{query.pk}/completeness/", body, format="json")
     assert drawn.status_code == 201, drawn.content
     made = CompletenessCheck.objects.get(status="checking")
-    sample = list(made.images.order_by("position").values_list("image_id", flat=True))
+    whole = list(made.images.order_by("position").values_list("image_id", flat=True))
+    # The check is drawn in two stages: its first stage's pairs are handed out first (they certify if they count
+    # none), and they are what a team shares until each has its look.
+    assert 0 < made.first_stage < len(whole)
+    sample = whole[: made.first_stage]
     people = [User.objects.create_user(name, password=f"pw-{name}-1") for name in ("bob", "cy", "di")]
     assert len(sample) >= 6 * PAGE, "a sample a team shares"
-    return {"query": query, "sample": sample, "people": people}
+    return {"query": query, "sample": sample, "whole": whole, "people": people, "boss": boss}
 
 
 def judged_by(user, query):
@@ -203,3 +207,60 @@ def test_nobodys_place_depends_on_what_anyone_voted(check):
     before = check_candidates(cy, query)
     label(bob, query, first[:1], "relevant")  # Bob changes a vote: the pair now waits for the adjudicator
     assert check_candidates(cy, query) == before
+
+
+# --- A check in two stages: its first stage's pairs first; they certify if they count no positive --------------
+
+
+def report(user, query):
+    return api_for(user).get(f"/api/queries/{query.pk}/completeness/").json()
+
+
+def test_a_first_stage_that_counts_no_positive_certifies_the_check_without_the_rest(check):
+    """The first stage's pairs are handed out first, shared as any stretch is; once each has its look and none was
+    called a positive, the write of the last look certifies the check (certify.staged_sizes) and the rest of the
+    sample is never handed out. Its bound is read from the first stage's pairs, and the report says how it was
+    decided."""
+    query, first, whole, boss = check["query"], check["sample"], check["whole"], check["boss"]
+    bob, cy = check["people"][:2]
+    label(bob, query, first[: len(first) // 2], "not_relevant")
+    handed = check_candidates(cy, query)
+    assert set(handed) == set(first[len(first) // 2 :]), "Cy is handed the first stage's pairs left, not the rest"
+    label(cy, query, handed[:-1], "not_relevant")
+    assert CompletenessCheck.objects.get(query=query).status == "checking"
+    label(cy, query, handed[-1:], "not_relevant")  # the first stage's last look: decided in this write
+    made = CompletenessCheck.objects.get(query=query)
+    assert made.status == "certified" and made.looked_at == made.first_stage == len(first) and made.positives == 0
+    assert check_candidates(bob, query) == [] and check_candidates(check["people"][2], query) == []
+    shown = report(boss, query)
+    assert shown["first_stage"] == len(first) and shown["decided_early"] is None
+    assert shown["decided_by_first_stage"].startswith(
+        f"certified by the first {len(first):,} of its {len(whole):,} sampled pairs: they counted no positive"
+    )
+    plain = certify.claim(made.found, made.sampled_from, len(first), 0, 0.75, made.tested_at, made.miss_rate)
+    assert plain.certified and shown["recall_lower_bound"] == pytest.approx(plain.recall_lower_bound)
+    assert "Recall is at least 75% with 90% confidence" in shown["claim"]
+
+
+def test_a_first_stage_that_meets_a_positive_hands_out_the_rest_and_the_whole_sample_decides(check):
+    """A first-stage pair called relevant does not open the rest while another first-stage pair still wants a look
+    (which pairs a judge is handed never depends on a vote); once every first-stage pair has its look, the rest is
+    handed out, and the adjudicator's confirmation leaves the whole sample to decide, by the write of its last look."""
+    query, first, whole, boss = check["query"], check["sample"], check["whole"], check["boss"]
+    bob, cy = check["people"][:2]
+    label(bob, query, first[:1], "relevant")
+    label(bob, query, first[1:-1], "not_relevant")
+    assert check_candidates(cy, query) == first[-1:]  # the first stage still wants a look: not the rest
+    label(cy, query, first[-1:], "not_relevant")
+    rest = whole[len(first) :]
+    assert set(check_candidates(cy, query)) == set(rest)
+    answer = api_for(boss).post(
+        f"/api/queries/{query.pk}/adjudicate/", {"image": first[0], "value": "relevant"}, format="json"
+    )
+    assert answer.status_code == 200, answer.content
+    assert CompletenessCheck.objects.get(query=query).status == "checking"  # its first stage counted one
+    label(cy, query, rest, "not_relevant")
+    made = CompletenessCheck.objects.get(query=query)
+    assert made.status in ("certified", "not_certified") and made.looked_at == len(whole) and made.positives == 1
+    shown = report(boss, query)
+    assert shown["decided_by_first_stage"] is None and shown["sample"]["positives"] == 1

@@ -22,6 +22,14 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
+def one_stage(monkeypatch):
+    """Queries' checks drawn in one stage, the whole sample deciding (as before first stages: checks.Situation's
+    first_stage 0), for the tests of what every check does with its whole sample: fresh looks, the adjudicator,
+    the deciding write, alpha over checks. A check in two stages: tests/annotator/test_check_looks_shared.py."""
+    monkeypatch.setattr(checks.Situation, "first_stage", property(lambda situation: 0))
+
+
+@pytest.fixture
 def team(labeling):
     """Query 1 labeled down its text ranking by Ann (top 20: 6 relevant); Bob a second annotator; the admin staff."""
     query, ann = labeling["query"], labeling["annotator"]
@@ -224,7 +232,7 @@ def the_check(query):
     return check, list(check.images.order_by("position").values_list("image_id", flat=True))
 
 
-def test_every_sampled_image_gets_one_fresh_look_and_the_write_that_ends_the_check_decides_it(team):
+def test_every_sampled_image_gets_one_fresh_look_and_the_write_that_ends_the_check_decides_it(team, one_stage):
     """Issue 62: the review's "not relevant" is a miss already made, not a look: every sampled image waits for a look
     given after the draw, by someone who had not judged it, blind to the old vote."""
     query, ann, bob = team["query"], team["annotator"], team["bob"]
@@ -421,7 +429,7 @@ def test_a_failed_check_owes_no_labels_once_the_collection_is_labeled_whole(team
         assert advice._unlabeled(query, 50) == 11 and advice._unlabeled(query, 4) == 4
 
 
-def test_two_agreeing_looks_wait_for_an_adjudicator_and_a_mistake_they_share_counts_nothing(team):
+def test_two_agreeing_looks_wait_for_an_adjudicator_and_a_mistake_they_share_counts_nothing(team, one_stage):
     query, ann, bob, admin = team["query"], team["annotator"], team["bob"], team["admin"]
     confirm_positives(team)
     draw(team, {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}})
@@ -454,7 +462,7 @@ def test_an_agreement_outside_a_check_is_still_not_an_adjudicators_to_decide(tea
     assert answer.status_code == 409 and "agree" in answer.json()["detail"]
 
 
-def test_drawing_again_answers_the_open_check_and_alpha_is_spent_nine_tenths_first(team):
+def test_drawing_again_answers_the_open_check_and_alpha_is_spent_nine_tenths_first(team, one_stage):
     query, ann, bob = team["query"], team["annotator"], team["bob"]
     confirm_positives(team)
     # Over the whole collection, so the sample is not the frame's census (which certifies whatever it meets).

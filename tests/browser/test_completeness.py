@@ -45,6 +45,10 @@ def test_a_check_drawn_from_the_side_pane_labeled_with_the_keys_certifies(page, 
     said = checks.situation(query, asked)
     expect(cost).to_have_text(str(said.sample), timeout=10_000)
     expect(page.locator("#check-cost")).to_contain_text("images each looked at once after the draw")
+    expect(page.locator("#check-first-stage")).to_have_text(
+        f"Drawn in two stages: if its first {said.first_stage} images count no positive, the check certifies "
+        "without the rest."
+    )
     expect(page.locator("#check-cost")).to_contain_text(
         f"a random sample of the {said.sampled_from} images of a frame of {said.frame_size} that are not its "
         f"{said.found} confirmed positives"
@@ -63,22 +67,26 @@ def test_a_check_drawn_from_the_side_pane_labeled_with_the_keys_certifies(page, 
         check.found_at_draw, check.sampled_from, 0.8, tested, ONE_LOOK, tolerate=checks.TOLERATE
     )
     expect(page.locator("#completeness-status")).to_have_text("checking")
-    expect(page.locator(".tile")).to_have_count(len(sample))
-    # The sample in its random order, whatever anyone said of its images (Ann's negatives drawn into it too), from
-    # the boss's own place in it (nobody else is looking): each wants one fresh look, the boss's; every tile shows
-    # unlabeled.
-    start = sampled.own_place(check, query, User.objects.get(username="boss").pk, len(sample))
+    # Drawn in two stages: the grid shows the first stage's images, which certify if they count no positive.
+    first = sample[: check.first_stage]
+    assert 0 < len(first) < len(sample)
+    expect(page.locator(".tile")).to_have_count(len(first))
+    # The first stage in the sample's random order, whatever anyone said of its images (Ann's negatives drawn into
+    # it too), from the boss's own place in it (nobody else is looking): each wants one fresh look, the boss's;
+    # every tile shows unlabeled.
+    start = sampled.own_place(check, query, User.objects.get(username="boss").pk, len(first))
     shown = [int(i) for i in page.locator(".tile").evaluate_all("ts => ts.map(t => t.dataset.imageId)")]
-    assert shown == sample[start:] + sample[:start]
+    assert shown == first[start:] + first[:start]
     assert set(page.locator(".tile").evaluate_all("ts => ts.map(t => t.dataset.label)")) == {""}
     page.screenshot(path=str(artifacts / "completeness-check-grid.png"), full_page=False)
-    for _ in sample:
+    for _ in first:
         page.keyboard.press("0")
         page.keyboard.press("ArrowRight")
     expect(page.locator("#save-status")).to_have_text("All changes saved")
-    assert Judgment.objects.filter(query=query, image_id__in=sample, annotator__username="boss").count() == len(sample)
-    check.refresh_from_db()  # the write that gave the last look decided it
+    assert Judgment.objects.filter(query=query, image_id__in=sample, annotator__username="boss").count() == len(first)
+    check.refresh_from_db()  # the write that gave the first stage's last look decided it
     assert check.status == "certified" and check.positives == 0 and check.recall_lower_bound >= 0.8
+    assert check.looked_at == len(first)
     page.reload()
     expect(page.locator("#completeness-status")).to_have_text("certified")
     expect(page.locator("#completeness-claim")).to_contain_text(
@@ -88,6 +96,9 @@ def test_a_check_drawn_from_the_side_pane_labeled_with_the_keys_certifies(page, 
     expect(page.locator("#completeness-frame")).to_contain_text(f"({check.stratum.frame_size} images)")
     expect(page.locator("#completeness-bound")).to_contain_text(f"at {100 * tested:.2f}% confidence")
     expect(page.locator("#completeness-estimate")).to_contain_text("Positives in the frame")
+    expect(page.locator("#completeness-bound")).to_contain_text(
+        f"sample of {len(sample)} ({len(first)} looked at: its first stage counted no positive)"
+    )
     page.locator("#completeness-box").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "completeness-certified.png"), full_page=False)
 

@@ -69,7 +69,7 @@ def test_a_query_no_check_can_certify_is_left_after_six_tries_and_the_other_is_d
     assert spent.steps == {SOON: "done"}
 
 
-def test_a_check_said_only_at_a_lower_target_is_not_drawn_at_the_teams_and_the_query_is_left():
+def test_a_check_said_only_at_a_lower_target_is_not_drawn_at_the_teams_and_the_query_stays_uncertified():
     """Where the collection is labeled whole the advice says "check" with "certifiable": false and the lower target a
     check could certify: the scripted team, whose claim is its own target, draws nothing there (it would be refused)
     and stops once nothing else moves, the query uncertified."""

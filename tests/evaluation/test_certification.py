@@ -454,7 +454,8 @@ def test_a_querys_check_sized_to_tolerate_more_positives_draws_a_larger_sample_a
             return real(run, sample, options, curtail)
 
         monkeypatch.setattr(benchmark_sim, "_met", met)
-        options = benchmark_sim.Settings(ranking="page", annotators=4, query_tolerate=tolerate)
+        # One stage: the whole sample is what the first look at it reads (a first stage is read before it).
+        options = benchmark_sim.Settings(ranking="page", annotators=4, query_tolerate=tolerate, staged=False)
         records = benchmark_sim.per_query_claims(world, 2, options)
         first[tolerate] = drawn
         assert all(r["floor"] == r["floors"][tolerate] and set(r["floors"]) == {0, 1, 2, 3} for r in records)
@@ -521,7 +522,8 @@ def test_a_querys_draw_no_sample_could_certify_leaves_its_frame_growing_and_spen
     monkeypatch.setattr(benchmark_sim, "_start", lambda *a: run_of.extend((r := real_start(*a)).values()) or r)
     monkeypatch.setattr(benchmark_sim, "check_size", refused_first)
     monkeypatch.setattr(benchmark_sim, "_met", met)
-    records = benchmark_sim.per_query_claims(world, 2, benchmark_sim.Settings(ranking="page", annotators=4))
+    one_stage = benchmark_sim.Settings(ranking="page", annotators=4, staged=False)  # sized by check_size alone
+    records = benchmark_sim.per_query_claims(world, 2, one_stage)
     first = run_of[0].query_id
     (refused_at, refused_confidence), (drawn_at, drawn_confidence) = sized[0], sized[1]
     assert refused_confidence == drawn_confidence == facade.tested_at(0.95, 1)
@@ -556,12 +558,12 @@ def test_a_querys_check_in_two_stages_decides_on_its_first_pairs_when_they_meet_
     assert math.isclose((1 - first_at) + (1 - rest_at), 1 - confidence)
     assert first == facade.check_size(46, 1500, 0.9, first_at, rate, 0) < size
     assert size == facade.check_size(46, 1500, 0.9, rest_at, rate, 3)
-    one = benchmark_sim._stages(46, 1500, confidence, rate, benchmark_sim.Settings())
+    one = benchmark_sim._stages(46, 1500, confidence, rate, benchmark_sim.Settings(staged=False))
     assert one == ((0, confidence), (facade.check_size(46, 1500, 0.9, confidence, rate, 3), confidence))
 
     world = worlds.inquire_world(queries=4, median_positives=30, seed=2)
     records = {}
-    for options in (benchmark_sim.Settings(ranking="page", annotators=4), two):
+    for options in (benchmark_sim.Settings(ranking="page", annotators=4, staged=False), two):
         claims = benchmark_sim.per_query_claims(world, 2, options)
         records[options.first_stage_share] = {r["query_id"]: r for r in claims}
     staged = [q for q, r in records[0.5].items() if r["each_check"] and r["each_check"][0].get("stage") == 1]
@@ -570,6 +572,29 @@ def test_a_querys_check_in_two_stages_decides_on_its_first_pairs_when_they_meet_
     same = [q for q in staged if records[0.0][q]["checks"] == 1 and records[0.0][q]["certified"]]
     assert same and all(records[0.5][q]["labels"] < records[0.0][q]["labels"] for q in same)
     assert all(records[0.5][q]["review"] == records[0.0][q]["review"] for q in same)
+
+
+def test_the_tools_check_in_two_stages_certifies_on_its_first_pairs_and_costs_no_more_than_one_stage():
+    """Settings.staged (the tool's: certify.staged_sizes): a query's check keeps one stage's sample and test, and its
+    first pairs certify when they count no positive. After the same review the first draw samples the same pairs in
+    both, so a query whose first check certified in one stage costs no more in two, and less where its first stage
+    counted none; the claims certified and held are the same or more."""
+    confidence, rate = facade.tested_at(0.95, 1), certification.miss_rate("fresh")
+    (first, tested), (size, at) = benchmark_sim._stages(46, 1500, confidence, rate, benchmark_sim.Settings())
+    assert tested is None and at == confidence and 0 < first < size
+    assert (first, size) == facade.staged_sizes(46, 1500, 0.9, confidence, rate, 3)
+    world = worlds.inquire_world(queries=6, median_positives=30, seed=3)
+    records = {}
+    for staged in (False, True):
+        options = benchmark_sim.Settings(ranking="page", annotators=4, staged=staged, coupled_draws=True)
+        records[staged] = {r["query_id"]: r for r in benchmark_sim.per_query_claims(world, 3, options)}
+    by_first = [q for q, r in records[True].items() if any(c.get("stage") == 1 for c in r["each_check"])]
+    assert by_first, "some query's first stage counts none"
+    once = [q for q, r in records[False].items() if r["checks"] == 1 and r["certified"]]
+    assert once and all(records[True][q]["labels"] <= records[False][q]["labels"] for q in once)
+    assert any(records[True][q]["labels"] < records[False][q]["labels"] for q in once if q in by_first)
+    assert all(records[True][q]["review"] == records[False][q]["review"] for q in once)
+    assert all(r["held"] for r in records[True].values() if r["certified"])
 
 
 def test_the_coupled_order_is_random_for_each_check_and_keeps_a_pair_in_place_whatever_else_is_drawn_from():
