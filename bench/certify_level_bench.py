@@ -17,6 +17,9 @@ median 96-100% of the misses in the simulator), so it gets exactly the fresh loo
               Pearson upper bound, as annotator.completeness.looks): the level over teams and checks
   correlated  fresh, the fresh look missing the review's misses 15% of the time (the hard images both miss): what the
               claim does not cover ("looks err independently"), measured
+  staged      the per-query check in two stages (the tool since 2026-12-03: certify.staged_sizes), fresh; its first
+              pairs certify on counting none; the exact level is the tool's own certify.staged_level_at
+  staged_correlated  the same, with looks that err together as above
 
   .venv/bin/python bench/certify_level_bench.py                    # 10, 50 and 250 queries, 100,000 checks each
   .venv/bin/python bench/certify_level_bench.py --sizes 10 50 --checks 20000
@@ -104,6 +107,14 @@ def measure(state: dict, draws: int, looks: int, rng: np.random.Generator) -> di
         row[name] = {"sample": check.sample, "worst_missing": worst, "exact": round(exact, 5),
                      "monte_carlo": round(level, 5), "interval": [round(low, 5), round(high, 5)]}  # fmt: skip
     row["estimated"] = estimated_level(found, unlabeled, tested, tolerate, truth, draws, looks, rng)
+    if state.get("per_query"):  # a query's check in two stages (the tool's since 2026-12-03)
+        for name, true_loss in (("staged", truth), ("staged_correlated", designs["correlated"][1])):
+            staged = StagedCheck(found, unlabeled, tested, fresh, tolerate)
+            worst, exact = staged.worst(true_loss)
+            level, low, high = staged.monte_carlo(worst, true_loss, draws, rng)
+            row[name] = {"sample": staged.sample, "first_stage": staged.first, "worst_missing": worst,
+                         "exact": round(exact, 6), "monte_carlo": round(level, 5),
+                         "interval": [round(low, 5), round(high, 5)]}  # fmt: skip
     return row
 
 
@@ -161,6 +172,56 @@ class Check:
         return count / checks, interval.low, interval.high
 
 
+class StagedCheck(Check):
+    """A query's check in two stages at one state (certify.staged_sizes): the one-stage check's sample and test,
+    its first pairs certifying on counting none."""
+
+    def __init__(self, found: int, unlabeled: int, tested: float, rate: float, tolerate: int) -> None:
+        from annotator.completeness import certify
+
+        super().__init__(found, unlabeled, tested, rate, tolerate)
+        staged = certify.staged_sizes(found, unlabeled, TARGET, tested, rate, tolerate)
+        assert staged is not None and staged[1] == self.sample
+        self.first = staged[0]
+
+    def wrong(self, missing: int, true_loss: float) -> float:
+        """P(certify wrongly | K = `missing`), exactly: the tool's own certify.staged_level_at."""
+        from annotator.completeness import certify
+
+        return certify.staged_level_at(
+            self.found, self.unlabeled, self.first, self.sample, TARGET, self.tested, self.rate, missing, true_loss
+        )
+
+    def worst(self, true_loss: float) -> tuple[int, float]:
+        """The worst K over the boundary of none counted and 400 past it, every K read (two stages, two peaks: a
+        first stage errs most just past the boundary of none, the whole sample past that of its tolerance)."""
+        from annotator.completeness import certify
+
+        first = certify.missing_at_target(self.found, TARGET)
+        chances = {
+            missing: self.wrong(missing, true_loss) for missing in range(first, min(self.unlabeled, first + 400) + 1)
+        }
+        missing = max(chances, key=lambda k: chances[k])
+        return missing, chances[missing]
+
+    def monte_carlo(self, missing: int, true_loss: float, checks: int, rng: np.random.Generator) -> tuple:
+        """Each check: the sample's count (hypergeometric draw, each held positive counted unless its looks lose
+        it), the first stage's share of it (the counted positives lie at random places in the sample's order), a
+        certificate where the first stage counts none (recall then the found's alone) or the whole count
+        certifies by the tool's claim."""
+        from scipy.stats import binomtest
+
+        held = rng.hypergeometric(missing, self.unlabeled - missing, self.sample, size=checks)
+        met = rng.binomial(held, 1 - true_loss)
+        in_first = rng.hypergeometric(met, self.sample - met, self.first)
+        by_first = in_first == 0
+        whole_wrong = self.certified(met) & ((self.found + met) / (self.found + missing) < TARGET)
+        wrong = np.where(by_first, self.found / (self.found + missing) < TARGET, whole_wrong)
+        count = int(wrong.sum())
+        interval = binomtest(count, checks).proportion_ci(confidence_level=0.95, method="exact")
+        return count / checks, interval.low, interval.high
+
+
 def estimated_level(found, unlabeled, tested, tolerate, truth, checks, looks, rng) -> dict:
     """The level over teams whose per-look bound is their own estimate: each Monte Carlo check is a team's (misses
     among `looks` blind looks at a true 5%), sized and tested at that team's bound, at the worst truth for the
@@ -191,13 +252,16 @@ def estimated_level(found, unlabeled, tested, tolerate, truth, checks, looks, rn
 
 def format_row(row: dict) -> str:
     parts = [f"{row['state']} (F = {row['found']:,}, U = {row['U']:,}; stated level {row['stated']}):"]
-    for name in ("fresh", "before", "estimated", "correlated"):
+    for name in ("fresh", "before", "estimated", "correlated", "staged", "staged_correlated"):
+        if name not in row:
+            continue
         got = row[name]
         exact = f"exact {got['exact']}, " if "exact" in got else ""
         parts.append(
             f"  {name:<10} real level {exact}Monte Carlo {got['monte_carlo']} "
             f"({got['interval'][0]}-{got['interval'][1]}), K = {got['worst_missing']}, "
             f"sample {got.get('sample', got.get('median_sample'))}"
+            + (f", first stage {got['first_stage']}" if "first_stage" in got else "")
         )
     return "\n".join(parts)
 

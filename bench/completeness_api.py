@@ -108,6 +108,15 @@ def one_order() -> None:
     sampled._own_stretch = lambda mine, *_: mine
 
 
+def one_stage() -> None:
+    """A query's check drawn in one stage, its whole sample deciding, as before 2026-12-03 (`--one-stage`): the
+    baseline of what a first stage saves. The server runs in this process, so its sizing is replaced here; the
+    tool's draws a first stage wherever it saves pairs (checks.Situation.first_stage)."""
+    from annotator.completeness import checks
+
+    checks.Situation.first_stage = property(lambda situation: 0)  # type: ignore[assignment,method-assign]
+
+
 class HttpApi:
     """evaluation.api_team.Api over real HTTP: one session and API token per member."""
 
@@ -271,7 +280,8 @@ def each_query(world: Any, query_id: int, world_query: int, spent: Any) -> dict[
         "advice": spent.advice.get(query_id, {}).get("next"), "left": query_id in spent.left,
         "uncertifiable_rounds": spent.uncertifiable.get(query_id, 0),
         "each_check": [
-            {"found": c.found_at_draw, "sampled_from": c.sampled_from, "sample": c.images.count(), "status": c.status}
+            {"found": c.found_at_draw, "sampled_from": c.sampled_from, "sample": c.images.count(), "status": c.status,
+             "first_stage": c.first_stage, "looked_at": c.looked_at}
             for c in checks
         ],
         "review": Judgment.objects.filter(query_id=query_id, annotator__username="reviewer").count(),
@@ -310,6 +320,10 @@ def main() -> None:
         "sample's start for everyone (before 2026-12-03; a baseline)",
     )  # fmt: skip
     parser.add_argument("--assigned", action="store_true", help="the annotators assigned to every query")
+    parser.add_argument(
+        "--one-stage", action="store_true",
+        help="a query's check in one stage, its whole sample deciding (before 2026-12-03; a baseline)",
+    )  # fmt: skip
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="quire-api-bench-") as folder:
         os.environ["QUIRE_DATA_DIR"] = folder
@@ -318,6 +332,8 @@ def main() -> None:
         django.setup()
         if arguments.order == "one":
             one_order()
+        if arguments.one_stage:
+            one_stage()
         if arguments.least_judged:
             from annotator.completeness import advice
 

@@ -234,7 +234,8 @@ def through_api(arguments: argparse.Namespace) -> None:
              "--median", str(arguments.median), "--seed", str(seed), "--noise", str(arguments.noise),
              "--annotators", str(arguments.annotators), "--step", str(arguments.step),
              "--least-judged", str(least or 0), "--claim", arguments.claim,
-             *(["--coupled-draws"] if arguments.coupled_draws else [])],
+             *(["--coupled-draws"] if arguments.coupled_draws else []),
+             *(["--one-stage"] if arguments.query_one_stage else [])],
             stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         world = worlds.inquire_world(queries=arguments.queries, median_positives=arguments.median, seed=seed)

@@ -32,13 +32,16 @@ costs now and after confirmation, unless the request says `with_unconfirmed`.
 A query's sample is sized to certify the target whether it counts none, one, two or three positives (fewer where
 three cannot; no check where even none cannot: certify.check_size), the benchmark's whether it counts none or up to
 a tenth of the misses the target allows (at most 20), each tested at the share of alpha its ordinal gets
-(certify.tested_at: 0.9 alpha first, the rest halving after). The check is decided by the write that settles its
-last sampled pair, or earlier by the one that makes its positives more than any certificate of its sample allows
-(`decide_if_complete`, connected to annotator.labels' `judgments_settled` signal): reading a claim never writes
-one.
+(certify.tested_at: 0.9 alpha first, the rest halving after). A query's check is drawn in two stages
+(certify.staged_sizes): its first `first_stage` pairs, handed out first, certify it if they count no positive
+(`clean_first_stage`); otherwise the whole sample decides. The check is decided by the write that settles its last
+sampled pair (or its first stage's), or earlier by the one that makes its positives more than any certificate of
+its sample allows (`decide_if_complete`, connected to annotator.labels' `judgments_settled` signal): reading a claim
+never writes one.
 
-Blind judges see nothing through a check: its candidates come in the sample's random order, and whether an image
-waits for a look depends on how many judged it, never on what they said.
+Blind judges see nothing through a check: its candidates come in the sample's random order (a first stage's before
+the rest while any of them wants a look), and whether an image waits for a look depends on how many judged it,
+never on what they said.
 """
 
 from dataclasses import dataclass
@@ -569,9 +572,9 @@ def decide_if_complete(query_id: int, image_ids: Any = None, **_: Any) -> None:
         ):
             continue
         now = progress(check)
-        if (stage := clean_first_stage(check, now)) is not None:
-            decide(check, now, stage)
-        elif now.complete or failed_already(check, now):
+        if (stage := clean_first_stage(check, now)) is not None and decide(check, now, stage):
+            continue
+        if now.complete or failed_already(check, now):
             decide(check, now)
 
 
@@ -616,13 +619,15 @@ def _found(check: CompletenessCheck, now: CheckProgress) -> tuple[int, int]:
     return found, outside
 
 
-def decide(check: CompletenessCheck, now: CheckProgress, first_stage: Progress | None = None) -> None:
+def decide(check: CompletenessCheck, now: CheckProgress, first_stage: Progress | None = None) -> bool:
     """Decide `check` on its looks `now`: its claim (certify.claim over the strata's counts together) stored, and
     the sampled pairs opened (their looks are in: revisions now go to the adjudicator). A check decided early
     (failed_already) is not certified, and its bound is read from the pairs decided then (the others bound
     nothing): `looked_at` says how many. (Its reports give no interval of what is missing: claims, benchmark.)
     With `first_stage` (clean_first_stage: all its looks in, no positive counted) the check is certified by its first
-    stage (certify.staged_sizes), its bound read from those pairs."""
+    stage (certify.staged_sizes), its bound read from those pairs; unless that bound falls short (positives found at
+    the draw overturned since), when nothing is decided (False) and the whole sample decides later. True once the
+    check is decided, here or by another write first."""
     if first_stage is not None:
         assert check.query_id is not None, "a query's check"
         now = CheckProgress({check.query_id: first_stage})
@@ -632,12 +637,12 @@ def decide(check: CompletenessCheck, now: CheckProgress, first_stage: Progress |
         found, check.sampled_from, looked, now.positives, check.target_recall, check.tested_at, check.miss_rate,
         confirmed_outside=outside,
     )  # fmt: skip
+    if first_stage is not None and not claim.certified:
+        return False  # declining a first stage's certificate only lowers the staged test's level
     with transaction.atomic():
         if not CompletenessCheck.objects.select_for_update().filter(pk=check.pk, status="checking").exists():
             check.refresh_from_db()  # another write decided it first: the caller reads its decision, not a stale one
-            return
-        # A first stage that counted none certifies by the staged test (its level computed with the whole sample's);
-        # its plain bound is read too and must agree, which it does unless positives found at the draw were overturned.
+            return True
         certified = claim.certified and now.complete
         check.status = CompletenessCheck.Status.CERTIFIED if certified else CompletenessCheck.Status.NOT_CERTIFIED
         check.found, check.found_since, check.positives, check.looked_at = found, outside, now.positives, looked
@@ -647,6 +652,7 @@ def decide(check: CompletenessCheck, now: CheckProgress, first_stage: Progress |
         check.save()
         for query_id, image_ids in sample_of(check).items():
             sealed.open_images(query_id, image_ids)
+    return True
 
 
 def decided_early(check: CompletenessCheck, size: int) -> bool:

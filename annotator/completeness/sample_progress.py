@@ -230,16 +230,18 @@ def first_stage_of(check: CompletenessCheck, query: Query, whole: Progress) -> P
     return looks_at(query, first, check.second_judgments, since=fresh_since(check), looks=check.looks)
 
 
-def handed_out(check: CompletenessCheck, whole: Progress) -> list[list[int]]:
-    """The orders `check`'s pairs of a query are handed out in (`whole`: the query's part of its progress): its first
-    stage's pairs while any of them wants a look (a first stage that counts none certifies without the others:
-    annotator.completeness.certify.staged_sizes), then the whole sample. Whether a pair wants a look depends on how
+def handed_out(check: CompletenessCheck, whole: Progress) -> list[int]:
+    """The pairs of `check` of a query handed out for looks now, in the sample's order (`whole`: the query's part of
+    its progress): its first stage's alone while any of them wants a look, from anyone (a first stage that counts
+    none certifies without the others: annotator.completeness.certify.staged_sizes), so that no look is spent on
+    the rest before the first stage has decided; then the whole sample. One who may not look at the first stage's
+    last pairs (they judged them before the draw) waits for the others. Whether a pair wants a look depends on how
     many judged it, never on what they said, so a blind judge learns nothing from which pairs they are handed."""
     first = whole.order[: check.first_stage]
     wanting = set(whole.unjudged) | set(whole.second)
     if check.first_stage and any(image_id in wanting for image_id in first):
-        return [first, whole.order]
-    return [whole.order]
+        return first
+    return whole.order
 
 
 def progress_of(check: CompletenessCheck, query: Query) -> Progress:

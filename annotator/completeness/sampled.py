@@ -9,9 +9,10 @@ up with someone) each a share of the way along the stretch ahead of it; one who 
 the longest stretch that nobody is working through; before anyone looks, their share of the query's assignees, or
 asked for their share, a place of their own (`own_place`). The labeling page hands each their own stretch alone, up
 to the next person's start (`share`), so people who load a page together are not shown the same pairs and a look is
-not spent twice. A check's sample is random in every stretch and it certifies only once every pair has its looks (it
-fails early on positives counted, whichever pairs counted them), so the order the pairs are looked in changes no
-decision.
+not spent twice. A query's check in two stages hands out its first stage's pairs alone while any of them wants a
+look (sample_progress.handed_out), then the whole sample. A check's sample is random in every stretch and it
+certifies only once every pair it reads (the whole sample's, or a first stage's) has its looks (it fails early on
+positives counted, whichever pairs counted them), so the order the pairs are looked in changes no decision.
 """
 
 import zlib
@@ -37,7 +38,7 @@ def candidates(query: Query, viewer: Writer, k: int, share: bool = False) -> lis
     (`_own_stretch`); with `share`, only the viewer's own stretch of each, up to the next person's place (the
     labeling page's: a page loaded beside a teammate's never meets it). Whether an image wants a look depends on
     how many judged it, never on what they said, so the order tells a blind judge nothing of the others' votes."""
-    parts: list[tuple[CompletenessCheck, list[list[int]], set[int]]] = []
+    parts: list[tuple[CompletenessCheck, list[int], set[int]]] = []
     for check in (checks.open_check(query), checks.open_check()):
         if check is not None:
             now = progress_of(check, query)
@@ -47,12 +48,9 @@ def candidates(query: Query, viewer: Writer, k: int, share: bool = False) -> lis
     mine = mine.filter(annotator=viewer) if viewer is not None else mine.filter(annotator__isnull=True)
     judged = set(mine.values_list("image_id", flat=True))
     chosen: list[int] = []
-    for check, orders, wanted in parts:
+    for check, order, wanted in parts:
         taken = set(chosen)
-        for order in orders:  # a first stage's pairs while any wants a look from the viewer, then the whole sample
-            open_to_viewer = [i for i in order if i in wanted and i not in judged and i not in taken]
-            if open_to_viewer:
-                break
+        open_to_viewer = [i for i in order if i in wanted and i not in judged and i not in taken]
         chosen += _own_stretch(open_to_viewer, order, check, query, viewer, share)
     return chosen[:k]
 

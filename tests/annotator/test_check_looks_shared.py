@@ -264,3 +264,17 @@ def test_a_first_stage_that_meets_a_positive_hands_out_the_rest_and_the_whole_sa
     assert made.status in ("certified", "not_certified") and made.looked_at == len(whole) and made.positives == 1
     shown = report(boss, query)
     assert shown["decided_by_first_stage"] is None and shown["sample"]["positives"] == 1
+
+
+def test_one_who_may_not_look_at_the_first_stages_last_pairs_waits_rather_than_start_on_the_rest(check, labeling):
+    """Ann judged some sampled images before the draw, so their fresh looks are the others' to give: once the rest of
+    the first stage has its looks, Ann is handed nothing (not the rest of the sample, whose looks a clean first stage
+    would not need) while Cy is handed Ann's images of the first stage."""
+    query, first, whole = check["query"], check["sample"], check["whole"]
+    ann, bob, cy = labeling["annotator"], *check["people"][:2]
+    hers = judged_by(ann, query) & set(first)
+    assert hers, "the first stage holds some of Ann's negatives"
+    label(bob, query, [i for i in first if i not in hers], "not_relevant")
+    assert check_candidates(ann, query) == []
+    assert set(check_candidates(cy, query)) == hers
+    assert not set(check_candidates(cy, query)) & set(whole[len(first) :])
