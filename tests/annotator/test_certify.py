@@ -577,7 +577,9 @@ def enumerated_level(found, unlabeled, first, whole, target, confidence, tested_
     (the looks and the adjudicator), the first stage's count hypergeometric over the countable ones, the rest's
     given it over what is left; a first stage counting none certifies, otherwise the whole sample's count is
     tested as claim tests it at `confidence`."""
-    counts = np.arange(whole + 1)
+    # No count above most_positives certifies (tested above), so the counts past it are left out of the sums.
+    most = certify.most_positives(found, unlabeled, whole, target, confidence, tested_miss)
+    counts = np.arange(most + 1)
     certifies = np.array(
         [certify.claim(found, unlabeled, whole, int(c), target, confidence, tested_miss).certified for c in counts]
     )
@@ -597,7 +599,7 @@ def enumerated_level(found, unlabeled, first, whole, target, confidence, tested_
                     continue
                 rest = hypergeom.pmf(counts, unlabeled - first, countable - in_first, whole - first)
                 total = in_first + counts  # the whole sample's count
-                inside = total <= whole
+                inside = total <= most
                 level += weight * p_first * float(np.sum(rest[inside] * (certifies & wrong_at)[total[inside]]))
         worst = max(worst, level)
         if level < worst * 1e-3:

@@ -278,3 +278,22 @@ def test_one_who_may_not_look_at_the_first_stages_last_pairs_waits_rather_than_s
     assert check_candidates(ann, query) == []
     assert set(check_candidates(cy, query)) == hers
     assert not set(check_candidates(cy, query)) & set(whole[len(first) :])
+
+
+def test_a_first_stage_whose_own_bound_falls_short_leaves_the_whole_sample_to_decide(check, monkeypatch):
+    """A clean first stage certifies only where its own bound (certify.claim over its pairs, at the positives still
+    confirmed) certifies too: were the positives found at the draw overturned since, it would not, and the whole
+    sample decides instead (declining a first stage's certificate only lowers the staged test's level)."""
+    from dataclasses import replace
+
+    from annotator.completeness import checks
+
+    query, first, whole = check["query"], check["sample"], check["whole"]
+    bob = check["people"][0]
+    label(bob, query, first[:-1], "not_relevant")
+    real = checks.certify.claim
+    monkeypatch.setattr(checks.certify, "claim", lambda *a, **k: replace(real(*a, **k), certified=False))
+    label(bob, query, first[-1:], "not_relevant")  # the first stage clean, its bound short: nothing decided
+    made = CompletenessCheck.objects.get(query=query)
+    assert made.status == "checking" and made.looked_at is None
+    assert set(check_candidates(bob, query)) == set(whole[len(first) :])
