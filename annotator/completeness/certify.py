@@ -357,7 +357,7 @@ def check_size(
     return size if boundaries else None
 
 
-@functools.lru_cache(maxsize=256)  # 0.06-0.4 s a frame (bench/staged_size_bench.py); the cost box asks again
+@functools.lru_cache(maxsize=256)  # 0.02-0.4 s a frame (bench/staged_size_bench.py); the cost box asks again
 def staged_sizes(
     found: int, unlabeled: int, target: float, confidence: float, miss_rate: float = 0.0, tolerate: int = 0
 ) -> tuple[int, int] | None:
