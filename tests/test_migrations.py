@@ -252,7 +252,11 @@ def load_rows(old, rows) -> None:
 
 
 # Report fields the API gained after the answers were recorded, with what a check drawn before them says.
-ADDED_SINCE = {"decided_early": None}  # annotator 0027: a check decided before every pair was looked at
+ADDED_SINCE = {
+    "decided_early": None,  # annotator 0027: a check decided before every pair was looked at
+    "first_stage": 0,  # annotator 0028: a query's check in two stages (a check drawn before it has one)
+    "decided_by_first_stage": None,
+}
 
 
 @pytest.mark.django_db(transaction=True)
