@@ -578,7 +578,7 @@ def test_the_tools_check_in_two_stages_certifies_on_its_first_pairs_and_costs_no
     """Settings.staged (the tool's: certify.staged_sizes): a query's check keeps one stage's sample and test, and its
     first pairs certify when they count no positive. After the same review the first draw samples the same pairs in
     both, so a query whose first check certified in one stage costs no more in two, and less where its first stage
-    counted none; the claims certified and held are the same or more."""
+    counted none; every claim certified in two stages holds."""
     confidence, rate = facade.tested_at(0.95, 1), certification.miss_rate("fresh")
     (first, tested), (size, at) = benchmark_sim._stages(46, 1500, confidence, rate, benchmark_sim.Settings())
     assert tested is None and at == confidence and 0 < first < size
