@@ -538,6 +538,7 @@ def report(check: CompletenessCheck, parts: list[Progress]) -> dict[str, Any]:
     .benchmark add what their claim says): its status and test, what it was drawn from, its sample's figures
     (`parts`: its progress, per query) and, once decided, its bound."""
     decided = check.status != CompletenessCheck.Status.CHECKING
+    size = sum(part.size for part in parts)
     return {
         "status": check.status, "check": check.ordinal, "target_recall": check.target_recall,
         "confidence": check.confidence, "tested_at": check.tested_at,
@@ -546,9 +547,9 @@ def report(check: CompletenessCheck, parts: list[Progress]) -> dict[str, Any]:
         "sampled_from": check.sampled_from, "sample": sample_figures(parts),
         "recall_lower_bound": check.recall_lower_bound if decided else None,
         # Decided before every pair was looked at: the sample had met more positives than a certificate allows.
-        "decided_early": early_words(check, sum(part.size for part in parts)) or None,
+        "decided_early": early_words(check, size) or None,
         "first_stage": check.first_stage,
-        "decided_by_first_stage": first_stage_words(check, sum(part.size for part in parts)) or None,
+        "decided_by_first_stage": first_stage_words(check, size) or None,
         "drawn_at": check.created_at.isoformat(),
         "decided_at": check.decided_at.isoformat() if check.decided_at else None,
     }  # fmt: skip
@@ -563,13 +564,11 @@ def decide_if_complete(query_id: int, image_ids: Any = None, **_: Any) -> None:
     if image_ids is not None:
         pairs = pairs.filter(image_id__in=list(image_ids))
     for check in CompletenessCheck.objects.filter(pk__in=pairs.values("completeness_check")).order_by("pk"):
-        # One query, not a progress of every stratum, on most writes: only a write that completes the looks (of the
-        # whole sample, or of a first stage), or that may have counted a positive, can decide.
-        if (
-            some_pair_wants_a_look(check)
-            and (not check.first_stage or some_pair_wants_a_look(check, below=check.first_stage))
-            and not _now_positive(query_id, pairs.filter(completeness_check=check))
-        ):
+        # One query, not a progress of every stratum, on most writes: only a write that completes the looks (of a
+        # first stage where the check has one: its pairs are among the whole sample's, so while they want a look
+        # the whole does too), or that may have counted a positive, can decide.
+        wanting = some_pair_wants_a_look(check, below=check.first_stage or None)
+        if wanting and not _now_positive(query_id, pairs.filter(completeness_check=check)):
             continue
         now = progress(check)
         if (stage := clean_first_stage(check, now)) is not None and decide(check, now, stage):
