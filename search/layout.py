@@ -218,7 +218,9 @@ def compute(
     work.mkdir(exist_ok=True)
     if work != here and (work / "layout.npz").exists():  # cut short while switching: finish the switch
         return _switch(here, work, Outcome("fitted", 0, len(load_from(work / "layout.npz")), 0))
-    mode = "updated"
+    # Whatever is computed in next/ is a new map, even where a refit resumes from a fit its killed worker saved but
+    # did not get to record (fitted_now): it was seen reported as "updated" when the kill fell between the two.
+    mode = "fitted" if work != here else "updated"
     if not (work / "fit.npz").exists():
         _fit_anew(work, embeddings, fitted_now)
         mode = "fitted"

@@ -328,6 +328,35 @@ def test_a_refit_killed_half_way_keeps_the_map_in_use_and_the_reaper_resumes_it(
     assert map_jobs.reap() == []
 
 
+def test_a_refit_killed_between_saving_its_fit_and_recording_it_ends_as_a_new_map(mapped, monkeypatch):
+    """A kill can fall after the new fit is on disk and before the job records it (seen in CI: the resumed refit then
+    said "Placed 120 new images" where a new map was made). The resumed job keeps that fit and says "fitted"."""
+    from search import map_jobs  # only this test runs the job function itself
+
+    model = configured_spec().name
+    before = layout.load(model)
+    job = MapLayout.objects.create(model_name=model, refit=True)
+    real_fit_anew = layout._fit_anew
+
+    def fit_then_die(work, embeddings, fitted_now):
+        real_fit_anew(work, embeddings, None)  # saved, never recorded
+        raise _Killed
+
+    monkeypatch.setattr(layout, "_fit_anew", fit_then_die)
+    with pytest.raises(_Killed):
+        map_jobs.run_map_layout(job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING and job.refit is True and job.mode == ""
+    made = (layout.folder(model) / layout.NEXT / "fit.npz").stat().st_mtime_ns
+
+    monkeypatch.setattr(layout, "_fit_anew", real_fit_anew)
+    assert map_jobs.reap() == [job.pk]
+    job.refresh_from_db()
+    assert (job.status, job.mode, job.attempts) == (JobStatus.DONE, "fitted", 2)
+    assert (layout.folder(model) / "fit.npz").stat().st_mtime_ns == made  # the fit it saved, not a second one
+    assert layout.load(model).version != before.version
+
+
 def test_a_layout_that_keeps_killing_its_worker_fails_with_a_sentence(mapped):
     from search import map_jobs  # only this test runs the job function itself
 
