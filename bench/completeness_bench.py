@@ -126,6 +126,11 @@ def main() -> None:
         "the last windows expect (certify.tolerance_for_misses), or the larger of the two",
     )  # fmt: skip
     parser.add_argument(
+        "--tolerate-share", type=int, default=None,
+        help="a benchmark check tolerates this share of the misses the target allows: 10 a tenth (the tool's), 5 a "
+        "fifth, 0 none (evaluation.benchmark_sim.Settings.tolerate_share)",
+    )  # fmt: skip
+    parser.add_argument(
         "--recheck", choices=("first", "estimate"), default="first",
         help="a benchmark re-check's tolerance: as any check's (the tool's), or what the failed check says the frames "
         "still hide (certify.hiding_estimate), never less",
@@ -159,6 +164,8 @@ def main() -> None:
     if arguments.through_api:
         if arguments.extend or arguments.pooled or arguments.expert_noise:
             parser.error("--through-api runs the tool's flow: no --extend, --pooled or --expert-noise beside it")
+        if arguments.tolerate_share is not None:
+            parser.error("--through-api sizes the benchmark's check as the tool does: no --tolerate-share beside it")
         through_api(arguments)
         return
 
@@ -214,6 +221,9 @@ def settings(arguments: argparse.Namespace, design: str) -> Any:
         query_tolerate=benchmark_sim.QUERY_TOLERATE if arguments.query_tolerate is None else arguments.query_tolerate,
         first_stage_share=arguments.query_first_stage, coupled_draws=arguments.coupled_draws,
         staged=not arguments.query_one_stage,
+        tolerate_share=(
+            benchmark_sim.BENCHMARK_TOLERATE_SHARE if arguments.tolerate_share is None else arguments.tolerate_share
+        ),
     )  # fmt: skip
 
 

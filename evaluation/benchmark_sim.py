@@ -499,7 +499,7 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
         else:
             chosen = _draw(options, rng, (seed, checks), owner, pairs, size)
         first = first or {"found": found, "sampled_from": len(pairs), "sample": len(chosen), "tested_at": confidence,
-                          "miss_rate": rate}  # fmt: skip
+                          "miss_rate": rate, "hidden": _hidden(runs, owner, pairs)}  # fmt: skip
         curtail = _most(options, nested, (found, len(pairs), len(chosen)), confidence, rate)
         try:
             met, new, unsealed, seen = _look_at_sample(runs, chosen, owner, pairs, looked, options, curtail)
@@ -515,6 +515,12 @@ def benchmark_claim(world: World, seed: int, options: Settings) -> dict[str, Any
             after_failure(runs, options, new, unsealed, seen)
     checked = {"certified": certified, "checks": checks, "bound": lower, "stuck": stuck}
     return _claim_record(runs, options, seed, checked, sampled=looked, least=least, first=first)
+
+
+def _hidden(runs: dict[int, QueryRun], owner: np.ndarray, pairs: np.ndarray) -> int:
+    """The true positives among a check's pairs (the bench's clairvoyant figure: what its sample may meet)."""
+    pairs_of = zip(owner.tolist(), pairs.tolist(), strict=True)
+    return sum(image_id in runs[query_id].truth for query_id, image_id in pairs_of)
 
 
 def _most(

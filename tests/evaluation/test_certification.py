@@ -324,6 +324,10 @@ def test_a_check_sized_from_the_expected_misses_reads_the_last_windows_and_keeps
         run = benchmark_sim.benchmark_claim(world, 2, benchmark_sim.Settings(sizing=sizing))
         assert run["checks"] >= 1 and (run["held"] or not run["certified"])
         sized[sizing] = run["first_check"]["sample"]
+        # The positives its pairs hid at the first draw (the bench's clairvoyant count): some, and no more than the
+        # frames' positives it had not confirmed (the frames only grow after it).
+        hidden = run["first_check"]["hidden"]
+        assert 0 < hidden <= run["in_frames"] - run["first_check"]["found"], (hidden, run["in_frames"])
     assert sized["share"] != sized["misses"]  # this world: the two rules tolerate differently
     assert sized["larger"] == max(sized["share"], sized["misses"])  # the same first state: the larger tolerance
 
