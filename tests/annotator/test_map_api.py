@@ -329,7 +329,7 @@ def test_a_refit_killed_half_way_keeps_the_map_in_use_and_the_reaper_resumes_it(
 
 
 def test_a_refit_killed_between_saving_its_fit_and_recording_it_ends_as_a_new_map(mapped, monkeypatch):
-    """A kill can fall after the new fit is on disk and before the job records it (seen in CI: the resumed refit then
+    """A kill can fall after the new fit is on disk and before the job records it (seen in a suite run: the refit then
     said "Placed 120 new images" where a new map was made). The resumed job keeps that fit and says "fitted"."""
     from search import map_jobs  # only this test runs the job function itself
 
