@@ -3,7 +3,6 @@ queries' frames, its pairs labeled through each query's check ranking with one f
 claim decided by the write that settles its last pair, per-query intervals, advice, and every refusal leaving
 the data as it was."""
 
-import numpy as np
 import pytest
 from django.contrib.auth.models import User
 
@@ -11,7 +10,7 @@ from annotator.completeness import certify, checks, sample_progress
 from annotator.labels import LabelChange, sealed, set_labels
 from annotator.models import CheckImage, CompletenessCheck, Judgment, Label, OverlapImage, Query, QueryFrame
 from search.facade import search
-from tests.annotator.claims_api import ONE_LOOK, api_for, check_candidates, label
+from tests.annotator.claims_api import ONE_LOOK, api_for, check_candidates, label, seeded_order
 from tests.factories import database_snapshot
 
 pytestmark = pytest.mark.django_db
@@ -217,7 +216,7 @@ def test_a_blind_judge_reads_no_sampled_positive_and_the_same_order(bench, monke
     first, _ = bench["queries"]
     # A seeded draw: with fresh entropy the sample (51 of 226 pairs) met none of the pairs Ann judged before it about
     # one run in 300, and then nothing is sealed to Bob, so nothing is withheld (rightly: nothing is blind).
-    monkeypatch.setattr(checks, "sample_order", lambda check, q, i: np.random.default_rng(62).permutation(len(i)))
+    monkeypatch.setattr(checks, "sample_order", seeded_order)
     draw(bench, split="val")
     assert sealed.sealed_to(bob)  # pairs judged before the draw, sampled: Bob judges them blind
     looked = check_candidates(ann, first)[:3]

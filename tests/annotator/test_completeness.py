@@ -15,7 +15,7 @@ from annotator.completeness.frames import pack, unpack
 from annotator.labels import LabelChange, sealed, set_labels
 from annotator.models import CompletenessCheck, Judgment, Label, OverlapImage, Query, QueryFrame
 from search.facade import SearchUnavailable, rank, search
-from tests.annotator.claims_api import ONE_LOOK, api_for, check_candidates, label
+from tests.annotator.claims_api import ONE_LOOK, api_for, check_candidates, label, seeded_order
 from tests.factories import database_snapshot, make_collection
 
 pytestmark = pytest.mark.django_db
@@ -487,7 +487,7 @@ def test_a_blind_judge_meets_the_check_in_the_same_order_whatever_the_others_sai
     confirm_positives(team)
     # A seeded draw: with fresh entropy the sample (50 of 113) held none of the 13 images Ann judged before it one run
     # in about 3,700 (CI met it), and then nothing is sealed to Bob, so nothing is withheld (rightly: nothing is blind).
-    monkeypatch.setattr(checks, "sample_order", lambda check, q, i: np.random.default_rng(62).permutation(len(i)))
+    monkeypatch.setattr(checks, "sample_order", seeded_order)
     draw(team, {"target_recall": 0.5, "confidence": 0.9, "frame": {"kind": "collection"}})
     _, sample = the_check(query)
     assert sealed.blind_images(query, bob)  # judged before the draw by Ann, sampled: Bob judges them blind
